@@ -1,0 +1,149 @@
+// The contract between paygate's core and a payment / identity gateway ("PG").
+// One adapter per gateway implements the capabilities it has; routes, activities and workflows see
+// only these types, never a gateway's wire format (hyperswitch's connector idea).
+
+/** Raw card data as received from the merchant. Lives only between the request and the adapter. */
+export interface CardDetails {
+  /** digits only, 15-16 long */
+  readonly number: string;
+  /** first two digits of the card password */
+  readonly password2: string;
+  /** owner birth date YYMMDD or a 10-digit business registration number */
+  readonly identityNo: string;
+  /** YY */
+  readonly expireYear: string;
+  /** MM, 01-12 */
+  readonly expireMonth: string;
+}
+
+/** Display-only card info; safe to store and return. */
+export interface MaskedCard {
+  /** at most the first 6 and last 4 digits visible, the rest '*' */
+  readonly maskedNumber: string;
+  readonly cardCompany: string;
+  readonly cardCompanyCode: string;
+  readonly cardType: 'credit' | 'check';
+}
+
+export interface IssuedBillingKey {
+  /** the gateway's own key; paygate keeps it server-side and hands merchants its own billing_key */
+  readonly gatewayBillingKey: string;
+  readonly gatewayTid: string;
+  readonly card: MaskedCard;
+  readonly expiresAt: Date;
+  readonly issuedAt: Date;
+}
+
+export interface ChargeRequest {
+  /** derived from the charge (never random per attempt) so a retried call cannot charge twice */
+  readonly idempotencyKey: string;
+  readonly gatewayBillingKey: string;
+  readonly amount: number;
+  readonly taxFree: number;
+  readonly orderId: string;
+  readonly orderName: string;
+  /** instalment months; 0 = lump sum */
+  readonly quota: number;
+}
+
+export interface ChargeResult {
+  readonly gatewayTid: string;
+  readonly approvedAt: Date;
+  readonly approvalNo: string;
+  readonly card: MaskedCard;
+  readonly quota: number;
+}
+
+export interface CancelRequest {
+  readonly idempotencyKey: string;
+  readonly gatewayTid: string;
+  readonly amount: number;
+  readonly taxFree: number;
+  readonly reason: string;
+}
+
+export interface CancelResult {
+  readonly gatewayCancelTid: string;
+  readonly cancelledAt: Date;
+}
+
+export interface CardBillingGateway {
+  issueBillingKey(req: {
+    readonly idempotencyKey: string;
+    readonly card: CardDetails;
+    readonly orderName: string;
+    readonly subscriptionId: string;
+  }): Promise<IssuedBillingKey>;
+  charge(req: ChargeRequest): Promise<ChargeResult>;
+  cancel(req: CancelRequest): Promise<CancelResult>;
+  destroyBillingKey(req: { readonly gatewayBillingKey: string }): Promise<void>;
+}
+
+export type Carrier = 'SKT' | 'KT' | 'LGT' | 'SKT_MVNO' | 'KT_MVNO' | 'LGT_MVNO';
+
+export interface OtpRequest {
+  readonly idempotencyKey: string;
+  /** the merchant (project) identity: DI differs per merchant for one person */
+  readonly merchantId: string;
+  readonly name: string;
+  readonly phone: string;
+  /** YYMMDD + first digit of the back part, 7 characters */
+  readonly identityNo: string;
+  readonly carrier: Carrier;
+  readonly type: 'sms' | 'pass';
+  readonly clientIp: string;
+  readonly siteUrl?: string;
+}
+
+export interface VerifiedPerson {
+  readonly name: string;
+  readonly phone: string;
+  /** YYYYMMDD */
+  readonly birth: string;
+  /** 1 male, 0 female */
+  readonly gender: 0 | 1;
+  /** the identity gateway's original string */
+  readonly foreigner: '0' | '1';
+  readonly carrier: Carrier;
+  /** CI: the same for one person across merchants */
+  readonly ci: string;
+  /** DI: differs per merchant for the same person */
+  readonly di: string;
+}
+
+export interface IdentityGateway {
+  /** sends the SMS OTP (or pass push); returns the gateway transaction id */
+  requestOtp(req: OtpRequest): Promise<{ readonly tid: string }>;
+  resendOtp(req: { readonly tid: string; readonly idempotencyKey: string }): Promise<void>;
+  /** throws GatewayDeclinedError when the OTP is wrong or expired */
+  confirmOtp(req: { readonly tid: string; readonly otp: string }): Promise<VerifiedPerson>;
+}
+
+/** What one configured PG offers. A capability that is absent is not supported by that PG. */
+export interface Gateway {
+  readonly name: string;
+  readonly card?: CardBillingGateway;
+  readonly identity?: IdentityGateway;
+}
+
+/**
+ * The gateway said no (card refused, wrong OTP, ...). Final: retrying will not change the answer.
+ * pgErrorCode and pgMessage are the gateway's own code and text, safe to show to the merchant.
+ */
+export class GatewayDeclinedError extends Error {
+  override readonly name = 'GatewayDeclinedError';
+  constructor(
+    readonly pgErrorCode: string,
+    readonly pgMessage: string,
+  ) {
+    super(`gateway declined: ${pgErrorCode} ${pgMessage}`);
+  }
+}
+
+/** The gateway could not be reached or answered 5xx / garbage. Retryable with the same idempotency key. */
+export class GatewayUnavailableError extends Error {
+  override readonly name = 'GatewayUnavailableError';
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+  }
+}
