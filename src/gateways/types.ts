@@ -147,3 +147,9 @@ export class GatewayUnavailableError extends Error {
     super(message, options);
   }
 }
+
+/** The configured PGs by name ('sandbox_card', 'sandbox_noauto', 'sandbox_identity', ...). */
+export interface GatewayRegistry {
+  get(name: string): Gateway | undefined;
+  readonly names: readonly string[];
+}
