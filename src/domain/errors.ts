@@ -1,0 +1,170 @@
+// The one error catalog. Every error a client can see is one of these entries; routes throw
+// `new ApiError('NAME', ...)` and the API error handler renders the envelope.
+//
+// Codes from the spec keep the spec's number and name. HTTP statuses follow the spec where it
+// gives one; elsewhere 400 for a bad request, 401/403 for authentication, 404 for unknown things,
+// 5xx for failures on our or the gateway's side.
+//
+// paygate's own codes (not in the spec) live in the 9000 range, outside every spec range:
+//   9400 INVALID_REQUEST          body/query/params malformed (bad JSON, array body, wrong types)
+//   9401 ADMIN_UNAUTHORIZED       admin API without a valid ADMIN_TOKEN
+//   9404 NOT_FOUND                no such route or resource outside the spec's codes
+//   9405 METHOD_NOT_ALLOWED
+//   9409 IDEMPOTENCY_IN_PROGRESS  same Idempotency-Key while the first request is still running
+//   9410 ORDER_ID_DUPLICATED      order_id already used in this project
+//   9413 PAYLOAD_TOO_LARGE
+//   9415 UNSUPPORTED_MEDIA_TYPE   only application/json bodies are accepted
+//   9422 IDEMPOTENCY_KEY_REUSED   same Idempotency-Key with a different request
+//   9423 BILLING_KEY_DESTROYED    the billing key was deleted
+//   9424 CANCEL_PRICE_EXCEEDED    cancel amount larger than what remains
+//   9425 RECEIPT_NOT_CANCELLABLE
+//   9426 PROJECT_NOT_FOUND        admin API: unknown application_id
+//   9500 INTERNAL_ERROR
+//   9503 SERVICE_UNAVAILABLE
+//   9504 GATEWAY_TIMEOUT          the PG did not answer in time; retry with the same key
+
+export interface CatalogEntry {
+  readonly code: number;
+  readonly status: number;
+  readonly message: string;
+}
+
+export const errorCatalog = {
+  // Authentication
+  API_ONLY_SELLER: { code: 600, status: 403, message: 'This API is available to seller accounts only.' },
+  APP_FIREWALL_BLOCKED: { code: 1203, status: 403, message: 'The requesting IP is not allowed.' },
+  APP_SK_NOT_MATCHED: { code: 1204, status: 401, message: 'The secret key does not match.' },
+  APP_AT_AUTHORIZE_TYPE_INVALID: { code: 1205, status: 401, message: 'The Authorization header must start with Basic or Bearer.' },
+  APP_AT_AUTHORIZE_HEADER_BLANK: { code: 1206, status: 401, message: 'The Authorization header is missing.' },
+  APP_CLIENT_KEY_NOT_FOUND: { code: 1216, status: 401, message: 'The client key is unknown.' },
+  APP_CLIENT_KEY_EXPIRED: { code: 1218, status: 401, message: 'The key has passed its validity period.' },
+  API_ROLE_NOT_SUPPORT: { code: 1221, status: 403, message: 'This API is not supported for the key.' },
+  API_SCOPE_INVALID: { code: 1222, status: 401, message: 'The key has not been granted the scope of this API.' },
+  APP_KEY_CHAIN_EXPIRED: { code: 1224, status: 401, message: 'The client key has expired.' },
+  APP_KEY_CHAIN_SESSION_INVALID: { code: 1225, status: 403, message: 'The resource belongs to another project key.' },
+
+  // Receipts (shared by key-in, verification and escrow)
+  RC_NOT_FOUND: { code: 2000, status: 404, message: 'The receipt was not found.' },
+  RC_PG_NOT_FOUND: { code: 2001, status: 404, message: 'The requested PG was not found or is not active.' },
+  RC_PM_NOT_FOUND: { code: 2002, status: 404, message: 'The requested method was not found for the PG.' },
+  RC_NAME_BLANK: { code: 2003, status: 400, message: 'order_name is empty.' },
+  RC_O_ID_BLANK: { code: 2005, status: 400, message: 'The merchant-assigned ID is empty.' },
+  RC_RESOURCE_NOT_CONFIG: { code: 2017, status: 500, message: 'The PG configuration is unusable.' },
+  RC_NOT_SUBSCRIBE: { code: 2057, status: 400, message: 'This pg and method combination does not support billing key issuance.' },
+  RC_ONLY_REST_API: { code: 2058, status: 400, message: "Only the REST method '카드자동(REST)' is supported." },
+  RC_NOT_AUTH: { code: 2064, status: 400, message: 'The receipt is not a verification receipt.' },
+  RC_NOT_CONFIRMED: { code: 2069, status: 400, message: 'The payment is not in complete status.' },
+  RC_INVALID_EXP_MONTH: { code: 2084, status: 400, message: 'The card expiry month must be between 01 and 12.' },
+
+  // Key-in
+  SUBSCRIBE_NEED_PG_METHOD: { code: 2300, status: 400, message: 'pg or method is missing.' },
+  SUBSCRIBE_REQUEST_FAILED: { code: 2301, status: 500, message: 'The billing key request failed.' },
+  SUBSCRIBE_PUBLISH_FAILED: { code: 2304, status: 400, message: 'The PG refused the billing key issuance.' },
+  SUBSCRIBE_BK_NOT_FOUND: { code: 2309, status: 404, message: 'The billing key was not found.' },
+  SUBSCRIBE_CARD_NO_BLANK: { code: 2311, status: 400, message: 'card_no is empty.' },
+  SUBSCRIBE_CARD_PW_BLANK: { code: 2312, status: 400, message: 'card_pw is empty.' },
+  SUBSCRIBE_CARD_IDENTITY_BLANK: { code: 2313, status: 400, message: 'card_identity_no is empty.' },
+  SUBSCRIBE_CARD_EX_YEAR_BLANK: { code: 2314, status: 400, message: 'card_expire_year is empty.' },
+  SUBSCRIBE_CARD_EX_MONTH_BLANK: { code: 2315, status: 400, message: 'card_expire_month is empty.' },
+
+  // Identity verification
+  AUTH_NEED_PG_METHOD: { code: 2400, status: 400, message: 'pg or method is empty.' },
+  AUTH_REQUEST_FAILED: { code: 2401, status: 500, message: 'Creating the verification request failed.' },
+  AUTH_CONFIRM_READY_FAILED: { code: 2402, status: 400, message: 'Sending the verification code failed.' },
+  AUTH_NOT_READY: { code: 2404, status: 400, message: 'The verification is not awaiting confirmation.' },
+  AUTH_CONFIRM_FAILED: { code: 2405, status: 500, message: 'The verification code is wrong or expired.' },
+  AUTH_CONFIRM_METHOD_NOT_FOUND: { code: 2406, status: 404, message: 'The PG has no REST verification.' },
+  AUTH_NOT_FOUND: { code: 2407, status: 404, message: 'The verification was not found.' },
+  AUTH_NOT_CONFIRMED: { code: 2408, status: 400, message: 'The verification is not confirmed.' },
+  AUTH_EXPIRED: { code: 2409, status: 400, message: 'The verification result is no longer available (30 minutes passed).' },
+  AUTH_REALARM_FAILED: { code: 2411, status: 500, message: 'Resending the verification code failed.' },
+  AUTH_REALARM_NOT_ABLE: { code: 2412, status: 400, message: 'Only SMS verifications can be resent.' },
+
+  // Escrow
+  RC_ESCROW_NOT_READY: { code: 2700, status: 400, message: 'The escrow is not waiting for shipping.' },
+  RC_ESCROW_SHIPPING_START_FAILED: { code: 2701, status: 500, message: 'The PG refused the shipping start.' },
+  RC_ESCROW_SHIPPING_NO_METHOD: { code: 2702, status: 404, message: 'The PG has no shipping start.' },
+  RC_NOT_ESCROW: { code: 2703, status: 400, message: 'The payment is not an escrow payment.' },
+  RC_TRACKING_NUMBER_BLANK: { code: 2706, status: 400, message: 'tracking_number is empty.' },
+  RC_DELIVERY_CORP_BLANK: { code: 2707, status: 400, message: 'delivery_corp is empty.' },
+  RC_PROVIDER_NAME_BLANK: { code: 2708, status: 400, message: 'The merchant registered company name is empty.' },
+  RC_PROVIDER_ADDR1_BLANK: { code: 2709, status: 400, message: 'The merchant registered address 1 is empty.' },
+  RC_PROVIDER_ADDR2_BLANK: { code: 2710, status: 400, message: 'The merchant registered address 2 is empty.' },
+  RC_PROVIDER_ZIP_BLANK: { code: 2711, status: 400, message: 'The merchant registered postal code is empty.' },
+  RC_PROVIDER_PHONE_BLANK: { code: 2712, status: 400, message: 'The merchant registered main phone is empty.' },
+  RC_USER_NAME_BLANK: { code: 2713, status: 400, message: 'The recipient name is empty.' },
+  RC_USER_PHONE_BLANK: { code: 2714, status: 400, message: 'The recipient phone is empty.' },
+  RC_USER_ADDRESS_BLANK: { code: 2715, status: 400, message: 'The recipient address is empty.' },
+  RC_USER_ZIPCODE_BLANK: { code: 2716, status: 400, message: 'The recipient postal code is empty.' },
+
+  // Messaging webhook
+  WEBHOOK_URL_INVALID: { code: 3028, status: 400, message: 'The webhook URL is not acceptable.' },
+  WEBHOOK_NOT_CONFIGURED: { code: 3029, status: 400, message: 'No webhook receiving URL is stored.' },
+
+  // paygate's own (see the table above)
+  INVALID_REQUEST: { code: 9400, status: 400, message: 'The request is malformed.' },
+  ADMIN_UNAUTHORIZED: { code: 9401, status: 401, message: 'A valid admin token is required.' },
+  NOT_FOUND: { code: 9404, status: 404, message: 'Not found.' },
+  METHOD_NOT_ALLOWED: { code: 9405, status: 405, message: 'Method not allowed.' },
+  IDEMPOTENCY_IN_PROGRESS: { code: 9409, status: 409, message: 'A request with this Idempotency-Key is still in progress.' },
+  ORDER_ID_DUPLICATED: { code: 9410, status: 409, message: 'order_id has already been used.' },
+  PAYLOAD_TOO_LARGE: { code: 9413, status: 413, message: 'The request body is too large.' },
+  UNSUPPORTED_MEDIA_TYPE: { code: 9415, status: 415, message: 'Only application/json request bodies are accepted.' },
+  IDEMPOTENCY_KEY_REUSED: { code: 9422, status: 422, message: 'This Idempotency-Key was used with a different request.' },
+  BILLING_KEY_DESTROYED: { code: 9423, status: 400, message: 'The billing key has been destroyed.' },
+  CANCEL_PRICE_EXCEEDED: { code: 9424, status: 400, message: 'The cancel amount exceeds the remaining amount.' },
+  RECEIPT_NOT_CANCELLABLE: { code: 9425, status: 400, message: 'The receipt cannot be cancelled.' },
+  PROJECT_NOT_FOUND: { code: 9426, status: 404, message: 'The project was not found.' },
+  INTERNAL_ERROR: { code: 9500, status: 500, message: 'An internal error occurred.' },
+  SERVICE_UNAVAILABLE: { code: 9503, status: 503, message: 'The service is not ready.' },
+  GATEWAY_TIMEOUT: { code: 9504, status: 504, message: 'The PG did not answer in time. Retry with the same Idempotency-Key.' },
+} as const satisfies Record<string, CatalogEntry>;
+
+export type ErrorName = keyof typeof errorCatalog;
+
+export interface ApiErrorOptions {
+  /** replaces the catalog message; must never contain card data or internal details */
+  readonly message?: string;
+  readonly pgErrorCode?: string;
+  readonly payloadMessage?: string;
+  /** internal cause, logged by the error handler, never sent to the client */
+  readonly cause?: unknown;
+}
+
+export interface ErrorBody {
+  error_code: ErrorName;
+  code: number;
+  message: string;
+  pg_error_code?: string;
+  payload?: { message: string };
+}
+
+export class ApiError extends Error {
+  override readonly name = 'ApiError';
+  readonly errorCode: ErrorName;
+  readonly code: number;
+  readonly statusCode: number;
+  readonly pgErrorCode: string | undefined;
+  readonly payloadMessage: string | undefined;
+
+  constructor(errorCode: ErrorName, options: ApiErrorOptions = {}) {
+    const entry: CatalogEntry = errorCatalog[errorCode];
+    super(options.message ?? entry.message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.errorCode = errorCode;
+    this.code = entry.code;
+    this.statusCode = entry.status;
+    this.pgErrorCode = options.pgErrorCode;
+    this.payloadMessage = options.payloadMessage;
+  }
+
+  toBody(): ErrorBody {
+    const body: ErrorBody = { error_code: this.errorCode, code: this.code, message: this.message };
+    if (this.pgErrorCode !== undefined) body.pg_error_code = this.pgErrorCode;
+    if (this.payloadMessage !== undefined) body.payload = { message: this.payloadMessage };
+    return body;
+  }
+}
+
+export function isApiError(value: unknown): value is ApiError {
+  return value instanceof ApiError;
+}
