@@ -1,0 +1,14 @@
+// The migration list, applied in this order. Append new migrations at the end (one line each);
+// the database's table map `Tables` is derived from this list.
+import type { Migration } from '../migrate.js';
+import { migration as platform } from './0001_platform.js';
+
+export const migrations = [
+  platform,
+] as const;
+
+type UnionToIntersection<U> = (U extends unknown ? (k: U) => void : never) extends (k: infer I) => void ? I : never;
+type TablesOf<M> = M extends Migration<infer T> ? T : never;
+
+/** The Kysely table-type map: the intersection of every migration's tables. */
+export type Tables = UnionToIntersection<TablesOf<(typeof migrations)[number]>>;
