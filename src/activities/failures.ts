@@ -1,0 +1,26 @@
+import { ApplicationFailure } from '@temporalio/common';
+import { GatewayDeclinedError, GatewayUnavailableError } from '../gateways/types.js';
+
+// How gateway outcomes cross the activity boundary: a refusal is final (not retried, carried to the
+// workflow with the gateway's code); an unreachable gateway is an ordinary error Temporal retries.
+
+export const GATEWAY_DECLINED = 'GatewayDeclined';
+
+export interface GatewayDeclinedDetails {
+  readonly pgErrorCode: string;
+  readonly pgMessage: string;
+}
+
+export async function callGateway<T>(call: () => Promise<T>): Promise<T> {
+  try {
+    return await call();
+  } catch (err) {
+    if (err instanceof GatewayDeclinedError) {
+      const details: GatewayDeclinedDetails = { pgErrorCode: err.pgErrorCode, pgMessage: err.pgMessage };
+      throw ApplicationFailure.create({ type: GATEWAY_DECLINED, message: err.pgMessage, nonRetryable: true, details: [details] });
+    }
+    if (err instanceof GatewayUnavailableError) throw err;
+    // Anything else is a defect of ours: retrying may help if it was transient, and Temporal records it.
+    throw err;
+  }
+}

@@ -1,0 +1,2 @@
+// The worker's workflow bundle entry: every workflow paygate runs.
+export { verificationWorkflow } from './verification.js';

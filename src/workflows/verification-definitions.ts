@@ -1,0 +1,84 @@
+import { defineUpdate } from '@temporalio/workflow';
+import type { Carrier } from '../gateways/types.js';
+
+// The identity-verification workflow's contract, shared by the workflow and the API.
+
+export const VERIFICATION_WORKFLOW_TYPE = 'verificationWorkflow';
+export const verificationWorkflowId = (receiptId: string): string => `verification:${receiptId}`;
+
+/** The OTP may be confirmed for this long after the request; the result may be looked up this long after confirmation. */
+export const VERIFICATION_WINDOW_MS = 30 * 60 * 1000;
+
+/**
+ * Statuses of a verification receipt. 51 and 12 are the spec's; the others exist in the spec without a
+ * meaning given, and paygate uses them as follows.
+ */
+export const VerificationStatus = {
+  /** created; the SMS / pass push is being sent */
+  Sending: 50,
+  /** sent; awaiting the OTP */
+  AwaitingOtp: 51,
+  /** verified */
+  Verified: 12,
+  /** the gateway refused to send, or could not be reached */
+  RequestFailed: -12,
+  /** the 30-minute confirm window ended without a correct OTP */
+  Expired: -50,
+} as const;
+export type VerificationStatus = (typeof VerificationStatus)[keyof typeof VerificationStatus];
+
+export interface VerificationPerson {
+  readonly name: string;
+  readonly phone: string;
+  readonly identityNo: string;
+  readonly carrier: Carrier;
+}
+
+export interface VerificationInput {
+  readonly receiptId: string;
+  /** the project's application_id: the identity gateway's merchant id (DI differs per merchant) */
+  readonly merchantId: string;
+  readonly pg: string;
+  readonly type: 'sms' | 'pass';
+  /** ISO 8601; the confirm window runs from here */
+  readonly requestedAt: string;
+  readonly clientIp: string;
+  readonly siteUrl?: string;
+  /** sensitive: sealed by the payload codec in Temporal's history */
+  readonly person: VerificationPerson;
+}
+
+/**
+ * Failures the workflow hands back to the API, as ApplicationFailure type = catalog error name and
+ * details[0] = this object.
+ */
+export interface VerificationFailureDetails {
+  readonly pgErrorCode?: string;
+  readonly payloadMessage?: string;
+}
+
+export type VerificationErrorName =
+  | 'AUTH_REQUEST_FAILED'
+  | 'AUTH_CONFIRM_READY_FAILED'
+  | 'AUTH_NOT_READY'
+  | 'AUTH_CONFIRM_FAILED'
+  | 'AUTH_REALARM_FAILED'
+  | 'AUTH_REALARM_NOT_ABLE';
+
+export interface OtpSentResult {
+  readonly tid: string;
+}
+
+export interface ResendResult {
+  readonly numberOfRealarms: number;
+}
+
+export interface ConfirmResult {
+  readonly authenticatedAt: string;
+}
+
+/** Waits until the SMS / push was sent (or failed) and answers the request with the outcome. */
+export const otpSentUpdate = defineUpdate<OtpSentResult>('otpSent');
+export const resendOtpUpdate = defineUpdate<ResendResult>('resendOtp');
+/** The OTP travels as an update argument: sealed by the payload codec in history. */
+export const confirmOtpUpdate = defineUpdate<ConfirmResult, [{ otp: string }]>('confirmOtp');

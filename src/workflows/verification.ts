@@ -1,0 +1,218 @@
+import {
+  ActivityFailure,
+  ApplicationFailure,
+  allHandlersFinished,
+  condition,
+  proxyActivities,
+  setHandler,
+  sleep,
+} from '@temporalio/workflow';
+import type { VerificationActivities } from '../activities/verification.js';
+import { GATEWAY_DECLINED, type GatewayDeclinedDetails } from '../activities/failures.js';
+import {
+  type ConfirmResult,
+  type OtpSentResult,
+  type ResendResult,
+  type VerificationErrorName,
+  type VerificationFailureDetails,
+  type VerificationInput,
+  VERIFICATION_WINDOW_MS,
+  VerificationStatus,
+  confirmOtpUpdate,
+  otpSentUpdate,
+  resendOtpUpdate,
+} from './verification-definitions.js';
+
+// One identity verification, from the request to the purge of CI/DI:
+//   send OTP -> [resend]* -> confirm (<= 30 min after the request) -> lookup window (30 min) -> purge.
+// The API answers every HTTP call from an update's outcome; the database is written only by activities.
+
+const gateway = proxyActivities<VerificationActivities>({
+  startToCloseTimeout: '10 seconds',
+  retry: {
+    initialInterval: '500 milliseconds',
+    backoffCoefficient: 2,
+    maximumInterval: '5 seconds',
+    maximumAttempts: 3,
+    nonRetryableErrorTypes: [GATEWAY_DECLINED],
+  },
+});
+
+const store = proxyActivities<VerificationActivities>({
+  startToCloseTimeout: '10 seconds',
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 20 },
+});
+
+function failure(name: VerificationErrorName, message: string, details: VerificationFailureDetails = {}): ApplicationFailure {
+  return ApplicationFailure.create({ type: name, message, nonRetryable: true, details: [details] });
+}
+
+/** The gateway's refusal, if that is what made the activity fail. */
+function declinedBy(err: unknown): GatewayDeclinedDetails | undefined {
+  if (err instanceof ActivityFailure && err.cause instanceof ApplicationFailure && err.cause.type === GATEWAY_DECLINED) {
+    return err.cause.details?.[0] as GatewayDeclinedDetails | undefined;
+  }
+  return undefined;
+}
+
+class Verification {
+  status: VerificationStatus = VerificationStatus.Sending;
+  tid: string | undefined;
+  sendFailure: ApplicationFailure | undefined;
+  /** the API has received the send outcome (it asks right after starting the workflow) */
+  sendOutcomeDelivered = false;
+  realarms = 0;
+  authenticatedAt: number | undefined;
+  /** resend and confirm run one at a time: each reads and changes the status */
+  busy = false;
+  readonly confirmDeadline: number;
+
+  constructor(readonly input: VerificationInput) {
+    this.confirmDeadline = Date.parse(input.requestedAt) + VERIFICATION_WINDOW_MS;
+  }
+
+  get sendSettled(): boolean {
+    return this.status !== VerificationStatus.Sending;
+  }
+
+  /** Shared by validators (reject before anything is written) and handlers (re-check after waiting). */
+  assertAwaitingOtp(): void {
+    if (this.status !== VerificationStatus.AwaitingOtp) {
+      throw failure('AUTH_NOT_READY', `verification is not awaiting an OTP (status ${this.status})`);
+    }
+    if (Date.now() >= this.confirmDeadline) {
+      throw failure('AUTH_NOT_READY', 'the 30-minute confirm window of this verification has ended');
+    }
+  }
+
+  assertResendable(): void {
+    if (this.input.type !== 'sms') {
+      throw failure('AUTH_REALARM_NOT_ABLE', 'only an SMS verification can be resent');
+    }
+    this.assertAwaitingOtp();
+  }
+
+  async exclusively<T>(check: () => void, work: () => Promise<T>): Promise<T> {
+    await condition(() => !this.busy);
+    check();
+    this.busy = true;
+    try {
+      return await work();
+    } finally {
+      this.busy = false;
+    }
+  }
+}
+
+export async function verificationWorkflow(input: VerificationInput): Promise<void> {
+  const v = new Verification(input);
+  const { receiptId } = input;
+
+  setHandler(otpSentUpdate, async (): Promise<OtpSentResult> => {
+    await condition(() => v.sendSettled);
+    v.sendOutcomeDelivered = true;
+    if (v.sendFailure) throw v.sendFailure;
+    return { tid: v.tid! };
+  });
+
+  setHandler(
+    resendOtpUpdate,
+    (): Promise<ResendResult> =>
+      v.exclusively(
+        () => v.assertResendable(),
+        async () => {
+          // The counter grows before the gateway answers, so it also counts a resend that fails.
+          const attempt = ++v.realarms;
+          await store.recordVerificationRealarm({ receiptId, numberOfRealarms: attempt });
+          try {
+            await gateway.resendIdentityOtp({ pg: input.pg, tid: v.tid!, idempotencyKey: `verification:${receiptId}:resend:${attempt}` });
+          } catch (err) {
+            const declined = declinedBy(err);
+            throw failure('AUTH_REALARM_FAILED', declined ? declined.pgMessage : 'the identity gateway could not resend the OTP', {
+              pgErrorCode: declined?.pgErrorCode,
+            });
+          }
+          return { numberOfRealarms: attempt };
+        },
+      ),
+    { validator: () => v.assertResendable() },
+  );
+
+  setHandler(
+    confirmOtpUpdate,
+    ({ otp }): Promise<ConfirmResult> =>
+      v.exclusively(
+        () => v.assertAwaitingOtp(),
+        async () => {
+          let person;
+          try {
+            person = await gateway.confirmIdentityOtp({ pg: input.pg, tid: v.tid!, otp });
+          } catch (err) {
+            const declined = declinedBy(err);
+            throw failure('AUTH_CONFIRM_FAILED', declined ? declined.pgMessage : 'the identity gateway could not confirm the OTP', {
+              pgErrorCode: declined?.pgErrorCode,
+            });
+          }
+          const authenticatedAt = Date.now();
+          await store.recordVerificationConfirmed({ receiptId, person, authenticatedAt: new Date(authenticatedAt).toISOString() });
+          v.authenticatedAt = authenticatedAt;
+          v.status = VerificationStatus.Verified;
+          return { authenticatedAt: new Date(authenticatedAt).toISOString() };
+        },
+      ),
+    {
+      validator: ({ otp }) => {
+        v.assertAwaitingOtp();
+        if (input.type === 'sms' && !/^\d{6}$/.test(otp)) throw failure('AUTH_CONFIRM_FAILED', 'the OTP must be 6 digits');
+      },
+    },
+  );
+
+  // 1. Send the SMS / pass push.
+  try {
+    const { tid } = await gateway.requestIdentityOtp({
+      receiptId,
+      merchantId: input.merchantId,
+      pg: input.pg,
+      type: input.type,
+      person: input.person,
+      clientIp: input.clientIp,
+      siteUrl: input.siteUrl,
+    });
+    await store.recordVerificationOtpSent({ receiptId, tid });
+    v.tid = tid;
+    v.status = VerificationStatus.AwaitingOtp;
+  } catch (err) {
+    const declined = declinedBy(err);
+    const sendFailure = declined
+      ? failure('AUTH_CONFIRM_READY_FAILED', declined.pgMessage, { pgErrorCode: declined.pgErrorCode })
+      : failure('AUTH_REQUEST_FAILED', 'the identity gateway could not be reached');
+    await store.recordVerificationRequestFailed({ receiptId, errorName: sendFailure.type!, pgErrorCode: declined?.pgErrorCode });
+    v.sendFailure = sendFailure;
+    v.status = VerificationStatus.RequestFailed;
+    // Stay until the API has read the failure; it asks within moments of the start.
+    await condition(() => v.sendOutcomeDelivered, '5 minutes');
+  }
+
+  // 2. The confirm window.
+  if (v.status === VerificationStatus.AwaitingOtp) {
+    const verified = await condition(
+      () => v.status === VerificationStatus.Verified,
+      Math.max(v.confirmDeadline - Date.now(), 1),
+    );
+    // A confirm that started just before the deadline is allowed to finish.
+    await condition(() => !v.busy);
+    if (!verified && v.status === VerificationStatus.AwaitingOtp) {
+      v.status = VerificationStatus.Expired;
+      await store.recordVerificationExpired({ receiptId });
+    }
+  }
+
+  // 3. The lookup window, then CI and DI are gone for good.
+  if (v.authenticatedAt !== undefined) {
+    await sleep(Math.max(v.authenticatedAt + VERIFICATION_WINDOW_MS - Date.now(), 1));
+    await store.purgeVerificationIdentifiers({ receiptId });
+  }
+
+  await condition(allHandlersFinished);
+}
