@@ -1,0 +1,13 @@
+# One image for both paygate processes: the API (default command) and the Temporal worker.
+FROM node:20-bookworm-slim
+WORKDIR /app
+ENV NODE_ENV=production
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev --no-audit --no-fund
+COPY tsconfig.json worker.ts ./
+COPY src ./src
+COPY engine ./engine
+COPY bin ./bin
+USER node
+EXPOSE 8080
+CMD ["npx", "tsx", "src/api/server.ts"]
