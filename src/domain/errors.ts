@@ -8,6 +8,7 @@
 // paygate's own codes (not in the spec) live in the 9000 range, outside every spec range:
 //   9400 INVALID_REQUEST          body/query/params malformed (bad JSON, array body, wrong types)
 //   9401 ADMIN_UNAUTHORIZED       admin API without a valid ADMIN_TOKEN
+//   9402 PAYMENT_DECLINED         the PG refused a charge with a billing key (pg_error_code carried)
 //   9404 NOT_FOUND                no such route or resource outside the spec's codes
 //   9405 METHOD_NOT_ALLOWED
 //   9409 IDEMPOTENCY_IN_PROGRESS  same Idempotency-Key while the first request is still running
@@ -104,6 +105,7 @@ export const errorCatalog = {
   // paygate's own (see the table above)
   INVALID_REQUEST: { code: 9400, status: 400, message: 'The request is malformed.' },
   ADMIN_UNAUTHORIZED: { code: 9401, status: 401, message: 'A valid admin token is required.' },
+  PAYMENT_DECLINED: { code: 9402, status: 400, message: 'The PG refused the payment.' },
   NOT_FOUND: { code: 9404, status: 404, message: 'Not found.' },
   METHOD_NOT_ALLOWED: { code: 9405, status: 405, message: 'Method not allowed.' },
   IDEMPOTENCY_IN_PROGRESS: { code: 9409, status: 409, message: 'A request with this Idempotency-Key is still in progress.' },

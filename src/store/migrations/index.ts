@@ -2,9 +2,11 @@
 // the database's table map `Tables` is derived from this list.
 import type { Migration } from '../migrate.js';
 import { migration as platform } from './0001_platform.js';
+import { migration as billing } from './0002_billing.js';
 
 export const migrations = [
   platform,
+  billing,
 ] as const;
 
 type UnionToIntersection<U> = (U extends unknown ? (k: U) => void : never) extends (k: infer I) => void ? I : never;

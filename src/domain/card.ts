@@ -1,0 +1,75 @@
+// Raw card data rules: format checks, Luhn, masking. Pure code; raw values never leave the caller.
+
+/** Card numbers the key-in flow accepts: 15 (AMEX-style) or 16 digits, no separators. */
+const CARD_NUMBER = /^\d{15,16}$/;
+const CARD_PASSWORD_2 = /^\d{2}$/;
+/** Owner birth date YYMMDD or a 10-digit business registration number. */
+const IDENTITY_NO = /^(\d{6}|\d{10})$/;
+const EXPIRE_YEAR = /^\d{2}$/;
+const EXPIRE_MONTH = /^(0[1-9]|1[0-2])$/;
+
+export function isLuhnValid(digits: string): boolean {
+  let sum = 0;
+  let double = false;
+  for (let i = digits.length - 1; i >= 0; i--) {
+    let d = digits.charCodeAt(i) - 48;
+    if (d < 0 || d > 9) return false;
+    if (double) {
+      d *= 2;
+      if (d > 9) d -= 9;
+    }
+    sum += d;
+    double = !double;
+  }
+  return digits.length > 0 && sum % 10 === 0;
+}
+
+export function isCardNumberWellFormed(cardNo: string): boolean {
+  return CARD_NUMBER.test(cardNo) && isLuhnValid(cardNo);
+}
+
+export function isCardPasswordWellFormed(pw: string): boolean {
+  return CARD_PASSWORD_2.test(pw);
+}
+
+export function isIdentityNoWellFormed(identityNo: string): boolean {
+  return IDENTITY_NO.test(identityNo);
+}
+
+export function isExpireYearWellFormed(yy: string): boolean {
+  return EXPIRE_YEAR.test(yy);
+}
+
+export function isExpireMonthValid(mm: string): boolean {
+  return EXPIRE_MONTH.test(mm);
+}
+
+/** True when the card's last valid month (YY/MM, valid through its end) is before `now` (UTC). */
+export function isCardExpired(expireYear: string, expireMonth: string, now: Date): boolean {
+  const year = 2000 + Number(expireYear);
+  const month = Number(expireMonth);
+  const nowYear = now.getUTCFullYear();
+  const nowMonth = now.getUTCMonth() + 1;
+  return year < nowYear || (year === nowYear && month < nowMonth);
+}
+
+const VISIBLE_PREFIX = 6;
+const VISIBLE_SUFFIX = 4;
+
+/** Shows at most the first 6 and last 4 digits; every other character becomes '*'. */
+export function maskCardNumber(cardNo: string): string {
+  const chars = [...cardNo];
+  // Inputs shorter than a card number keep fewer characters visible so most of it stays hidden.
+  const short = chars.length < VISIBLE_PREFIX + VISIBLE_SUFFIX + 3;
+  const prefix = short ? Math.floor(chars.length / 4) : VISIBLE_PREFIX;
+  const suffix = short ? Math.floor(chars.length / 4) : VISIBLE_SUFFIX;
+  return chars.map((c, i) => (i < prefix || i >= chars.length - suffix ? c : '*')).join('');
+}
+
+/**
+ * Re-applies the masking rule to a number a gateway calls masked, so a gateway that shows too much
+ * can never make paygate store or return more than the first 6 and last 4 digits.
+ */
+export function enforceMasked(maskedNumber: string): string {
+  return maskCardNumber(maskedNumber);
+}
