@@ -3,10 +3,12 @@
 import type { Migration } from '../migrate.js';
 import { migration as platform } from './0001_platform.js';
 import { migration as billing } from './0002_billing.js';
+import { migration as verifications } from './0003_verifications.js';
 
 export const migrations = [
   platform,
   billing,
+  verifications,
 ] as const;
 
 type UnionToIntersection<U> = (U extends unknown ? (k: U) => void : never) extends (k: infer I) => void ? I : never;
