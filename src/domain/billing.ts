@@ -243,13 +243,6 @@ function parseMetadata(value: unknown): Record<string, unknown> | undefined {
   return value as Record<string, unknown>;
 }
 
-/** The parameters that make two charges under one order_id "the same charge". */
-export function chargeFingerprint(params: ChargeParams): string {
-  return sha256Hex(
-    JSON.stringify([params.billingKey, params.price, params.taxFree, params.quota, params.orderName]),
-  );
-}
-
 function sha256Hex(text: string): string {
   return createHash('sha256').update(text).digest('hex');
 }

@@ -1,0 +1,193 @@
+// Payment receipts and their cancels.
+import type { Kysely, Selectable } from 'kysely';
+import type { ChargeResult } from '../gateways/types.js';
+import { PAYMENT_CANCELLED, PAYMENT_COMPLETE, PAYMENT_PENDING, type CancelPlan, type ReceiptView } from '../domain/receipt.js';
+import type { Tables } from './db.js';
+import type { ReceiptsTable } from './migrations/0002_billing.js';
+
+export type ReceiptRow = Selectable<ReceiptsTable>;
+
+export interface NewCharge {
+  readonly receiptId: string;
+  readonly applicationId: string;
+  readonly orderId: string;
+  readonly orderName: string;
+  readonly billingKey: string;
+  readonly pg: string;
+  readonly method: string;
+  readonly methodSymbol: string;
+  readonly price: number;
+  readonly taxFree: number;
+  readonly quota: number;
+  readonly metadata: Record<string, unknown> | undefined;
+  readonly requestedAt: Date;
+}
+
+/**
+ * Claims the order_id for a charge (status 0 until the gateway answers). Run inside the charge's
+ * transaction: a concurrent charge with the same order_id waits on the unique index and then finds
+ * it taken. Returns false when the order_id is already used in this project.
+ */
+export async function claimOrder(db: Kysely<Tables>, charge: NewCharge): Promise<boolean> {
+  const inserted = await db
+    .insertInto('receipts')
+    .values({
+      receipt_id: charge.receiptId,
+      application_id: charge.applicationId,
+      order_id: charge.orderId,
+      order_name: charge.orderName,
+      billing_key: charge.billingKey,
+      pg: charge.pg,
+      method: charge.method,
+      method_symbol: charge.methodSymbol,
+      price: charge.price,
+      tax_free: charge.taxFree,
+      status: PAYMENT_PENDING,
+      card_masked_number: null,
+      card_company: null,
+      card_company_code: null,
+      card_type: null,
+      card_quota: charge.quota,
+      approval_no: null,
+      gateway_tid: null,
+      metadata: charge.metadata === undefined ? null : JSON.stringify(charge.metadata),
+      requested_at: charge.requestedAt,
+      purchased_at: null,
+      cancelled_at: null,
+    })
+    .onConflict((oc) => oc.columns(['application_id', 'order_id']).doNothing())
+    .returning('receipt_id')
+    .executeTakeFirst();
+  return inserted !== undefined;
+}
+
+/** Records the gateway's approval: status 1 with the masked card and approval details. */
+export async function completeCharge(db: Kysely<Tables>, receiptId: string, result: ChargeResult, maskedNumber: string): Promise<ReceiptRow> {
+  return db
+    .updateTable('receipts')
+    .set({
+      status: PAYMENT_COMPLETE,
+      card_masked_number: maskedNumber,
+      card_company: result.card.cardCompany,
+      card_company_code: result.card.cardCompanyCode,
+      card_type: result.card.cardType,
+      card_quota: result.quota,
+      approval_no: result.approvalNo,
+      gateway_tid: result.gatewayTid,
+      purchased_at: result.approvedAt,
+    })
+    .where('receipt_id', '=', receiptId)
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}
+
+export async function findReceipt(db: Kysely<Tables>, applicationId: string, receiptId: string): Promise<ReceiptRow | undefined> {
+  return db
+    .selectFrom('receipts')
+    .selectAll()
+    .where('application_id', '=', applicationId)
+    .where('receipt_id', '=', receiptId)
+    .executeTakeFirst();
+}
+
+/** The receipt row locked for the rest of the transaction, so two cancels cannot refund twice. */
+export async function lockReceipt(db: Kysely<Tables>, applicationId: string, receiptId: string): Promise<ReceiptRow | undefined> {
+  return db
+    .selectFrom('receipts')
+    .selectAll()
+    .where('application_id', '=', applicationId)
+    .where('receipt_id', '=', receiptId)
+    .forUpdate()
+    .executeTakeFirst();
+}
+
+export async function findCancelResponse(db: Kysely<Tables>, receiptId: string, cancelId: string): Promise<Record<string, unknown> | undefined> {
+  const row = await db
+    .selectFrom('receipt_cancels')
+    .select('response')
+    .where('receipt_id', '=', receiptId)
+    .where('cancel_id', '=', cancelId)
+    .executeTakeFirst();
+  return row?.response;
+}
+
+/** Applies a cancel to the receipt; status 20 when nothing remains. Returns the updated row. */
+export async function applyCancel(
+  db: Kysely<Tables>,
+  receipt: ReceiptRow,
+  plan: CancelPlan,
+  at: Date,
+): Promise<ReceiptRow> {
+  return db
+    .updateTable('receipts')
+    .set({
+      cancelled_price: receipt.cancelled_price + plan.amount,
+      cancelled_tax_free: receipt.cancelled_tax_free + plan.taxFree,
+      cancelled_at: at,
+      status: plan.fullyCancelled ? PAYMENT_CANCELLED : receipt.status,
+    })
+    .where('receipt_id', '=', receipt.receipt_id)
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}
+
+export async function insertCancel(
+  db: Kysely<Tables>,
+  cancel: {
+    cancelKey: string;
+    receiptId: string;
+    cancelId: string | undefined;
+    plan: CancelPlan;
+    gatewayCancelTid: string;
+    cancelledAt: Date;
+    response: Record<string, unknown>;
+  },
+): Promise<void> {
+  await db
+    .insertInto('receipt_cancels')
+    .values({
+      cancel_key: cancel.cancelKey,
+      receipt_id: cancel.receiptId,
+      cancel_id: cancel.cancelId ?? null,
+      amount: cancel.plan.amount,
+      tax_free: cancel.plan.taxFree,
+      gateway_cancel_tid: cancel.gatewayCancelTid,
+      cancelled_at: cancel.cancelledAt,
+      response: JSON.stringify(cancel.response),
+    })
+    .execute();
+}
+
+export function receiptView(row: ReceiptRow, extra: { sandbox: boolean; companyName?: string | undefined }): ReceiptView {
+  const card =
+    row.card_masked_number !== null && row.card_company !== null && row.card_company_code !== null && row.card_type !== null
+      ? {
+          maskedNumber: row.card_masked_number,
+          cardCompany: row.card_company,
+          cardCompanyCode: row.card_company_code,
+          cardType: row.card_type === 'check' ? ('check' as const) : ('credit' as const),
+        }
+      : undefined;
+  return {
+    receiptId: row.receipt_id,
+    orderId: row.order_id,
+    orderName: row.order_name,
+    price: row.price,
+    taxFree: row.tax_free,
+    cancelledPrice: row.cancelled_price,
+    cancelledTaxFree: row.cancelled_tax_free,
+    status: row.status,
+    pg: row.pg,
+    method: row.method,
+    methodSymbol: row.method_symbol,
+    sandbox: extra.sandbox,
+    requestedAt: row.requested_at,
+    purchasedAt: row.purchased_at ?? undefined,
+    cancelledAt: row.cancelled_at ?? undefined,
+    card,
+    cardQuota: row.card_quota,
+    approvalNo: row.approval_no ?? undefined,
+    metadata: row.metadata ?? undefined,
+    companyName: extra.companyName,
+  };
+}
