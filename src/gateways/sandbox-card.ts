@@ -1,0 +1,131 @@
+// Adapter (connector + transformer) for the sandbox card PG: translates the CardBillingGateway
+// contract to the sandbox's wire format (see sandbox/server.ts) and back. Nothing of that wire
+// format leaves this file.
+import { z } from 'zod';
+import type { GatewayHttpClient } from './http-client.js';
+import type {
+  CancelRequest,
+  CancelResult,
+  CardBillingGateway,
+  CardDetails,
+  ChargeRequest,
+  ChargeResult,
+  IssuedBillingKey,
+  MaskedCard,
+} from './types.js';
+
+const isoInstant = z.iso.datetime({ offset: true }).transform((s) => new Date(s));
+
+const wireCard = z.object({
+  masked_no: z.string().min(1),
+  issuer_name: z.string().min(1),
+  issuer_code: z.string().min(1),
+  kind: z.enum(['CREDIT', 'CHECK']),
+});
+
+const issueData = z.object({
+  bkey: z.string().min(1),
+  tid: z.string().min(1),
+  card: wireCard,
+  bkey_expires_at: isoInstant,
+  issued_at: isoInstant,
+});
+
+const chargeData = z.object({
+  tid: z.string().min(1),
+  approval_no: z.string().min(1),
+  approved_at: isoInstant,
+  card: wireCard,
+  installment: z.number().int().min(0),
+});
+
+const cancelData = z.object({
+  cancel_tid: z.string().min(1),
+  cancelled_at: isoInstant,
+});
+
+const emptyData = z.object({}).optional();
+
+function toMaskedCard(card: z.infer<typeof wireCard>): MaskedCard {
+  return {
+    maskedNumber: card.masked_no,
+    cardCompany: card.issuer_name,
+    cardCompanyCode: card.issuer_code,
+    cardType: card.kind === 'CHECK' ? 'check' : 'credit',
+  };
+}
+
+function toWireCard(card: CardDetails) {
+  return {
+    card_no: card.number,
+    card_pw2: card.password2,
+    buyer_auth_no: card.identityNo,
+    exp_yy: card.expireYear,
+    exp_mm: card.expireMonth,
+  };
+}
+
+export function createSandboxCardGateway(http: GatewayHttpClient): CardBillingGateway {
+  return {
+    async issueBillingKey(req): Promise<IssuedBillingKey> {
+      const data = await http.call({
+        method: 'POST',
+        path: '/card/v1/billing-keys',
+        idempotencyKey: req.idempotencyKey,
+        body: { ...toWireCard(req.card), goods_name: req.orderName, customer_ref: req.subscriptionId },
+        data: issueData,
+      });
+      return {
+        gatewayBillingKey: data.bkey,
+        gatewayTid: data.tid,
+        card: toMaskedCard(data.card),
+        expiresAt: data.bkey_expires_at,
+        issuedAt: data.issued_at,
+      };
+    },
+
+    async charge(req: ChargeRequest): Promise<ChargeResult> {
+      const data = await http.call({
+        method: 'POST',
+        path: '/card/v1/charges',
+        idempotencyKey: req.idempotencyKey,
+        body: {
+          bkey: req.gatewayBillingKey,
+          amount: req.amount,
+          tax_free: req.taxFree,
+          order_id: req.orderId,
+          goods_name: req.orderName,
+          installment: req.quota,
+        },
+        data: chargeData,
+      });
+      return {
+        gatewayTid: data.tid,
+        approvedAt: data.approved_at,
+        approvalNo: data.approval_no,
+        card: toMaskedCard(data.card),
+        quota: data.installment,
+      };
+    },
+
+    async cancel(req: CancelRequest): Promise<CancelResult> {
+      const data = await http.call({
+        method: 'POST',
+        path: '/card/v1/cancels',
+        idempotencyKey: req.idempotencyKey,
+        body: { tid: req.gatewayTid, amount: req.amount, tax_free: req.taxFree, reason: req.reason },
+        data: cancelData,
+      });
+      return { gatewayCancelTid: data.cancel_tid, cancelledAt: data.cancelled_at };
+    },
+
+    async destroyBillingKey(req): Promise<void> {
+      await http.call({
+        method: 'POST',
+        path: '/card/v1/billing-keys/revoke',
+        body: { bkey: req.gatewayBillingKey },
+        data: emptyData,
+      });
+    },
+  };
+}

@@ -1,0 +1,409 @@
+// The sandbox PGs: a separate Fastify server on loopback that plays the external card and identity
+// gateways over HTTP. It is an outside system to paygate: only the adapters (../sandbox-card.ts,
+// ../sandbox-identity.ts) know this wire format.
+//
+// Wire format (JSON in, JSON out)
+//   Every answer is an envelope { res_cd, res_msg, data? }. res_cd '0000' = approved, with `data`;
+//   any other res_cd is the PG's refusal (HTTP 200, or 4xx for malformed requests). HTTP 5xx means
+//   the PG itself failed. Instants are ISO 8601 UTC strings; amounts are integer won.
+//   Idempotency-Key header: a repeated key on the same operation replays the first answer without
+//   doing anything again (in memory, bounded); the same key with a different body gives E422.
+//   It is required on charges and cancels.
+//
+//   POST /card/v1/billing-keys          {card_no, card_pw2, buyer_auth_no, exp_yy, exp_mm, goods_name, customer_ref}
+//        -> {bkey, tid, card: {masked_no, issuer_name, issuer_code, kind: CREDIT|CHECK}, bkey_expires_at, issued_at}
+//   POST /card/v1/charges               {bkey, amount, tax_free, order_id, goods_name, installment}
+//        -> {tid, approval_no, approved_at, card, installment}
+//   POST /card/v1/cancels               {tid, amount, tax_free, reason}  -> {cancel_tid, cancelled_at, remaining_amount}
+//   POST /card/v1/billing-keys/revoke   {bkey} -> {}
+//   POST /auth/v1/requests              {merchant_id, user_name, phone_no, birth_sex, telco, method: SMS|PASS, client_ip, site_url?}
+//        -> {tid}
+//   POST /auth/v1/resends               {tid} -> {}
+//   POST /auth/v1/confirms              {tid, otp} -> {user_name, phone_no, birthday, sex: M|F, foreigner: '0'|'1', telco, ci, di}
+//
+// Refusal codes
+//   C101 invalid card number (not 15-16 digits or Luhn fails)   C102 card expired
+//   C103 issuer refused issuance (card 4000000000000002)         C104 card password / owner identity blank
+//   C105 invalid expiry                                          C201 invalid billing key (bad signature / format)
+//   C202 billing key revoked                                     C203 billing key expired
+//   C204 charge refused (keys issued from 4000000000009995)      C205 invalid amount
+//   C206 check card cannot pay in instalments                    C207 invalid instalment months (0-36)
+//   C301 unknown charge tid                                      C302 cancel exceeds the remaining amount
+//   C303 cancel exceeds the remaining tax-free / taxable part
+//   A101 SMS / push delivery failed (phone 01000000000)          A102 resend failed (phone 01000000001)
+//   A103 invalid birth date / resident number digit              A201 unknown tid
+//   A202 OTP mismatch                                            A203 OTP expired (30 minutes after sending)
+//   A204 locked after 5 wrong OTPs                               A205 already confirmed (resend)
+//   E400 malformed request   E404 no such route   E422 idempotency key reused with another body   E500 PG failure
+//
+// Card companies by leading digits (longest prefix wins): 4 Sandbox VISA (SVS), 5 Sandbox Master (SMC),
+// 3 Sandbox AMEX (SAX), 9 Sandbox Domestic (SDM), 94 Sandbox Domestic Check (SDC, check card), other Sandbox Card (SOT).
+// Billing keys are HMAC-signed tokens (see billing-key-token.ts): they survive a restart with the same secret.
+// Charges, revocations, OTP sessions and the SMS inbox live in memory only.
+// A pass push needs no OTP: the sandbox plays a user who approves every push at once, so confirm
+// succeeds with an empty otp.
+//
+// Fault injection (tests)
+//   Header `X-Sandbox-Fault: 500 | timeout | garbage` on any PG request, or arm the next N requests of
+//   an operation: POST /_sandbox/faults {operation, fault, count?}; DELETE /_sandbox/faults disarms all.
+//   Operations: billing_key.issue, charge, cancel, billing_key.revoke, otp.request, otp.resend, otp.confirm.
+//     500     -> HTTP 500 before doing anything
+//     timeout -> does the operation (and records it for idempotency), then holds the answer for
+//                faultDelayMs (released early on close): the caller times out, a retry replays
+//     garbage -> does the operation, then answers a body that is not JSON
+//
+// Inspection (tests)
+//   GET /_sandbox/stats                          counters
+//   GET /_sandbox/charges?idempotency_key=...    {idempotency_key, executions, tid} — executions counts real charges
+//   GET /_sandbox/charges/:tid                   {tid, amount, tax_free, cancelled_amount, cancelled_tax_free, cancel_count}
+//   GET /_sandbox/sms?phone=...                  {list: [{phone, message, otp, sent_at}]} newest first
+import { createHash } from 'node:crypto';
+import Fastify, { LogController, type FastifyReply, type FastifyRequest } from 'fastify';
+import type { Logger } from 'pino';
+import { z } from 'zod';
+import { BoundedMap } from './bounded-map.js';
+import { SandboxCardPg } from './card-pg.js';
+import { SandboxIdentityPg } from './identity-pg.js';
+import type { PgOutcome } from './outcome.js';
+
+/**
+ * The sandbox's default signing secret. Sandbox only: it signs test billing keys and derives test
+ * CI/DI, so a fixed default keeps keys and CIs stable across restarts of a developer machine.
+ */
+const DEFAULT_SANDBOX_SECRET = 'paygate-sandbox-gateways-v1';
+const DEFAULT_FAULT_DELAY_MS = 30_000;
+const IDEMPOTENCY_CAPACITY = 50_000;
+
+export const SANDBOX_OPERATIONS = [
+  'billing_key.issue',
+  'charge',
+  'cancel',
+  'billing_key.revoke',
+  'otp.request',
+  'otp.resend',
+  'otp.confirm',
+] as const;
+export type SandboxOperation = (typeof SANDBOX_OPERATIONS)[number];
+export const SANDBOX_FAULTS = ['500', 'timeout', 'garbage'] as const;
+export type SandboxFault = (typeof SANDBOX_FAULTS)[number];
+
+export interface SandboxGatewaysOptions {
+  host?: string;
+  port?: number;
+  secret?: string;
+  logger?: Logger;
+  /** the sandbox's notion of now (OTP expiry, card expiry); tests move it forward */
+  clock?: () => Date;
+  /** how long a `timeout` fault holds its answer */
+  faultDelayMs?: number;
+}
+
+export interface SandboxGateways {
+  url: string;
+  close(): Promise<void>;
+}
+
+interface Envelope {
+  readonly res_cd: string;
+  readonly res_msg: string;
+  readonly data?: unknown;
+}
+interface StoredAnswer {
+  readonly fingerprint: string;
+  readonly status: number;
+  readonly body: Envelope;
+}
+
+const digits = (min: number, max: number) => z.string().regex(new RegExp(`^\\d{${min},${max}}$`));
+const money = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
+
+const bodies = {
+  issue: z.object({
+    card_no: z.string().max(32),
+    card_pw2: z.string().max(8),
+    buyer_auth_no: z.string().max(16),
+    exp_yy: z.string().max(4),
+    exp_mm: z.string().max(4),
+    goods_name: z.string().max(200),
+    customer_ref: z.string().max(200),
+  }),
+  charge: z.object({
+    bkey: z.string().min(1).max(2_000),
+    amount: money,
+    tax_free: money,
+    order_id: z.string().min(1).max(200),
+    goods_name: z.string().max(200),
+    installment: z.number().int(),
+  }),
+  cancel: z.object({
+    tid: z.string().min(1).max(100),
+    amount: money,
+    tax_free: money,
+    reason: z.string().max(500),
+  }),
+  revoke: z.object({ bkey: z.string().min(1).max(2_000) }),
+  otpRequest: z.object({
+    merchant_id: z.string().min(1).max(200),
+    user_name: z.string().min(1).max(100),
+    phone_no: digits(10, 11),
+    birth_sex: z.string().max(16),
+    telco: z.enum(['SKT', 'KTF', 'LGU', 'SKM', 'KTM', 'LGM']),
+    method: z.enum(['SMS', 'PASS']),
+    client_ip: z.string().min(1).max(64),
+    site_url: z.string().max(500).optional(),
+  }),
+  otpResend: z.object({ tid: z.string().min(1).max(100) }),
+  otpConfirm: z.object({ tid: z.string().min(1).max(100), otp: z.string().max(16) }),
+};
+
+const envelopeOf = (outcome: PgOutcome<unknown>): Envelope =>
+  outcome.ok ? { res_cd: '0000', res_msg: 'approved', data: outcome.data } : { res_cd: outcome.code, res_msg: outcome.message };
+
+export async function startSandboxGateways(opts: SandboxGatewaysOptions = {}): Promise<SandboxGateways> {
+  const secret = opts.secret ?? DEFAULT_SANDBOX_SECRET;
+  const clock = opts.clock ?? (() => new Date());
+  const faultDelayMs = opts.faultDelayMs ?? DEFAULT_FAULT_DELAY_MS;
+  const card = new SandboxCardPg(secret, clock);
+  const identity = new SandboxIdentityPg(secret, clock);
+
+  const answers = new BoundedMap<string, StoredAnswer>(IDEMPOTENCY_CAPACITY);
+  const executions = new BoundedMap<string, { count: number; tid: string | undefined }>(IDEMPOTENCY_CAPACITY);
+  const armedFaults = new Map<SandboxOperation, { fault: SandboxFault; remaining: number }[]>();
+  const heldAnswers = new Set<() => void>();
+  const counters = { idempotentReplays: 0, injectedFaults: 0 };
+
+  const app = Fastify({
+    ...(opts.logger ? { loggerInstance: opts.logger.child({ component: 'sandbox-gateways' }) } : { logger: false }),
+    // Request URLs carry phone numbers (/_sandbox/sms?phone=): no per-request log lines.
+    logController: new LogController({ disableRequestLogging: true }),
+    forceCloseConnections: true,
+    bodyLimit: 64 * 1024,
+  });
+
+  app.setErrorHandler((err: { statusCode?: number }, _req, reply) => {
+    const status = err.statusCode !== undefined && err.statusCode >= 400 && err.statusCode < 500 ? err.statusCode : 500;
+    void reply
+      .code(status)
+      .send({ res_cd: status === 500 ? 'E500' : 'E400', res_msg: status === 500 ? 'gateway failure' : 'malformed request' });
+  });
+  app.setNotFoundHandler((_req, reply) => {
+    void reply.code(404).send({ res_cd: 'E404', res_msg: 'no such route' });
+  });
+
+  const nextFault = (operation: SandboxOperation, req: FastifyRequest): SandboxFault | undefined | 'invalid' => {
+    const header = req.headers['x-sandbox-fault'];
+    if (header !== undefined) {
+      return (SANDBOX_FAULTS as readonly string[]).includes(String(header)) ? (String(header) as SandboxFault) : 'invalid';
+    }
+    const queue = armedFaults.get(operation);
+    const armed = queue?.[0];
+    if (queue === undefined || armed === undefined) return undefined;
+    armed.remaining--;
+    if (armed.remaining <= 0) queue.shift();
+    return armed.fault;
+  };
+
+  const holdAnswer = (): Promise<void> =>
+    new Promise((resolve) => {
+      const release = (): void => {
+        clearTimeout(timer);
+        heldAnswers.delete(release);
+        resolve();
+      };
+      const timer = setTimeout(release, faultDelayMs);
+      heldAnswers.add(release);
+    });
+
+  /** One PG operation: fault injection, body validation, idempotent replay, then the PG itself. */
+  function pgRoute<S extends z.ZodType>(route: {
+    readonly url: string;
+    readonly operation: SandboxOperation;
+    readonly body: S;
+    readonly requireIdempotencyKey: boolean;
+    readonly run: (body: z.infer<S>) => PgOutcome<unknown>;
+    /** the transaction id an approved answer created, for the executions inspection */
+    readonly tidOf?: (data: unknown) => string | undefined;
+  }): void {
+    app.post(route.url, async (req: FastifyRequest, reply: FastifyReply) => {
+      const fault = nextFault(route.operation, req);
+      if (fault === 'invalid') return reply.code(400).send({ res_cd: 'E400', res_msg: 'unknown X-Sandbox-Fault value' });
+      if (fault !== undefined) counters.injectedFaults++;
+      if (fault === '500') return reply.code(500).send({ res_cd: 'E500', res_msg: 'injected gateway failure' });
+
+      const parsed = route.body.safeParse(req.body);
+      if (!parsed.success) return reply.code(400).send({ res_cd: 'E400', res_msg: 'malformed request' });
+      const keyHeader = req.headers['idempotency-key'];
+      const key = typeof keyHeader === 'string' && keyHeader.length > 0 && keyHeader.length <= 255 ? keyHeader : undefined;
+      if (key === undefined && (route.requireIdempotencyKey || keyHeader !== undefined)) {
+        return reply.code(400).send({ res_cd: 'E400', res_msg: 'Idempotency-Key header missing or invalid' });
+      }
+
+      let answer: StoredAnswer;
+      const fingerprint = createHash('sha256').update(JSON.stringify(parsed.data)).digest('base64url');
+      const cacheKey = key === undefined ? undefined : `${route.operation}\u0000${key}`;
+      const stored = cacheKey === undefined ? undefined : answers.get(cacheKey);
+      if (stored !== undefined) {
+        if (stored.fingerprint !== fingerprint) {
+          return reply.code(422).send({ res_cd: 'E422', res_msg: 'idempotency key reused with a different request' });
+        }
+        counters.idempotentReplays++;
+        answer = stored;
+      } else {
+        const outcome = route.run(parsed.data);
+        answer = { fingerprint, status: 200, body: envelopeOf(outcome) };
+        if (cacheKey !== undefined) {
+          answers.set(cacheKey, answer);
+          const tid = outcome.ok ? route.tidOf?.(outcome.data) : undefined;
+          const previous = executions.get(cacheKey);
+          executions.set(cacheKey, { count: (previous?.count ?? 0) + 1, tid: tid ?? previous?.tid });
+        }
+      }
+
+      if (fault === 'timeout') await holdAnswer();
+      if (fault === 'garbage') return reply.code(200).type('application/json').send('{"res_cd": "00<html>Bad Gateway');
+      return reply.code(answer.status).send(answer.body);
+    });
+  }
+
+  const tidField = (data: unknown): string | undefined =>
+    typeof data === 'object' && data !== null && 'tid' in data && typeof data.tid === 'string' ? data.tid : undefined;
+
+  pgRoute({
+    url: '/card/v1/billing-keys',
+    operation: 'billing_key.issue',
+    body: bodies.issue,
+    requireIdempotencyKey: false,
+    run: (b) => card.issueBillingKey(b),
+    tidOf: tidField,
+  });
+  pgRoute({
+    url: '/card/v1/charges',
+    operation: 'charge',
+    body: bodies.charge,
+    requireIdempotencyKey: true,
+    run: (b) => card.charge(b),
+    tidOf: tidField,
+  });
+  pgRoute({
+    url: '/card/v1/cancels',
+    operation: 'cancel',
+    body: bodies.cancel,
+    requireIdempotencyKey: true,
+    run: (b) => card.cancel(b),
+  });
+  pgRoute({
+    url: '/card/v1/billing-keys/revoke',
+    operation: 'billing_key.revoke',
+    body: bodies.revoke,
+    requireIdempotencyKey: false,
+    run: (b) => card.revokeBillingKey(b),
+  });
+  pgRoute({
+    url: '/auth/v1/requests',
+    operation: 'otp.request',
+    body: bodies.otpRequest,
+    requireIdempotencyKey: false,
+    run: (b) => identity.requestOtp(b),
+    tidOf: tidField,
+  });
+  pgRoute({
+    url: '/auth/v1/resends',
+    operation: 'otp.resend',
+    body: bodies.otpResend,
+    requireIdempotencyKey: false,
+    run: (b) => identity.resendOtp(b),
+  });
+  pgRoute({
+    url: '/auth/v1/confirms',
+    operation: 'otp.confirm',
+    body: bodies.otpConfirm,
+    requireIdempotencyKey: false,
+    run: (b) => identity.confirmOtp(b),
+  });
+
+  const armBody = z.object({
+    operation: z.enum(SANDBOX_OPERATIONS),
+    fault: z.enum(SANDBOX_FAULTS),
+    count: z.number().int().min(1).max(1_000).default(1),
+  });
+  app.post('/_sandbox/faults', async (req, reply) => {
+    const parsed = armBody.safeParse(req.body);
+    if (!parsed.success) return reply.code(400).send({ res_cd: 'E400', res_msg: 'malformed request' });
+    const { operation, fault, count } = parsed.data;
+    const queue = armedFaults.get(operation) ?? [];
+    queue.push({ fault, remaining: count });
+    armedFaults.set(operation, queue);
+    return { armed: { operation, fault, count } };
+  });
+  app.delete('/_sandbox/faults', async () => {
+    armedFaults.clear();
+    return { armed: null };
+  });
+
+  app.get('/_sandbox/stats', async () => ({
+    card: {
+      billing_keys_issued: card.stats.billingKeysIssued,
+      billing_keys_revoked: card.stats.billingKeysRevoked,
+      charges_approved: card.stats.chargesApproved,
+      cancels_approved: card.stats.cancelsApproved,
+    },
+    identity: {
+      otp_requests: identity.stats.otpRequests,
+      sms_sent: identity.stats.smsSent,
+      pushes_sent: identity.stats.pushesSent,
+      confirmations: identity.stats.confirmations,
+      wrong_otps: identity.stats.wrongOtps,
+    },
+    idempotent_replays: counters.idempotentReplays,
+    injected_faults: counters.injectedFaults,
+  }));
+
+  const chargesQuery = z.object({ idempotency_key: z.string().min(1) });
+  app.get('/_sandbox/charges', async (req, reply) => {
+    const parsed = chargesQuery.safeParse(req.query);
+    if (!parsed.success) return reply.code(400).send({ res_cd: 'E400', res_msg: 'idempotency_key is required' });
+    const key = parsed.data.idempotency_key;
+    const executed = executions.get(`charge\u0000${key}`);
+    return { idempotency_key: key, executions: executed?.count ?? 0, tid: executed?.tid ?? null };
+  });
+  app.get('/_sandbox/charges/:tid', async (req, reply) => {
+    const { tid } = req.params as { tid: string };
+    const charge = card.chargeState(tid);
+    if (charge === undefined) return reply.code(404).send({ res_cd: 'C301', res_msg: 'unknown transaction' });
+    return {
+      tid: charge.tid,
+      amount: charge.amount,
+      tax_free: charge.taxFree,
+      cancelled_amount: charge.cancelledAmount,
+      cancelled_tax_free: charge.cancelledTaxFree,
+      cancel_count: charge.cancelCount,
+    };
+  });
+
+  const smsQuery = z.object({ phone: z.string().min(1) });
+  app.get('/_sandbox/sms', async (req, reply) => {
+    const parsed = smsQuery.safeParse(req.query);
+    if (!parsed.success) return reply.code(400).send({ res_cd: 'E400', res_msg: 'phone is required' });
+    return {
+      list: identity.inboxFor(parsed.data.phone).map((m) => ({
+        phone: m.phone,
+        message: m.message,
+        otp: m.otp,
+        sent_at: m.sentAt.toISOString(),
+      })),
+    };
+  });
+
+  const address = await app.listen({ host: opts.host ?? '127.0.0.1', port: opts.port ?? 0 });
+  let closing: Promise<void> | undefined;
+  return {
+    url: address,
+    close() {
+      closing ??= (async () => {
+        for (const release of [...heldAnswers]) release();
+        await app.close();
+      })();
+      return closing;
+    },
+  };
+}
