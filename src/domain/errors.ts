@@ -8,7 +8,7 @@
 // paygate's own codes (not in the spec) live in the 9000 range, outside every spec range:
 //   9400 INVALID_REQUEST          body/query/params malformed (bad JSON, array body, wrong types)
 //   9401 ADMIN_UNAUTHORIZED       admin API without a valid ADMIN_TOKEN
-//   9402 PAYMENT_DECLINED         the PG refused a charge with a billing key (pg_error_code carried)
+//   9403 ACCESS_TOKEN_INVALID     legacy Bearer token unknown or expired
 //   9404 NOT_FOUND                no such route or resource outside the spec's codes
 //   9405 METHOD_NOT_ALLOWED
 //   9409 IDEMPOTENCY_IN_PROGRESS  same Idempotency-Key while the first request is still running
@@ -20,7 +20,9 @@
 //   9424 CANCEL_PRICE_EXCEEDED    cancel amount larger than what remains
 //   9425 RECEIPT_NOT_CANCELLABLE
 //   9426 PROJECT_NOT_FOUND        admin API: unknown application_id
+//   9430 PAYMENT_DECLINED         the PG refused a charge with a billing key (pg_error_code carried)
 //   9500 INTERNAL_ERROR
+//   9502 GATEWAY_UNAVAILABLE      the PG could not be reached or answered garbage
 //   9503 SERVICE_UNAVAILABLE
 //   9504 GATEWAY_TIMEOUT          the PG did not answer in time; retry with the same key
 
@@ -105,7 +107,7 @@ export const errorCatalog = {
   // paygate's own (see the table above)
   INVALID_REQUEST: { code: 9400, status: 400, message: 'The request is malformed.' },
   ADMIN_UNAUTHORIZED: { code: 9401, status: 401, message: 'A valid admin token is required.' },
-  PAYMENT_DECLINED: { code: 9402, status: 400, message: 'The PG refused the payment.' },
+  ACCESS_TOKEN_INVALID: { code: 9403, status: 401, message: 'The access token is unknown or expired.' },
   NOT_FOUND: { code: 9404, status: 404, message: 'Not found.' },
   METHOD_NOT_ALLOWED: { code: 9405, status: 405, message: 'Method not allowed.' },
   IDEMPOTENCY_IN_PROGRESS: { code: 9409, status: 409, message: 'A request with this Idempotency-Key is still in progress.' },
@@ -117,7 +119,9 @@ export const errorCatalog = {
   CANCEL_PRICE_EXCEEDED: { code: 9424, status: 400, message: 'The cancel amount exceeds the remaining amount.' },
   RECEIPT_NOT_CANCELLABLE: { code: 9425, status: 400, message: 'The receipt cannot be cancelled.' },
   PROJECT_NOT_FOUND: { code: 9426, status: 404, message: 'The project was not found.' },
+  PAYMENT_DECLINED: { code: 9430, status: 400, message: 'The PG refused the payment.' },
   INTERNAL_ERROR: { code: 9500, status: 500, message: 'An internal error occurred.' },
+  GATEWAY_UNAVAILABLE: { code: 9502, status: 502, message: 'The PG could not be reached. Retry with the same Idempotency-Key.' },
   SERVICE_UNAVAILABLE: { code: 9503, status: 503, message: 'The service is not ready.' },
   GATEWAY_TIMEOUT: { code: 9504, status: 504, message: 'The PG did not answer in time. Retry with the same Idempotency-Key.' },
 } as const satisfies Record<string, CatalogEntry>;

@@ -1,0 +1,117 @@
+// buildApp: the Fastify application with its dependencies injected. No listening here (server.ts
+// does that), so tests drive the very same app through inject().
+import { randomUUID } from 'node:crypto';
+import fastifySwagger from '@fastify/swagger';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyPluginAsync } from 'fastify';
+import { jsonSchemaTransform, serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
+import type { Config } from '../config/index.js';
+import { ApiError } from '../domain/errors.js';
+import type { GatewayRegistry } from '../gateways/types.js';
+import { createLogger, type Logger } from '../logger.js';
+import type { Database } from '../store/db.js';
+import { authPlugin } from './auth.js';
+import { installErrorHandling } from './errors.js';
+import { adminRoutes } from './routes/admin.js';
+import { healthRoutes } from './routes/health.js';
+import { tokenRoutes } from './routes/token.js';
+
+/** A readiness probe: resolves when the component is ready, throws (or resolves false) when not. */
+export type ReadinessProbe = () => Promise<boolean | void> | boolean | void;
+
+export interface AppDeps {
+  readonly config: Config;
+  readonly database: Database;
+  readonly gateways: GatewayRegistry;
+  readonly logger?: Logger;
+  /** the time source of every business timestamp (tests pass a controllable clock) */
+  readonly clock?: () => Date;
+  /** extra readiness probes for GET /health by component name (e.g. engine, worker) */
+  readonly readiness?: Readonly<Record<string, ReadinessProbe>>;
+}
+
+export type ResolvedDeps = AppDeps & { readonly logger: Logger; readonly clock: () => Date };
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    readonly deps: ResolvedDeps;
+  }
+}
+
+/** Bodies larger than this are refused with PAYLOAD_TOO_LARGE; every request of the API is small. */
+export const BODY_LIMIT_BYTES = 64 * 1024;
+
+/** The route plugins, in registration order. Add an area's plugin here (one line each). */
+const routePlugins: readonly FastifyPluginAsync[] = [
+  healthRoutes,
+  tokenRoutes,
+  adminRoutes,
+];
+
+export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
+  const resolved: ResolvedDeps = {
+    ...deps,
+    logger: deps.logger ?? createLogger({ level: deps.config.logLevel }),
+    clock: deps.clock ?? (() => new Date()),
+  };
+
+  const app = Fastify({
+    loggerInstance: resolved.logger as FastifyBaseLogger,
+    bodyLimit: BODY_LIMIT_BYTES,
+    // X-Forwarded-For is believed only from these proxies; otherwise request.ip is the socket peer
+    trustProxy: deps.config.trustedProxies.length > 0 ? [...deps.config.trustedProxies] : false,
+    // clients must not choose our request ids
+    requestIdHeader: false,
+    genReqId: () => randomUUID(),
+    connectionTimeout: 30_000,
+    keepAliveTimeout: 65_000,
+    requestTimeout: 60_000,
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
+  });
+
+  app.decorate('deps', resolved);
+  app.setValidatorCompiler(validatorCompiler);
+  app.setSerializerCompiler(serializerCompiler);
+  installErrorHandling(app);
+
+  // Only JSON bodies: no text/plain, no forms. An empty JSON body counts as no body (clients send
+  // `Content-Type: application/json` on the body-less POSTs too).
+  app.removeContentTypeParser('text/plain');
+  const parseJson = app.getDefaultJsonParser('error', 'error');
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+    const text = typeof body === 'string' ? body : body.toString('utf8');
+    if (text.trim() === '') {
+      done(null, undefined);
+      return;
+    }
+    parseJson(request, text, done);
+  });
+  // Every request body of this API is a JSON object: arrays, strings, numbers and null are refused.
+  app.addHook('preValidation', async (request) => {
+    const body: unknown = request.body;
+    if (body !== undefined && (typeof body !== 'object' || body === null || Array.isArray(body))) {
+      throw new ApiError('INVALID_REQUEST', { payloadMessage: 'the request body must be a JSON object' });
+    }
+  });
+
+  await app.register(fastifySwagger, {
+    openapi: {
+      info: { title: 'paygate', version: '0.1.0', description: 'Card key-in billing, identity verification, escrow, message webhooks' },
+      components: {
+        securitySchemes: {
+          basic: { type: 'http', scheme: 'basic', description: 'client_key:secret_key' },
+          bearer: { type: 'http', scheme: 'bearer', description: 'legacy access token from POST /v2/request/token' },
+        },
+      },
+      security: [{ basic: [] }, { bearer: [] }],
+    },
+    transform: jsonSchemaTransform,
+  });
+  await app.register(authPlugin);
+
+  for (const plugin of routePlugins) await app.register(plugin);
+
+  app.get('/openapi.json', { config: { auth: 'none' }, schema: { hide: true } }, async () => app.swagger());
+
+  return app;
+}

@@ -1,0 +1,152 @@
+// Authentication of main-API, message-service and admin calls. A route declares what it needs in
+// its config: `{ auth: 'project' }` (the default), `{ auth: 'admin' }` or `{ auth: 'none' }`, plus
+// optionally `scope` and `sellerOnly`. The onRequest hook below enforces it before the body is
+// even parsed, and sets `request.project` for project routes.
+//
+// Order of checks for a project route (first failure wins):
+//   header missing 1206 -> not Basic/Bearer or undecodable 1205 -> Basic: client key unknown 1216,
+//   secret wrong 1204 / Bearer: token unknown or expired 9403 -> source IP not allowed 1203 ->
+//   key validity passed: 1218 on a route that checks a scope, else 1224 -> scope (Basic only):
+//   key without any scope 1221, scope not granted 1222 -> seller-only route and not a seller 600.
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
+import { ApiError } from '../domain/errors.js';
+import { secretMatches } from '../domain/ids.js';
+import { ipAllowed } from '../domain/ip.js';
+import type { Scope } from '../domain/scopes.js';
+import { findProjectByAccessToken } from '../store/access-tokens.js';
+import { findProjectByClientKey, toProject, type Project, type ProjectRow } from '../store/projects.js';
+import type { FieldErrors } from './errors.js';
+
+export type AuthRequirement = 'project' | 'admin' | 'none';
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** who may call the route; 'project' when omitted */
+    auth?: AuthRequirement;
+    /** a scope the Basic key must hold */
+    scope?: Scope;
+    /** API_ONLY_SELLER (600) for non-seller projects */
+    sellerOnly?: boolean;
+    /** how schema validation failures of this route map to catalog codes */
+    fieldErrors?: FieldErrors;
+  }
+  interface FastifyRequest {
+    /** the authenticated project; reading it on a route without project auth throws INTERNAL_ERROR */
+    readonly project: Project;
+    /** how the project authenticated */
+    readonly authMethod: 'basic' | 'bearer' | 'admin' | undefined;
+  }
+}
+
+interface AuthState {
+  project: Project;
+  method: 'basic' | 'bearer';
+}
+
+const authStates = new WeakMap<FastifyRequest, AuthState>();
+const adminRequests = new WeakSet<FastifyRequest>();
+
+function parseAuthorization(header: string | undefined):
+  | { kind: 'basic'; clientKey: string; secretKey: string }
+  | { kind: 'bearer'; token: string } {
+  if (header === undefined || header.trim() === '') throw new ApiError('APP_AT_AUTHORIZE_HEADER_BLANK');
+  const match = /^(\S+)\s+(\S+)\s*$/.exec(header.trim());
+  if (!match) throw new ApiError('APP_AT_AUTHORIZE_TYPE_INVALID');
+  const scheme = match[1]!.toLowerCase();
+  const value = match[2]!;
+  if (scheme === 'bearer') return { kind: 'bearer', token: value };
+  if (scheme !== 'basic') throw new ApiError('APP_AT_AUTHORIZE_TYPE_INVALID');
+  if (!/^[A-Za-z0-9+/]+={0,2}$/.test(value)) throw new ApiError('APP_AT_AUTHORIZE_TYPE_INVALID');
+  const decoded = Buffer.from(value, 'base64').toString('utf8');
+  const colon = decoded.indexOf(':');
+  if (colon < 0) throw new ApiError('APP_AT_AUTHORIZE_TYPE_INVALID');
+  return { kind: 'basic', clientKey: decoded.slice(0, colon), secretKey: decoded.slice(colon + 1) };
+}
+
+/** 1203 with the requesting IP named, as the spec asks. */
+export function assertIpAllowed(project: Pick<ProjectRow, 'allowed_ips'>, ip: string): void {
+  if (!ipAllowed(ip, project.allowed_ips)) {
+    throw new ApiError('APP_FIREWALL_BLOCKED', { message: `The requesting IP ${ip} is not allowed.` });
+  }
+}
+
+export function keyExpired(project: Pick<ProjectRow, 'key_expires_at'>, now: Date): boolean {
+  return project.key_expires_at !== null && project.key_expires_at.getTime() <= now.getTime();
+}
+
+/** 1225 when a resource (verification, receipt, ...) belongs to another project's key. */
+export function assertOwnedBy(project: Pick<Project, 'application_id'>, ownerApplicationId: string): void {
+  if (project.application_id !== ownerApplicationId) throw new ApiError('APP_KEY_CHAIN_SESSION_INVALID');
+}
+
+function adminTokenMatches(presented: string, expected: string): boolean {
+  const a = createHash('sha256').update(presented).digest();
+  const b = createHash('sha256').update(expected).digest();
+  return timingSafeEqual(a, b);
+}
+
+async function authenticateProject(app: FastifyInstance, request: FastifyRequest): Promise<AuthState> {
+  const { db } = app.deps.database;
+  const now = app.deps.clock();
+  const config = request.routeOptions.config;
+  const credentials = parseAuthorization(request.headers.authorization);
+
+  let row: ProjectRow | undefined;
+  if (credentials.kind === 'basic') {
+    if (credentials.clientKey === '') throw new ApiError('APP_CLIENT_KEY_NOT_FOUND');
+    row = await findProjectByClientKey(db, credentials.clientKey);
+    if (!row) throw new ApiError('APP_CLIENT_KEY_NOT_FOUND');
+    if (!secretMatches(credentials.secretKey, row.secret_key_hash)) throw new ApiError('APP_SK_NOT_MATCHED');
+  } else {
+    row = await findProjectByAccessToken(db, credentials.token, now);
+    if (!row) throw new ApiError('ACCESS_TOKEN_INVALID');
+  }
+
+  assertIpAllowed(row, request.ip);
+  if (keyExpired(row, now)) throw new ApiError(config.scope ? 'APP_CLIENT_KEY_EXPIRED' : 'APP_KEY_CHAIN_EXPIRED');
+  if (config.scope && credentials.kind === 'basic') {
+    if (row.scopes.length === 0) throw new ApiError('API_ROLE_NOT_SUPPORT');
+    if (!row.scopes.includes(config.scope)) throw new ApiError('API_SCOPE_INVALID');
+  }
+  if (config.sellerOnly && !row.seller) throw new ApiError('API_ONLY_SELLER');
+  return { project: toProject(row), method: credentials.kind };
+}
+
+function authenticateAdmin(app: FastifyInstance, request: FastifyRequest): void {
+  const header = request.headers.authorization ?? '';
+  const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
+  if (!match || !adminTokenMatches(match[1]!, app.deps.config.adminToken)) throw new ApiError('ADMIN_UNAUTHORIZED');
+}
+
+export const authPlugin = fp(
+  async (app: FastifyInstance) => {
+    app.decorateRequest('project', {
+      getter(this: FastifyRequest): Project {
+        const state = authStates.get(this);
+        if (!state) throw new ApiError('INTERNAL_ERROR', { cause: new Error('request.project read on a route without project auth') });
+        return state.project;
+      },
+    });
+    app.decorateRequest('authMethod', {
+      getter(this: FastifyRequest) {
+        if (adminRequests.has(this)) return 'admin' as const;
+        return authStates.get(this)?.method;
+      },
+    });
+
+    app.addHook('onRequest', async (request) => {
+      if (request.is404) return;
+      const requirement = request.routeOptions.config.auth ?? 'project';
+      if (requirement === 'none') return;
+      if (requirement === 'admin') {
+        authenticateAdmin(app, request);
+        adminRequests.add(request);
+        return;
+      }
+      authStates.set(request, await authenticateProject(app, request));
+    });
+  },
+  { name: 'paygate-auth' },
+);

@@ -1,0 +1,39 @@
+// GET /health: 200 {status:'ok'} only when the database and every readiness probe answer;
+// otherwise 503 naming what is not ready.
+import type { FastifyPluginAsync } from 'fastify';
+import { ApiError } from '../../domain/errors.js';
+import { pingDatabase } from '../../store/db.js';
+
+const PROBE_TIMEOUT_MS = 2_000;
+
+async function probe(check: () => Promise<boolean | void> | boolean | void): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<boolean>((resolve) => {
+    timer = setTimeout(() => resolve(false), PROBE_TIMEOUT_MS);
+  });
+  try {
+    const result = Promise.resolve()
+      .then(check)
+      .then((value) => value !== false)
+      .catch(() => false);
+    return await Promise.race([result, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+export const healthRoutes: FastifyPluginAsync = async (app) => {
+  app.get('/health', { config: { auth: 'none' }, schema: { hide: true } }, async (request, reply) => {
+    const checks: Record<string, () => Promise<boolean | void> | boolean | void> = {
+      database: () => pingDatabase(app.deps.database),
+      ...app.deps.readiness,
+    };
+    const names = Object.keys(checks);
+    const results = await Promise.all(names.map((name) => probe(checks[name]!)));
+    const notReady = names.filter((_, i) => !results[i]);
+    if (notReady.length === 0) return { status: 'ok' };
+    request.log.warn({ not_ready: notReady }, 'health check failed');
+    const error = new ApiError('SERVICE_UNAVAILABLE', { message: `Not ready: ${notReady.join(', ')}.` });
+    return reply.code(503).send({ ...error.toBody(), status: 'unavailable', not_ready: notReady });
+  });
+};

@@ -1,0 +1,128 @@
+// Configuration: read from the environment once at boot, validated with zod. A wrong value stops
+// the process with a message naming the variable (see readConfigOrExit).
+import { randomBytes } from 'node:crypto';
+import { z } from 'zod';
+import { isIpOrCidr } from '../domain/ip.js';
+
+const booleanFlag = z
+  .string()
+  .trim()
+  .toLowerCase()
+  .refine((v) => ['1', '0', 'true', 'false', 'yes', 'no', 'on', 'off'].includes(v), {
+    message: 'expected one of true/false, 1/0, yes/no, on/off',
+  })
+  .transform((v) => ['1', 'true', 'yes', 'on'].includes(v));
+
+const ipOrCidr = z
+  .string()
+  .trim()
+  .refine(isIpOrCidr, { message: 'expected an IP address or CIDR' });
+
+const ipOrCidrList = z
+  .string()
+  .transform((v) => v.split(',').map((s) => s.trim()).filter((s) => s.length > 0))
+  .pipe(z.array(ipOrCidr));
+
+const postgresUrl = z
+  .string()
+  .trim()
+  .refine((v) => /^postgres(ql)?:\/\//.test(v) && URL.canParse(v), { message: 'expected a postgres:// URL' });
+
+/** The environment variables paygate reads, with their rules and defaults. */
+const envSchema = z.object({
+  PORT: z.coerce.number().int().min(0).max(65535).default(8080),
+  HOST: z.string().trim().min(1).default('0.0.0.0'),
+  ADMIN_TOKEN: z.string().trim().min(16, 'must be at least 16 characters').optional(),
+  DATA_DIR: z.string().trim().min(1).default('./.data'),
+  DATABASE_URL: postgresUrl.optional(),
+  TEMPORAL_ADDRESS: z
+    .string()
+    .trim()
+    .regex(/^[^\s:/]+:\d{1,5}$/, 'expected host:port')
+    .optional(),
+  TEMPORAL_NAMESPACE: z.string().trim().min(1).default('default'),
+  TEMPORAL_TASK_QUEUE: z.string().trim().min(1).default('paygate'),
+  PAYGATE_SANDBOX: booleanFlag.optional(),
+  TRUSTED_PROXIES: ipOrCidrList.default([]),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  PUBLIC_BASE_URL: z.url().optional(),
+});
+
+export interface Config {
+  readonly port: number;
+  readonly host: string;
+  readonly adminToken: string;
+  /** true when ADMIN_TOKEN was unset and a random one was generated for this boot */
+  readonly adminTokenGenerated: boolean;
+  readonly dataDir: string;
+  /** unset: embedded PGlite under dataDir */
+  readonly databaseUrl: string | undefined;
+  /** unset: the embedded Temporal engine */
+  readonly temporalAddress: string | undefined;
+  readonly temporalNamespace: string;
+  readonly taskQueue: string;
+  /** sandbox gateways served; defaults to on when Temporal is embedded */
+  readonly sandbox: boolean;
+  /** proxies whose X-Forwarded-For is believed (IPs or CIDRs) */
+  readonly trustedProxies: readonly string[];
+  readonly logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  /** {base_url}; defaults to http://HOST:PORT */
+  readonly publicBaseUrl: string | undefined;
+}
+
+export class ConfigError extends Error {
+  override readonly name = 'ConfigError';
+  constructor(readonly problems: readonly { variable: string; message: string }[]) {
+    super(`invalid configuration: ${problems.map((p) => `${p.variable}: ${p.message}`).join('; ')}`);
+  }
+}
+
+type Env = Record<string, string | undefined>;
+
+/** Parses an environment object. Empty strings count as unset. Throws ConfigError naming each bad variable. */
+export function parseConfig(env: Env): Config {
+  const present: Env = {};
+  for (const key of Object.keys(envSchema.shape)) {
+    const value = env[key];
+    if (value !== undefined && value.trim() !== '') present[key] = value;
+  }
+  const result = envSchema.safeParse(present);
+  if (!result.success) {
+    throw new ConfigError(
+      result.error.issues.map((issue) => ({ variable: String(issue.path[0] ?? 'environment'), message: issue.message })),
+    );
+  }
+  const e = result.data;
+  const adminToken = e.ADMIN_TOKEN ?? randomBytes(24).toString('base64url');
+  return {
+    port: e.PORT,
+    host: e.HOST,
+    adminToken,
+    adminTokenGenerated: e.ADMIN_TOKEN === undefined,
+    dataDir: e.DATA_DIR,
+    databaseUrl: e.DATABASE_URL,
+    temporalAddress: e.TEMPORAL_ADDRESS,
+    temporalNamespace: e.TEMPORAL_NAMESPACE,
+    taskQueue: e.TEMPORAL_TASK_QUEUE,
+    sandbox: e.PAYGATE_SANDBOX ?? e.TEMPORAL_ADDRESS === undefined,
+    trustedProxies: e.TRUSTED_PROXIES,
+    logLevel: e.LOG_LEVEL,
+    publicBaseUrl: e.PUBLIC_BASE_URL,
+  };
+}
+
+/** For entry points: parse process.env once; on a bad value print what is wrong and exit 1. */
+export function readConfigOrExit(env: Env = process.env): Config {
+  try {
+    return parseConfig(env);
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      // the logger is configured from this config, so it cannot report its own failure
+      process.stderr.write(
+        `paygate: invalid configuration\n${err.problems.map((p) => `  ${p.variable}: ${p.message}`).join('\n')}\n`,
+      );
+      process.exit(1);
+    }
+    throw err;
+  }
+}

@@ -1,0 +1,25 @@
+// API scopes a project key can be granted. Only shipping start is named by the spec
+// (escrow_shipping_start); the others follow the API areas so an operator can narrow a key.
+//
+// Scope check outcomes (see api/auth.ts):
+//   - the key has no scopes at all            -> 1221 API_ROLE_NOT_SUPPORT (the key has no API role)
+//   - the key lacks the route's scope         -> 1222 API_SCOPE_INVALID
+//   - the key's validity has passed           -> 1218 APP_CLIENT_KEY_EXPIRED (refused at scope check)
+//   - a legacy Bearer access token            -> scopes are not checked (the spec accepts a Bearer
+//                                                token for shipping start instead of the scope)
+export const SCOPES = [
+  'billing_key',
+  'subscribe_payment',
+  'receipt',
+  'cancel',
+  'authentication',
+  'certificate',
+  'escrow_shipping_start',
+  'message_webhook',
+] as const;
+
+export type Scope = (typeof SCOPES)[number];
+
+export function isScope(value: string): value is Scope {
+  return (SCOPES as readonly string[]).includes(value);
+}
