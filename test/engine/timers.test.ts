@@ -1,7 +1,7 @@
 // Timers, conditions and the time-skipping TestService: virtual clock, lock/unlock counter,
 // Sleep / SleepUntil / UnlockTimeSkippingWithSleep / GetCurrentTime, event times on the virtual clock.
 import type { TestService } from '@temporalio/client';
-import { msToTs, tsToMs } from '@temporalio/common/lib/time';
+import { msToTs, tsToMs } from '@temporalio/common/lib/time.js';
 import { temporal } from '@temporalio/proto';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
