@@ -227,7 +227,10 @@ export async function startSandboxGateways(opts: SandboxGatewaysOptions = {}): P
     app.post(route.url, async (req: FastifyRequest, reply: FastifyReply) => {
       const fault = nextFault(route.operation, req);
       if (fault === 'invalid') return reply.code(400).send({ res_cd: 'E400', res_msg: 'unknown X-Sandbox-Fault value' });
-      if (fault !== undefined) counters.injectedFaults++;
+      if (fault !== undefined) {
+        counters.injectedFaults++;
+        req.log.info({ operation: route.operation, fault }, 'sandbox fault injected');
+      }
       if (fault === '500') return reply.code(500).send({ res_cd: 'E500', res_msg: 'injected gateway failure' });
 
       const parsed = route.body.safeParse(req.body);
