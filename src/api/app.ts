@@ -12,6 +12,7 @@ import type { Database } from '../store/db.js';
 import { authPlugin } from './auth.js';
 import { installErrorHandling } from './errors.js';
 import { adminRoutes } from './routes/admin.js';
+import { billingAreaRoutes } from './routes/billing.js';
 import { healthRoutes } from './routes/health.js';
 import { tokenRoutes } from './routes/token.js';
 
@@ -45,6 +46,7 @@ const routePlugins: readonly FastifyPluginAsync[] = [
   healthRoutes,
   tokenRoutes,
   adminRoutes,
+  billingAreaRoutes,
 ];
 
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {

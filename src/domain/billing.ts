@@ -1,6 +1,6 @@
 // Key-in billing rules: request validation in a fixed, documented order, the issuance response
 // shape, and the derived idempotency keys sent to gateways. Pure code: no I/O.
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import type { CardDetails, MaskedCard } from '../gateways/types.js';
 import {
   isCardExpired,
@@ -258,9 +258,4 @@ export function chargeIdempotencyKey(projectId: string, orderId: string): string
 /** The gateway key of an issuance: one per issuance receipt, reused by every attempt of that request. */
 export function issuanceIdempotencyKey(projectId: string, receiptId: string): string {
   return `iss_${sha256Hex(`issue\u0000${projectId}\u0000${receiptId}`).slice(0, 40)}`;
-}
-
-/** 24 lowercase hex characters, the id shape of the API family's receipts and billing keys. */
-export function newResourceId(): string {
-  return randomBytes(12).toString('hex');
 }

@@ -44,30 +44,20 @@ export async function insertBillingKey(db: Kysely<Tables>, key: NewBillingKey): 
     .execute();
 }
 
-export async function findBillingKey(db: Kysely<Tables>, applicationId: string, billingKey: string): Promise<BillingKeyRow | undefined> {
-  return db
-    .selectFrom('billing_keys')
-    .selectAll()
-    .where('application_id', '=', applicationId)
-    .where('billing_key', '=', billingKey)
-    .executeTakeFirst();
+/** Any project's key: callers check ownership (1225) with the row's application_id. */
+export async function findBillingKey(db: Kysely<Tables>, billingKey: string): Promise<BillingKeyRow | undefined> {
+  return db.selectFrom('billing_keys').selectAll().where('billing_key', '=', billingKey).executeTakeFirst();
 }
 
-export async function findBillingKeyByReceipt(db: Kysely<Tables>, applicationId: string, receiptId: string): Promise<BillingKeyRow | undefined> {
-  return db
-    .selectFrom('billing_keys')
-    .selectAll()
-    .where('application_id', '=', applicationId)
-    .where('receipt_id', '=', receiptId)
-    .executeTakeFirst();
+export async function findBillingKeyByReceipt(db: Kysely<Tables>, receiptId: string): Promise<BillingKeyRow | undefined> {
+  return db.selectFrom('billing_keys').selectAll().where('receipt_id', '=', receiptId).executeTakeFirst();
 }
 
-/** Marks the key destroyed; false when it was already destroyed (or is not this project's). */
-export async function markBillingKeyDestroyed(db: Kysely<Tables>, applicationId: string, billingKey: string, at: Date): Promise<boolean> {
+/** Marks the key destroyed; false when it was already destroyed. */
+export async function markBillingKeyDestroyed(db: Kysely<Tables>, billingKey: string, at: Date): Promise<boolean> {
   const result = await db
     .updateTable('billing_keys')
     .set({ destroyed_at: at })
-    .where('application_id', '=', applicationId)
     .where('billing_key', '=', billingKey)
     .where('destroyed_at', 'is', null)
     .executeTakeFirst();

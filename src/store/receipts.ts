@@ -81,21 +81,16 @@ export async function completeCharge(db: Kysely<Tables>, receiptId: string, resu
     .executeTakeFirstOrThrow();
 }
 
-export async function findReceipt(db: Kysely<Tables>, applicationId: string, receiptId: string): Promise<ReceiptRow | undefined> {
-  return db
-    .selectFrom('receipts')
-    .selectAll()
-    .where('application_id', '=', applicationId)
-    .where('receipt_id', '=', receiptId)
-    .executeTakeFirst();
+/** Any project's receipt: callers check ownership (1225) with the row's application_id. */
+export async function findReceipt(db: Kysely<Tables>, receiptId: string): Promise<ReceiptRow | undefined> {
+  return db.selectFrom('receipts').selectAll().where('receipt_id', '=', receiptId).executeTakeFirst();
 }
 
 /** The receipt row locked for the rest of the transaction, so two cancels cannot refund twice. */
-export async function lockReceipt(db: Kysely<Tables>, applicationId: string, receiptId: string): Promise<ReceiptRow | undefined> {
+export async function lockReceipt(db: Kysely<Tables>, receiptId: string): Promise<ReceiptRow | undefined> {
   return db
     .selectFrom('receipts')
     .selectAll()
-    .where('application_id', '=', applicationId)
     .where('receipt_id', '=', receiptId)
     .forUpdate()
     .executeTakeFirst();

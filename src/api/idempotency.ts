@@ -1,0 +1,108 @@
+// Idempotency-Key with Stripe's semantics for any POST route of an authenticated project:
+// same key + same request within 24 h -> the first response replayed (Idempotent-Replayed: true);
+// same key + different request -> 422 IDEMPOTENCY_KEY_REUSED; while the first is running -> 409
+// IDEMPOTENCY_IN_PROGRESS. A 5xx answer frees the key so a retry runs again (the gateway call
+// underneath carries its own derived key, so that retry cannot charge twice).
+//
+// Usage on a route: `{ preHandler: idempotency.preHandler, onSend: idempotency.onSend }`.
+// Only the response is stored, never the request (which may hold card data); the request is kept
+// as a salted SHA-256 of method, path and canonical body.
+import { createHash, randomBytes } from 'node:crypto';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { ApiError } from '../domain/errors.js';
+import type { Database } from '../store/db.js';
+import { claimIdempotencyKey, completeIdempotencyKey, releaseIdempotencyKey } from '../store/idempotency.js';
+
+export const IDEMPOTENCY_HEADER = 'idempotency-key';
+export const REPLAYED_HEADER = 'idempotent-replayed';
+const RETENTION_MS = 24 * 60 * 60 * 1000;
+/** An in-flight record older than this was left by a process that died mid-request. */
+const STALE_IN_FLIGHT_MS = 10 * 60 * 1000;
+const KEY_FORMAT = /^[\x21-\x7e]{1,255}$/;
+
+interface Claim {
+  readonly applicationId: string;
+  readonly key: string;
+}
+
+/** JSON with object keys sorted at every depth, so key order does not change the fingerprint. */
+export function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (value !== null && typeof value === 'object') {
+    const entries = Object.entries(value as Record<string, unknown>)
+      .filter(([, v]) => v !== undefined)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
+  }
+  return JSON.stringify(value) ?? 'null';
+}
+
+function requestHash(request: FastifyRequest, salt: string): string {
+  const path = request.url.split('?')[0] ?? request.url;
+  return createHash('sha256')
+    .update(salt)
+    .update('\u0000')
+    .update(`${request.method} ${path}`)
+    .update('\u0000')
+    .update(canonicalJson(request.body ?? null))
+    .digest('hex');
+}
+
+export interface IdempotencyHooks {
+  preHandler(request: FastifyRequest, reply: FastifyReply): Promise<void>;
+  onSend(request: FastifyRequest, reply: FastifyReply, payload: unknown): Promise<unknown>;
+}
+
+export function createIdempotencyHooks(deps: {
+  readonly database: Database;
+  readonly clock: () => Date;
+}): IdempotencyHooks {
+  const claims = new WeakMap<FastifyRequest, Claim>();
+  const db = deps.database.db;
+
+  return {
+    async preHandler(request, reply) {
+      const header = request.headers[IDEMPOTENCY_HEADER];
+      if (header === undefined) return;
+      if (typeof header !== 'string' || !KEY_FORMAT.test(header)) {
+        throw new ApiError('INVALID_REQUEST', { message: 'Idempotency-Key must be 1-255 printable ASCII characters.' });
+      }
+      // project authentication ran in onRequest, before this hook
+      const applicationId = request.project.application_id;
+      const now = deps.clock();
+      const salt = randomBytes(16).toString('hex');
+      const claim = await claimIdempotencyKey(db, {
+        applicationId,
+        key: header,
+        requestHash: requestHash(request, salt),
+        requestSalt: salt,
+        now,
+        expiresAt: new Date(now.getTime() + RETENTION_MS),
+        staleBefore: new Date(now.getTime() - STALE_IN_FLIGHT_MS),
+      });
+      if (claim.kind === 'claimed') {
+        claims.set(request, { applicationId, key: header });
+        return;
+      }
+      if (requestHash(request, claim.requestSalt) !== claim.requestHash) throw new ApiError('IDEMPOTENCY_KEY_REUSED');
+      if (claim.kind === 'in_flight') throw new ApiError('IDEMPOTENCY_IN_PROGRESS');
+      await reply
+        .code(claim.response.status)
+        .header(REPLAYED_HEADER, 'true')
+        .type('application/json; charset=utf-8')
+        .send(claim.response.body);
+    },
+
+    async onSend(request, reply, payload) {
+      const claim = claims.get(request);
+      if (claim === undefined) return payload;
+      claims.delete(request);
+      if (reply.statusCode >= 500 || typeof payload !== 'string') {
+        await releaseIdempotencyKey(db, claim.applicationId, claim.key);
+      } else {
+        await completeIdempotencyKey(db, claim.applicationId, claim.key, { status: reply.statusCode, body: payload });
+      }
+      return payload;
+    },
+  };
+}

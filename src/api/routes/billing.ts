@@ -1,0 +1,247 @@
+// Card key-in billing: billing key issuance, lookup and destroy; charges with a billing key.
+// Raw card data lives only in the issuance handler's locals and the adapter call.
+import type { FastifyInstance, FastifyReply } from 'fastify';
+import {
+  chargeIdempotencyKey,
+  issuanceIdempotencyKey,
+  KEY_IN_METHOD,
+  KEY_IN_METHOD_SYMBOL,
+  parseBillingKeyRequest,
+  parseChargeRequest,
+  parsePgAndMethod,
+  renderBillingKey,
+} from '../../domain/billing.js';
+import { enforceMasked } from '../../domain/card.js';
+import { ApiError } from '../../domain/errors.js';
+import { newId } from '../../domain/ids.js';
+import { GatewayDeclinedError, GatewayUnavailableError, type CardBillingGateway } from '../../gateways/types.js';
+import {
+  billingKeyView,
+  findBillingKey,
+  findBillingKeyByReceipt,
+  insertBillingKey,
+  markBillingKeyDestroyed,
+  type BillingKeyRow,
+} from '../../store/billing-keys.js';
+import type { Project } from '../../store/projects.js';
+import { claimOrder, completeCharge } from '../../store/receipts.js';
+import { assertOwnedBy } from '../auth.js';
+import { createIdempotencyHooks } from '../idempotency.js';
+import { cancelRoutes } from './cancel.js';
+import { receiptResponse, receiptRoutes } from './receipt.js';
+
+const MAX_ID_LENGTH = 100;
+
+/** The PG's card capability for this project: unknown / not enabled -> 2001, no billing keys -> 2057. */
+function cardGatewayFor(app: FastifyInstance, project: Project, pg: string): CardBillingGateway {
+  const gateway = project.pgs.includes(pg) ? app.deps.gateways.get(pg) : undefined;
+  if (!gateway) throw new ApiError('RC_PG_NOT_FOUND');
+  if (!gateway.card) throw new ApiError('RC_NOT_SUBSCRIBE');
+  return gateway.card;
+}
+
+/** A billing key of this project that can still be used; 2309 unknown, 1225 another project's, 9423 destroyed. */
+async function usableBillingKey(app: FastifyInstance, project: Project, billingKey: string): Promise<BillingKeyRow> {
+  if (billingKey.length > MAX_ID_LENGTH) throw new ApiError('SUBSCRIBE_BK_NOT_FOUND');
+  const row = await findBillingKey(app.deps.database.db, billingKey);
+  if (!row) throw new ApiError('SUBSCRIBE_BK_NOT_FOUND');
+  assertOwnedBy(project, row.application_id);
+  if (row.destroyed_at !== null) throw new ApiError('BILLING_KEY_DESTROYED');
+  return row;
+}
+
+function unavailable(err: GatewayUnavailableError): ApiError {
+  return new ApiError('GATEWAY_UNAVAILABLE', { message: `${err.message}. Retry with the same order_id.`, cause: err });
+}
+
+export async function billingRoutes(app: FastifyInstance): Promise<void> {
+  const idempotency = createIdempotencyHooks({ database: app.deps.database, clock: app.deps.clock });
+  const idempotent = { preHandler: idempotency.preHandler, onSend: idempotency.onSend };
+
+  app.post(
+    '/v2/request/subscribe',
+    {
+      config: { auth: 'project' },
+      ...idempotent,
+      schema: {
+        summary: 'Issue a billing key from card data (key-in)',
+        description:
+          'Checks in order: 2300 pg missing; 2058 method missing or not 카드자동(REST); 2001 pg unknown or not enabled; ' +
+          '2057 pg without billing keys; 2311-2315, 2003, 2005 blanks; 2084 month outside 01-12; 2304 (no pg_error_code) ' +
+          'malformed or expired card refused locally; 2304 with pg_error_code refused by the PG; 2301 PG unreachable.',
+        tags: ['billing'],
+      },
+    },
+    async (request) => {
+      const requestedAt = app.deps.clock();
+      const { pg } = parsePgAndMethod(request.body);
+      const gateway = cardGatewayFor(app, request.project, pg);
+      const { subscriptionId, orderName, card } = parseBillingKeyRequest(request.body, requestedAt);
+
+      const applicationId = request.project.application_id;
+      const receiptId = newId();
+      let issued;
+      try {
+        issued = await gateway.issueBillingKey({
+          idempotencyKey: issuanceIdempotencyKey(applicationId, receiptId),
+          card,
+          orderName,
+          subscriptionId,
+        });
+      } catch (err) {
+        if (err instanceof GatewayDeclinedError) {
+          throw new ApiError('SUBSCRIBE_PUBLISH_FAILED', {
+            message: `The PG refused the billing key issuance: ${err.pgMessage}`,
+            pgErrorCode: err.pgErrorCode,
+          });
+        }
+        if (err instanceof GatewayUnavailableError) {
+          throw new ApiError('SUBSCRIBE_REQUEST_FAILED', { message: `The billing key request failed: ${err.message}`, cause: err });
+        }
+        throw err;
+      }
+
+      const view = {
+        billingKey: newId(),
+        receiptId,
+        subscriptionId,
+        pg,
+        card: { ...issued.card, maskedNumber: enforceMasked(issued.card.maskedNumber) },
+        expiresAt: issued.expiresAt,
+        publishedAt: issued.issuedAt,
+        requestedAt,
+      };
+      await insertBillingKey(app.deps.database.db, {
+        ...view,
+        applicationId,
+        orderName,
+        gatewayBillingKey: issued.gatewayBillingKey,
+      });
+      request.log.info({ receipt_id: receiptId, pg }, 'billing key issued');
+      return renderBillingKey(view);
+    },
+  );
+
+  app.post(
+    '/v2/subscribe/payment',
+    {
+      config: { auth: 'project' },
+      ...idempotent,
+      schema: {
+        summary: 'Charge a billing key',
+        description:
+          'order_id is unique per project (9410 ORDER_ID_DUPLICATED). The PG call carries an idempotency key derived from ' +
+          '(project, order_id), so retrying after a timeout (9502) with the same order_id cannot charge twice. ' +
+          'A PG refusal is 9430 PAYMENT_DECLINED with pg_error_code.',
+        tags: ['billing'],
+      },
+    },
+    async (request) => {
+      const requestedAt = app.deps.clock();
+      const params = parseChargeRequest(request.body);
+      const project = request.project;
+      const key = await usableBillingKey(app, project, params.billingKey);
+      const gateway = cardGatewayFor(app, project, key.pg);
+
+      // The order_id claim and the PG call share one transaction: a concurrent charge with the same
+      // order_id waits on the unique index, and a refused or failed charge leaves no receipt behind.
+      const row = await app.deps.database.db.transaction().execute(async (trx) => {
+        const receiptId = newId();
+        const claimed = await claimOrder(trx, {
+          receiptId,
+          applicationId: project.application_id,
+          orderId: params.orderId,
+          orderName: params.orderName,
+          billingKey: key.billing_key,
+          pg: key.pg,
+          method: KEY_IN_METHOD,
+          methodSymbol: KEY_IN_METHOD_SYMBOL,
+          price: params.price,
+          taxFree: params.taxFree,
+          quota: params.quota,
+          metadata: params.metadata,
+          requestedAt,
+        });
+        if (!claimed) throw new ApiError('ORDER_ID_DUPLICATED');
+        try {
+          const result = await gateway.charge({
+            idempotencyKey: chargeIdempotencyKey(project.application_id, params.orderId),
+            gatewayBillingKey: key.gateway_billing_key,
+            amount: params.price,
+            taxFree: params.taxFree,
+            orderId: params.orderId,
+            orderName: params.orderName,
+            quota: params.quota,
+          });
+          return await completeCharge(trx, receiptId, result, enforceMasked(result.card.maskedNumber));
+        } catch (err) {
+          if (err instanceof GatewayDeclinedError) {
+            throw new ApiError('PAYMENT_DECLINED', { message: `The PG refused the payment: ${err.pgMessage}`, pgErrorCode: err.pgErrorCode });
+          }
+          if (err instanceof GatewayUnavailableError) throw unavailable(err);
+          throw err;
+        }
+      });
+      request.log.info({ receipt_id: row.receipt_id, pg: row.pg }, 'billing key charged');
+      return receiptResponse(row, project);
+    },
+  );
+
+  const lookupSchema = { summary: 'Billing key lookup', tags: ['billing'] };
+
+  app.get<{ Params: { receipt_id: string } }>(
+    '/v2/subscribe/billing_key/:receipt_id',
+    { config: { auth: 'project' }, schema: lookupSchema },
+    async (request) => {
+      const receiptId = request.params.receipt_id;
+      const row = receiptId.length > MAX_ID_LENGTH ? undefined : await findBillingKeyByReceipt(app.deps.database.db, receiptId);
+      if (!row) throw new ApiError('SUBSCRIBE_BK_NOT_FOUND');
+      assertOwnedBy(request.project, row.application_id);
+      if (row.destroyed_at !== null) throw new ApiError('BILLING_KEY_DESTROYED');
+      return renderBillingKey(billingKeyView(row));
+    },
+  );
+
+  app.get<{ Params: { billing_key: string } }>(
+    '/v2/billing_key/:billing_key',
+    { config: { auth: 'project' }, schema: lookupSchema },
+    async (request) => renderBillingKey(billingKeyView(await usableBillingKey(app, request.project, request.params.billing_key))),
+  );
+
+  app.delete<{ Params: { billing_key: string } }>(
+    '/v2/subscribe/billing_key/:billing_key',
+    {
+      config: { auth: 'project' },
+      schema: {
+        summary: 'Destroy a billing key',
+        description: 'Revokes the key at the PG; later charges and lookups give 9423 BILLING_KEY_DESTROYED.',
+        tags: ['billing'],
+      },
+    },
+    async (request, reply: FastifyReply) => {
+      const key = await usableBillingKey(app, request.project, request.params.billing_key);
+      const gateway = app.deps.gateways.get(key.pg)?.card;
+      if (gateway) {
+        try {
+          await gateway.destroyBillingKey({ gatewayBillingKey: key.gateway_billing_key });
+        } catch (err) {
+          if (err instanceof GatewayUnavailableError) {
+            throw new ApiError('GATEWAY_UNAVAILABLE', { message: `${err.message}. Retry the destroy.`, cause: err });
+          }
+          // A refusal (already revoked, expired, unknown at the PG) leaves the key unusable anyway.
+          if (!(err instanceof GatewayDeclinedError)) throw err;
+          request.log.info({ pg_error_code: err.pgErrorCode }, 'PG refused the billing key revoke; destroying locally');
+        }
+      }
+      await markBillingKeyDestroyed(app.deps.database.db, key.billing_key, app.deps.clock());
+      return reply.send({ billing_key: key.billing_key });
+    },
+  );
+}
+
+/** The key-in billing area: billing keys and charges, receipt lookup, cancel. */
+export async function billingAreaRoutes(app: FastifyInstance): Promise<void> {
+  await app.register(billingRoutes);
+  await app.register(receiptRoutes);
+  await app.register(cancelRoutes);
+}

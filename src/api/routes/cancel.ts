@@ -1,0 +1,97 @@
+// POST /v2/cancel: full or partial refund of a payment receipt, recorded on the receipt.
+import type { FastifyInstance } from 'fastify';
+import { ApiError } from '../../domain/errors.js';
+import { newId } from '../../domain/ids.js';
+import { cancelIdempotencyKey, parseCancelRequest, planCancel } from '../../domain/receipt.js';
+import { GatewayDeclinedError, GatewayUnavailableError } from '../../gateways/types.js';
+import { applyCancel, findCancelResponse, insertCancel, lockReceipt } from '../../store/receipts.js';
+import { assertOwnedBy } from '../auth.js';
+import { createIdempotencyHooks } from '../idempotency.js';
+import { receiptResponse } from './receipt.js';
+
+const DEFAULT_CANCEL_REASON = 'merchant cancel';
+
+export async function cancelRoutes(app: FastifyInstance): Promise<void> {
+  const idempotency = createIdempotencyHooks({ database: app.deps.database, clock: app.deps.clock });
+
+  app.post(
+    '/v2/cancel',
+    {
+      config: { auth: 'project' },
+      preHandler: idempotency.preHandler,
+      onSend: idempotency.onSend,
+      schema: {
+        summary: 'Cancel (refund) a payment, fully or partly',
+        description:
+          'cancel_price omitted = everything that remains; more than remains -> 9424. A repeated cancel_id returns the ' +
+          'first result. Fully refunded receipts move to status 20 (결제취소완료); partial refunds keep status 1 and raise ' +
+          'cancelled_price. Unknown receipt 2000, another project\'s 1225.',
+        tags: ['billing'],
+      },
+    },
+    async (request) => {
+      const cancel = parseCancelRequest(request.body);
+      const project = request.project;
+
+      // The receipt row stays locked through the PG call, so two cancels cannot both refund the same won.
+      return app.deps.database.db.transaction().execute(async (trx) => {
+        const receipt = await lockReceipt(trx, cancel.receiptId);
+        if (!receipt) throw new ApiError('RC_NOT_FOUND');
+        assertOwnedBy(project, receipt.application_id);
+        if (cancel.cancelId !== undefined) {
+          const first = await findCancelResponse(trx, receipt.receipt_id, cancel.cancelId);
+          if (first) return first;
+        }
+        const plan = planCancel(
+          {
+            status: receipt.status,
+            price: receipt.price,
+            taxFree: receipt.tax_free,
+            cancelledPrice: receipt.cancelled_price,
+            cancelledTaxFree: receipt.cancelled_tax_free,
+          },
+          cancel,
+        );
+        const gateway = app.deps.gateways.get(receipt.pg)?.card;
+        if (!gateway) throw new ApiError('RC_PG_NOT_FOUND');
+        if (receipt.gateway_tid === null) throw new ApiError('RECEIPT_NOT_CANCELLABLE');
+
+        let result;
+        try {
+          result = await gateway.cancel({
+            idempotencyKey: cancelIdempotencyKey(receipt.receipt_id, cancel.cancelId, receipt.cancelled_price, plan.amount),
+            gatewayTid: receipt.gateway_tid,
+            amount: plan.amount,
+            taxFree: plan.taxFree,
+            reason: cancel.cancelMessage ?? DEFAULT_CANCEL_REASON,
+          });
+        } catch (err) {
+          if (err instanceof GatewayDeclinedError) {
+            throw new ApiError('RECEIPT_NOT_CANCELLABLE', {
+              message: `The PG refused the cancel: ${err.pgMessage}`,
+              pgErrorCode: err.pgErrorCode,
+            });
+          }
+          if (err instanceof GatewayUnavailableError) {
+            throw new ApiError('GATEWAY_UNAVAILABLE', { message: `${err.message}. Retry the same cancel.`, cause: err });
+          }
+          throw err;
+        }
+
+        const updated = await applyCancel(trx, receipt, plan, result.cancelledAt);
+        const response = receiptResponse(updated, project);
+        await insertCancel(trx, {
+          cancelKey: newId(),
+          receiptId: receipt.receipt_id,
+          cancelId: cancel.cancelId,
+          plan,
+          gatewayCancelTid: result.gatewayCancelTid,
+          cancelledAt: result.cancelledAt,
+          response: { ...response },
+        });
+        request.log.info({ receipt_id: receipt.receipt_id, amount: plan.amount, fully: plan.fullyCancelled }, 'payment cancelled');
+        return response;
+      });
+    },
+  );
+}

@@ -1,0 +1,302 @@
+// Key-in billing over HTTP: the real app, the real database, the real sandbox card PG.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildTestApp, type TestApp, type TestProject } from '../helpers/app.js';
+
+const KEY_IN = '카드자동(REST)';
+const CARD = {
+  pg: 'sandbox_card',
+  method: KEY_IN,
+  subscription_id: 'sub-001',
+  order_name: 'Monthly plan',
+  card_no: '4111111111111111',
+  card_pw: '12',
+  card_identity_no: '900101',
+  card_expire_year: '30',
+  card_expire_month: '12',
+};
+const ISO_WITH_OFFSET = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/;
+
+let t: TestApp;
+let project: TestProject;
+let other: TestProject;
+
+beforeAll(async () => {
+  t = await buildTestApp();
+  project = await t.createProject();
+  other = await t.createProject({ name: 'other project' });
+});
+afterAll(async () => {
+  await t?.close();
+});
+
+async function post(url: string, body: unknown, auth = project.basicAuth, headers: Record<string, string> = {}) {
+  const res = await t.app.inject({ method: 'POST', url, headers: { authorization: auth, ...headers }, payload: body as object });
+  return { status: res.statusCode, body: res.json() as Record<string, unknown>, headers: res.headers };
+}
+async function get(url: string, auth = project.basicAuth) {
+  const res = await t.app.inject({ method: 'GET', url, headers: { authorization: auth } });
+  return { status: res.statusCode, body: res.json() as Record<string, unknown> };
+}
+async function issue(overrides: Record<string, unknown> = {}, auth?: string) {
+  return post('/v2/request/subscribe', { ...CARD, ...overrides }, auth);
+}
+async function issuedKey(overrides: Record<string, unknown> = {}): Promise<string> {
+  const res = await issue(overrides);
+  expect(res.status).toBe(200);
+  return res.body.billing_key as string;
+}
+let orderSeq = 0;
+function charge(billingKey: string, overrides: Record<string, unknown> = {}, headers: Record<string, string> = {}) {
+  orderSeq += 1;
+  return post('/v2/subscribe/payment', { billing_key: billingKey, order_name: 'June', order_id: `order-${orderSeq}`, price: 1000, ...overrides }, project.basicAuth, headers);
+}
+
+describe('POST /v2/request/subscribe', () => {
+  it('issues a billing key with every field of the issuance response', async () => {
+    const res = await issue();
+    expect(res.status).toBe(200);
+    const body = res.body;
+    expect(body).toMatchObject({
+      subscription_id: 'sub-001',
+      status: 11,
+      status_locale: '빌링키발급완료',
+      pg: 'sandbox_card',
+      method: KEY_IN,
+      method_symbol: 'card_rebill_rest',
+      method_origin: KEY_IN,
+      method_origin_symbol: 'card_rebill_rest',
+    });
+    expect(body.billing_key).toMatch(/^[0-9a-f]{24}$/);
+    expect(body.receipt_id).toMatch(/^[0-9a-f]{24}$/);
+    for (const field of ['published_at', 'requested_at', 'billing_expire_at']) expect(body[field]).toMatch(ISO_WITH_OFFSET);
+    const billingData = body.billing_data as Record<string, string>;
+    expect(billingData.card_no).toBe('411111******1111');
+    expect(billingData.card_company).toEqual(expect.any(String));
+    expect(billingData.card_company_code).toEqual(expect.any(String));
+    expect(['credit', 'check']).toContain(billingData.card_type);
+    // no verification charge happens, so no receipt_data; and no nulls anywhere
+    expect(body).not.toHaveProperty('receipt_data');
+    expect(JSON.stringify(body)).not.toContain('null');
+    // the gateway's own key never leaves the server
+    expect(JSON.stringify(body)).not.toMatch(/bkey|gateway/i);
+  });
+
+  it.each([
+    [{ pg: undefined }, 'SUBSCRIBE_NEED_PG_METHOD', 2300],
+    [{ pg: '' }, 'SUBSCRIBE_NEED_PG_METHOD', 2300],
+    [{ method: undefined }, 'RC_ONLY_REST_API', 2058],
+    [{ method: '카드자동' }, 'RC_ONLY_REST_API', 2058],
+    [{ pg: 'no_such_pg' }, 'RC_PG_NOT_FOUND', 2001],
+    [{ pg: 'sandbox_noauto' }, 'RC_NOT_SUBSCRIBE', 2057],
+    [{ pg: 'sandbox_identity' }, 'RC_NOT_SUBSCRIBE', 2057],
+    [{ card_no: '' }, 'SUBSCRIBE_CARD_NO_BLANK', 2311],
+    [{ card_pw: '' }, 'SUBSCRIBE_CARD_PW_BLANK', 2312],
+    [{ card_identity_no: ' ' }, 'SUBSCRIBE_CARD_IDENTITY_BLANK', 2313],
+    [{ card_expire_year: undefined }, 'SUBSCRIBE_CARD_EX_YEAR_BLANK', 2314],
+    [{ card_expire_month: '' }, 'SUBSCRIBE_CARD_EX_MONTH_BLANK', 2315],
+    [{ order_name: '' }, 'RC_NAME_BLANK', 2003],
+    [{ subscription_id: '' }, 'RC_O_ID_BLANK', 2005],
+    [{ card_expire_month: '13' }, 'RC_INVALID_EXP_MONTH', 2084],
+    [{ card_no: '4111111111111112' }, 'SUBSCRIBE_PUBLISH_FAILED', 2304],
+    [{ card_no: '4111-1111-1111-1111' }, 'SUBSCRIBE_PUBLISH_FAILED', 2304],
+    [{ card_expire_year: '20' }, 'SUBSCRIBE_PUBLISH_FAILED', 2304],
+  ])('refuses %j with %s', async (overrides, errorCode, code) => {
+    const res = await issue(overrides);
+    expect(res.status).toBeGreaterThanOrEqual(400);
+    expect(res.status).toBeLessThan(500);
+    expect(res.body).toMatchObject({ error_code: errorCode, code });
+    // a local refusal carries no pg_error_code: no PG was asked
+    expect(res.body).not.toHaveProperty('pg_error_code');
+  });
+
+  it('checks pg and method before anything else', async () => {
+    const res = await post('/v2/request/subscribe', { method: KEY_IN });
+    expect(res.body.error_code).toBe('SUBSCRIBE_NEED_PG_METHOD');
+    const res2 = await post('/v2/request/subscribe', { pg: 'sandbox_card', card_no: '' });
+    expect(res2.body.error_code).toBe('RC_ONLY_REST_API');
+  });
+
+  it('refuses a PG not enabled for the project with 2001', async () => {
+    const limited = await t.createProject({ name: 'identity only', pgs: ['sandbox_identity'] });
+    const res = await issue({}, limited.basicAuth);
+    expect(res.body).toMatchObject({ error_code: 'RC_PG_NOT_FOUND', code: 2001 });
+  });
+
+  it('passes a PG refusal on as 2304 with pg_error_code and the PG reason', async () => {
+    const res = await issue({ card_no: '4000000000000002' });
+    expect(res.status).toBe(400);
+    expect(res.body).toMatchObject({ error_code: 'SUBSCRIBE_PUBLISH_FAILED', code: 2304, pg_error_code: 'C103' });
+    expect(res.body.message).toMatch(/^The PG refused the billing key issuance: .+/);
+  });
+
+  it('answers 2301 with the cause when the PG is unreachable', async () => {
+    const res = await post('/v2/request/subscribe', CARD);
+    expect(res.status).toBe(200);
+    const armed = await fetch(`${t.sandboxUrl}/_sandbox/faults`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ operation: 'billing_key.issue', fault: '500', count: 1 }),
+    });
+    expect(armed.ok).toBe(true);
+    const failed = await issue();
+    expect(failed.status).toBe(500);
+    expect(failed.body).toMatchObject({ error_code: 'SUBSCRIBE_REQUEST_FAILED', code: 2301 });
+    expect(failed.body.message).toMatch(/^The billing key request failed: .*HTTP 500/);
+  });
+
+  it('requires authentication', async () => {
+    const res = await t.app.inject({ method: 'POST', url: '/v2/request/subscribe', payload: CARD });
+    expect(res.statusCode).toBe(401);
+    expect(res.json()).toMatchObject({ error_code: 'APP_AT_AUTHORIZE_HEADER_BLANK', code: 1206 });
+  });
+});
+
+describe('billing key lookup and destroy', () => {
+  it('looks a key up by its issuance receipt and by the key itself', async () => {
+    const issued = await issue({ subscription_id: 'sub-lookup' });
+    const byReceipt = await get(`/v2/subscribe/billing_key/${issued.body.receipt_id as string}`);
+    expect(byReceipt.status).toBe(200);
+    expect(byReceipt.body).toEqual(issued.body);
+    const byKey = await get(`/v2/billing_key/${issued.body.billing_key as string}`);
+    expect(byKey.body).toEqual(issued.body);
+  });
+
+  it('answers 2309 for unknown keys and 1225 for another project\'s key', async () => {
+    expect((await get('/v2/billing_key/000000000000000000000000')).body).toMatchObject({ error_code: 'SUBSCRIBE_BK_NOT_FOUND', code: 2309 });
+    expect((await get('/v2/subscribe/billing_key/000000000000000000000000')).body).toMatchObject({ code: 2309 });
+    const key = await issuedKey();
+    expect((await get(`/v2/billing_key/${key}`, other.basicAuth)).body).toMatchObject({ error_code: 'APP_KEY_CHAIN_SESSION_INVALID' });
+    const res = await post('/v2/subscribe/payment', { billing_key: key, order_name: 'x', order_id: 'steal-1', price: 100 }, other.basicAuth);
+    expect(res.body).toMatchObject({ error_code: 'APP_KEY_CHAIN_SESSION_INVALID' });
+  });
+
+  it('destroys a key; charging or looking it up afterwards fails', async () => {
+    const key = await issuedKey();
+    expect((await charge(key)).status).toBe(200);
+    const res = await t.app.inject({ method: 'DELETE', url: `/v2/subscribe/billing_key/${key}`, headers: { authorization: project.basicAuth } });
+    expect(res.statusCode).toBe(200);
+    expect(res.json()).toEqual({ billing_key: key });
+    const after = await charge(key);
+    expect(after.status).toBe(400);
+    expect(after.body).toMatchObject({ error_code: 'BILLING_KEY_DESTROYED', code: 9423 });
+    expect((await get(`/v2/billing_key/${key}`)).body).toMatchObject({ error_code: 'BILLING_KEY_DESTROYED' });
+    const again = await t.app.inject({ method: 'DELETE', url: `/v2/subscribe/billing_key/${key}`, headers: { authorization: project.basicAuth } });
+    expect(again.json()).toMatchObject({ error_code: 'BILLING_KEY_DESTROYED' });
+  });
+});
+
+describe('POST /v2/subscribe/payment', () => {
+  it('charges a billing key and returns the payment receipt', async () => {
+    const key = await issuedKey();
+    const res = await charge(key, { order_id: 'pay-1', price: 15_000, tax_free: 1_000, card_quota: '3', metadata: { plan: 'pro' } });
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({
+      order_id: 'pay-1',
+      order_name: 'June',
+      price: 15_000,
+      tax_free: 1_000,
+      cancelled_price: 0,
+      cancelled_tax_free: 0,
+      status: 1,
+      status_locale: '결제완료',
+      pg: 'sandbox_card',
+      method: KEY_IN,
+      method_symbol: 'card_rebill_rest',
+      sandbox: true,
+      currency: 'KRW',
+      metadata: { plan: 'pro' },
+    });
+    expect(res.body.purchased_at).toMatch(ISO_WITH_OFFSET);
+    expect(res.body.requested_at).toMatch(ISO_WITH_OFFSET);
+    expect(res.body).not.toHaveProperty('cancelled_at');
+    const cardData = res.body.card_data as Record<string, string>;
+    expect(cardData).toMatchObject({ card_no: '411111******1111', card_quota: '03' });
+    expect(cardData.card_approve_no).toEqual(expect.any(String));
+    const lookup = await get(`/v2/receipt/${res.body.receipt_id as string}`);
+    expect(lookup.body).toEqual(res.body);
+  });
+
+  it('charges the same key repeatedly (recurring)', async () => {
+    const key = await issuedKey();
+    const first = await charge(key);
+    const second = await charge(key);
+    expect(first.status).toBe(200);
+    expect(second.status).toBe(200);
+    expect(first.body.receipt_id).not.toBe(second.body.receipt_id);
+  });
+
+  it('keeps order_id unique per project, not across projects', async () => {
+    const key = await issuedKey();
+    expect((await charge(key, { order_id: 'dup-1' })).status).toBe(200);
+    const dup = await charge(key, { order_id: 'dup-1', price: 2000 });
+    expect(dup.status).toBe(409);
+    expect(dup.body).toMatchObject({ error_code: 'ORDER_ID_DUPLICATED', code: 9410 });
+    const otherIssued = await issue({}, other.basicAuth);
+    const otherCharge = await post(
+      '/v2/subscribe/payment',
+      { billing_key: otherIssued.body.billing_key, order_name: 'x', order_id: 'dup-1', price: 500 },
+      other.basicAuth,
+    );
+    expect(otherCharge.status).toBe(200);
+  });
+
+  it('lets only one of two concurrent charges with one order_id through', async () => {
+    const key = await issuedKey();
+    const results = await Promise.all([1, 2, 3].map(() => post('/v2/subscribe/payment', { billing_key: key, order_name: 'x', order_id: 'race-1', price: 700 })));
+    expect(results.filter((r) => r.status === 200)).toHaveLength(1);
+    expect(results.filter((r) => r.body.error_code === 'ORDER_ID_DUPLICATED')).toHaveLength(2);
+  });
+
+  it('passes a PG decline on with pg_error_code and records nothing', async () => {
+    const key = await issuedKey({ card_no: '4000000000009995' });
+    const res = await charge(key, { order_id: 'declined-1' });
+    expect(res.status).toBe(400);
+    expect(res.body).toMatchObject({ error_code: 'PAYMENT_DECLINED', code: 9430, pg_error_code: 'C204' });
+    const rows = await t.deps.database.db.selectFrom('receipts').select('receipt_id').where('order_id', '=', 'declined-1').execute();
+    expect(rows).toHaveLength(0);
+  });
+
+  it('retries after a PG timeout with the same derived key: charged exactly once', async () => {
+    const slow = await buildTestApp();
+    try {
+      const p = await slow.createProject();
+      const issueRes = await slow.app.inject({ method: 'POST', url: '/v2/request/subscribe', headers: { authorization: p.basicAuth }, payload: CARD });
+      const key = (issueRes.json() as { billing_key: string }).billing_key;
+      await fetch(`${slow.sandboxUrl}/_sandbox/faults`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ operation: 'charge', fault: 'timeout', count: 1 }),
+      });
+      const payload = { billing_key: key, order_name: 'x', order_id: 'timeout-1', price: 990 };
+      const first = await slow.app.inject({ method: 'POST', url: '/v2/subscribe/payment', headers: { authorization: p.basicAuth }, payload });
+      expect(first.statusCode).toBe(502);
+      expect(first.json()).toMatchObject({ error_code: 'GATEWAY_UNAVAILABLE' });
+      const retry = await slow.app.inject({ method: 'POST', url: '/v2/subscribe/payment', headers: { authorization: p.basicAuth }, payload });
+      expect(retry.statusCode).toBe(200);
+      const { createHash } = await import('node:crypto');
+      const derived = `chg_${createHash('sha256').update(`charge\u0000${p.applicationId}\u0000timeout-1`).digest('hex').slice(0, 40)}`;
+      const stats = (await (await fetch(`${slow.sandboxUrl}/_sandbox/charges?idempotency_key=${derived}`)).json()) as { executions: number };
+      expect(stats.executions).toBe(1);
+    } finally {
+      await slow.close();
+    }
+  });
+
+  it.each([
+    [{ billing_key: '' }, 'SUBSCRIBE_BK_NOT_FOUND'],
+    [{ billing_key: 'nope' }, 'SUBSCRIBE_BK_NOT_FOUND'],
+    [{ order_name: '' }, 'RC_NAME_BLANK'],
+    [{ order_id: '' }, 'RC_O_ID_BLANK'],
+    [{ price: 0 }, 'INVALID_REQUEST'],
+    [{ price: -5 }, 'INVALID_REQUEST'],
+    [{ price: '1000' }, 'INVALID_REQUEST'],
+    [{ tax_free: 5000 }, 'INVALID_REQUEST'],
+    [{ card_quota: 'x' }, 'INVALID_REQUEST'],
+  ])('refuses %j with %s', async (overrides, errorCode) => {
+    const key = await issuedKey();
+    const res = await charge(key, overrides);
+    expect(res.status).toBeGreaterThanOrEqual(400);
+    expect(res.status).toBeLessThan(500);
+    expect(res.body.error_code).toBe(errorCode);
+  });
+});
