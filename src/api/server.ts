@@ -1,0 +1,85 @@
+// Listening: explicit timeouts (set in buildApp), graceful shutdown with close-with-grace.
+// Run directly (`npm run api`) it serves the API alone: database from the config, sandbox
+// gateways in-process when PAYGATE_SANDBOX is on. src/main.ts wires the embedded engine and worker.
+import { resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import closeWithGrace from 'close-with-grace';
+import type { FastifyInstance } from 'fastify';
+import { readConfigOrExit, type Config } from '../config/index.js';
+import { createGatewayRegistry } from '../gateways/registry.js';
+import { startSandboxGateways } from '../gateways/sandbox/server.js';
+import type { GatewayRegistry } from '../gateways/types.js';
+import { createLogger, type Logger } from '../logger.js';
+import { openDatabase, type Database } from '../store/db.js';
+import { buildApp, type AppDeps } from './app.js';
+
+const SHUTDOWN_GRACE_MS = 10_000;
+
+/** Opens the database the config names: a Postgres server, or PGlite under DATA_DIR. */
+export function openConfiguredDatabase(config: Config): Promise<Database> {
+  return config.databaseUrl ? openDatabase({ databaseUrl: config.databaseUrl }) : openDatabase({ dataDir: resolve(config.dataDir, 'pglite') });
+}
+
+/** The sandbox gateways (served on loopback) when sandbox mode is on; otherwise no gateways. */
+export async function startConfiguredGateways(
+  config: Config,
+  logger: Logger,
+): Promise<{ gateways: GatewayRegistry; close(): Promise<void> }> {
+  if (!config.sandbox) {
+    return { gateways: { get: () => undefined, names: [] }, close: async () => undefined };
+  }
+  const sandbox = await startSandboxGateways({ host: '127.0.0.1', port: 0, logger: logger.child({ component: 'sandbox-pg' }) });
+  const registry = createGatewayRegistry({ sandboxUrl: sandbox.url });
+  return {
+    gateways: registry,
+    async close() {
+      await registry.close();
+      await sandbox.close();
+    },
+  };
+}
+
+/** Prints the generated ADMIN_TOKEN once; it is the only secret ever written to the log. */
+export function announceAdminToken(config: Config, logger: Logger): void {
+  if (config.adminTokenGenerated) {
+    logger.warn(`ADMIN_TOKEN is not set; generated for this run: ${config.adminToken} (set ADMIN_TOKEN to keep one)`);
+  }
+}
+
+/**
+ * Listens and installs graceful shutdown: on SIGINT/SIGTERM or a fatal error the server stops
+ * accepting, finishes in-flight requests, then runs `onClose` (database, gateways, ...).
+ */
+export async function listen(
+  app: FastifyInstance,
+  config: Pick<Config, 'host' | 'port'>,
+  onClose: () => Promise<void> = async () => undefined,
+): Promise<string> {
+  closeWithGrace({ delay: SHUTDOWN_GRACE_MS }, async ({ err, signal }) => {
+    if (err) app.log.error({ err }, 'shutting down after a fatal error');
+    else app.log.info({ signal }, 'shutting down');
+    await app.close();
+    await onClose();
+  });
+  const address = await app.listen({ host: config.host, port: config.port });
+  app.log.info({ address }, 'paygate API listening');
+  return address;
+}
+
+export async function startApiServer(extraDeps: Partial<AppDeps> = {}): Promise<FastifyInstance> {
+  const config = readConfigOrExit();
+  const logger = createLogger({ level: config.logLevel });
+  announceAdminToken(config, logger);
+  const database = await openConfiguredDatabase(config);
+  const gateways = await startConfiguredGateways(config, logger);
+  const app = await buildApp({ config, database, gateways: gateways.gateways, logger, ...extraDeps });
+  await listen(app, config, async () => {
+    await gateways.close();
+    await database.close();
+  });
+  return app;
+}
+
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(resolve(process.argv[1])).href) {
+  await startApiServer();
+}

@@ -1,0 +1,235 @@
+// The admin CLI: `npm run admin -- projects <create|update|get|list> [...]`, printing JSON.
+//
+// By default it calls the running server's admin API (PAYGATE_URL, default http://127.0.0.1:PORT)
+// with ADMIN_TOKEN, which works whatever the database is (an embedded PGlite directory is held by
+// the running server and must not be opened twice). With --direct it opens the configured database
+// itself and runs the same project service the admin routes use — for a Postgres DATABASE_URL, or
+// PGlite while the server is stopped.
+import { resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { parseArgs } from 'node:util';
+import { request } from 'undici';
+import { parseConfig, ConfigError, type Config } from '../config/index.js';
+import { ApiError } from '../domain/errors.js';
+import { SCOPES } from '../domain/scopes.js';
+import { validate } from '../api/errors.js';
+import { openConfiguredDatabase } from '../api/server.js';
+import {
+  createProject,
+  getProject,
+  listProjects,
+  projectCreateSchema,
+  projectPatchSchema,
+  renderProject,
+  updateProject,
+} from '../store/projects.js';
+
+/** Gateways a project gets by default in --direct mode: the sandbox PGs that are served in-process. */
+const SANDBOX_PGS = ['sandbox_card', 'sandbox_noauto', 'sandbox_identity'] as const;
+
+const USAGE = `usage: npm run admin -- projects <command> [options]
+
+commands:
+  create --name NAME [options]          create a project; prints its keys (shown only once)
+  update APPLICATION_ID [options]       change a project
+  get APPLICATION_ID                    show a project
+  list                                  list projects
+
+project options:
+  --name NAME
+  --seller true|false                   default true
+  --scopes a,b,...                      default all: ${SCOPES.join(',')}
+  --allowed-ips ip,cidr,...             default empty (any source IP); "" clears
+  --api-version 2.5                     default 2.5
+  --webhook-url URL                     "" clears
+  --merchant-company-name, --merchant-addr1, --merchant-addr2, --merchant-zipcode, --merchant-phone
+  --key-expires-at ISO-8601             "" clears
+  --pgs a,b,...                         default all configured gateways
+
+connection:
+  --url URL        the server (default PAYGATE_URL or http://127.0.0.1:$PORT); needs ADMIN_TOKEN
+  --direct         use the database directly (DATABASE_URL, or PGlite under DATA_DIR while the server is stopped)
+`;
+
+const OPTIONS = {
+  name: { type: 'string' },
+  seller: { type: 'string' },
+  scopes: { type: 'string' },
+  'allowed-ips': { type: 'string' },
+  'api-version': { type: 'string' },
+  'webhook-url': { type: 'string' },
+  'merchant-company-name': { type: 'string' },
+  'merchant-addr1': { type: 'string' },
+  'merchant-addr2': { type: 'string' },
+  'merchant-zipcode': { type: 'string' },
+  'merchant-phone': { type: 'string' },
+  'key-expires-at': { type: 'string' },
+  pgs: { type: 'string' },
+  url: { type: 'string' },
+  direct: { type: 'boolean' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+export class CliUsageError extends Error {
+  override readonly name = 'CliUsageError';
+}
+
+type Values = Partial<Record<keyof typeof OPTIONS, string | boolean>>;
+
+const list = (value: string): string[] =>
+  value
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s.length > 0);
+
+/** Turns flags into the JSON body the admin API takes (only the flags given). */
+export function projectBodyFromFlags(values: Values): Record<string, unknown> {
+  const body: Record<string, unknown> = {};
+  const str = (key: keyof typeof OPTIONS): string | undefined => {
+    const v = values[key];
+    return typeof v === 'string' ? v : undefined;
+  };
+  if (str('name') !== undefined) body.name = str('name');
+  const seller = str('seller');
+  if (seller !== undefined) {
+    if (seller !== 'true' && seller !== 'false') throw new CliUsageError('--seller must be true or false');
+    body.seller = seller === 'true';
+  }
+  if (str('scopes') !== undefined) body.scopes = list(str('scopes')!);
+  if (str('allowed-ips') !== undefined) body.allowed_ips = list(str('allowed-ips')!);
+  if (str('api-version') !== undefined) body.api_version = str('api-version');
+  if (str('webhook-url') !== undefined) body.webhook_url = str('webhook-url') === '' ? null : str('webhook-url');
+  if (str('key-expires-at') !== undefined) body.key_expires_at = str('key-expires-at') === '' ? null : str('key-expires-at');
+  if (str('pgs') !== undefined) body.pgs = list(str('pgs')!);
+  const merchant: Record<string, string> = {};
+  for (const field of ['company-name', 'addr1', 'addr2', 'zipcode', 'phone'] as const) {
+    const value = str(`merchant-${field}`);
+    if (value !== undefined) merchant[field.replace('-', '_')] = value;
+  }
+  if (Object.keys(merchant).length > 0) body.merchant = merchant;
+  return body;
+}
+
+interface Command {
+  readonly action: 'create' | 'update' | 'get' | 'list';
+  readonly applicationId?: string;
+  readonly body: Record<string, unknown>;
+  readonly url?: string;
+  readonly direct: boolean;
+}
+
+export function parseCommand(argv: readonly string[]): Command | 'help' {
+  const { values, positionals } = parseArgs({ args: [...argv], options: OPTIONS, allowPositionals: true, strict: true });
+  if (values.help || positionals.length === 0) return 'help';
+  const [resource, action, applicationId, ...rest] = positionals;
+  if (resource !== 'projects') throw new CliUsageError(`unknown resource: ${resource}`);
+  if (rest.length > 0) throw new CliUsageError(`unexpected arguments: ${rest.join(' ')}`);
+  const body = projectBodyFromFlags(values);
+  const base = { body, direct: values.direct === true, ...(values.url !== undefined ? { url: values.url } : {}) };
+  switch (action) {
+    case 'create':
+      if (applicationId !== undefined) throw new CliUsageError('create takes no positional argument');
+      return { action, ...base };
+    case 'update':
+    case 'get':
+      if (applicationId === undefined) throw new CliUsageError(`${action} needs an APPLICATION_ID`);
+      return { action, applicationId, ...base };
+    case 'list':
+      return { action, ...base };
+    default:
+      throw new CliUsageError(`unknown command: ${action ?? ''}`);
+  }
+}
+
+async function runOverHttp(command: Command, config: Config, env: NodeJS.ProcessEnv): Promise<unknown> {
+  if (config.adminTokenGenerated) {
+    throw new CliUsageError('ADMIN_TOKEN is not set: export the token the server printed at start (or use --direct)');
+  }
+  const base = (command.url ?? env.PAYGATE_URL ?? `http://127.0.0.1:${config.port}`).replace(/\/+$/, '');
+  const path = command.applicationId ? `/admin/v1/projects/${encodeURIComponent(command.applicationId)}` : '/admin/v1/projects';
+  const method = command.action === 'create' ? 'POST' : command.action === 'update' ? 'PATCH' : 'GET';
+  const res = await request(`${base}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${config.adminToken}`, ...(method === 'GET' ? {} : { 'content-type': 'application/json' }) },
+    ...(method === 'GET' ? {} : { body: JSON.stringify(command.body) }),
+    headersTimeout: 30_000,
+    bodyTimeout: 30_000,
+  });
+  const answer: unknown = await res.body.json();
+  if (res.statusCode >= 400) throw new HttpAnswerError(answer);
+  return answer;
+}
+
+class HttpAnswerError extends Error {
+  constructor(readonly answer: unknown) {
+    super('the server refused the request');
+  }
+}
+
+async function runDirect(command: Command, config: Config): Promise<unknown> {
+  const database = await openConfiguredDatabase(config);
+  try {
+    const ctx = { db: database.db, knownPgs: config.sandbox ? SANDBOX_PGS : [], now: () => new Date() };
+    switch (command.action) {
+      case 'create': {
+        const input = validate(projectCreateSchema, command.body);
+        const { project, secrets } = await createProject(ctx, input);
+        return { ...renderProject(project), ...secrets };
+      }
+      case 'update':
+        return renderProject(await updateProject(ctx, command.applicationId!, validate(projectPatchSchema, command.body)));
+      case 'get':
+        return renderProject(await getProject(database.db, command.applicationId!));
+      case 'list': {
+        const projects = await listProjects(database.db);
+        return { list: projects.map(renderProject), count: projects.length };
+      }
+    }
+  } finally {
+    await database.close();
+  }
+}
+
+/** Runs the CLI; returns the exit code. Output goes to the given streams (JSON on success). */
+export async function runAdminCli(
+  argv: readonly string[],
+  env: NodeJS.ProcessEnv,
+  out: NodeJS.WritableStream,
+  err: NodeJS.WritableStream,
+): Promise<number> {
+  try {
+    const command = parseCommand(argv);
+    if (command === 'help') {
+      out.write(USAGE);
+      return 0;
+    }
+    const config = parseConfig(env);
+    const result = command.direct ? await runDirect(command, config) : await runOverHttp(command, config, env);
+    out.write(`${JSON.stringify(result, null, 2)}\n`);
+    return 0;
+  } catch (e) {
+    if (e instanceof HttpAnswerError) {
+      err.write(`${JSON.stringify(e.answer, null, 2)}\n`);
+      return 1;
+    }
+    if (e instanceof ApiError) {
+      err.write(`${JSON.stringify(e.toBody(), null, 2)}\n`);
+      return 1;
+    }
+    if (e instanceof ConfigError || e instanceof CliUsageError) {
+      err.write(`paygate admin: ${e.message}\n`);
+      if (e instanceof CliUsageError) err.write(USAGE);
+      return 2;
+    }
+    if (e instanceof TypeError && 'code' in e && String(e.code).startsWith('ERR_PARSE_ARGS')) {
+      err.write(`paygate admin: ${e.message}\n${USAGE}`);
+      return 2;
+    }
+    err.write(`paygate admin: ${e instanceof Error ? e.message : String(e)}\n`);
+    return 1;
+  }
+}
+
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(resolve(process.argv[1])).href) {
+  process.exitCode = await runAdminCli(process.argv.slice(2), process.env, process.stdout, process.stderr);
+}
