@@ -285,3 +285,12 @@ describe('shutdown', () => {
     // Held for 600 s otherwise: finishing within this test's 20 s limit proves close released it.
   }, 20_000);
 });
+
+describe('concurrent duplicates', () => {
+  it('ten simultaneous charges with one key charge once and all answer the same tid', async () => {
+    const req = await chargeRequest();
+    const results = await Promise.all(Array.from({ length: 10 }, () => fx.card.charge(req)));
+    expect(new Set(results.map((r) => r.gatewayTid)).size).toBe(1);
+    expect((await executions(req.idempotencyKey)).executions).toBe(1);
+  });
+});

@@ -35,8 +35,10 @@ export function decodeBillingKey(secret: string, token: string): BillingKeyClaim
   if (!token.startsWith(PREFIX)) return undefined;
   const [payload, signature, extra] = token.slice(PREFIX.length).split('.');
   if (payload === undefined || signature === undefined || extra !== undefined) return undefined;
-  const expected = sign(secret, payload);
-  const given = Buffer.from(signature, 'base64url');
+  // Compare the encoded strings: base64 decoding ignores trailing bits, so comparing bytes would
+  // accept several spellings of one signature.
+  const expected = Buffer.from(sign(secret, payload).toString('base64url'), 'utf8');
+  const given = Buffer.from(signature, 'utf8');
   if (given.length !== expected.length || !timingSafeEqual(given, expected)) return undefined;
   let json: unknown;
   try {
