@@ -1,0 +1,133 @@
+// Child workflows (complete, fail, cancel, parent link) and continue-as-new (run chain, history, describe).
+import { WorkflowContinuedAsNewError } from '@temporalio/client';
+import { temporal } from '@temporalio/proto';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createActivities } from './activities.js';
+import { createEnv, eventTypeName, historyEvents, isSubsequence, uniqueId, withWorker } from './env.js';
+import { continueAsNewCounter, parentOfChild } from './workflows.js';
+
+const EventType = temporal.api.enums.v1.EventType;
+
+let env: TestWorkflowEnvironment;
+const activities = createActivities();
+
+beforeAll(async () => {
+  env = await createEnv();
+});
+afterAll(async () => {
+  await env?.teardown();
+});
+
+describe('child workflows', () => {
+  it('runs a child to completion and links it to its parent', async () => {
+    await withWorker(env, { activities }, async (taskQueue) => {
+      const workflowId = uniqueId('parent-complete');
+      const handle = await env.client.workflow.start(parentOfChild, { taskQueue, workflowId, args: ['complete'] });
+      expect(await handle.result()).toBe(`child of ${workflowId}`);
+
+      const types = (await historyEvents(handle)).map((e) => eventTypeName(e, EventType));
+      expect(
+        isSubsequence(types, [
+          'START_CHILD_WORKFLOW_EXECUTION_INITIATED',
+          'CHILD_WORKFLOW_EXECUTION_STARTED',
+          'CHILD_WORKFLOW_EXECUTION_COMPLETED',
+          'WORKFLOW_EXECUTION_COMPLETED',
+        ]),
+        types.join(' '),
+      ).toBe(true);
+
+      const child = await env.client.workflow.getHandle(`${workflowId}-child`).describe();
+      expect(child.status.name).toBe('COMPLETED');
+      expect(child.type).toBe('childReportsParent');
+      expect(child.parentExecution?.workflowId).toBe(workflowId);
+      expect(child.parentExecution?.runId).toBe(handle.firstExecutionRunId);
+      const childStarted = (await historyEvents(env.client.workflow.getHandle(`${workflowId}-child`)))[0];
+      expect(childStarted?.workflowExecutionStartedEventAttributes?.parentWorkflowExecution?.workflowId).toBe(workflowId);
+    });
+  });
+
+  it('reports a failed child to the parent as ChildWorkflowFailure with the child failure as cause', async () => {
+    await withWorker(env, { activities }, async (taskQueue) => {
+      const workflowId = uniqueId('parent-fail');
+      const handle = await env.client.workflow.start(parentOfChild, { taskQueue, workflowId, args: ['fail'] });
+      expect(await handle.result()).toBe('failed: ChildBroke');
+      const types = (await historyEvents(handle)).map((e) => eventTypeName(e, EventType));
+      expect(isSubsequence(types, ['CHILD_WORKFLOW_EXECUTION_STARTED', 'CHILD_WORKFLOW_EXECUTION_FAILED']), types.join(' ')).toBe(true);
+      expect((await env.client.workflow.getHandle(`${workflowId}-child`).describe()).status.name).toBe('FAILED');
+    });
+  });
+
+  it('cancels a child: cancel request to the child, child canceled, parent sees the cancellation', async () => {
+    await withWorker(env, { activities }, async (taskQueue) => {
+      const workflowId = uniqueId('parent-cancel');
+      const handle = await env.client.workflow.start(parentOfChild, { taskQueue, workflowId, args: ['cancel'] });
+      expect(await handle.result()).toBe('cancelled');
+      const types = (await historyEvents(handle)).map((e) => eventTypeName(e, EventType));
+      expect(
+        isSubsequence(types, [
+          'CHILD_WORKFLOW_EXECUTION_STARTED',
+          'REQUEST_CANCEL_EXTERNAL_WORKFLOW_EXECUTION_INITIATED',
+          'EXTERNAL_WORKFLOW_EXECUTION_CANCEL_REQUESTED',
+          'CHILD_WORKFLOW_EXECUTION_CANCELED',
+        ]),
+        types.join(' '),
+      ).toBe(true);
+      expect((await env.client.workflow.getHandle(`${workflowId}-child`).describe()).status.name).toBe('CANCELLED');
+    });
+  });
+});
+
+describe('continue-as-new', () => {
+  it('chains runs: result follows the chain and every closed run points to the next', async () => {
+    await withWorker(env, { activities }, async (taskQueue) => {
+      const workflowId = uniqueId('continue-as-new');
+      const handle = await env.client.workflow.start(continueAsNewCounter, { taskQueue, workflowId, args: [0, 3] });
+      const result = await handle.result();
+      expect(result.iteration).toBe(3);
+      expect(result.firstExecutionRunId).toBe(handle.firstExecutionRunId);
+      expect(result.continuedFromExecutionRunId).toBeTruthy();
+      expect(result.continuedFromExecutionRunId).not.toBe(handle.firstExecutionRunId);
+
+      // Walk the chain from the first run.
+      let runId = handle.firstExecutionRunId;
+      const chain: string[] = [runId];
+      for (let i = 0; i < 3; i++) {
+        const run = env.client.workflow.getHandle(workflowId, runId);
+        expect((await run.describe()).status.name).toBe('CONTINUED_AS_NEW');
+        const last = (await historyEvents(run)).at(-1);
+        expect(last?.eventType).toBe(EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW);
+        const nextRunId = last?.workflowExecutionContinuedAsNewEventAttributes?.newExecutionRunId;
+        expect(nextRunId).toBeTruthy();
+        runId = nextRunId!;
+        chain.push(runId);
+      }
+      expect(new Set(chain).size).toBe(4);
+      const lastRun = env.client.workflow.getHandle(workflowId, runId);
+      expect((await lastRun.describe()).status.name).toBe('COMPLETED');
+      const firstEvent = (await historyEvents(lastRun))[0];
+      expect(firstEvent?.workflowExecutionStartedEventAttributes?.continuedExecutionRunId).toBe(chain[2]);
+      expect(firstEvent?.workflowExecutionStartedEventAttributes?.firstExecutionRunId).toBe(chain[0]);
+
+      // The latest run is what an id-only handle describes.
+      expect((await env.client.workflow.getHandle(workflowId).describe()).runId).toBe(runId);
+    });
+  });
+
+  it('stops at the first run when the caller does not follow runs', async () => {
+    await withWorker(env, { activities }, async (taskQueue) => {
+      const handle = await env.client.workflow.start(continueAsNewCounter, {
+        taskQueue,
+        workflowId: uniqueId('continue-as-new-no-follow'),
+        args: [0, 1],
+        followRuns: false,
+      });
+      const err = await handle.result().then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(err).toBeInstanceOf(WorkflowContinuedAsNewError);
+      expect((err as WorkflowContinuedAsNewError).newExecutionRunId).toBeTruthy();
+    });
+  });
+});
