@@ -1,0 +1,125 @@
+// POST /v2/cancel over HTTP: full and partial refunds, cancel_id idempotency, limits, PG failures.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildTestApp, type TestApp, type TestProject } from '../helpers/app.js';
+import { armSandboxFault, keyInClient } from './key-in-fixtures.js';
+
+let t: TestApp;
+let project: TestProject;
+let client: ReturnType<typeof keyInClient>;
+let billingKey: string;
+
+beforeAll(async () => {
+  t = await buildTestApp();
+  project = await t.createProject();
+  client = keyInClient(t, project);
+  billingKey = await client.issuedKey();
+});
+afterAll(async () => {
+  await t?.close();
+});
+
+async function paidReceipt(price = 10_000, taxFree = 0): Promise<string> {
+  const res = await client.charge(billingKey, { price, tax_free: taxFree });
+  expect(res.status).toBe(200);
+  return res.body.receipt_id as string;
+}
+
+/** What the sandbox PG itself recorded as refunded for the receipt's charge. */
+async function refundedAtPg(receiptId: string): Promise<number> {
+  const row = await t.deps.database.db.selectFrom('receipts').select('gateway_tid').where('receipt_id', '=', receiptId).executeTakeFirstOrThrow();
+  const res = await fetch(`${t.sandboxUrl}/_sandbox/charges/${row.gateway_tid ?? ''}`);
+  expect(res.ok).toBe(true);
+  return ((await res.json()) as { cancelled_amount: number }).cancelled_amount;
+}
+
+describe('POST /v2/cancel', () => {
+  it('cancels the whole payment when cancel_price is omitted', async () => {
+    const receiptId = await paidReceipt(10_000, 2_000);
+    const res = await client.cancel({ receipt_id: receiptId, cancel_message: 'customer request' });
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({
+      receipt_id: receiptId,
+      price: 10_000,
+      cancelled_price: 10_000,
+      cancelled_tax_free: 2_000,
+      status: 20,
+      status_locale: '결제취소완료',
+    });
+    expect(res.body.cancelled_at).toEqual(expect.any(String));
+    expect((await client.get(`/v2/receipt/${receiptId}`)).body).toEqual(res.body);
+    expect(await refundedAtPg(receiptId)).toBe(10_000);
+  });
+
+  it('cancels partly, then the rest', async () => {
+    const receiptId = await paidReceipt(10_000);
+    const part = await client.cancel({ receipt_id: receiptId, cancel_price: 3_000 });
+    expect(part.body).toMatchObject({ cancelled_price: 3_000, status: 1, status_locale: '결제완료' });
+    const rest = await client.cancel({ receipt_id: receiptId });
+    expect(rest.body).toMatchObject({ cancelled_price: 10_000, status: 20 });
+    expect(await refundedAtPg(receiptId)).toBe(10_000);
+  });
+
+  it('refuses more than remains and cancels of a finished receipt', async () => {
+    const receiptId = await paidReceipt(5_000);
+    const tooMuch = await client.cancel({ receipt_id: receiptId, cancel_price: 5_001 });
+    expect(tooMuch.status).toBe(400);
+    expect(tooMuch.body).toMatchObject({ error_code: 'CANCEL_PRICE_EXCEEDED', code: 9424 });
+    expect((await client.cancel({ receipt_id: receiptId, cancel_price: 4_000 })).status).toBe(200);
+    expect((await client.cancel({ receipt_id: receiptId, cancel_price: 1_001 })).body).toMatchObject({ error_code: 'CANCEL_PRICE_EXCEEDED' });
+    expect((await client.cancel({ receipt_id: receiptId })).status).toBe(200);
+    const again = await client.cancel({ receipt_id: receiptId });
+    expect(again.body).toMatchObject({ error_code: 'RECEIPT_NOT_CANCELLABLE', code: 9425 });
+    expect(await refundedAtPg(receiptId)).toBe(5_000);
+  });
+
+  it('returns the first result for a repeated cancel_id instead of refunding twice', async () => {
+    const receiptId = await paidReceipt(8_000);
+    const first = await client.cancel({ receipt_id: receiptId, cancel_price: 1_000, cancel_id: 'c-1' });
+    const second = await client.cancel({ receipt_id: receiptId, cancel_price: 1_000, cancel_id: 'c-1' });
+    expect(first.status).toBe(200);
+    expect(second.body).toEqual(first.body);
+    const third = await client.cancel({ receipt_id: receiptId, cancel_price: 1_000, cancel_id: 'c-2' });
+    expect(third.body.cancelled_price).toBe(2_000);
+    expect(await refundedAtPg(receiptId)).toBe(2_000);
+  });
+
+  it('never refunds more than the price under concurrent cancels', async () => {
+    const receiptId = await paidReceipt(3_000);
+    const results = await Promise.all([1, 2, 3, 4].map(() => client.cancel({ receipt_id: receiptId, cancel_price: 1_000 })));
+    expect(results.filter((r) => r.status === 200)).toHaveLength(3);
+    expect(results.filter((r) => r.body.error_code === 'CANCEL_PRICE_EXCEEDED' || r.body.error_code === 'RECEIPT_NOT_CANCELLABLE')).toHaveLength(1);
+    expect(await refundedAtPg(receiptId)).toBe(3_000);
+  });
+
+  it('changes nothing when the PG is unreachable, and a retry refunds once', async () => {
+    const receiptId = await paidReceipt(4_000);
+    await armSandboxFault(t.sandboxUrl, 'cancel', '500');
+    const failed = await client.cancel({ receipt_id: receiptId, cancel_price: 1_500 });
+    expect(failed.status).toBe(502);
+    expect(failed.body).toMatchObject({ error_code: 'GATEWAY_UNAVAILABLE' });
+    expect((await client.get(`/v2/receipt/${receiptId}`)).body.cancelled_price).toBe(0);
+    const retried = await client.cancel({ receipt_id: receiptId, cancel_price: 1_500 });
+    expect(retried.body.cancelled_price).toBe(1_500);
+    expect(await refundedAtPg(receiptId)).toBe(1_500);
+  });
+
+  it('validates the body', async () => {
+    expect((await client.cancel({})).body).toMatchObject({ error_code: 'RC_NOT_FOUND', code: 2000 });
+    expect((await client.cancel({ receipt_id: 'ffffffffffffffffffffffff' })).body).toMatchObject({ code: 2000 });
+    const receiptId = await paidReceipt(1_000);
+    for (const bad of [{ cancel_price: 0 }, { cancel_price: -1 }, { cancel_price: '100' }, { cancel_id: 5 }, { refund: 'x' }]) {
+      const res = await client.cancel({ receipt_id: receiptId, ...bad });
+      expect(res.status).toBe(400);
+      expect(res.body.error_code).toBe('INVALID_REQUEST');
+    }
+    expect((await client.get(`/v2/receipt/${receiptId}`)).body.cancelled_price).toBe(0);
+  });
+
+  it("refuses another project's receipt with 1225", async () => {
+    const receiptId = await paidReceipt(1_000);
+    const stranger = keyInClient(t, await t.createProject({ name: 'stranger' }));
+    const res = await stranger.cancel({ receipt_id: receiptId });
+    expect(res.body).toMatchObject({ error_code: 'APP_KEY_CHAIN_SESSION_INVALID', code: 1225 });
+    expect((await client.get(`/v2/receipt/${receiptId}`)).body.cancelled_price).toBe(0);
+  });
+});
