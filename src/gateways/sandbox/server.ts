@@ -109,12 +109,11 @@ interface Envelope {
   readonly data?: unknown;
 }
 interface StoredAnswer {
+  /** hash of the validated request body: a reused key must come with the same request */
   readonly fingerprint: string;
-  readonly status: number;
   readonly body: Envelope;
 }
 
-const digits = (min: number, max: number) => z.string().regex(new RegExp(`^\\d{${min},${max}}$`));
 const money = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
 
 const bodies = {
@@ -124,15 +123,15 @@ const bodies = {
     buyer_auth_no: z.string().max(16),
     exp_yy: z.string().max(4),
     exp_mm: z.string().max(4),
-    goods_name: z.string().max(200),
-    customer_ref: z.string().max(200),
+    goods_name: z.string().max(1_000),
+    customer_ref: z.string().max(1_000),
   }),
   charge: z.object({
     bkey: z.string().min(1).max(2_000),
     amount: money,
     tax_free: money,
-    order_id: z.string().min(1).max(200),
-    goods_name: z.string().max(200),
+    order_id: z.string().min(1).max(1_000),
+    goods_name: z.string().max(1_000),
     installment: z.number().int(),
   }),
   cancel: z.object({
@@ -145,7 +144,7 @@ const bodies = {
   otpRequest: z.object({
     merchant_id: z.string().min(1).max(200),
     user_name: z.string().min(1).max(100),
-    phone_no: digits(10, 11),
+    phone_no: z.string().regex(/^\d{10,11}$/),
     birth_sex: z.string().max(16),
     telco: z.enum(['SKT', 'KTF', 'LGU', 'SKM', 'KTM', 'LGM']),
     method: z.enum(['SMS', 'PASS']),
@@ -253,7 +252,7 @@ export async function startSandboxGateways(opts: SandboxGatewaysOptions = {}): P
         answer = stored;
       } else {
         const outcome = route.run(parsed.data);
-        answer = { fingerprint, status: 200, body: envelopeOf(outcome) };
+        answer = { fingerprint, body: envelopeOf(outcome) };
         if (cacheKey !== undefined) {
           answers.set(cacheKey, answer);
           const tid = outcome.ok ? route.tidOf?.(outcome.data) : undefined;
@@ -264,7 +263,7 @@ export async function startSandboxGateways(opts: SandboxGatewaysOptions = {}): P
 
       if (fault === 'timeout') await holdAnswer();
       if (fault === 'garbage') return reply.code(200).type('application/json').send('{"res_cd": "00<html>Bad Gateway');
-      return reply.code(answer.status).send(answer.body);
+      return reply.code(200).send(answer.body);
     });
   }
 
