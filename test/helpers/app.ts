@@ -3,7 +3,7 @@
 // with a fresh schema per call, dropped at close, so test files run in parallel and twice in CI.
 import { randomBytes } from 'node:crypto';
 import { Writable } from 'node:stream';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyPluginAsync } from 'fastify';
 import { buildApp, type AppDeps } from '../../src/api/app.js';
 import { parseConfig, type Config } from '../../src/config/index.js';
 import { createGatewayRegistry } from '../../src/gateways/registry.js';
@@ -45,6 +45,8 @@ export interface TestAppOverrides extends Partial<Omit<AppDeps, 'config'>> {
   /** environment variables merged over the test defaults, parsed by the real config parser */
   readonly env?: Record<string, string>;
   readonly config?: Partial<Config>;
+  /** extra routes registered before ready(), for tests of the platform itself (auth rules, error mapping) */
+  readonly routes?: FastifyPluginAsync;
 }
 
 export function basicAuthHeader(clientKey: string, secretKey: string): string {
@@ -107,9 +109,11 @@ export async function buildTestApp(overrides: TestAppOverrides = {}): Promise<Te
       sandboxUrl = sandbox.url;
     }
 
-    const deps = { ...overrides, config, database, gateways, logger, clock: now };
+    const { env: _env, config: _config, routes, ...appOverrides } = overrides;
+    const deps = { ...appOverrides, config, database, gateways, logger, clock: now };
     const app = await buildApp(deps);
     cleanups.push(() => app.close());
+    if (routes) await app.register(routes);
     await app.ready();
 
     return {
