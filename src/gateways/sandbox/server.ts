@@ -172,7 +172,7 @@ export async function startSandboxGateways(opts: SandboxGatewaysOptions = {}): P
   const counters = { idempotentReplays: 0, injectedFaults: 0 };
 
   const app = Fastify({
-    ...(opts.logger ? { loggerInstance: opts.logger.child({ component: 'sandbox-gateways' }) } : { logger: false }),
+    ...(opts.logger ? { loggerInstance: opts.logger } : { logger: false }),
     // Request URLs carry phone numbers (/_sandbox/sms?phone=): no per-request log lines.
     logController: new LogController({ disableRequestLogging: true }),
     forceCloseConnections: true,
