@@ -4,17 +4,20 @@ import { randomUUID } from 'node:crypto';
 import fastifySwagger from '@fastify/swagger';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyPluginAsync } from 'fastify';
 import { jsonSchemaTransform, serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
+import type { Client } from '@temporalio/client';
 import type { Config } from '../config/index.js';
 import { ApiError } from '../domain/errors.js';
 import type { GatewayRegistry } from '../gateways/types.js';
 import { createLogger, type Logger } from '../logger.js';
 import type { Database } from '../store/db.js';
+import { createKeyring, generateKeyringSpec, parseKeyringSpec, type Keyring } from '../security/keyring.js';
 import { authPlugin } from './auth.js';
 import { installErrorHandling } from './errors.js';
 import { adminRoutes } from './routes/admin.js';
 import { billingAreaRoutes } from './routes/billing.js';
 import { healthRoutes } from './routes/health.js';
 import { tokenRoutes } from './routes/token.js';
+import { verificationRoutes } from './routes/verification.js';
 
 /** A readiness probe: resolves when the component is ready, throws (or resolves false) when not. */
 export type ReadinessProbe = () => Promise<boolean | void> | boolean | void;
@@ -28,9 +31,15 @@ export interface AppDeps {
   readonly clock?: () => Date;
   /** extra readiness probes for GET /health by component name (e.g. engine, worker) */
   readonly readiness?: Readonly<Record<string, ReadinessProbe>>;
+  /** where the long-running processes run (identity verification); without it those routes answer 503 */
+  readonly temporal?: { readonly client: Client; readonly taskQueue: string };
+  /** seals sensitive columns; entry points pass the configured one, tests may leave it to a throwaway key */
+  readonly keyring?: Keyring;
+  /** the sandbox gateways' address, for the sandbox-only SMS inbox route */
+  readonly sandboxUrl?: string;
 }
 
-export type ResolvedDeps = AppDeps & { readonly logger: Logger; readonly clock: () => Date };
+export type ResolvedDeps = AppDeps & { readonly logger: Logger; readonly clock: () => Date; readonly keyring: Keyring };
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -47,6 +56,7 @@ const routePlugins: readonly FastifyPluginAsync[] = [
   tokenRoutes,
   adminRoutes,
   billingAreaRoutes,
+  verificationRoutes,
 ];
 
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
@@ -54,6 +64,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     ...deps,
     logger: deps.logger ?? createLogger({ level: deps.config.logLevel }),
     clock: deps.clock ?? (() => new Date()),
+    keyring: deps.keyring ?? createKeyring(parseKeyringSpec(generateKeyringSpec('ephemeral'))),
   };
 
   const app = Fastify({

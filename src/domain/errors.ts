@@ -128,6 +128,11 @@ export const errorCatalog = {
 
 export type ErrorName = keyof typeof errorCatalog;
 
+/** For names that crossed a boundary as strings (a workflow's ApplicationFailure type). */
+export function isErrorName(value: string): value is ErrorName {
+  return Object.hasOwn(errorCatalog, value);
+}
+
 export interface ApiErrorOptions {
   /** replaces the catalog message; must never contain card data or internal details */
   readonly message?: string;
