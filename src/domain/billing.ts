@@ -243,6 +243,14 @@ function parseMetadata(value: unknown): Record<string, unknown> | undefined {
   return value as Record<string, unknown>;
 }
 
+/**
+ * What makes a second request under the same order_id "the same charge": a retry of it re-drives
+ * the PG with the same derived key; anything else is ORDER_ID_DUPLICATED.
+ */
+export function chargeHash(params: ChargeParams): string {
+  return sha256Hex(JSON.stringify([params.billingKey, params.price, params.taxFree, params.quota, params.orderName]));
+}
+
 function sha256Hex(text: string): string {
   return createHash('sha256').update(text).digest('hex');
 }

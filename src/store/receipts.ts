@@ -13,6 +13,7 @@ export interface NewCharge {
   readonly orderId: string;
   readonly orderName: string;
   readonly billingKey: string;
+  readonly chargeHash: string;
   readonly pg: string;
   readonly method: string;
   readonly methodSymbol: string;
@@ -23,12 +24,14 @@ export interface NewCharge {
   readonly requestedAt: Date;
 }
 
+export type OrderClaim = { readonly kind: 'claimed'; readonly receiptId: string } | { readonly kind: 'taken'; readonly row: ReceiptRow };
+
 /**
- * Claims the order_id for a charge (status 0 until the gateway answers). Run inside the charge's
- * transaction: a concurrent charge with the same order_id waits on the unique index and then finds
- * it taken. Returns false when the order_id is already used in this project.
+ * Claims the order_id for a charge with a pending receipt (status 0) before the PG is called.
+ * When the order_id is already used, returns that receipt: the caller re-drives a pending one with
+ * the same charge_hash (a retry after a PG timeout) and refuses everything else.
  */
-export async function claimOrder(db: Kysely<Tables>, charge: NewCharge): Promise<boolean> {
+export async function claimOrder(db: Kysely<Tables>, charge: NewCharge): Promise<OrderClaim> {
   const inserted = await db
     .insertInto('receipts')
     .values({
@@ -37,6 +40,7 @@ export async function claimOrder(db: Kysely<Tables>, charge: NewCharge): Promise
       order_id: charge.orderId,
       order_name: charge.orderName,
       billing_key: charge.billingKey,
+      charge_hash: charge.chargeHash,
       pg: charge.pg,
       method: charge.method,
       method_symbol: charge.methodSymbol,
@@ -54,16 +58,32 @@ export async function claimOrder(db: Kysely<Tables>, charge: NewCharge): Promise
       requested_at: charge.requestedAt,
       purchased_at: null,
       cancelled_at: null,
+      cancel_locked_until: null,
     })
     .onConflict((oc) => oc.columns(['application_id', 'order_id']).doNothing())
     .returning('receipt_id')
     .executeTakeFirst();
-  return inserted !== undefined;
+  if (inserted) return { kind: 'claimed', receiptId: inserted.receipt_id };
+  const row = await db
+    .selectFrom('receipts')
+    .selectAll()
+    .where('application_id', '=', charge.applicationId)
+    .where('order_id', '=', charge.orderId)
+    .executeTakeFirstOrThrow();
+  return { kind: 'taken', row };
 }
 
-/** Records the gateway's approval: status 1 with the masked card and approval details. */
+/** Drops a pending receipt the PG refused, so the order_id is free again. */
+export async function deletePendingCharge(db: Kysely<Tables>, receiptId: string): Promise<void> {
+  await db.deleteFrom('receipts').where('receipt_id', '=', receiptId).where('status', '=', PAYMENT_PENDING).execute();
+}
+
+/**
+ * Records the PG's approval: status 1 with the masked card and approval details. A concurrent
+ * re-drive of the same charge may have recorded it first; then its row is returned as it is.
+ */
 export async function completeCharge(db: Kysely<Tables>, receiptId: string, result: ChargeResult, maskedNumber: string): Promise<ReceiptRow> {
-  return db
+  const updated = await db
     .updateTable('receipts')
     .set({
       status: PAYMENT_COMPLETE,
@@ -77,8 +97,10 @@ export async function completeCharge(db: Kysely<Tables>, receiptId: string, resu
       purchased_at: result.approvedAt,
     })
     .where('receipt_id', '=', receiptId)
+    .where('status', '=', PAYMENT_PENDING)
     .returningAll()
-    .executeTakeFirstOrThrow();
+    .executeTakeFirst();
+  return updated ?? db.selectFrom('receipts').selectAll().where('receipt_id', '=', receiptId).executeTakeFirstOrThrow();
 }
 
 /** Any project's receipt: callers check ownership (1225) with the row's application_id. */
@@ -86,14 +108,23 @@ export async function findReceipt(db: Kysely<Tables>, receiptId: string): Promis
   return db.selectFrom('receipts').selectAll().where('receipt_id', '=', receiptId).executeTakeFirst();
 }
 
-/** The receipt row locked for the rest of the transaction, so two cancels cannot refund twice. */
-export async function lockReceipt(db: Kysely<Tables>, receiptId: string): Promise<ReceiptRow | undefined> {
+/**
+ * Takes the receipt's cancel lease until `until`, so two cancels cannot refund the same won while
+ * one waits for the PG. Returns the receipt as of taking the lease, or undefined when another
+ * cancel holds it.
+ */
+export async function acquireCancelLease(db: Kysely<Tables>, receiptId: string, now: Date, until: Date): Promise<ReceiptRow | undefined> {
   return db
-    .selectFrom('receipts')
-    .selectAll()
+    .updateTable('receipts')
+    .set({ cancel_locked_until: until })
     .where('receipt_id', '=', receiptId)
-    .forUpdate()
+    .where((eb) => eb.or([eb('cancel_locked_until', 'is', null), eb('cancel_locked_until', '<=', now)]))
+    .returningAll()
     .executeTakeFirst();
+}
+
+export async function releaseCancelLease(db: Kysely<Tables>, receiptId: string): Promise<void> {
+  await db.updateTable('receipts').set({ cancel_locked_until: null }).where('receipt_id', '=', receiptId).execute();
 }
 
 export async function findCancelResponse(db: Kysely<Tables>, receiptId: string, cancelId: string): Promise<Record<string, unknown> | undefined> {
@@ -106,7 +137,7 @@ export async function findCancelResponse(db: Kysely<Tables>, receiptId: string, 
   return row?.response;
 }
 
-/** Applies a cancel to the receipt; status 20 when nothing remains. Returns the updated row. */
+/** Applies a cancel to the receipt (status 20 when nothing remains) and releases the lease. */
 export async function applyCancel(
   db: Kysely<Tables>,
   receipt: ReceiptRow,
@@ -120,6 +151,7 @@ export async function applyCancel(
       cancelled_tax_free: receipt.cancelled_tax_free + plan.taxFree,
       cancelled_at: at,
       status: plan.fullyCancelled ? PAYMENT_CANCELLED : receipt.status,
+      cancel_locked_until: null,
     })
     .where('receipt_id', '=', receipt.receipt_id)
     .returningAll()

@@ -1,19 +1,13 @@
 // Key-in billing over HTTP: the real app, the real database, the real sandbox card PG.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { chargeIdempotencyKey } from '../../src/domain/billing.js';
+import { createGatewayRegistry } from '../../src/gateways/registry.js';
+import { startSandboxGateways } from '../../src/gateways/sandbox/server.js';
 import { buildTestApp, type TestApp, type TestProject } from '../helpers/app.js';
+import { armSandboxFault, KEY_IN_METHOD, keyInClient, TEST_CARD } from './key-in-fixtures.js';
 
-const KEY_IN = '카드자동(REST)';
-const CARD = {
-  pg: 'sandbox_card',
-  method: KEY_IN,
-  subscription_id: 'sub-001',
-  order_name: 'Monthly plan',
-  card_no: '4111111111111111',
-  card_pw: '12',
-  card_identity_no: '900101',
-  card_expire_year: '30',
-  card_expire_month: '12',
-};
+const KEY_IN = KEY_IN_METHOD;
+const CARD = TEST_CARD;
 const ISO_WITH_OFFSET = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/;
 
 let t: TestApp;
@@ -29,26 +23,15 @@ afterAll(async () => {
   await t?.close();
 });
 
-async function post(url: string, body: unknown, auth = project.basicAuth, headers: Record<string, string> = {}) {
-  const res = await t.app.inject({ method: 'POST', url, headers: { authorization: auth, ...headers }, payload: body as object });
-  return { status: res.statusCode, body: res.json() as Record<string, unknown>, headers: res.headers };
-}
-async function get(url: string, auth = project.basicAuth) {
-  const res = await t.app.inject({ method: 'GET', url, headers: { authorization: auth } });
-  return { status: res.statusCode, body: res.json() as Record<string, unknown> };
-}
-async function issue(overrides: Record<string, unknown> = {}, auth?: string) {
-  return post('/v2/request/subscribe', { ...CARD, ...overrides }, auth);
-}
-async function issuedKey(overrides: Record<string, unknown> = {}): Promise<string> {
-  const res = await issue(overrides);
-  expect(res.status).toBe(200);
-  return res.body.billing_key as string;
-}
+const as = (p: TestProject) => keyInClient(t, p);
+const post = (url: string, body: unknown, auth?: TestProject) => as(auth ?? project).post(url, body);
+const get = (url: string, auth?: TestProject) => as(auth ?? project).get(url);
+const issue = (overrides: Record<string, unknown> = {}, auth?: TestProject) => as(auth ?? project).issue(overrides);
+const issuedKey = (overrides: Record<string, unknown> = {}) => as(project).issuedKey(overrides);
 let orderSeq = 0;
-function charge(billingKey: string, overrides: Record<string, unknown> = {}, headers: Record<string, string> = {}) {
+function charge(billingKey: string, overrides: Record<string, unknown> = {}) {
   orderSeq += 1;
-  return post('/v2/subscribe/payment', { billing_key: billingKey, order_name: 'June', order_id: `order-${orderSeq}`, price: 1000, ...overrides }, project.basicAuth, headers);
+  return post('/v2/subscribe/payment', { billing_key: billingKey, order_name: 'June', order_id: `order-${orderSeq}`, price: 1000, ...overrides });
 }
 
 describe('POST /v2/request/subscribe', () => {
@@ -118,7 +101,7 @@ describe('POST /v2/request/subscribe', () => {
 
   it('refuses a PG not enabled for the project with 2001', async () => {
     const limited = await t.createProject({ name: 'identity only', pgs: ['sandbox_identity'] });
-    const res = await issue({}, limited.basicAuth);
+    const res = await issue({}, limited);
     expect(res.body).toMatchObject({ error_code: 'RC_PG_NOT_FOUND', code: 2001 });
   });
 
@@ -132,12 +115,7 @@ describe('POST /v2/request/subscribe', () => {
   it('answers 2301 with the cause when the PG is unreachable', async () => {
     const res = await post('/v2/request/subscribe', CARD);
     expect(res.status).toBe(200);
-    const armed = await fetch(`${t.sandboxUrl}/_sandbox/faults`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ operation: 'billing_key.issue', fault: '500', count: 1 }),
-    });
-    expect(armed.ok).toBe(true);
+    await armSandboxFault(t.sandboxUrl, 'billing_key.issue', '500');
     const failed = await issue();
     expect(failed.status).toBe(500);
     expect(failed.body).toMatchObject({ error_code: 'SUBSCRIBE_REQUEST_FAILED', code: 2301 });
@@ -165,8 +143,8 @@ describe('billing key lookup and destroy', () => {
     expect((await get('/v2/billing_key/000000000000000000000000')).body).toMatchObject({ error_code: 'SUBSCRIBE_BK_NOT_FOUND', code: 2309 });
     expect((await get('/v2/subscribe/billing_key/000000000000000000000000')).body).toMatchObject({ code: 2309 });
     const key = await issuedKey();
-    expect((await get(`/v2/billing_key/${key}`, other.basicAuth)).body).toMatchObject({ error_code: 'APP_KEY_CHAIN_SESSION_INVALID' });
-    const res = await post('/v2/subscribe/payment', { billing_key: key, order_name: 'x', order_id: 'steal-1', price: 100 }, other.basicAuth);
+    expect((await get(`/v2/billing_key/${key}`, other)).body).toMatchObject({ error_code: 'APP_KEY_CHAIN_SESSION_INVALID' });
+    const res = await post('/v2/subscribe/payment', { billing_key: key, order_name: 'x', order_id: 'steal-1', price: 100 }, other);
     expect(res.body).toMatchObject({ error_code: 'APP_KEY_CHAIN_SESSION_INVALID' });
   });
 
@@ -231,20 +209,36 @@ describe('POST /v2/subscribe/payment', () => {
     const dup = await charge(key, { order_id: 'dup-1', price: 2000 });
     expect(dup.status).toBe(409);
     expect(dup.body).toMatchObject({ error_code: 'ORDER_ID_DUPLICATED', code: 9410 });
-    const otherIssued = await issue({}, other.basicAuth);
+    const otherIssued = await issue({}, other);
     const otherCharge = await post(
       '/v2/subscribe/payment',
       { billing_key: otherIssued.body.billing_key, order_name: 'x', order_id: 'dup-1', price: 500 },
-      other.basicAuth,
+      other,
     );
     expect(otherCharge.status).toBe(200);
   });
 
-  it('lets only one of two concurrent charges with one order_id through', async () => {
+  it('lets one of concurrent different charges with one order_id through', async () => {
     const key = await issuedKey();
-    const results = await Promise.all([1, 2, 3].map(() => post('/v2/subscribe/payment', { billing_key: key, order_name: 'x', order_id: 'race-1', price: 700 })));
+    const results = await Promise.all(
+      [700, 701, 702].map((price) => post('/v2/subscribe/payment', { billing_key: key, order_name: 'x', order_id: 'race-1', price })),
+    );
     expect(results.filter((r) => r.status === 200)).toHaveLength(1);
     expect(results.filter((r) => r.body.error_code === 'ORDER_ID_DUPLICATED')).toHaveLength(2);
+  });
+
+  it('charges concurrent identical requests once and answers each with the one receipt', async () => {
+    const key = await issuedKey();
+    const body = { billing_key: key, order_name: 'x', order_id: 'race-2', price: 800 };
+    const results = await Promise.all([1, 2, 3].map(() => post('/v2/subscribe/payment', body)));
+    for (const r of results) {
+      // a request that finds the charge still pending re-drives it; one that finds it complete is a duplicate
+      expect([200, 409]).toContain(r.status);
+    }
+    const receiptIds = new Set(results.filter((r) => r.status === 200).map((r) => r.body.receipt_id));
+    expect(receiptIds.size).toBe(1);
+    const stats = await fetch(`${t.sandboxUrl}/_sandbox/charges?idempotency_key=${chargeIdempotencyKey(project.applicationId, 'race-2')}`);
+    expect(((await stats.json()) as { executions: number }).executions).toBe(1);
   });
 
   it('passes a PG decline on with pg_error_code and records nothing', async () => {
@@ -256,29 +250,34 @@ describe('POST /v2/subscribe/payment', () => {
     expect(rows).toHaveLength(0);
   });
 
-  it('retries after a PG timeout with the same derived key: charged exactly once', async () => {
-    const slow = await buildTestApp();
+  it('keeps the receipt pending after a PG timeout; the retry completes it without charging twice', async () => {
+    const sandbox = await startSandboxGateways({ host: '127.0.0.1', port: 0 });
+    const registry = createGatewayRegistry({ sandboxUrl: sandbox.url, timeoutMs: 500 });
+    const slow = await buildTestApp({ gateways: registry });
     try {
       const p = await slow.createProject();
-      const issueRes = await slow.app.inject({ method: 'POST', url: '/v2/request/subscribe', headers: { authorization: p.basicAuth }, payload: CARD });
-      const key = (issueRes.json() as { billing_key: string }).billing_key;
-      await fetch(`${slow.sandboxUrl}/_sandbox/faults`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ operation: 'charge', fault: 'timeout', count: 1 }),
-      });
-      const payload = { billing_key: key, order_name: 'x', order_id: 'timeout-1', price: 990 };
-      const first = await slow.app.inject({ method: 'POST', url: '/v2/subscribe/payment', headers: { authorization: p.basicAuth }, payload });
-      expect(first.statusCode).toBe(502);
-      expect(first.json()).toMatchObject({ error_code: 'GATEWAY_UNAVAILABLE' });
-      const retry = await slow.app.inject({ method: 'POST', url: '/v2/subscribe/payment', headers: { authorization: p.basicAuth }, payload });
-      expect(retry.statusCode).toBe(200);
-      const { createHash } = await import('node:crypto');
-      const derived = `chg_${createHash('sha256').update(`charge\u0000${p.applicationId}\u0000timeout-1`).digest('hex').slice(0, 40)}`;
-      const stats = (await (await fetch(`${slow.sandboxUrl}/_sandbox/charges?idempotency_key=${derived}`)).json()) as { executions: number };
-      expect(stats.executions).toBe(1);
+      const c = keyInClient(slow, p);
+      const key = await c.issuedKey();
+      await armSandboxFault(sandbox.url, 'charge', 'timeout');
+      const body = { billing_key: key, order_name: 'x', order_id: 'timeout-1', price: 990 };
+      const first = await c.post('/v2/subscribe/payment', body);
+      expect(first.status).toBe(502);
+      expect(first.body).toMatchObject({ error_code: 'GATEWAY_UNAVAILABLE', code: 9502 });
+      const pending = await slow.deps.database.db.selectFrom('receipts').selectAll().where('order_id', '=', 'timeout-1').executeTakeFirstOrThrow();
+      expect((await c.get(`/v2/receipt/${pending.receipt_id}`)).body).toMatchObject({ status: 0, status_locale: '결제대기' });
+      // a different charge cannot take the pending order_id
+      expect((await c.post('/v2/subscribe/payment', { ...body, price: 991 })).body.error_code).toBe('ORDER_ID_DUPLICATED');
+
+      const retry = await c.post('/v2/subscribe/payment', body);
+      expect(retry.status).toBe(200);
+      expect(retry.body).toMatchObject({ receipt_id: pending.receipt_id, status: 1 });
+      const stats = await fetch(`${sandbox.url}/_sandbox/charges?idempotency_key=${chargeIdempotencyKey(p.applicationId, 'timeout-1')}`);
+      expect(((await stats.json()) as { executions: number }).executions).toBe(1);
+      expect((await c.post('/v2/subscribe/payment', body)).body.error_code).toBe('ORDER_ID_DUPLICATED');
     } finally {
       await slow.close();
+      await registry.close();
+      await sandbox.close();
     }
   });
 

@@ -2,6 +2,7 @@
 // Raw card data lives only in the issuance handler's locals and the adapter call.
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import {
+  chargeHash,
   chargeIdempotencyKey,
   issuanceIdempotencyKey,
   KEY_IN_METHOD,
@@ -13,6 +14,7 @@ import {
 } from '../../domain/billing.js';
 import { enforceMasked } from '../../domain/card.js';
 import { ApiError } from '../../domain/errors.js';
+import { PAYMENT_PENDING } from '../../domain/receipt.js';
 import { newId } from '../../domain/ids.js';
 import { GatewayDeclinedError, GatewayUnavailableError, type CardBillingGateway } from '../../gateways/types.js';
 import {
@@ -24,7 +26,7 @@ import {
   type BillingKeyRow,
 } from '../../store/billing-keys.js';
 import type { Project } from '../../store/projects.js';
-import { claimOrder, completeCharge } from '../../store/receipts.js';
+import { claimOrder, completeCharge, deletePendingCharge } from '../../store/receipts.js';
 import { assertOwnedBy } from '../auth.js';
 import { createIdempotencyHooks } from '../idempotency.js';
 import { cancelRoutes } from './cancel.js';
@@ -131,7 +133,8 @@ export async function billingRoutes(app: FastifyInstance): Promise<void> {
         summary: 'Charge a billing key',
         description:
           'order_id is unique per project (9410 ORDER_ID_DUPLICATED). The PG call carries an idempotency key derived from ' +
-          '(project, order_id), so retrying after a timeout (9502) with the same order_id cannot charge twice. ' +
+          '(project, order_id): after a PG failure (9502) the receipt stays pending (status 0) and retrying the same charge ' +
+          'with the same order_id completes it without charging twice. ' +
           'A PG refusal is 9430 PAYMENT_DECLINED with pg_error_code.',
         tags: ['billing'],
       },
@@ -143,45 +146,56 @@ export async function billingRoutes(app: FastifyInstance): Promise<void> {
       const key = await usableBillingKey(app, project, params.billingKey);
       const gateway = cardGatewayFor(app, project, key.pg);
 
-      // The order_id claim and the PG call share one transaction: a concurrent charge with the same
-      // order_id waits on the unique index, and a refused or failed charge leaves no receipt behind.
-      const row = await app.deps.database.db.transaction().execute(async (trx) => {
-        const receiptId = newId();
-        const claimed = await claimOrder(trx, {
-          receiptId,
-          applicationId: project.application_id,
+      // Claim the order_id with a pending receipt first (no transaction is held across the PG call).
+      // A pending receipt with the same charge is a retry after a PG failure: it re-drives the PG
+      // under the same derived key, which the PG answers without charging again.
+      const db = app.deps.database.db;
+      const hash = chargeHash(params);
+      const claim = await claimOrder(db, {
+        receiptId: newId(),
+        applicationId: project.application_id,
+        orderId: params.orderId,
+        orderName: params.orderName,
+        billingKey: key.billing_key,
+        chargeHash: hash,
+        pg: key.pg,
+        method: KEY_IN_METHOD,
+        methodSymbol: KEY_IN_METHOD_SYMBOL,
+        price: params.price,
+        taxFree: params.taxFree,
+        quota: params.quota,
+        metadata: params.metadata,
+        requestedAt,
+      });
+      let receiptId: string;
+      if (claim.kind === 'claimed') {
+        receiptId = claim.receiptId;
+      } else if (claim.row.status === PAYMENT_PENDING && claim.row.charge_hash === hash) {
+        receiptId = claim.row.receipt_id;
+      } else {
+        throw new ApiError('ORDER_ID_DUPLICATED');
+      }
+
+      let row;
+      try {
+        const result = await gateway.charge({
+          idempotencyKey: chargeIdempotencyKey(project.application_id, params.orderId),
+          gatewayBillingKey: key.gateway_billing_key,
+          amount: params.price,
+          taxFree: params.taxFree,
           orderId: params.orderId,
           orderName: params.orderName,
-          billingKey: key.billing_key,
-          pg: key.pg,
-          method: KEY_IN_METHOD,
-          methodSymbol: KEY_IN_METHOD_SYMBOL,
-          price: params.price,
-          taxFree: params.taxFree,
           quota: params.quota,
-          metadata: params.metadata,
-          requestedAt,
         });
-        if (!claimed) throw new ApiError('ORDER_ID_DUPLICATED');
-        try {
-          const result = await gateway.charge({
-            idempotencyKey: chargeIdempotencyKey(project.application_id, params.orderId),
-            gatewayBillingKey: key.gateway_billing_key,
-            amount: params.price,
-            taxFree: params.taxFree,
-            orderId: params.orderId,
-            orderName: params.orderName,
-            quota: params.quota,
-          });
-          return await completeCharge(trx, receiptId, result, enforceMasked(result.card.maskedNumber));
-        } catch (err) {
-          if (err instanceof GatewayDeclinedError) {
-            throw new ApiError('PAYMENT_DECLINED', { message: `The PG refused the payment: ${err.pgMessage}`, pgErrorCode: err.pgErrorCode });
-          }
-          if (err instanceof GatewayUnavailableError) throw unavailable(err);
-          throw err;
+        row = await completeCharge(db, receiptId, result, enforceMasked(result.card.maskedNumber));
+      } catch (err) {
+        if (err instanceof GatewayDeclinedError) {
+          await deletePendingCharge(db, receiptId);
+          throw new ApiError('PAYMENT_DECLINED', { message: `The PG refused the payment: ${err.pgMessage}`, pgErrorCode: err.pgErrorCode });
         }
-      });
+        if (err instanceof GatewayUnavailableError) throw unavailable(err);
+        throw err;
+      }
       request.log.info({ receipt_id: row.receipt_id, pg: row.pg }, 'billing key charged');
       return receiptResponse(row, project);
     },

@@ -4,12 +4,14 @@ import { ApiError } from '../../domain/errors.js';
 import { newId } from '../../domain/ids.js';
 import { cancelIdempotencyKey, parseCancelRequest, planCancel } from '../../domain/receipt.js';
 import { GatewayDeclinedError, GatewayUnavailableError } from '../../gateways/types.js';
-import { applyCancel, findCancelResponse, insertCancel, lockReceipt } from '../../store/receipts.js';
+import { acquireCancelLease, applyCancel, findCancelResponse, findReceipt, insertCancel, releaseCancelLease } from '../../store/receipts.js';
 import { assertOwnedBy } from '../auth.js';
 import { createIdempotencyHooks } from '../idempotency.js';
 import { receiptResponse } from './receipt.js';
 
 const DEFAULT_CANCEL_REASON = 'merchant cancel';
+/** Longer than any PG call may take; a lease left by a crashed process expires after it. */
+const CANCEL_LEASE_MS = 2 * 60 * 1000;
 
 export async function cancelRoutes(app: FastifyInstance): Promise<void> {
   const idempotency = createIdempotencyHooks({ database: app.deps.database, clock: app.deps.clock });
@@ -25,7 +27,7 @@ export async function cancelRoutes(app: FastifyInstance): Promise<void> {
         description:
           'cancel_price omitted = everything that remains; more than remains -> 9424. A repeated cancel_id returns the ' +
           'first result. Fully refunded receipts move to status 20 (결제취소완료); partial refunds keep status 1 and raise ' +
-          'cancelled_price. Unknown receipt 2000, another project\'s 1225.',
+          'cancelled_price. Unknown receipt 2000, another project\'s 1225; 9409 while another cancel of the receipt is running.',
         tags: ['billing'],
       },
     },
@@ -33,14 +35,26 @@ export async function cancelRoutes(app: FastifyInstance): Promise<void> {
       const cancel = parseCancelRequest(request.body);
       const project = request.project;
 
-      // The receipt row stays locked through the PG call, so two cancels cannot both refund the same won.
-      return app.deps.database.db.transaction().execute(async (trx) => {
-        const receipt = await lockReceipt(trx, cancel.receiptId);
-        if (!receipt) throw new ApiError('RC_NOT_FOUND');
-        assertOwnedBy(project, receipt.application_id);
+      const db = app.deps.database.db;
+      const found = await findReceipt(db, cancel.receiptId);
+      if (!found) throw new ApiError('RC_NOT_FOUND');
+      assertOwnedBy(project, found.application_id);
+      if (cancel.cancelId !== undefined) {
+        const first = await findCancelResponse(db, found.receipt_id, cancel.cancelId);
+        if (first) return first;
+      }
+
+      // A lease rather than a row lock: no transaction is held while the PG answers.
+      const now = app.deps.clock();
+      const receipt = await acquireCancelLease(db, found.receipt_id, now, new Date(now.getTime() + CANCEL_LEASE_MS));
+      if (!receipt) throw new ApiError('IDEMPOTENCY_IN_PROGRESS', { message: 'Another cancel of this receipt is in progress.' });
+      try {
         if (cancel.cancelId !== undefined) {
-          const first = await findCancelResponse(trx, receipt.receipt_id, cancel.cancelId);
-          if (first) return first;
+          const first = await findCancelResponse(db, receipt.receipt_id, cancel.cancelId);
+          if (first) {
+            await releaseCancelLease(db, receipt.receipt_id);
+            return first;
+          }
         }
         const plan = planCancel(
           {
@@ -78,20 +92,26 @@ export async function cancelRoutes(app: FastifyInstance): Promise<void> {
           throw err;
         }
 
-        const updated = await applyCancel(trx, receipt, plan, result.cancelledAt);
-        const response = receiptResponse(updated, project);
-        await insertCancel(trx, {
-          cancelKey: newId(),
-          receiptId: receipt.receipt_id,
-          cancelId: cancel.cancelId,
-          plan,
-          gatewayCancelTid: result.gatewayCancelTid,
-          cancelledAt: result.cancelledAt,
-          response: { ...response },
+        const response = await db.transaction().execute(async (trx) => {
+          const updated = await applyCancel(trx, receipt, plan, result.cancelledAt);
+          const rendered = receiptResponse(updated, project);
+          await insertCancel(trx, {
+            cancelKey: newId(),
+            receiptId: receipt.receipt_id,
+            cancelId: cancel.cancelId,
+            plan,
+            gatewayCancelTid: result.gatewayCancelTid,
+            cancelledAt: result.cancelledAt,
+            response: { ...rendered },
+          });
+          return rendered;
         });
         request.log.info({ receipt_id: receipt.receipt_id, amount: plan.amount, fully: plan.fullyCancelled }, 'payment cancelled');
         return response;
-      });
+      } catch (err) {
+        await releaseCancelLease(db, receipt.receipt_id);
+        throw err;
+      }
     },
   );
 }

@@ -31,6 +31,8 @@ export interface ReceiptsTable {
   order_id: string;
   order_name: string;
   billing_key: string | null;
+  /** what makes a retry under the same order_id "the same charge" (billing key, amounts, quota, name) */
+  charge_hash: string | null;
   pg: string;
   method: string;
   method_symbol: string;
@@ -50,6 +52,8 @@ export interface ReceiptsTable {
   requested_at: Date;
   purchased_at: Date | null;
   cancelled_at: Date | null;
+  /** a cancel holds the receipt until then while it waits for the PG */
+  cancel_locked_until: Date | null;
 }
 
 export interface ReceiptCancelsTable {
@@ -114,6 +118,7 @@ export const migration = defineMigration<BillingTables>({
       order_id text not null,
       order_name text not null,
       billing_key text references billing_keys(billing_key),
+      charge_hash text,
       pg text not null,
       method text not null,
       method_symbol text not null,
@@ -133,6 +138,7 @@ export const migration = defineMigration<BillingTables>({
       requested_at timestamptz not null,
       purchased_at timestamptz,
       cancelled_at timestamptz,
+      cancel_locked_until timestamptz,
       unique (application_id, order_id)
     )`.execute(db);
 

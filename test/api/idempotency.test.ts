@@ -1,0 +1,158 @@
+// Idempotency-Key over HTTP (Stripe's semantics) on the key-in POST routes.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { chargeIdempotencyKey } from '../../src/domain/billing.js';
+import { createGatewayRegistry } from '../../src/gateways/registry.js';
+import { startSandboxGateways } from '../../src/gateways/sandbox/server.js';
+import { buildTestApp, type TestApp, type TestProject } from '../helpers/app.js';
+import { armSandboxFault, keyInClient, TEST_CARD } from './key-in-fixtures.js';
+
+const DAY_MS = 24 * 60 * 60 * 1000;
+
+let t: TestApp;
+let project: TestProject;
+let client: ReturnType<typeof keyInClient>;
+let billingKey: string;
+
+beforeAll(async () => {
+  t = await buildTestApp();
+  project = await t.createProject();
+  client = keyInClient(t, project);
+  billingKey = await client.issuedKey();
+});
+afterAll(async () => {
+  await t?.close();
+});
+
+async function receiptsOf(orderId: string): Promise<number> {
+  const rows = await t.deps.database.db.selectFrom('receipts').select('receipt_id').where('order_id', '=', orderId).execute();
+  return rows.length;
+}
+
+describe('Idempotency-Key', () => {
+  it('replays the first response for the same key and body', async () => {
+    const body = { billing_key: billingKey, order_name: 'June', order_id: 'idem-1', price: 1200 };
+    const first = await client.post('/v2/subscribe/payment', body, { 'idempotency-key': 'key-1' });
+    expect(first.status).toBe(200);
+    expect(first.headers['idempotent-replayed']).toBeUndefined();
+    // same body with another key order: the same request
+    const reordered = { price: 1200, order_id: 'idem-1', order_name: 'June', billing_key: billingKey };
+    const second = await client.post('/v2/subscribe/payment', reordered, { 'idempotency-key': 'key-1' });
+    expect(second.status).toBe(200);
+    expect(second.headers['idempotent-replayed']).toBe('true');
+    expect(second.body).toEqual(first.body);
+    expect(await receiptsOf('idem-1')).toBe(1);
+  });
+
+  it('refuses the same key with a different body with 422', async () => {
+    const body = { billing_key: billingKey, order_name: 'June', order_id: 'idem-2', price: 1200 };
+    expect((await client.post('/v2/subscribe/payment', body, { 'idempotency-key': 'key-2' })).status).toBe(200);
+    const res = await client.post('/v2/subscribe/payment', { ...body, price: 1300 }, { 'idempotency-key': 'key-2' });
+    expect(res.status).toBe(422);
+    expect(res.body).toMatchObject({ error_code: 'IDEMPOTENCY_KEY_REUSED', code: 9422 });
+    // the same key on another route is another request too
+    const elsewhere = await client.post('/v2/cancel', { receipt_id: 'x' }, { 'idempotency-key': 'key-2' });
+    expect(elsewhere.status).toBe(422);
+  });
+
+  it('replays a refusal too', async () => {
+    const body = { billing_key: billingKey, order_name: 'June', order_id: 'idem-3', price: -1 };
+    const first = await client.post('/v2/subscribe/payment', body, { 'idempotency-key': 'key-3' });
+    expect(first.status).toBe(400);
+    const second = await client.post('/v2/subscribe/payment', body, { 'idempotency-key': 'key-3' });
+    expect(second.headers['idempotent-replayed']).toBe('true');
+    expect(second.body).toEqual(first.body);
+  });
+
+  it('issues one billing key for a replayed issuance', async () => {
+    const first = await client.post('/v2/request/subscribe', { ...TEST_CARD, subscription_id: 'idem-sub' }, { 'idempotency-key': 'key-4' });
+    const second = await client.post('/v2/request/subscribe', { ...TEST_CARD, subscription_id: 'idem-sub' }, { 'idempotency-key': 'key-4' });
+    expect(first.status).toBe(200);
+    expect(second.body).toEqual(first.body);
+    const keys = await t.deps.database.db.selectFrom('billing_keys').select('billing_key').where('subscription_id', '=', 'idem-sub').execute();
+    expect(keys).toHaveLength(1);
+  });
+
+  it('scopes keys per project', async () => {
+    const other = keyInClient(t, await t.createProject({ name: 'other' }));
+    const otherKey = await other.issuedKey();
+    const mine = await client.post('/v2/subscribe/payment', { billing_key: billingKey, order_name: 'a', order_id: 'idem-5', price: 100 }, { 'idempotency-key': 'shared' });
+    const theirs = await other.post('/v2/subscribe/payment', { billing_key: otherKey, order_name: 'b', order_id: 'idem-5', price: 200 }, { 'idempotency-key': 'shared' });
+    expect(mine.status).toBe(200);
+    expect(theirs.status).toBe(200);
+    expect(theirs.headers['idempotent-replayed']).toBeUndefined();
+    expect(theirs.body.price).toBe(200);
+  });
+
+  it('forgets a key after 24 hours', async () => {
+    const body = { billing_key: billingKey, order_name: 'June', order_id: 'idem-6', price: 100 };
+    expect((await client.post('/v2/subscribe/payment', body, { 'idempotency-key': 'key-6' })).status).toBe(200);
+    t.clock.advance(DAY_MS + 1000);
+    const fresh = await client.post('/v2/subscribe/payment', { ...body, order_id: 'idem-6b' }, { 'idempotency-key': 'key-6' });
+    expect(fresh.status).toBe(200);
+    expect(fresh.headers['idempotent-replayed']).toBeUndefined();
+    expect(fresh.body.order_id).toBe('idem-6b');
+  });
+
+  it('refuses a malformed key', async () => {
+    const body = { billing_key: billingKey, order_name: 'June', order_id: 'idem-7', price: 100 };
+    const res = await client.post('/v2/subscribe/payment', body, { 'idempotency-key': 'k'.repeat(256) });
+    expect(res.status).toBe(400);
+    expect(res.body.error_code).toBe('INVALID_REQUEST');
+    expect(await receiptsOf('idem-7')).toBe(0);
+  });
+});
+
+describe('Idempotency-Key while the first request is in flight', () => {
+  let slow: TestApp;
+  let sandbox: Awaited<ReturnType<typeof startSandboxGateways>>;
+  let registry: ReturnType<typeof createGatewayRegistry>;
+
+  beforeAll(async () => {
+    sandbox = await startSandboxGateways({ host: '127.0.0.1', port: 0 });
+    registry = createGatewayRegistry({ sandboxUrl: sandbox.url, timeoutMs: 1_500 });
+    slow = await buildTestApp({ gateways: registry });
+  });
+  afterAll(async () => {
+    await slow?.close();
+    await registry?.close();
+    await sandbox?.close();
+  });
+
+  it('answers 409 meanwhile, frees the key after a 5xx, and the retry charges once', async () => {
+    const p = await slow.createProject();
+    const c = keyInClient(slow, p);
+    const key = await c.issuedKey();
+    await armSandboxFault(sandbox.url, 'charge', 'timeout');
+    const body = { billing_key: key, order_name: 'June', order_id: 'inflight-1', price: 500 };
+    const firstPromise = c.post('/v2/subscribe/payment', body, { 'idempotency-key': 'slow-1' });
+
+    // poll (bounded) until the first request has claimed the key, then collide with it
+    let concurrent;
+    for (let i = 0; i < 200; i++) {
+      const claimed = await slow.deps.database.db
+        .selectFrom('idempotency_keys')
+        .select('state')
+        .where('idempotency_key', '=', 'slow-1')
+        .executeTakeFirst();
+      if (claimed?.state === 'in_flight') {
+        concurrent = await c.post('/v2/subscribe/payment', body, { 'idempotency-key': 'slow-1' });
+        break;
+      }
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    expect(concurrent?.status).toBe(409);
+    expect(concurrent?.body).toMatchObject({ error_code: 'IDEMPOTENCY_IN_PROGRESS', code: 9409 });
+
+    const first = await firstPromise;
+    expect(first.status).toBe(502);
+    const retry = await c.post('/v2/subscribe/payment', body, { 'idempotency-key': 'slow-1' });
+    expect(retry.status).toBe(200);
+    expect(retry.headers['idempotent-replayed']).toBeUndefined();
+    const replay = await c.post('/v2/subscribe/payment', body, { 'idempotency-key': 'slow-1' });
+    expect(replay.headers['idempotent-replayed']).toBe('true');
+    expect(replay.body).toEqual(retry.body);
+
+    const stats = await fetch(`${sandbox.url}/_sandbox/charges?idempotency_key=${chargeIdempotencyKey(p.applicationId, 'inflight-1')}`);
+    expect(((await stats.json()) as { executions: number }).executions).toBe(1);
+  });
+});
