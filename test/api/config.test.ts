@@ -1,0 +1,161 @@
+// Configuration parsing (env objects through the real parser), the exit on a bad value, and the
+// logger's redaction.
+import { spawn } from 'node:child_process';
+import { Writable } from 'node:stream';
+import { describe, expect, it } from 'vitest';
+import { ConfigError, parseConfig } from '../../src/config/index.js';
+import { createLogger } from '../../src/logger.js';
+
+function problemsOf(env: Record<string, string>): { variable: string; message: string }[] {
+  try {
+    parseConfig(env);
+  } catch (err) {
+    expect(err).toBeInstanceOf(ConfigError);
+    return [...(err as ConfigError).problems];
+  }
+  throw new Error(`expected ${JSON.stringify(env)} to be refused`);
+}
+
+describe('parseConfig', () => {
+  it('has the documented defaults', () => {
+    const config = parseConfig({});
+    expect(config).toMatchObject({
+      port: 8080,
+      host: '0.0.0.0',
+      dataDir: './.data',
+      databaseUrl: undefined,
+      temporalAddress: undefined,
+      sandbox: true,
+      trustedProxies: [],
+      logLevel: 'info',
+      adminTokenGenerated: true,
+    });
+  });
+
+  it('generates a fresh random ADMIN_TOKEN when unset, keeps a given one', () => {
+    const a = parseConfig({});
+    const b = parseConfig({});
+    expect(a.adminToken).toMatch(/^[A-Za-z0-9_-]{32}$/);
+    expect(a.adminToken).not.toBe(b.adminToken);
+    const given = parseConfig({ ADMIN_TOKEN: 'a-long-enough-admin-token' });
+    expect(given).toMatchObject({ adminToken: 'a-long-enough-admin-token', adminTokenGenerated: false });
+  });
+
+  it('reads every variable', () => {
+    const config = parseConfig({
+      PORT: '9090',
+      HOST: '127.0.0.1',
+      DATA_DIR: '/var/lib/paygate',
+      DATABASE_URL: 'postgres://user:pw@db:5432/paygate',
+      TEMPORAL_ADDRESS: 'temporal:7233',
+      TEMPORAL_NAMESPACE: 'payments',
+      TEMPORAL_TASK_QUEUE: 'pg-q',
+      TRUSTED_PROXIES: '10.0.0.1, 172.16.0.0/12,::1',
+      LOG_LEVEL: 'warn',
+      PUBLIC_BASE_URL: 'https://pay.example.com',
+    });
+    expect(config).toMatchObject({
+      port: 9090,
+      host: '127.0.0.1',
+      dataDir: '/var/lib/paygate',
+      databaseUrl: 'postgres://user:pw@db:5432/paygate',
+      temporalAddress: 'temporal:7233',
+      temporalNamespace: 'payments',
+      taskQueue: 'pg-q',
+      sandbox: false,
+      trustedProxies: ['10.0.0.1', '172.16.0.0/12', '::1'],
+      logLevel: 'warn',
+      publicBaseUrl: 'https://pay.example.com',
+    });
+  });
+
+  it('PAYGATE_SANDBOX defaults on when Temporal is embedded and can be set either way', () => {
+    expect(parseConfig({}).sandbox).toBe(true);
+    expect(parseConfig({ TEMPORAL_ADDRESS: 'localhost:7233' }).sandbox).toBe(false);
+    expect(parseConfig({ TEMPORAL_ADDRESS: 'localhost:7233', PAYGATE_SANDBOX: 'on' }).sandbox).toBe(true);
+    expect(parseConfig({ PAYGATE_SANDBOX: 'false' }).sandbox).toBe(false);
+    expect(parseConfig({ PAYGATE_SANDBOX: '1' }).sandbox).toBe(true);
+  });
+
+  it('treats empty strings as unset', () => {
+    expect(parseConfig({ PORT: '', DATABASE_URL: '  ', ADMIN_TOKEN: '' })).toMatchObject({ port: 8080, databaseUrl: undefined, adminTokenGenerated: true });
+  });
+
+  it.each([
+    ['PORT', 'eighty'],
+    ['PORT', '70000'],
+    ['PORT', '80.5'],
+    ['ADMIN_TOKEN', 'short'],
+    ['DATABASE_URL', 'mysql://db/x'],
+    ['DATABASE_URL', 'not a url'],
+    ['TEMPORAL_ADDRESS', 'http://temporal:7233'],
+    ['PAYGATE_SANDBOX', 'maybe'],
+    ['TRUSTED_PROXIES', '10.0.0.1,not-an-ip'],
+    ['LOG_LEVEL', 'loud'],
+    ['PUBLIC_BASE_URL', 'pay.example.com'],
+  ])('refuses %s=%s naming the variable', (variable, value) => {
+    const problems = problemsOf({ [variable]: value });
+    expect(problems.map((p) => p.variable)).toEqual([variable]);
+    expect(problems[0]!.message.length).toBeGreaterThan(0);
+  });
+
+  it('reports every bad variable at once', () => {
+    const problems = problemsOf({ PORT: '-1', LOG_LEVEL: 'x', TRUSTED_PROXIES: 'y' });
+    expect(problems.map((p) => p.variable).sort()).toEqual(['LOG_LEVEL', 'PORT', 'TRUSTED_PROXIES']);
+  });
+});
+
+describe('readConfigOrExit', () => {
+  it('stops the process with exit code 1 and a message naming the variable', async () => {
+    const script = "import('./src/config/index.ts').then((m) => { m.readConfigOrExit(); process.stdout.write('survived'); })";
+    const child = spawn(process.execPath, ['--import', 'tsx', '-e', script], {
+      cwd: new URL('../..', import.meta.url).pathname,
+      env: { PATH: process.env.PATH, PORT: 'not-a-port' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const killer = setTimeout(() => child.kill('SIGKILL'), 30_000);
+    const code = await new Promise<number | null>((resolve) => child.on('exit', (c) => resolve(c)));
+    clearTimeout(killer);
+    expect(code).toBe(1);
+    expect(stdout).not.toContain('survived');
+    expect(stderr).toContain('PORT');
+    expect(stderr).toContain('invalid configuration');
+  });
+});
+
+describe('logger redaction', () => {
+  function capture() {
+    let text = '';
+    const destination = new Writable({
+      write(chunk: Buffer, _e, cb) {
+        text += chunk.toString();
+        cb();
+      },
+    });
+    return { logger: createLogger({ destination }), text: () => text };
+  }
+
+  it('censors card data, OTPs, identity fields, secrets and authorization headers at any depth we log', () => {
+    const { logger, text } = capture();
+    logger.info({
+      card_no: '4111111111111111',
+      body: { card_pw: '12', card_identity_no: '880101', otp: '123456', identity_no: '8801011' },
+      req: { headers: { authorization: 'Basic c2VjcmV0OnNlY3JldA==', 'user-agent': 'curl' } },
+      person: { ci: 'CI-VALUE-XYZ', di: 'DI-VALUE-XYZ', name: '홍길동', phone: '01012345678' },
+      keys: { secret_key: 'sk-very-secret', private_key: 'pk-very-secret', access_token: 'at-very-secret' },
+      deep: { card: { number: '4000000000000002', password2: '34', identityNo: '990101' } },
+      order_id: 'order-1',
+    });
+    const line = text();
+    for (const secret of ['4111111111111111', '880101', '123456', '8801011', 'c2VjcmV0OnNlY3JldA==', 'CI-VALUE-XYZ', 'DI-VALUE-XYZ', '홍길동', '01012345678', 'sk-very-secret', 'pk-very-secret', 'at-very-secret', '4000000000000002', '990101']) {
+      expect(line).not.toContain(secret);
+    }
+    expect(line).toContain('[REDACTED]');
+    expect(line).toContain('order-1');
+    expect(line).toContain('curl');
+  });
+});
