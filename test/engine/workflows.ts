@@ -348,3 +348,13 @@ export async function durableSteps(timerMs: number, activityQueue: string): Prom
   steps.push('signal arrived');
   return steps;
 }
+
+/** An activity whose first attempt hangs on a worker that is about to be killed with the server. */
+export async function activityAcrossRestart(activityQueue: string): Promise<number> {
+  const { hangOnFirstAttempt } = proxyActivities<{ hangOnFirstAttempt(): Promise<number> }>({
+    taskQueue: activityQueue,
+    startToCloseTimeout: '3s',
+    retry: { initialInterval: '200ms', maximumAttempts: 5 },
+  });
+  return hangOnFirstAttempt();
+}
