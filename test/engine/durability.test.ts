@@ -133,113 +133,111 @@ async function connectClient(server: Child): Promise<Client> {
 }
 
 // Runs even when TEMPORAL_ADDRESS is set: it launches and kills bin/temporal-devserver itself.
-{
-  beforeAll(async () => {
-    workDir = await mkdtemp(join(tmpdir(), 'engine-durability-'));
-    dbFile = join(workDir, 'temporal.db');
-    bundleFile = join(workDir, 'workflows.js');
-    await writeFile(bundleFile, (await workflowBundle()).code);
-    port = await freePort();
-  });
+beforeAll(async () => {
+  workDir = await mkdtemp(join(tmpdir(), 'engine-durability-'));
+  dbFile = join(workDir, 'temporal.db');
+  bundleFile = join(workDir, 'workflows.js');
+  await writeFile(bundleFile, (await workflowBundle()).code);
+  port = await freePort();
+});
 
-  afterAll(async () => {
-    for (const connection of connections) await connection.close().catch(() => undefined);
-    for (const child of children) await child.kill9().catch(() => undefined);
-    if (workDir !== undefined) await rm(workDir, { recursive: true, force: true });
-  });
+afterAll(async () => {
+  for (const connection of connections) await connection.close().catch(() => undefined);
+  for (const child of children) await child.kill9().catch(() => undefined);
+  if (workDir !== undefined) await rm(workDir, { recursive: true, force: true });
+});
 
-  describe('kill -9 and restart on the same --db-filename', () => {
-    it('keeps every workflow: pending timers and activities fire, signals after the restart arrive', async () => {
-      const workflowQueue = uniqueId('durable-wf');
-      const earlyActivityQueue = uniqueId('durable-act-early'); // polled before the kill
-      const lateActivityQueue = uniqueId('durable-act-late'); // only polled after the restart
+describe('kill -9 and restart on the same --db-filename', () => {
+  it('keeps every workflow: pending timers and activities fire, signals after the restart arrive', async () => {
+    const workflowQueue = uniqueId('durable-wf');
+    const earlyActivityQueue = uniqueId('durable-act-early'); // polled before the kill
+    const lateActivityQueue = uniqueId('durable-act-late'); // only polled after the restart
 
-      const server1 = startServer();
-      let client = await connectClient(server1);
-      const worker1 = startWorker(workflowQueue, [earlyActivityQueue]);
-      await worker1.waitForOutput(/^ready$/m, 'the first worker to poll');
+    const server1 = startServer();
+    let client = await connectClient(server1);
+    const worker1 = startWorker(workflowQueue, [earlyActivityQueue]);
+    await worker1.waitForOutput(/^ready$/m, 'the first worker to poll');
 
-      const done = await client.workflow.start(returnValue<string>, {
-        taskQueue: workflowQueue,
-        workflowId: uniqueId('durable-done'),
-        args: ['done before the kill'],
-      });
-      expect(await bounded(done.result(), 20_000, 'the completed workflow')).toBe('done before the kill');
+    const done = await client.workflow.start(returnValue<string>, {
+      taskQueue: workflowQueue,
+      workflowId: uniqueId('durable-done'),
+      args: ['done before the kill'],
+    });
+    expect(await bounded(done.result(), 20_000, 'the completed workflow')).toBe('done before the kill');
 
-      const pendingTimer = await client.workflow.start(durableSteps, {
-        taskQueue: workflowQueue,
-        workflowId: uniqueId('durable-timer'),
-        args: [8_000, lateActivityQueue],
-      });
-      const pendingActivity = await client.workflow.start(durableSteps, {
-        taskQueue: workflowQueue,
-        workflowId: uniqueId('durable-activity'),
-        args: [10, lateActivityQueue],
-      });
-      const runningActivity = await client.workflow.start(activityAcrossRestart, {
-        taskQueue: workflowQueue,
-        workflowId: uniqueId('durable-running-activity'),
-        args: [earlyActivityQueue],
-      });
-      const waitingForSignal = await client.workflow.start(signalCollector, {
-        taskQueue: workflowQueue,
-        workflowId: uniqueId('durable-signal'),
-      });
-      await waitingForSignal.signal(pushSignal, 'before the kill');
+    const pendingTimer = await client.workflow.start(durableSteps, {
+      taskQueue: workflowQueue,
+      workflowId: uniqueId('durable-timer'),
+      args: [8_000, lateActivityQueue],
+    });
+    const pendingActivity = await client.workflow.start(durableSteps, {
+      taskQueue: workflowQueue,
+      workflowId: uniqueId('durable-activity'),
+      args: [10, lateActivityQueue],
+    });
+    const runningActivity = await client.workflow.start(activityAcrossRestart, {
+      taskQueue: workflowQueue,
+      workflowId: uniqueId('durable-running-activity'),
+      args: [earlyActivityQueue],
+    });
+    const waitingForSignal = await client.workflow.start(signalCollector, {
+      taskQueue: workflowQueue,
+      workflowId: uniqueId('durable-signal'),
+    });
+    await waitingForSignal.signal(pushSignal, 'before the kill');
 
-      // Everything is mid-flight: the timer is pending, an activity is scheduled on an unpolled queue,
-      // attempt 1 of another runs on worker1, and the signal was processed.
-      await worker1.waitForOutput(new RegExp(`^activity-started ${runningActivity.workflowId} 1$`, 'm'), 'attempt 1 to start');
-      expect(await bounded(waitingForSignal.query(itemsQuery), 20_000, 'query before the kill')).toEqual(['before the kill']);
-      await eventually(async () => {
-        const history = await pendingActivity.fetchHistory();
-        return history.events?.some((e) => e.activityTaskScheduledEventAttributes) ? true : undefined;
-      }, 'the activity on the unpolled queue to be scheduled');
+    // Everything is mid-flight: the timer is pending, an activity is scheduled on an unpolled queue,
+    // attempt 1 of another runs on worker1, and the signal was processed.
+    await worker1.waitForOutput(new RegExp(`^activity-started ${runningActivity.workflowId} 1$`, 'm'), 'attempt 1 to start');
+    expect(await bounded(waitingForSignal.query(itemsQuery), 20_000, 'query before the kill')).toEqual(['before the kill']);
+    await eventually(async () => {
+      const history = await pendingActivity.fetchHistory();
+      return history.events?.some((e) => e.activityTaskScheduledEventAttributes) ? true : undefined;
+    }, 'the activity on the unpolled queue to be scheduled');
 
-      const timerHistory = await pendingTimer.fetchHistory();
-      expect(timerHistory.events?.some((e) => e.timerStartedEventAttributes)).toBe(true);
-      expect(timerHistory.events?.some((e) => e.timerFiredEventAttributes)).toBe(false);
+    const timerHistory = await pendingTimer.fetchHistory();
+    expect(timerHistory.events?.some((e) => e.timerStartedEventAttributes)).toBe(true);
+    expect(timerHistory.events?.some((e) => e.timerFiredEventAttributes)).toBe(false);
 
-      await server1.kill9();
-      await worker1.kill9();
-      expect(server1.process.signalCode).toBe('SIGKILL');
+    await server1.kill9();
+    await worker1.kill9();
+    expect(server1.process.signalCode).toBe('SIGKILL');
 
-      const server2 = startServer();
-      client = await connectClient(server2);
-      startWorker(workflowQueue, [earlyActivityQueue, lateActivityQueue]);
+    const server2 = startServer();
+    client = await connectClient(server2);
+    startWorker(workflowQueue, [earlyActivityQueue, lateActivityQueue]);
 
-      // Signals sent after the restart arrive.
-      await client.workflow.getHandle(waitingForSignal.workflowId).signal(pushSignal, 'after the restart');
-      await client.workflow.getHandle(waitingForSignal.workflowId).signal(finishSignal);
-      for (const handle of [pendingTimer, pendingActivity]) {
-        await client.workflow.getHandle(handle.workflowId).signal(releaseSignal);
-      }
+    // Signals sent after the restart arrive.
+    await client.workflow.getHandle(waitingForSignal.workflowId).signal(pushSignal, 'after the restart');
+    await client.workflow.getHandle(waitingForSignal.workflowId).signal(finishSignal);
+    for (const handle of [pendingTimer, pendingActivity]) {
+      await client.workflow.getHandle(handle.workflowId).signal(releaseSignal);
+    }
 
-      const afterRestart = (id: string) => client.workflow.getHandle(id);
-      expect(await afterRestart(done.workflowId).result()).toBe('done before the kill');
-      expect(await bounded(afterRestart(waitingForSignal.workflowId).result(), 30_000, 'the signalled workflow')).toEqual([
-        'before the kill',
-        'after the restart',
-      ]);
-      // The activity scheduled before the kill runs on the new worker.
-      expect(await bounded(afterRestart(pendingActivity.workflowId).result(), 30_000, 'the pending activity')).toEqual([
-        'timer fired',
-        'activity ran at attempt 1',
-        'signal arrived',
-      ]);
-      // The timer started before the kill fires after the restart.
-      expect(await bounded(afterRestart(pendingTimer.workflowId).result(), 30_000, 'the pending timer')).toEqual([
-        'timer fired',
-        'activity ran at attempt 1',
-        'signal arrived',
-      ]);
-      // Attempt 1 died with its worker: its start-to-close timeout survived the restart and attempt 2 ran.
-      expect(await bounded(afterRestart(runningActivity.workflowId).result(), 30_000, 'the retried activity')).toBe(2);
+    const afterRestart = (id: string) => client.workflow.getHandle(id);
+    expect(await afterRestart(done.workflowId).result()).toBe('done before the kill');
+    expect(await bounded(afterRestart(waitingForSignal.workflowId).result(), 30_000, 'the signalled workflow')).toEqual([
+      'before the kill',
+      'after the restart',
+    ]);
+    // The activity scheduled before the kill runs on the new worker.
+    expect(await bounded(afterRestart(pendingActivity.workflowId).result(), 30_000, 'the pending activity')).toEqual([
+      'timer fired',
+      'activity ran at attempt 1',
+      'signal arrived',
+    ]);
+    // The timer started before the kill fires after the restart.
+    expect(await bounded(afterRestart(pendingTimer.workflowId).result(), 30_000, 'the pending timer')).toEqual([
+      'timer fired',
+      'activity ran at attempt 1',
+      'signal arrived',
+    ]);
+    // Attempt 1 died with its worker: its start-to-close timeout survived the restart and attempt 2 ran.
+    expect(await bounded(afterRestart(runningActivity.workflowId).result(), 30_000, 'the retried activity')).toBe(2);
 
-      // Histories written before the kill are intact after it.
-      const history = await afterRestart(pendingTimer.workflowId).fetchHistory();
-      const ids = (history.events ?? []).map((e) => Number(e.eventId));
-      expect(ids).toEqual(ids.map((_, i) => i + 1));
-    }, 120_000);
-  });
-}
+    // Histories written before the kill are intact after it.
+    const history = await afterRestart(pendingTimer.workflowId).fetchHistory();
+    const ids = (history.events ?? []).map((e) => Number(e.eventId));
+    expect(ids).toEqual(ids.map((_, i) => i + 1));
+  }, 120_000);
+});
