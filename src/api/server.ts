@@ -24,14 +24,20 @@ export function openConfiguredDatabase(config: Config): Promise<Database> {
 export async function startConfiguredGateways(
   config: Config,
   logger: Logger,
-): Promise<{ gateways: GatewayRegistry; close(): Promise<void> }> {
+): Promise<{ gateways: GatewayRegistry; sandboxUrl?: string; close(): Promise<void> }> {
   if (!config.sandbox) {
     return { gateways: { get: () => undefined, names: [] }, close: async () => undefined };
+  }
+  if (config.sandboxGatewayUrl) {
+    // a sandbox server of its own (split deployments: API and worker must see the same sandbox)
+    const registry = createGatewayRegistry({ sandboxUrl: config.sandboxGatewayUrl });
+    return { gateways: registry, sandboxUrl: config.sandboxGatewayUrl, close: () => registry.close() };
   }
   const sandbox = await startSandboxGateways({ host: '127.0.0.1', port: 0, logger: logger.child({ component: 'sandbox-pg' }) });
   const registry = createGatewayRegistry({ sandboxUrl: sandbox.url });
   return {
     gateways: registry,
+    sandboxUrl: sandbox.url,
     async close() {
       await registry.close();
       await sandbox.close();

@@ -3,6 +3,7 @@
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import { isIpOrCidr } from '../domain/ip.js';
+import { parseKeyringSpec } from '../security/keyring.js';
 
 const booleanFlag = z
   .string()
@@ -46,6 +47,18 @@ const envSchema = z.object({
   TRUSTED_PROXIES: ipOrCidrList.default([]),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   PUBLIC_BASE_URL: z.url().optional(),
+  ENCRYPTION_KEYS: z
+    .string()
+    .trim()
+    .superRefine((v, ctx) => {
+      try {
+        parseKeyringSpec(v);
+      } catch (err) {
+        ctx.addIssue({ code: 'custom', message: (err as Error).message });
+      }
+    })
+    .optional(),
+  SANDBOX_GATEWAY_URL: z.url().optional(),
 });
 
 export interface Config {
@@ -68,6 +81,10 @@ export interface Config {
   readonly logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   /** {base_url}; defaults to http://HOST:PORT */
   readonly publicBaseUrl: string | undefined;
+  /** `kid:base64key,...` (first is current); unset: a key kept under DATA_DIR (see src/config/keys.ts) */
+  readonly encryptionKeys: string | undefined;
+  /** a sandbox gateway server run as its own process; unset: started in-process on loopback */
+  readonly sandboxGatewayUrl: string | undefined;
 }
 
 export class ConfigError extends Error {
@@ -108,6 +125,8 @@ export function parseConfig(env: Env): Config {
     trustedProxies: e.TRUSTED_PROXIES,
     logLevel: e.LOG_LEVEL,
     publicBaseUrl: e.PUBLIC_BASE_URL,
+    encryptionKeys: e.ENCRYPTION_KEYS,
+    sandboxGatewayUrl: e.SANDBOX_GATEWAY_URL,
   };
 }
 
