@@ -41,7 +41,7 @@ describe('admin API', () => {
   }
 
   it('refuses calls without the admin token', async () => {
-    for (const headers of [{}, { authorization: 'Bearer wrong-token-wrong-token' }, { authorization: `Basic ${Buffer.from(`x:${TEST_ADMIN_TOKEN}`).toString('base64')}` }, { authorization: TEST_ADMIN_TOKEN }]) {
+    for (const headers of [{} as Record<string, string>, { authorization: 'Bearer wrong-token-wrong-token' }, { authorization: `Basic ${Buffer.from(`x:${TEST_ADMIN_TOKEN}`).toString('base64')}` }, { authorization: TEST_ADMIN_TOKEN }]) {
       const res = await create({ name: 'x' }, headers);
       expect(res.statusCode).toBe(401);
       expect(res.json()).toMatchObject({ error_code: 'ADMIN_UNAUTHORIZED', code: 9401 });
