@@ -9,8 +9,10 @@ import { parseConfig, type Config } from '../../src/config/index.js';
 import { createGatewayRegistry } from '../../src/gateways/registry.js';
 import { startSandboxGateways } from '../../src/gateways/sandbox/server.js';
 import { createLogger } from '../../src/logger.js';
+import { createKeyring, generateKeyringSpec, parseKeyringSpec } from '../../src/security/keyring.js';
 import { dropSchema, openDatabase, type Database } from '../../src/store/db.js';
 import { createProject, type Project, type ProjectCreateInput } from '../../src/store/projects.js';
+import { startTestTemporal, type TestTemporal } from './temporal.js';
 
 export const TEST_ADMIN_TOKEN = 'test-admin-token-0123456789abcdef';
 
@@ -35,6 +37,8 @@ export interface TestApp {
   readonly deps: AppDeps & { readonly clock: () => Date };
   readonly clock: TestClock;
   readonly sandboxUrl: string;
+  /** present with `withTemporal: true`; its skip() also moves `clock` to the engine's virtual time */
+  readonly temporal?: TestTemporal;
   /** every log line the app wrote so far, as raw text */
   logs(): string;
   createProject(opts?: Partial<ProjectCreateInput>): Promise<TestProject>;
@@ -47,6 +51,11 @@ export interface TestAppOverrides extends Partial<Omit<AppDeps, 'config'>> {
   readonly config?: Partial<Config>;
   /** extra routes registered before ready(), for tests of the platform itself (auth rules, error mapping) */
   readonly routes?: FastifyPluginAsync;
+  /**
+   * Starts the embedded engine (time-skipping) and a worker on this app's database, gateways and
+   * keyring, and gives the app its client (`deps.temporal`), keyring and sandbox URL.
+   */
+  readonly withTemporal?: boolean;
 }
 
 export function basicAuthHeader(clientKey: string, secretKey: string): string {
@@ -109,7 +118,28 @@ export async function buildTestApp(overrides: TestAppOverrides = {}): Promise<Te
       sandboxUrl = sandbox.url;
     }
 
-    const { env: _env, config: _config, routes, ...appOverrides } = overrides;
+    let temporal: TestTemporal | undefined;
+    const { env: _env, config: _config, routes, withTemporal, ...appOverrides } = overrides;
+    if (withTemporal) {
+      const keyring = overrides.keyring ?? createKeyring(parseKeyringSpec(generateKeyringSpec('test')));
+      const started = await startTestTemporal({ database, gateways, keyring });
+      cleanups.push(() => started.close());
+      // The API, the sandbox gateways and the workflows must agree on the time: follow the engine's clock.
+      const follow = async () => clock.advance((await started.now()).getTime() - clock.now().getTime());
+      await follow();
+      temporal = {
+        ...started,
+        async skip(ms) {
+          await started.skip(ms);
+          await follow();
+        },
+      };
+      Object.assign(appOverrides, {
+        temporal: { client: started.client, taskQueue: started.taskQueue },
+        keyring,
+        ...(sandboxUrl ? { sandboxUrl } : {}),
+      });
+    }
     const deps = { ...appOverrides, config, database, gateways, logger, clock: now };
     const app = await buildApp(deps);
     cleanups.push(() => app.close());
@@ -121,6 +151,7 @@ export async function buildTestApp(overrides: TestAppOverrides = {}): Promise<Te
       deps,
       clock,
       sandboxUrl,
+      ...(temporal ? { temporal } : {}),
       logs: () => logChunks.join(''),
       async createProject(opts = {}) {
         const { project, secrets } = await createProject(

@@ -1,0 +1,144 @@
+// The real Temporal side of API tests: the project's embedded engine (bin/temporal-devserver) in
+// time-skipping mode through @temporalio/testing, a client with paygate's data converter and a worker
+// running paygate's workflows and verification activities on the test's own database and gateways.
+import { randomUUID } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+import type { Client } from '@temporalio/client';
+import { Client as TemporalClient } from '@temporalio/client';
+import type { temporal } from '@temporalio/proto';
+import { TestWorkflowEnvironment } from '@temporalio/testing';
+import {
+  bundleWorkflowCode,
+  DefaultLogger,
+  Runtime,
+  Worker,
+  type WorkflowBundleWithSourceMap,
+} from '@temporalio/worker';
+import { createVerificationActivities } from '../../src/activities/verification.js';
+import type { GatewayRegistry } from '../../src/gateways/types.js';
+import { createFieldCipher } from '../../src/security/field-cipher.js';
+import type { Keyring } from '../../src/security/keyring.js';
+import type { Database } from '../../src/store/db.js';
+import { createVerificationStore } from '../../src/store/verifications.js';
+import { paygateDataConverter } from '../../src/temporal/data-converter.js';
+import { WORKFLOWS_PATH } from '../../src/temporal/worker.js';
+
+export const DEVSERVER_PATH = fileURLToPath(new URL('../../bin/temporal-devserver', import.meta.url));
+
+export type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
+
+export interface TestTemporal {
+  readonly env: TestWorkflowEnvironment;
+  /** paygate's client: payloads sealed by the codec (what the API uses) */
+  readonly client: Client;
+  readonly taskQueue: string;
+  /** the engine's virtual time */
+  now(): Promise<Date>;
+  /** skips virtual time; resolves once the engine's clock has moved `durationMs` forward */
+  skip(durationMs: number): Promise<void>;
+  /** the history as stored by the engine: payloads still sealed, fetched without the codec */
+  rawHistory(workflowId: string): Promise<HistoryEvent[]>;
+  close(): Promise<void>;
+}
+
+export interface TestTemporalDeps {
+  readonly database: Database;
+  readonly gateways: GatewayRegistry;
+  readonly keyring: Keyring;
+}
+
+const SETUP_TIMEOUT_MS = 60_000;
+const SKIP_TIMEOUT_MS = 30_000;
+const CLOSE_TIMEOUT_MS = 15_000;
+
+let runtimeInstalled = false;
+function installQuietRuntime(): void {
+  if (runtimeInstalled) return;
+  runtimeInstalled = true;
+  try {
+    Runtime.install({ logger: new DefaultLogger('ERROR') });
+  } catch {
+    // another helper of this process installed it first
+  }
+}
+
+let bundle: Promise<WorkflowBundleWithSourceMap> | undefined;
+/** paygate's workflow bundle, built once per test file (webpack takes a while). */
+export function paygateWorkflowBundle(): Promise<WorkflowBundleWithSourceMap> {
+  bundle ??= bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: new DefaultLogger('ERROR') });
+  return bundle;
+}
+
+/** Rejects when `promise` does not settle in `ms`, so no test waits forever on a stuck server. */
+export function bounded<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
+
+export async function startTestTemporal(deps: TestTemporalDeps): Promise<TestTemporal> {
+  installQuietRuntime();
+  const env = await bounded(
+    TestWorkflowEnvironment.createTimeSkipping({ server: { executable: { type: 'existing-path', path: DEVSERVER_PATH } } }),
+    SETUP_TIMEOUT_MS,
+    'the time-skipping engine to start',
+  );
+  let worker: Worker | undefined;
+  let running: Promise<void> | undefined;
+  try {
+    const namespace = env.namespace ?? 'default';
+    const taskQueue = `paygate-test-${randomUUID()}`;
+    const client = new TemporalClient({ connection: env.connection, namespace, dataConverter: paygateDataConverter(deps.keyring) });
+    const activities = createVerificationActivities({
+      gateways: deps.gateways,
+      verifications: createVerificationStore(deps.database.db, createFieldCipher(deps.keyring)),
+    });
+    worker = await bounded(
+      (async () =>
+        Worker.create({
+          connection: env.nativeConnection,
+          namespace,
+          taskQueue,
+          activities,
+          dataConverter: paygateDataConverter(deps.keyring),
+          workflowBundle: await paygateWorkflowBundle(),
+          shutdownGraceTime: '2s',
+        }))(),
+      SETUP_TIMEOUT_MS,
+      'the worker to start',
+    );
+    const started = worker;
+    running = started.run();
+    // A worker that dies makes every later update hang until its bound; surface the cause instead.
+    running.catch((err: unknown) => process.stderr.write(`test worker stopped: ${String(err)}\n`));
+
+    const rawClient = new TemporalClient({ connection: env.connection, namespace });
+    const now = async () => new Date(await env.currentTimeMs());
+
+    return {
+      env,
+      client,
+      taskQueue,
+      now,
+      async skip(durationMs) {
+        await bounded(env.sleep(durationMs), SKIP_TIMEOUT_MS, `skipping ${durationMs} ms of virtual time`);
+      },
+      async rawHistory(workflowId) {
+        const history = await bounded(rawClient.workflow.getHandle(workflowId).fetchHistory(), SKIP_TIMEOUT_MS, 'history');
+        return history.events ?? [];
+      },
+      async close() {
+        if (started.getState() === 'RUNNING') started.shutdown();
+        await bounded(running ?? Promise.resolve(), CLOSE_TIMEOUT_MS, 'the worker to stop').catch(() => undefined);
+        await bounded(env.teardown(), CLOSE_TIMEOUT_MS, 'the engine to stop').catch(() => undefined);
+      },
+    };
+  } catch (err) {
+    if (worker?.getState() === 'RUNNING') worker.shutdown();
+    await bounded(running ?? Promise.resolve(), CLOSE_TIMEOUT_MS, 'the worker to stop').catch(() => undefined);
+    await bounded(env.teardown(), CLOSE_TIMEOUT_MS, 'the engine to stop').catch(() => undefined);
+    throw err;
+  }
+}
