@@ -1,5 +1,5 @@
 import type { Payload, PayloadCodec } from '@temporalio/common';
-import { temporal } from '@temporalio/proto';
+import proto from '@temporalio/proto';
 import type { Keyring } from '../security/keyring.js';
 
 // Every payload paygate hands to Temporal (workflow inputs, update arguments, activity results) is
@@ -10,6 +10,8 @@ export const ENCRYPTED_ENCODING = 'binary/encrypted';
 const ENCODING_KEY = 'encoding';
 const KEY_ID_KEY = 'encryption-key-id';
 
+// @temporalio/proto is CommonJS: its namespaces come through the default export under Node's ESM loader.
+const { temporal } = proto;
 const utf8 = new TextEncoder();
 const fromUtf8 = new TextDecoder();
 
