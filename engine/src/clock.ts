@@ -1,0 +1,179 @@
+// One clock for the whole service. In time-skipping mode it is virtual: it runs at wall speed but jumps to the
+// next deadline whenever nothing can make progress on its own (lock counter 0, no task outstanding) — the
+// semantics of the Java test server's SelfAdvancingTimer.
+
+export interface TimerHandle {
+  cancel(): void;
+}
+
+interface Entry {
+  at: number;
+  seq: number;
+  fn: () => void;
+  cancelled: boolean;
+}
+
+const MAX_TIMEOUT = 2 ** 31 - 1;
+
+export class Clock {
+  private offset = 0;
+  private heap: Entry[] = [];
+  private seq = 0;
+  private wake: NodeJS.Timeout | null = null;
+  private wakeAt = Infinity;
+  private checkQueued = false;
+  private lockCount: number;
+  private readonly outstanding = new Set<string>();
+  private stopped = false;
+
+  constructor(readonly timeSkipping: boolean) {
+    // Time skipping starts locked, as in the Java test server: TimeSkippingWorkflowClient.result() unlocks it.
+    this.lockCount = timeSkipping ? 1 : 0;
+  }
+
+  now(): number {
+    return Date.now() + this.offset;
+  }
+
+  schedule(at: number, fn: () => void): TimerHandle {
+    const entry: Entry = { at, seq: this.seq++, fn, cancelled: false };
+    this.push(entry);
+    this.kick();
+    return {
+      cancel: () => {
+        entry.cancelled = true;
+      },
+    };
+  }
+
+  lock(): void {
+    this.lockCount++;
+  }
+
+  /**
+   * The counter may go below zero: the Java server counts its own internal locks in the same counter, so
+   * concurrent result() calls (each unlocking, then locking again) never fail there either.
+   */
+  unlock(): void {
+    this.lockCount--;
+    this.kick();
+  }
+
+  get locks(): number {
+    return this.lockCount;
+  }
+
+  /** Outstanding work (a workflow or activity task in flight) holds time still in time-skipping mode. */
+  setOutstanding(key: string, busy: boolean): void {
+    if (busy) {
+      this.outstanding.add(key);
+    } else if (this.outstanding.delete(key)) {
+      this.kick();
+    }
+  }
+
+  stop(): void {
+    this.stopped = true;
+    if (this.wake) clearTimeout(this.wake);
+    this.wake = null;
+  }
+
+  private canSkip(): boolean {
+    return this.timeSkipping && this.lockCount <= 0 && this.outstanding.size === 0;
+  }
+
+  private kick(): void {
+    if (this.checkQueued || this.stopped) return;
+    this.checkQueued = true;
+    setImmediate(() => {
+      this.checkQueued = false;
+      this.run();
+    });
+  }
+
+  private run(): void {
+    if (this.stopped) return;
+    let fired = false;
+    for (;;) {
+      this.dropCancelled();
+      const next = this.heap[0];
+      if (!next) break;
+      const now = this.now();
+      if (next.at > now) {
+        if (!this.canSkip()) break;
+        // A fired timer usually creates a task: let it register before deciding to jump again.
+        if (fired) {
+          this.kick();
+          return;
+        }
+        this.offset += next.at - now;
+      }
+      this.pop();
+      fired = true;
+      try {
+        next.fn();
+      } catch (err) {
+        process.stderr.write(`temporal-devserver: timer callback failed: ${String(err)}\n`);
+      }
+    }
+    this.armWake();
+  }
+
+  private armWake(): void {
+    this.dropCancelled();
+    const next = this.heap[0];
+    const at = next ? next.at : Infinity;
+    if (at === this.wakeAt && this.wake) return;
+    if (this.wake) clearTimeout(this.wake);
+    this.wake = null;
+    this.wakeAt = at;
+    if (at === Infinity) return;
+    const delay = Math.min(Math.max(0, at - this.now()), MAX_TIMEOUT);
+    this.wake = setTimeout(() => {
+      this.wake = null;
+      this.wakeAt = Infinity;
+      this.run();
+    }, delay);
+  }
+
+  private dropCancelled(): void {
+    while (this.heap[0]?.cancelled) this.pop();
+  }
+
+  private less(a: Entry, b: Entry): boolean {
+    return a.at < b.at || (a.at === b.at && a.seq < b.seq);
+  }
+
+  private push(e: Entry): void {
+    const h = this.heap;
+    h.push(e);
+    let i = h.length - 1;
+    while (i > 0) {
+      const p = (i - 1) >> 1;
+      if (!this.less(h[i]!, h[p]!)) break;
+      [h[i], h[p]] = [h[p]!, h[i]!];
+      i = p;
+    }
+  }
+
+  private pop(): Entry | undefined {
+    const h = this.heap;
+    const top = h[0];
+    const last = h.pop();
+    if (h.length > 0 && last) {
+      h[0] = last;
+      let i = 0;
+      for (;;) {
+        const l = 2 * i + 1;
+        const r = l + 1;
+        let m = i;
+        if (l < h.length && this.less(h[l]!, h[m]!)) m = l;
+        if (r < h.length && this.less(h[r]!, h[m]!)) m = r;
+        if (m === i) break;
+        [h[i], h[m]] = [h[m]!, h[i]!];
+        i = m;
+      }
+    }
+    return top;
+  }
+}

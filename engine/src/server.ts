@@ -1,0 +1,76 @@
+// Assembles the engine and its gRPC services; the programmatic entry point (the CLI is a thin layer over it).
+import * as grpc from '@grpc/grpc-js';
+import { Engine } from './engine.js';
+import { addService } from './grpc.js';
+import { Journal } from './journal.js';
+import { log } from './log.js';
+import { HealthService, OperatorService } from './operator-service.js';
+import { TestService } from './test-service.js';
+
+export interface DevServerOptions {
+  /** Time-skipping test server (virtual clock + TestService) instead of the real-clock dev server. */
+  timeSkipping: boolean;
+  host?: string;
+  port?: number;
+  namespaces?: string[];
+  searchAttributes?: Record<string, string>;
+  /** Journal file for durable mode; in memory when absent. */
+  dbFilename?: string;
+}
+
+export interface DevServer {
+  port: number;
+  address: string;
+  engine: Engine;
+  close(): Promise<void>;
+}
+
+export async function startDevServer(opts: DevServerOptions): Promise<DevServer> {
+  let journal: Journal | undefined;
+  let restored: Map<string, { state: unknown; events: unknown[] }> | undefined;
+  if (opts.dbFilename) {
+    const opened = Journal.open(opts.dbFilename);
+    journal = opened.journal;
+    restored = opened.restored;
+  }
+  const engine = new Engine({
+    timeSkipping: opts.timeSkipping,
+    namespaces: opts.namespaces ?? [],
+    searchAttributes: opts.searchAttributes ?? {},
+    journal,
+  });
+  if (restored) {
+    engine.restore(restored);
+    await engine.commit();
+    log.info('restored executions from journal', { count: restored.size, file: opts.dbFilename });
+  }
+  const server = new grpc.Server({ 'grpc.max_receive_message_length': 128 * 1024 * 1024 });
+  addService(server, 'temporal.api.workflowservice.v1.WorkflowService', engine);
+  addService(server, 'temporal.api.operatorservice.v1.OperatorService', new OperatorService(engine));
+  addService(server, 'grpc.health.v1.Health', new HealthService());
+  if (opts.timeSkipping) addService(server, 'temporal.api.testservice.v1.TestService', new TestService(engine.clock));
+  const host = opts.host ?? '127.0.0.1';
+  const port = await new Promise<number>((resolve, reject) =>
+    server.bindAsync(`${host.includes(':') ? `[${host}]` : host}:${opts.port ?? 0}`, grpc.ServerCredentials.createInsecure(), (err, p) =>
+      err ? reject(err) : resolve(p),
+    ),
+  );
+  return {
+    port,
+    address: `${host}:${port}`,
+    engine,
+    close: async () => {
+      engine.close();
+      await new Promise<void>((resolve) => {
+        const t = setTimeout(() => {
+          server.forceShutdown();
+          resolve();
+        }, 1000);
+        server.tryShutdown(() => {
+          clearTimeout(t);
+          resolve();
+        });
+      });
+    },
+  };
+}
