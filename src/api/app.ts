@@ -12,7 +12,7 @@ import { createLogger, type Logger } from '../logger.js';
 import type { Database } from '../store/db.js';
 import { createKeyring, generateKeyringSpec, parseKeyringSpec, type Keyring } from '../security/keyring.js';
 import { authPlugin } from './auth.js';
-import { installErrorHandling } from './errors.js';
+import { clientErrorHandler, installErrorHandling, sendApiError, toApiError } from './errors.js';
 import { adminRoutes } from './routes/admin.js';
 import { billingAreaRoutes } from './routes/billing.js';
 import { healthRoutes } from './routes/health.js';
@@ -79,6 +79,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     keepAliveTimeout: 65_000,
     requestTimeout: 60_000,
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
+    clientErrorHandler,
+    // bad URL encoding and over-long path parameters are answered by the router, not the error handler
+    frameworkErrors: (error, request, reply) => sendApiError(reply, toApiError(error, request)),
   });
 
   app.decorate('deps', resolved);

@@ -2,10 +2,11 @@
 // { error_code, code, message, pg_error_code?, payload?: { message } }. Fastify's own errors
 // (bad JSON, media type, body size, schema validation, unknown route) are mapped here too, and
 // nothing internal (stack, err.message of an unexpected error) ever reaches the body.
+import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { z } from 'zod';
 import { ApiError, type ErrorName } from '../domain/errors.js';
-import { GatewayDeclinedError, GatewayUnavailableError } from '../gateways/types.js';
+import { GatewayUnavailableError } from '../gateways/types.js';
 
 /**
  * Per-field error names for validation failures. `blank` when the field is missing, null or an
@@ -88,9 +89,7 @@ const STATUS_NAMES: Readonly<Record<number, ErrorName>> = {
 /** Maps anything thrown in a request to a catalog error. Unknown errors become INTERNAL_ERROR. */
 export function toApiError(error: unknown, request: FastifyRequest): ApiError {
   if (error instanceof ApiError) return error;
-  if (error instanceof GatewayDeclinedError) {
-    return new ApiError('SUBSCRIBE_REQUEST_FAILED', { pgErrorCode: error.pgErrorCode, payloadMessage: error.pgMessage, cause: error });
-  }
+  // declines are mapped by each route to its area's code; an unreachable PG is the same everywhere
   if (error instanceof GatewayUnavailableError) return new ApiError('GATEWAY_UNAVAILABLE', { cause: error });
   const fastifyError = error as Partial<FastifyError> | null;
   if (fastifyError && Array.isArray(fastifyError.validation)) {
@@ -126,4 +125,23 @@ export function installErrorHandling(app: FastifyInstance): void {
   app.setNotFoundHandler((request, reply) => {
     return sendApiError(reply, new ApiError('NOT_FOUND', { payloadMessage: `${request.method} ${request.url.split('?')[0]}` }));
   });
+}
+
+/**
+ * For HTTP that never becomes a request (unparsable request line, header overflow, timeout):
+ * answers with the catalog envelope instead of Node's or Fastify's default body, then closes.
+ */
+export function clientErrorHandler(error: Error & { code?: string }, socket: Socket): void {
+  if (error.code === 'ECONNRESET' || socket.destroyed) return;
+  const apiError = new ApiError(
+    error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 'REQUEST_TIMEOUT' : error.code === 'HPE_HEADER_OVERFLOW' ? 'HEADERS_TOO_LARGE' : 'INVALID_REQUEST',
+  );
+  const body = JSON.stringify(apiError.toBody());
+  if (socket.writable) {
+    socket.write(
+      `HTTP/1.1 ${apiError.statusCode} Error\r\nContent-Type: application/json; charset=utf-8\r\n` +
+        `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    );
+  }
+  socket.destroy();
 }

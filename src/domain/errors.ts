@@ -11,6 +11,7 @@
 //   9403 ACCESS_TOKEN_INVALID     legacy Bearer token unknown or expired
 //   9404 NOT_FOUND                no such route or resource outside the spec's codes
 //   9405 METHOD_NOT_ALLOWED
+//   9408 REQUEST_TIMEOUT          the client did not send the request in time
 //   9409 IDEMPOTENCY_IN_PROGRESS  same Idempotency-Key while the first request is still running
 //   9410 ORDER_ID_DUPLICATED      order_id already used in this project
 //   9413 PAYLOAD_TOO_LARGE
@@ -21,6 +22,7 @@
 //   9425 RECEIPT_NOT_CANCELLABLE
 //   9426 PROJECT_NOT_FOUND        admin API: unknown application_id
 //   9430 PAYMENT_DECLINED         the PG refused a charge with a billing key (pg_error_code carried)
+//   9431 HEADERS_TOO_LARGE
 //   9500 INTERNAL_ERROR
 //   9502 GATEWAY_UNAVAILABLE      the PG could not be reached or answered garbage
 //   9503 SERVICE_UNAVAILABLE
@@ -110,6 +112,7 @@ export const errorCatalog = {
   ACCESS_TOKEN_INVALID: { code: 9403, status: 401, message: 'The access token is unknown or expired.' },
   NOT_FOUND: { code: 9404, status: 404, message: 'Not found.' },
   METHOD_NOT_ALLOWED: { code: 9405, status: 405, message: 'Method not allowed.' },
+  REQUEST_TIMEOUT: { code: 9408, status: 408, message: 'The request was not received in time.' },
   IDEMPOTENCY_IN_PROGRESS: { code: 9409, status: 409, message: 'A request with this Idempotency-Key is still in progress.' },
   ORDER_ID_DUPLICATED: { code: 9410, status: 409, message: 'order_id has already been used.' },
   PAYLOAD_TOO_LARGE: { code: 9413, status: 413, message: 'The request body is too large.' },
@@ -120,6 +123,7 @@ export const errorCatalog = {
   RECEIPT_NOT_CANCELLABLE: { code: 9425, status: 400, message: 'The receipt cannot be cancelled.' },
   PROJECT_NOT_FOUND: { code: 9426, status: 404, message: 'The project was not found.' },
   PAYMENT_DECLINED: { code: 9430, status: 400, message: 'The PG refused the payment.' },
+  HEADERS_TOO_LARGE: { code: 9431, status: 431, message: 'The request headers are too large.' },
   INTERNAL_ERROR: { code: 9500, status: 500, message: 'An internal error occurred.' },
   GATEWAY_UNAVAILABLE: { code: 9502, status: 502, message: 'The PG could not be reached. Retry with the same Idempotency-Key.' },
   SERVICE_UNAVAILABLE: { code: 9503, status: 503, message: 'The service is not ready.' },

@@ -1,5 +1,6 @@
 // The error envelope: every failure is a catalog entry, Fastify's own errors included, and nothing
 // internal reaches the client.
+import { connect } from 'node:net';
 import type { FastifyPluginAsync } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
@@ -115,6 +116,14 @@ describe('error envelope', () => {
     expectEnvelope(await t.app.inject({ method: 'GET', url: '/v2/nope', headers: { authorization: basicAuth } }), 'NOT_FOUND');
   });
 
+  it('a malformed URL encoding or an over-long path parameter -> INVALID_REQUEST from the router', async () => {
+    expectEnvelope(await t.app.inject({ method: 'GET', url: '/v2/receipt/%E0%A4%A', headers: { authorization: basicAuth } }), 'INVALID_REQUEST');
+    const longParam = await t.app.inject({ method: 'GET', url: `/v2/receipt/${'a'.repeat(5000)}`, headers: { authorization: basicAuth } });
+    expect(longParam.statusCode).toBeGreaterThanOrEqual(400);
+    expect(longParam.statusCode).toBeLessThan(500);
+    expect(longParam.json()).toHaveProperty('error_code');
+  });
+
   it('an unexpected error -> 500 INTERNAL_ERROR without the internal message; it is logged', async () => {
     const res = await t.app.inject({ method: 'GET', url: '/test/boom' });
     const body = expectEnvelope(res, 'INTERNAL_ERROR');
@@ -187,6 +196,56 @@ describe('error envelope', () => {
       expectEnvelope(res, 'SUBSCRIBE_CARD_NO_BLANK');
       expect(res.body).not.toContain('41111111111111112222');
     });
+  });
+});
+
+/** Sends raw bytes to a listening server and returns everything it answers before closing. */
+function rawExchange(port: number, bytes: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1', () => socket.write(bytes));
+    let answer = '';
+    const timer = setTimeout(() => {
+      socket.destroy();
+      reject(new Error('no answer within 10 s'));
+    }, 10_000);
+    socket.on('data', (d: Buffer) => (answer += d.toString()));
+    socket.on('close', () => {
+      clearTimeout(timer);
+      resolve(answer);
+    });
+    socket.on('error', () => undefined);
+  });
+}
+
+describe('HTTP that never becomes a request', () => {
+  let t: TestApp;
+  let port: number;
+  beforeAll(async () => {
+    t = await buildTestApp();
+    await t.app.listen({ host: '127.0.0.1', port: 0 });
+    port = (t.app.server.address() as { port: number }).port;
+  });
+  afterAll(async () => {
+    await t?.close();
+  });
+
+  it('an unparsable request line gets the catalog envelope and the connection is closed', async () => {
+    const answer = await rawExchange(port, 'THIS IS NOT HTTP\r\n\r\n');
+    expect(answer).toMatch(/^HTTP\/1\.1 400 /);
+    const body = JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4));
+    expect(body).toEqual({ error_code: 'INVALID_REQUEST', code: 9400, message: errorCatalog.INVALID_REQUEST.message });
+  });
+
+  it('oversized headers get HEADERS_TOO_LARGE', async () => {
+    const answer = await rawExchange(port, `GET /health HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`);
+    expect(answer).toMatch(/^HTTP\/1\.1 431 /);
+    expect(JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4))).toMatchObject({ error_code: 'HEADERS_TOO_LARGE', code: 9431 });
+  });
+
+  it('a well-formed request on the same server still works', async () => {
+    const answer = await rawExchange(port, 'GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
+    expect(answer).toMatch(/^HTTP\/1\.1 200 /);
+    expect(answer).toContain('{"status":"ok"}');
   });
 });
 
