@@ -1,6 +1,6 @@
 // Listening: explicit timeouts (set in buildApp), graceful shutdown with close-with-grace.
-// Run directly (`npm run api`) it serves the API alone: database from the config, sandbox
-// gateways in-process when PAYGATE_SANDBOX is on. src/main.ts wires the embedded engine and worker.
+// Run directly (`npm run api`) it serves the API alone against TEMPORAL_ADDRESS: database from the
+// config, sandbox gateways in-process or at SANDBOX_GATEWAY_URL. src/main.ts embeds engine and worker.
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import closeWithGrace from 'close-with-grace';
@@ -11,7 +11,9 @@ import { startSandboxGateways } from '../gateways/sandbox/server.js';
 import type { GatewayRegistry } from '../gateways/types.js';
 import { createLogger, type Logger } from '../logger.js';
 import { openDatabase, type Database } from '../store/db.js';
-import { buildApp, type AppDeps } from './app.js';
+import { loadKeyring } from '../config/keys.js';
+import { connectTemporalClient } from '../temporal/client.js';
+import { buildApp } from './app.js';
 
 const SHUTDOWN_GRACE_MS = 10_000;
 
@@ -72,14 +74,38 @@ export async function listen(
   return address;
 }
 
-export async function startApiServer(extraDeps: Partial<AppDeps> = {}): Promise<FastifyInstance> {
+/**
+ * The API as a process of its own (production): a Temporal cluster at TEMPORAL_ADDRESS runs the
+ * workflows, with `worker.ts` beside it. `npm start` (src/main.ts) embeds everything instead.
+ */
+export async function startApiServer(): Promise<FastifyInstance> {
   const config = readConfigOrExit();
   const logger = createLogger({ level: config.logLevel });
+  if (!config.temporalAddress) {
+    logger.fatal('TEMPORAL_ADDRESS is not set: the standalone API needs a Temporal server (npm start embeds one)');
+    process.exit(1);
+  }
   announceAdminToken(config, logger);
+  const { keyring } = await loadKeyring(config);
   const database = await openConfiguredDatabase(config);
   const gateways = await startConfiguredGateways(config, logger);
-  const app = await buildApp({ config, database, gateways: gateways.gateways, logger, ...extraDeps });
+  const temporal = await connectTemporalClient({ address: config.temporalAddress, namespace: config.temporalNamespace, keyring });
+  const app = await buildApp({
+    config,
+    database,
+    gateways: gateways.gateways,
+    logger,
+    keyring,
+    temporal: { client: temporal.client, taskQueue: config.taskQueue },
+    ...(gateways.sandboxUrl ? { sandboxUrl: gateways.sandboxUrl } : {}),
+    readiness: {
+      temporal: async () => {
+        await temporal.client.connection.workflowService.getSystemInfo({});
+      },
+    },
+  });
   await listen(app, config, async () => {
+    await temporal.close();
     await gateways.close();
     await database.close();
   });
