@@ -5,7 +5,7 @@ import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import type { Client } from '@temporalio/client';
 import { Client as TemporalClient } from '@temporalio/client';
-import type { temporal } from '@temporalio/proto';
+import { temporal } from '@temporalio/proto';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import {
   bundleWorkflowCode,
@@ -26,6 +26,12 @@ import { WORKFLOWS_PATH } from '../../src/temporal/worker.js';
 export const DEVSERVER_PATH = fileURLToPath(new URL('../../bin/temporal-devserver', import.meta.url));
 
 export type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
+
+/** Event type names without the EVENT_TYPE_ prefix, e.g. 'WORKFLOW_EXECUTION_UPDATE_ACCEPTED'. */
+export function eventTypeNames(events: readonly HistoryEvent[]): string[] {
+  const names = temporal.api.enums.v1.EventType as unknown as Record<number, string>;
+  return events.map((e) => (names[e.eventType ?? 0] ?? `UNKNOWN_${e.eventType}`).replace(/^EVENT_TYPE_/, ''));
+}
 
 export interface TestTemporal {
   readonly env: TestWorkflowEnvironment;

@@ -235,6 +235,8 @@ export async function verificationRoutes(app: FastifyInstance): Promise<void> {
       '/sandbox/v1/sms',
       {
         config: { auth: 'project' },
+        // The phone number is in the query string, and Fastify's "incoming request" line logs the URL.
+        logLevel: 'warn',
         schema: {
           summary: 'Sandbox SMS inbox',
           description: 'Messages the sandbox identity gateway sent to a phone, newest first. Sandbox mode only.',

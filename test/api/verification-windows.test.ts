@@ -1,0 +1,221 @@
+// The two 30-minute windows of an identity verification and the purge of CI/DI, proven with the
+// embedded engine's virtual clock (time-skipping) through the real API, worker and database; and the
+// update validators, which refuse without writing anything to the workflow's history.
+import { ApplicationFailure } from '@temporalio/common';
+import { WorkflowUpdateFailedError } from '@temporalio/client';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { verificationWorkflowId, confirmOtpUpdate, resendOtpUpdate } from '../../src/workflows/verification-definitions.js';
+import { buildTestApp, type TestApp, type TestProject } from '../helpers/app.js';
+import { bounded, eventTypeNames, type TestTemporal } from '../helpers/temporal.js';
+import { expectApiError, verificationClient, type VerificationClient } from './verification-fixtures.js';
+
+const MINUTE = 60_000;
+
+let t: TestApp;
+let temporal: TestTemporal;
+let project: TestProject;
+let api: VerificationClient;
+
+beforeAll(async () => {
+  t = await buildTestApp({ withTemporal: true });
+  temporal = t.temporal!;
+  project = await t.createProject();
+  api = verificationClient(t, project);
+});
+afterAll(async () => {
+  await t?.close();
+});
+
+const row = (receiptId: string) =>
+  t.deps.database.db.selectFrom('verifications').selectAll().where('receipt_id', '=', receiptId).executeTakeFirstOrThrow();
+
+/** Polls the database row until `done` holds (activities run right after the timer fires); bounded. */
+async function rowWhen(receiptId: string, done: (r: Awaited<ReturnType<typeof row>>) => boolean, what: string) {
+  const deadline = Date.now() + 15_000;
+  for (;;) {
+    const current = await row(receiptId);
+    if (done(current)) return current;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; row: ${JSON.stringify(current)}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+const handleOf = (receiptId: string) => temporal.client.workflow.getHandle(verificationWorkflowId(receiptId));
+
+async function workflowStatus(receiptId: string): Promise<string> {
+  return (await bounded(handleOf(receiptId).describe(), 10_000, 'describe')).status.name;
+}
+
+async function eventuallyClosed(receiptId: string): Promise<string> {
+  const deadline = Date.now() + 15_000;
+  for (;;) {
+    const status = await workflowStatus(receiptId);
+    if (status !== 'RUNNING') return status;
+    if (Date.now() > deadline) throw new Error(`workflow of ${receiptId} still running`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+async function historyOf(receiptId: string): Promise<string[]> {
+  return eventTypeNames(await temporal.rawHistory(verificationWorkflowId(receiptId)));
+}
+
+/** The update's refusal as the workflow wrote it: ApplicationFailure typed with the catalog name. */
+async function updateRefusal(run: () => Promise<unknown>): Promise<string | undefined> {
+  try {
+    await bounded(run(), 15_000, 'update');
+  } catch (err) {
+    expect(err).toBeInstanceOf(WorkflowUpdateFailedError);
+    const cause = (err as WorkflowUpdateFailedError).cause;
+    expect(cause).toBeInstanceOf(ApplicationFailure);
+    return (cause as ApplicationFailure).type ?? undefined;
+  }
+  return undefined;
+}
+
+const updateEvents = (names: string[]) => names.filter((n) => n.startsWith('WORKFLOW_EXECUTION_UPDATE_'));
+
+describe('the confirm window: 30 minutes from requested_at', () => {
+  it('29 minutes after the request the OTP is still confirmed; extra.timeout is stored and never enforced', async () => {
+    const { receiptId, phone } = await api.requested({ extra: { timeout: 1 } });
+    expect((await row(receiptId)).extra).toEqual({ timeout: 1 });
+    await temporal.skip(29 * MINUTE);
+    expect((await row(receiptId)).status).toBe(51);
+    const resent = await api.realarm(receiptId);
+    expect(resent.status, JSON.stringify(resent.body)).toBe(200);
+    const confirmed = await api.confirm(receiptId, await api.latestOtp(phone));
+    expect(confirmed.status, JSON.stringify(confirmed.body)).toBe(200);
+    expect(confirmed.body.status).toBe(12);
+    const elapsed = Date.parse(confirmed.body.authenticated_at as string) - Date.parse(confirmed.body.requested_at as string);
+    expect(elapsed).toBeGreaterThanOrEqual(29 * MINUTE - 1000);
+    expect(elapsed).toBeLessThan(30 * MINUTE);
+    expect((await api.certificate(receiptId)).status).toBe(200);
+  });
+
+  it('31 minutes after the request the verification is expired (-50): confirm and resend give 2404, lookup 2408', async () => {
+    const { receiptId, phone } = await api.requested();
+    const otp = await api.latestOtp(phone);
+    await temporal.skip(31 * MINUTE);
+    const expired = await rowWhen(receiptId, (r) => r.status === -50, 'status -50');
+    expect(expired.expired_at).not.toBeNull();
+    expect(expired.authenticated_at).toBeNull();
+    expectApiError(await api.confirm(receiptId, otp), 400, 2404, 'AUTH_NOT_READY');
+    expectApiError(await api.realarm(receiptId), 400, 2404, 'AUTH_NOT_READY');
+    expectApiError(await api.certificate(receiptId), 400, 2408, 'AUTH_NOT_CONFIRMED');
+    expect(await eventuallyClosed(receiptId)).toBe('COMPLETED');
+    const after = await row(receiptId);
+    expect(after.status).toBe(-50);
+    expect(after.number_of_realarms).toBe(0);
+    expect(after.name_sealed).toBeNull();
+  });
+
+  it('a failed send (-12) closes its workflow once the API has read the failure', async () => {
+    const res = await api.request({ phone: '01000000000' });
+    expectApiError(res, 400, 2402, 'AUTH_CONFIRM_READY_FAILED');
+    const failed = await t.deps.database.db
+      .selectFrom('verifications')
+      .select('receipt_id')
+      .where('application_id', '=', project.applicationId)
+      .where('status', '=', -12)
+      .executeTakeFirstOrThrow();
+    expect(await eventuallyClosed(failed.receipt_id)).toBe('COMPLETED');
+  });
+});
+
+describe('the lookup window: 30 minutes from authenticated_at, then CI and DI are purged', () => {
+  it('looks up at 29 minutes; at 31 minutes gives 2409 and the row has lost unique and di only', async () => {
+    const { receiptId, body: confirmed } = await api.verified();
+    const before = await row(receiptId);
+    expect(before.unique_sealed).not.toBeNull();
+    expect(before.di_sealed).not.toBeNull();
+
+    await temporal.skip(29 * MINUTE);
+    const inWindow = await api.certificate(receiptId);
+    expect(inWindow.status).toBe(200);
+    expect(inWindow.body).toEqual(confirmed);
+    expect((await row(receiptId)).identifiers_purged_at).toBeNull();
+
+    await temporal.skip(2 * MINUTE);
+    expectApiError(await api.certificate(receiptId), 400, 2409, 'AUTH_EXPIRED');
+    const purged = await rowWhen(receiptId, (r) => r.identifiers_purged_at !== null, 'identifiers_purged_at');
+    expect(purged.unique_sealed).toBeNull();
+    expect(purged.di_sealed).toBeNull();
+    // the rest of the receipt stays
+    expect(purged.status).toBe(12);
+    expect(purged.authenticated_at?.getTime()).toBe(before.authenticated_at?.getTime());
+    expect(purged.name_sealed).toBe(before.name_sealed);
+    expect(purged.phone_sealed).toBe(before.phone_sealed);
+    expect(purged.birth_sealed).toBe(before.birth_sealed);
+    expect(purged.tid).toBe(before.tid);
+    expect(purged.gender).toBe(before.gender);
+    // still verified: confirm and resend say 2404, the lookup keeps saying 2409
+    expectApiError(await api.confirm(receiptId, '123456'), 400, 2404, 'AUTH_NOT_READY');
+    expectApiError(await api.realarm(receiptId), 400, 2404, 'AUTH_NOT_READY');
+    expectApiError(await api.certificate(receiptId), 400, 2409, 'AUTH_EXPIRED');
+    expect(await eventuallyClosed(receiptId)).toBe('COMPLETED');
+    expect(await historyOf(receiptId)).toContain('TIMER_FIRED');
+  });
+
+  it('the purge timer runs from authenticated_at, not from requested_at', async () => {
+    const { receiptId, phone } = await api.requested();
+    await temporal.skip(20 * MINUTE);
+    expect((await api.confirm(receiptId, await api.latestOtp(phone))).status).toBe(200);
+    // 31 minutes after the request, 11 after confirmation: still available
+    await temporal.skip(11 * MINUTE);
+    expect((await api.certificate(receiptId)).status).toBe(200);
+    expect((await row(receiptId)).unique_sealed).not.toBeNull();
+    await temporal.skip(20 * MINUTE);
+    expectApiError(await api.certificate(receiptId), 400, 2409, 'AUTH_EXPIRED');
+    await rowWhen(receiptId, (r) => r.identifiers_purged_at !== null && r.unique_sealed === null && r.di_sealed === null, 'the purge');
+  });
+});
+
+describe('update validators reject without writing history', () => {
+  it('a resend of a pass verification (2412) and a malformed OTP leave no update event', async () => {
+    const { receiptId } = await api.requested({ authenticate_type: 'pass' });
+    const before = await historyOf(receiptId);
+    expect(updateEvents(before)).toEqual(['WORKFLOW_EXECUTION_UPDATE_ACCEPTED', 'WORKFLOW_EXECUTION_UPDATE_COMPLETED']); // otpSent
+
+    expectApiError(await api.realarm(receiptId), 400, 2412, 'AUTH_REALARM_NOT_ABLE');
+    expect(await updateRefusal(() => handleOf(receiptId).executeUpdate(resendOtpUpdate))).toBe('AUTH_REALARM_NOT_ABLE');
+    expect(await historyOf(receiptId)).toEqual(before);
+
+    const sms = await api.requested();
+    const smsBefore = await historyOf(sms.receiptId);
+    expect(await updateRefusal(() => handleOf(sms.receiptId).executeUpdate(confirmOtpUpdate, { args: [{ otp: 'abc' }] }))).toBe(
+      'AUTH_CONFIRM_FAILED',
+    );
+    expect(await historyOf(sms.receiptId)).toEqual(smsBefore);
+  });
+
+  it('confirm or resend of a verified (12) receipt is refused (2404) without history; an accepted resend does write', async () => {
+    const { receiptId, phone } = await api.requested();
+    const initial = await historyOf(receiptId);
+    // control: an accepted update is recorded
+    expect((await api.realarm(receiptId)).status).toBe(200);
+    const afterResend = await historyOf(receiptId);
+    expect(updateEvents(afterResend).length).toBe(updateEvents(initial).length + 2);
+
+    expect((await api.confirm(receiptId, await api.latestOtp(phone))).status).toBe(200);
+    const verified = await historyOf(receiptId);
+    expect(await updateRefusal(() => handleOf(receiptId).executeUpdate(confirmOtpUpdate, { args: [{ otp: '123456' }] }))).toBe(
+      'AUTH_NOT_READY',
+    );
+    expect(await updateRefusal(() => handleOf(receiptId).executeUpdate(resendOtpUpdate))).toBe('AUTH_NOT_READY');
+    expectApiError(await api.confirm(receiptId, '123456'), 400, 2404, 'AUTH_NOT_READY');
+    expect(await historyOf(receiptId)).toEqual(verified);
+    expect(updateEvents(verified)).not.toContain('WORKFLOW_EXECUTION_UPDATE_REJECTED');
+  });
+
+  it('after the confirm window the validator refuses (2404) even before the workflow has recorded the expiry', async () => {
+    const { receiptId } = await api.requested();
+    await temporal.skip(31 * MINUTE);
+    // the workflow may already have completed; either way nothing confirms and nothing is written
+    const refusal = await updateRefusal(() => handleOf(receiptId).executeUpdate(confirmOtpUpdate, { args: [{ otp: '123456' }] })).catch(
+      (err: unknown) => (err instanceof Error ? err.name : String(err)),
+    );
+    expect(refusal).toBeDefined();
+    await rowWhen(receiptId, (r) => r.status === -50, 'status -50');
+    expect(updateEvents(await historyOf(receiptId))).toEqual(['WORKFLOW_EXECUTION_UPDATE_ACCEPTED', 'WORKFLOW_EXECUTION_UPDATE_COMPLETED']);
+  });
+});
