@@ -52,7 +52,11 @@ function installQuietRuntime(): void {
   runtimeInstalled = true;
   try {
     // The default runtime logs every workflow-task failure at WARN; failing tasks on purpose is part of the suite.
-    Runtime.install({ logger: new DefaultLogger(process.env.ENGINE_TEST_LOG_LEVEL === 'DEBUG' ? 'DEBUG' : 'ERROR') });
+    const level = process.env.ENGINE_TEST_LOG_LEVEL === 'DEBUG' ? 'DEBUG' : 'ERROR';
+    Runtime.install({
+      logger: new DefaultLogger(level),
+      telemetryOptions: { logging: { filter: { core: level, other: level } } },
+    });
   } catch {
     // Already installed by another helper in this process.
   }

@@ -147,22 +147,47 @@ if (againstRealServer) {
       });
     });
 
-    it('advances the virtual clock with Sleep, SleepUntil and UnlockTimeSkippingWithSleep', async () => {
+    it('advances the virtual clock with Sleep and SleepUntil once unlocked, and with UnlockTimeSkippingWithSleep', async () => {
       const testService = testServiceOf(env);
       const t0 = await virtualNowMs();
 
-      await testService.sleep({ duration: msToTs('2 hours') });
-      const t1 = await virtualNowMs();
-      expect(t1).toBeGreaterThanOrEqual(t0 + 2 * HOUR_MS);
+      // Sleep and SleepUntil wait for server time; only with the counter at zero does it jump.
+      await testService.unlockTimeSkipping({});
+      let t2: number;
+      try {
+        await testService.sleep({ duration: msToTs('2 hours') });
+        const t1 = await virtualNowMs();
+        expect(t1).toBeGreaterThanOrEqual(t0 + 2 * HOUR_MS);
 
-      await testService.sleepUntil({ timestamp: msToTs(t1 + 3 * DAY_MS) });
-      const t2 = await virtualNowMs();
-      expect(t2).toBeGreaterThanOrEqual(t1 + 3 * DAY_MS);
+        await testService.sleepUntil({ timestamp: msToTs(t1 + 3 * DAY_MS) });
+        t2 = await virtualNowMs();
+        expect(t2).toBeGreaterThanOrEqual(t1 + 3 * DAY_MS);
+      } finally {
+        await testService.lockTimeSkipping({});
+      }
 
-      await env.sleep('1 day'); // the SDK's helper: UnlockTimeSkippingWithSleep
+      // The SDK's env.sleep: UnlockTimeSkippingWithSleep from a counter of one fast-forwards.
+      await env.sleep('1 day');
       const t3 = await virtualNowMs();
       expect(t3).toBeGreaterThanOrEqual(t2 + DAY_MS);
       expect(await env.currentTimeMs()).toBeGreaterThanOrEqual(t3);
+    });
+
+    it('refuses an unbalanced UnlockTimeSkipping', async () => {
+      const testService = testServiceOf(env);
+      await testService.unlockTimeSkipping({});
+      let unbalanced: unknown;
+      try {
+        unbalanced = await testService.unlockTimeSkipping({}).then(
+          () => 'accepted',
+          (err: unknown) => err,
+        );
+      } finally {
+        await testService.lockTimeSkipping({});
+      }
+      // Had the server let the counter go negative, one more lock restores it for the next test.
+      if (unbalanced === 'accepted') await testService.lockTimeSkipping({});
+      expect(unbalanced).toBeInstanceOf(Error);
     });
 
     it('fires a timer during a manual sleep and stamps events with virtual time', async () => {

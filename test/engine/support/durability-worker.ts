@@ -12,7 +12,10 @@ if (address === undefined || bundleFile === undefined || workflowQueue === undef
   process.exit(2);
 }
 
-Runtime.install({ logger: new DefaultLogger('ERROR') });
+Runtime.install({
+  logger: new DefaultLogger('ERROR'),
+  telemetryOptions: { logging: { filter: { core: 'ERROR', other: 'ERROR' } } },
+});
 
 const activities = {
   ...createActivities(),
