@@ -59,6 +59,13 @@ const routePlugins: readonly FastifyPluginAsync[] = [
   verificationRoutes,
 ];
 
+function containsNul(value: unknown, depth = 0): boolean {
+  if (typeof value === 'string') return value.includes('\u0000');
+  if (typeof value !== 'object' || value === null || depth > 64) return false;
+  if (Array.isArray(value)) return value.some((item) => containsNul(item, depth + 1));
+  return Object.entries(value).some(([key, item]) => key.includes('\u0000') || containsNul(item, depth + 1));
+}
+
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const resolved: ResolvedDeps = {
     ...deps,
@@ -107,6 +114,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     const body: unknown = request.body;
     if (body !== undefined && (typeof body !== 'object' || body === null || Array.isArray(body))) {
       throw new ApiError('INVALID_REQUEST', { payloadMessage: 'the request body must be a JSON object' });
+    }
+    // Postgres text cannot hold U+0000: refuse it here rather than fail in the database
+    for (const [part, value] of [['path', request.params], ['query', request.query], ['body', body]] as const) {
+      if (containsNul(value)) throw new ApiError('INVALID_REQUEST', { payloadMessage: `${part}: NUL characters are not allowed` });
     }
   });
 

@@ -124,6 +124,17 @@ describe('error envelope', () => {
     expect(longParam.json()).toHaveProperty('error_code');
   });
 
+  it('NUL characters in path, query or body -> INVALID_REQUEST before reaching the database', async () => {
+    const inPath = await t.app.inject({ method: 'GET', url: '/v2/receipt/%00', headers: { authorization: basicAuth } });
+    expect(expectEnvelope(inPath, 'INVALID_REQUEST').payload).toEqual({ message: 'path: NUL characters are not allowed' });
+    const inQuery = await t.app.inject({ method: 'GET', url: '/v2/receipt/abc?lookup_user_data=%00', headers: { authorization: basicAuth } });
+    expect(expectEnvelope(inQuery, 'INVALID_REQUEST').payload).toEqual({ message: 'query: NUL characters are not allowed' });
+    const inBody = await post('/v2/request/token', JSON.stringify({ application_id: 'a\u0000b', private_key: 'x' }));
+    expect(expectEnvelope(inBody, 'INVALID_REQUEST').payload).toEqual({ message: 'body: NUL characters are not allowed' });
+    const inKey = await post('/v2/request/token', JSON.stringify({ nested: { 'k\u0000': 1 } }));
+    expectEnvelope(inKey, 'INVALID_REQUEST');
+  });
+
   it('an unexpected error -> 500 INTERNAL_ERROR without the internal message; it is logged', async () => {
     const res = await t.app.inject({ method: 'GET', url: '/test/boom' });
     const body = expectEnvelope(res, 'INTERNAL_ERROR');
