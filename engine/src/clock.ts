@@ -51,10 +51,13 @@ export class Clock {
   }
 
   /**
-   * The counter may go below zero: the Java server counts its own internal locks in the same counter, so
-   * concurrent result() calls (each unlocking, then locking again) never fail there either.
+   * As in the Java server, outstanding tasks count as locks of the same counter: an unlock is refused only
+   * when the whole counter is zero, so concurrent result() calls (each unlocking, then locking again) pass.
    */
   unlock(): void {
+    if (this.lockCount + this.outstanding.size <= 0) {
+      throw new Error('unbalanced UnlockTimeSkipping: time skipping is not locked');
+    }
     this.lockCount--;
     this.kick();
   }
@@ -72,6 +75,10 @@ export class Clock {
     }
   }
 
+  describe(): { locks: number; outstanding: string[]; timers: number; virtualOffsetMs: number } {
+    return { locks: this.lockCount, outstanding: [...this.outstanding], timers: this.heap.length, virtualOffsetMs: this.offset };
+  }
+
   stop(): void {
     this.stopped = true;
     if (this.wake) clearTimeout(this.wake);
@@ -79,7 +86,7 @@ export class Clock {
   }
 
   private canSkip(): boolean {
-    return this.timeSkipping && this.lockCount <= 0 && this.outstanding.size === 0;
+    return this.timeSkipping && this.lockCount + this.outstanding.size <= 0;
   }
 
   private kick(): void {

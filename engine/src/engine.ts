@@ -500,7 +500,7 @@ export class Engine {
       userMetadata?: Plain<temporal.api.sdk.v1.IUserMetadata> | null;
       rootExecution?: Plain<temporal.api.common.v1.IWorkflowExecution> | null;
     },
-    signal?: HistoryEvent,
+    signal?: { name: string; input: Payloads | null | undefined; header: Plain<temporal.api.common.v1.IHeader> | null | undefined; identity: string },
   ): Execution {
     const now = this.clock.now();
     const runId = randomUUID();
@@ -583,7 +583,17 @@ export class Engine {
     });
     if (p.userMetadata) started.userMetadata = p.userMetadata;
     this.appendNow(ex, started);
-    if (signal) this.appendNow(ex, signal);
+    if (signal) {
+      this.appendNow(
+        ex,
+        this.event(ex, EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED, 'workflowExecutionSignaledEventAttributes', {
+          signalName: signal.name,
+          input: signal.input,
+          identity: signal.identity,
+          header: signal.header,
+        }),
+      );
+    }
     const key = execKey(namespace, runId);
     this.runs.set(key, ex);
     this.indexRun(ex);
@@ -707,8 +717,12 @@ export class Engine {
       return { runId: prev.s.runId, started: false };
     }
     this.admitStart(namespace, params.workflowId, '', r.workflowIdReusePolicy ?? 0, conflict, params.identity);
-    const ex = this.newRun(namespace, params, undefined);
-    this.signal(ex, r.signalName, r.signalInput, r.header, r.identity ?? '', null);
+    const ex = this.newRun(namespace, params, {
+      name: r.signalName,
+      input: r.signalInput,
+      header: r.header,
+      identity: r.identity ?? '',
+    });
     await this.commit();
     return { runId: ex.s.runId, started: true };
   }

@@ -1,5 +1,7 @@
 // temporal.api.testservice.v1.TestService: the time-skipping controls used by @temporalio/testing.
 import type { Clock } from './clock.js';
+import { Code, RpcError } from './errors.js';
+import { log } from './log.js';
 import { durationMs, msTs, tsMs, type Plain, type temporal } from './proto.js';
 
 type SleepRequest = Plain<temporal.api.testservice.v1.ISleepRequest>;
@@ -18,11 +20,16 @@ export class TestService {
   }
 
   async UnlockTimeSkipping(): Promise<object> {
-    this.clock.unlock();
+    try {
+      this.clock.unlock();
+    } catch (err) {
+      throw new RpcError(Code.FAILED_PRECONDITION, (err as Error).message);
+    }
     return {};
   }
 
   async Sleep(r: SleepRequest): Promise<object> {
+    log.debug('Sleep', this.clock.describe());
     await this.until(this.clock.now() + durationMs(r.duration));
     return {};
   }
