@@ -256,7 +256,7 @@ describe('workflow task failures and timeouts', () => {
 
 describe('history paging', () => {
   it('pages a long history for the worker and for GetWorkflowExecutionHistory', async () => {
-    const timers = 120;
+    const timers = 80;
     await withWorker(env, { activities, maxCachedWorkflows: 0 }, async (taskQueue) => {
       const handle = await env.client.workflow.start(manyTimers, { taskQueue, workflowId: uniqueId('paging'), args: [timers] });
       expect(await handle.result()).toBe(timers);
