@@ -86,7 +86,8 @@ export class Clock {
   }
 
   private canSkip(): boolean {
-    return this.timeSkipping && this.lockCount + this.outstanding.size <= 0;
+    // Unlike an unlock's check, a jump needs every task settled: time must not run past a task in flight.
+    return this.timeSkipping && this.lockCount <= 0 && this.outstanding.size === 0;
   }
 
   private kick(): void {
