@@ -12,7 +12,7 @@ import {
 } from './card.js';
 import { ApiError, type ErrorName } from './errors.js';
 import { formatTimestamp } from './time.js';
-import { BILLING_KEY_ISSUED, statusLocale } from './receipt.js';
+import { BILLING_KEY_ISSUED, isResourceId, statusLocale } from './receipt.js';
 
 /** The only method that can issue a billing key over REST. */
 export const KEY_IN_METHOD = '카드자동(REST)';
@@ -206,6 +206,7 @@ function nonNegativeWon(value: unknown, field: string): number {
 export function parseChargeRequest(rawBody: unknown): ChargeParams {
   const body = asFields(rawBody);
   const billingKey = required(body, 'billing_key', 'SUBSCRIBE_BK_NOT_FOUND');
+  if (!isResourceId(billingKey)) throw new ApiError('SUBSCRIBE_BK_NOT_FOUND');
   const orderName = required(body, 'order_name', 'RC_NAME_BLANK');
   const orderId = required(body, 'order_id', 'RC_O_ID_BLANK');
   const price = nonNegativeWon(body.price, 'price');
@@ -213,7 +214,7 @@ export function parseChargeRequest(rawBody: unknown): ChargeParams {
   const taxFree = body.tax_free === undefined || body.tax_free === null ? 0 : nonNegativeWon(body.tax_free, 'tax_free');
   if (taxFree > price) throw new ApiError('INVALID_REQUEST', { message: 'tax_free cannot exceed price.' });
   return {
-    billingKey: bounded(billingKey, 'billing_key', MAX_ID_LENGTH),
+    billingKey,
     orderName: bounded(orderName, 'order_name', MAX_NAME_LENGTH),
     orderId: bounded(orderId, 'order_id', MAX_ID_LENGTH),
     price,

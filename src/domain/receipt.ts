@@ -25,6 +25,13 @@ export function statusLocale(status: number): string {
 
 export const CURRENCY = 'KRW';
 
+/** paygate's receipt ids and billing keys: 24 lowercase hex characters. Anything else names nothing. */
+const RESOURCE_ID = /^[0-9a-f]{24}$/;
+
+export function isResourceId(value: string): boolean {
+  return RESOURCE_ID.test(value);
+}
+
 export interface ReceiptView {
   readonly receiptId: string;
   readonly orderId: string;
@@ -162,7 +169,7 @@ export function parseCancelRequest(rawBody: unknown): CancelRequest {
   if (typeof receiptId !== 'string' || receiptId.trim() === '') {
     throw new ApiError('RC_NOT_FOUND', { message: 'receipt_id is required.' });
   }
-  if (receiptId.length > MAX_CANCEL_ID_LENGTH) throw new ApiError('RC_NOT_FOUND');
+  if (!isResourceId(receiptId)) throw new ApiError('RC_NOT_FOUND');
   optionalText(body.cancel_username, 'cancel_username', MAX_CANCEL_ID_LENGTH);
   if (body.refund !== undefined && body.refund !== null && (typeof body.refund !== 'object' || Array.isArray(body.refund))) {
     throw new ApiError('INVALID_REQUEST', { message: 'refund must be an object.' });

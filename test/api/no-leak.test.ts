@@ -44,7 +44,7 @@ beforeAll(async () => {
   t = await buildTestApp({ env: { LOG_LEVEL: 'debug' } });
   const project = await t.createProject();
   const client = keyInClient(t, project);
-  const record = (r: { body: unknown }) => {
+  const record = <R extends { body: unknown }>(r: R): R => {
     responses.push(JSON.stringify(r.body));
     return r;
   };

@@ -103,10 +103,11 @@ describe('billing key request validation order', () => {
 });
 
 describe('charge request', () => {
-  const charge = { billing_key: 'bk', order_name: 'n', order_id: 'o-1', price: 1000 };
+  const charge = { billing_key: '0123456789abcdef01234567', order_name: 'n', order_id: 'o-1', price: 1000 };
   it('validates amounts and ids', () => {
     expect(parseChargeRequest({ ...charge, card_quota: '03', tax_free: 100 })).toMatchObject({ price: 1000, taxFree: 100, quota: 3 });
     expect(errorOf(() => parseChargeRequest({ ...charge, billing_key: '' })).name).toBe('SUBSCRIBE_BK_NOT_FOUND');
+    expect(errorOf(() => parseChargeRequest({ ...charge, billing_key: 'not-a-key' })).name).toBe('SUBSCRIBE_BK_NOT_FOUND');
     expect(errorOf(() => parseChargeRequest({ ...charge, order_id: '' })).name).toBe('RC_O_ID_BLANK');
     expect(errorOf(() => parseChargeRequest({ ...charge, price: 0 })).name).toBe('INVALID_REQUEST');
     expect(errorOf(() => parseChargeRequest({ ...charge, price: 1.5 })).name).toBe('INVALID_REQUEST');

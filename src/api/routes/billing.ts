@@ -14,7 +14,7 @@ import {
 } from '../../domain/billing.js';
 import { enforceMasked } from '../../domain/card.js';
 import { ApiError } from '../../domain/errors.js';
-import { PAYMENT_PENDING } from '../../domain/receipt.js';
+import { isResourceId, PAYMENT_PENDING } from '../../domain/receipt.js';
 import { newId } from '../../domain/ids.js';
 import { GatewayDeclinedError, GatewayUnavailableError, type CardBillingGateway } from '../../gateways/types.js';
 import {
@@ -32,8 +32,6 @@ import { createIdempotencyHooks } from '../idempotency.js';
 import { cancelRoutes } from './cancel.js';
 import { receiptResponse, receiptRoutes } from './receipt.js';
 
-const MAX_ID_LENGTH = 100;
-
 /** The PG's card capability for this project: unknown / not enabled -> 2001, no billing keys -> 2057. */
 function cardGatewayFor(app: FastifyInstance, project: Project, pg: string): CardBillingGateway {
   const gateway = project.pgs.includes(pg) ? app.deps.gateways.get(pg) : undefined;
@@ -44,7 +42,7 @@ function cardGatewayFor(app: FastifyInstance, project: Project, pg: string): Car
 
 /** A billing key of this project that can still be used; 2309 unknown, 1225 another project's, 9423 destroyed. */
 async function usableBillingKey(app: FastifyInstance, project: Project, billingKey: string): Promise<BillingKeyRow> {
-  if (billingKey.length > MAX_ID_LENGTH) throw new ApiError('SUBSCRIBE_BK_NOT_FOUND');
+  if (!isResourceId(billingKey)) throw new ApiError('SUBSCRIBE_BK_NOT_FOUND');
   const row = await findBillingKey(app.deps.database.db, billingKey);
   if (!row) throw new ApiError('SUBSCRIBE_BK_NOT_FOUND');
   assertOwnedBy(project, row.application_id);
@@ -208,7 +206,7 @@ export async function billingRoutes(app: FastifyInstance): Promise<void> {
     { config: { auth: 'project' }, schema: lookupSchema },
     async (request) => {
       const receiptId = request.params.receipt_id;
-      const row = receiptId.length > MAX_ID_LENGTH ? undefined : await findBillingKeyByReceipt(app.deps.database.db, receiptId);
+      const row = isResourceId(receiptId) ? await findBillingKeyByReceipt(app.deps.database.db, receiptId) : undefined;
       if (!row) throw new ApiError('SUBSCRIBE_BK_NOT_FOUND');
       assertOwnedBy(request.project, row.application_id);
       if (row.destroyed_at !== null) throw new ApiError('BILLING_KEY_DESTROYED');

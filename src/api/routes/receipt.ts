@@ -1,7 +1,7 @@
 // GET /v2/receipt/{receipt_id}: a payment receipt of the authenticated project.
 import type { FastifyInstance } from 'fastify';
 import { ApiError } from '../../domain/errors.js';
-import { renderReceipt, type ReceiptResponse } from '../../domain/receipt.js';
+import { isResourceId, renderReceipt, type ReceiptResponse } from '../../domain/receipt.js';
 import type { Project } from '../../store/projects.js';
 import { findReceipt, receiptView, type ReceiptRow } from '../../store/receipts.js';
 import { assertOwnedBy } from '../auth.js';
@@ -16,8 +16,6 @@ export function receiptResponse(row: ReceiptRow, project: Project): ReceiptRespo
   );
 }
 
-const MAX_ID_LENGTH = 100;
-
 export async function receiptRoutes(app: FastifyInstance): Promise<void> {
   app.get<{ Params: { receipt_id: string } }>(
     '/v2/receipt/:receipt_id',
@@ -31,7 +29,7 @@ export async function receiptRoutes(app: FastifyInstance): Promise<void> {
     },
     async (request) => {
       const receiptId = request.params.receipt_id;
-      if (receiptId.length > MAX_ID_LENGTH) throw new ApiError('RC_NOT_FOUND');
+      if (!isResourceId(receiptId)) throw new ApiError('RC_NOT_FOUND');
       const row = await findReceipt(app.deps.database.db, receiptId);
       if (!row) throw new ApiError('RC_NOT_FOUND');
       assertOwnedBy(request.project, row.application_id);
