@@ -97,6 +97,11 @@ async function main(): Promise<void> {
     process.exit(2);
   }
   configureLog({ level: opts.logLevel ?? process.env.TEMPORAL_DEVSERVER_LOG_LEVEL ?? 'warn', format: opts.logFormat });
+  // One bad request must not take every test's server down: log it loudly and keep serving.
+  process.on('uncaughtException', (err) => log.error('uncaught exception', { error: err.stack ?? String(err) }));
+  process.on('unhandledRejection', (err) =>
+    log.error('unhandled rejection', { error: err instanceof Error ? (err.stack ?? err.message) : String(err) }),
+  );
   const server = await startDevServer(opts);
   log.info('listening', { address: server.address, timeSkipping: opts.timeSkipping, db: opts.dbFilename ?? null });
   let closing = false;

@@ -72,6 +72,8 @@ interface PendingQuery {
   resolve(res: Req<'QueryWorkflowResponse'>): void;
   reject(err: Error): void;
   dispatched: boolean;
+  /** Scheduled event id of the workflow task carrying the query, 0 when it went out as a query task. */
+  attachedTo: number;
 }
 
 interface Waiter {
@@ -830,6 +832,7 @@ export class Engine {
     s.wft.speculativeFrom = null;
     s.sticky = null;
     for (const u of Object.values(s.updates)) if (u.phase === 'delivered') u.phase = 'admitted';
+    this.answerAttachedQueries(ex, {});
     this.flushBuffered(ex);
     // The SDK fails a task on the first attempt only; later attempts are left to time out, so back off gently.
     if (s.wft.attempt > 2) {
@@ -918,6 +921,13 @@ export class Engine {
         body: packAny('temporal.api.update.v1.Request', pb.temporal.api.update.v1.Request, u.request),
       });
     }
+    const queries: Record<string, Plain<temporal.api.query.v1.IWorkflowQuery>> = {};
+    for (const q of this.queries.values()) {
+      if (q.runKey !== runKey || q.dispatched) continue;
+      q.dispatched = true;
+      q.attachedTo = s.wft.scheduledEventId;
+      queries[q.id] = q.query;
+    }
     const from = sticky ? s.lastCompletedStartedEventId : 0;
     const events = ex.history.slice(from);
     log.debug('workflow task started', {
@@ -946,6 +956,7 @@ export class Engine {
       scheduledTime: msTs(s.wft.scheduledTime),
       startedTime: msTs(now),
       messages,
+      queries,
     };
   }
 
@@ -986,6 +997,7 @@ export class Engine {
   ): Promise<Req<'RespondWorkflowTaskCompletedResponse'>> {
     const ex = this.startedWorkflowTask(decodeToken(r.taskToken));
     const s = ex.s;
+    this.answerAttachedQueries(ex, r.queryResults ?? {});
     const commands = r.commands ?? [];
     log.debug('workflow task completed', {
       commands: commands.map((c) => c.commandType),
@@ -2112,6 +2124,7 @@ export class Engine {
           reject(e);
         },
         dispatched: false,
+        attachedTo: 0,
       };
       this.queries.set(id, q);
       onCancel(() => q.reject(new RpcError(Code.CANCELLED, 'query cancelled')));
@@ -2119,11 +2132,14 @@ export class Engine {
     });
   }
 
-  /** Queries go out as legacy query tasks once no workflow task is in flight and the workflow has run once. */
+  /**
+   * Queries go out as legacy query tasks when no workflow task is pending and the workflow has run once;
+   * while one is pending they ride along with it (the task's `queries`), as the real server does.
+   */
   private dispatchPendingQueries(ex: Execution): void {
     const s = ex.s;
     const runKey = execKey(s.namespace, s.runId);
-    if (s.wft.phase === 'started') return;
+    if (s.wft.phase !== 'none') return;
     if (this.isOpen(ex) && s.lastWftCompletedEventId === 0) return;
     for (const q of this.queries.values()) {
       if (q.runKey !== runKey || q.dispatched) continue;
@@ -2148,6 +2164,23 @@ export class Engine {
       query: q.query,
       workflowExecutionTaskQueue: { name: s.taskQueue, kind: enums.TaskQueueKind.TASK_QUEUE_KIND_NORMAL },
     };
+  }
+
+  private answerAttachedQueries(ex: Execution, results: Record<string, Plain<temporal.api.query.v1.IWorkflowQueryResult>>): void {
+    for (const [id, res] of Object.entries(results)) {
+      const q = this.queries.get(id);
+      if (!q) continue;
+      if (res.resultType === enums.QueryResultType.QUERY_RESULT_TYPE_ANSWERED) q.resolve({ queryResult: res.answer });
+      else q.reject(new RpcError(Code.INVALID_ARGUMENT, res.errorMessage || res.failure?.message || 'query failed'));
+    }
+    // Queries the task carried but did not answer go out again.
+    const runKey = execKey(ex.s.namespace, ex.s.runId);
+    for (const q of this.queries.values()) {
+      if (q.runKey === runKey && q.attachedTo === ex.s.wft.scheduledEventId) {
+        q.dispatched = false;
+        q.attachedTo = 0;
+      }
+    }
   }
 
   async RespondQueryTaskCompleted(r: Req<'RespondQueryTaskCompletedRequest'>): Promise<object> {
