@@ -11,7 +11,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError } from '../domain/errors.js';
 import type { Database } from '../store/db.js';
-import { claimIdempotencyKey, completeIdempotencyKey, releaseIdempotencyKey } from '../store/idempotency.js';
+import { claimIdempotencyKey, completeIdempotencyKey, purgeExpiredIdempotencyKeys, releaseIdempotencyKey } from '../store/idempotency.js';
 
 export const IDEMPOTENCY_HEADER = 'idempotency-key';
 export const REPLAYED_HEADER = 'idempotent-replayed';
@@ -19,6 +19,8 @@ const RETENTION_MS = 24 * 60 * 60 * 1000;
 /** An in-flight record older than this was left by a process that died mid-request. */
 const STALE_IN_FLIGHT_MS = 10 * 60 * 1000;
 const KEY_FORMAT = /^[\x21-\x7e]{1,255}$/;
+/** Expired records are swept at most this often, by whichever request comes along. */
+const PURGE_INTERVAL_MS = 60 * 60 * 1000;
 
 interface Claim {
   readonly applicationId: string;
@@ -59,6 +61,7 @@ export function createIdempotencyHooks(deps: {
 }): IdempotencyHooks {
   const claims = new WeakMap<FastifyRequest, Claim>();
   const db = deps.database.db;
+  let lastPurge = 0;
 
   return {
     async preHandler(request, reply) {
@@ -70,6 +73,10 @@ export function createIdempotencyHooks(deps: {
       // project authentication ran in onRequest, before this hook
       const applicationId = request.project.application_id;
       const now = deps.clock();
+      if (now.getTime() - lastPurge >= PURGE_INTERVAL_MS) {
+        lastPurge = now.getTime();
+        await purgeExpiredIdempotencyKeys(db, now);
+      }
       const salt = randomBytes(16).toString('hex');
       const claim = await claimIdempotencyKey(db, {
         applicationId,

@@ -91,6 +91,9 @@ describe('Idempotency-Key', () => {
     expect(fresh.status).toBe(200);
     expect(fresh.headers['idempotent-replayed']).toBeUndefined();
     expect(fresh.body.order_id).toBe('idem-6b');
+    // expired records of other keys were swept on the way
+    const swept = await t.deps.database.db.selectFrom('idempotency_keys').select('idempotency_key').where('idempotency_key', '=', 'key-1').execute();
+    expect(swept).toHaveLength(0);
   });
 
   it('refuses a malformed key', async () => {
