@@ -8,8 +8,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client, Connection } from '@temporalio/client';
+import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bounded, DEVSERVER_PATH, eventually, uniqueId, workflowBundle } from './env.js';
+import { createActivities } from './activities.js';
+import { bounded, DEVSERVER_PATH, eventually, uniqueId, withWorker, workflowBundle } from './env.js';
 import {
   activityAcrossRestart,
   durableSteps,
@@ -240,4 +242,37 @@ describe('kill -9 and restart on the same --db-filename', () => {
     const ids = (history.events ?? []).map((e) => Number(e.eventId));
     expect(ids).toEqual(ids.map((_, i) => i + 1));
   }, 120_000);
+});
+
+describe('TestWorkflowEnvironment.createLocal({ dbFilename })', () => {
+  it('reopens the file of a torn-down environment with its running workflow and buffered signal', async () => {
+    const file = join(workDir, 'sdk-launched.db');
+    const launch = () =>
+      TestWorkflowEnvironment.createLocal({
+        server: { executable: { type: 'existing-path', path: DEVSERVER_PATH }, dbFilename: file, ip: '127.0.0.1' },
+      });
+    const taskQueue = uniqueId('reopened');
+    const workflowId = uniqueId('reopened');
+
+    const first = await launch();
+    try {
+      const handle = await first.client.workflow.start(signalCollector, { taskQueue, workflowId });
+      await handle.signal(pushSignal, 'before teardown');
+    } finally {
+      await first.teardown();
+    }
+
+    const second = await launch();
+    try {
+      const handle = second.client.workflow.getHandle(workflowId);
+      expect((await handle.describe()).status.name).toBe('RUNNING');
+      await handle.signal(pushSignal, 'after reopening');
+      await handle.signal(finishSignal);
+      await withWorker(second, { activities: createActivities(), taskQueue }, async () => {
+        expect(await handle.result()).toEqual(['before teardown', 'after reopening']);
+      });
+    } finally {
+      await second.teardown();
+    }
+  });
 });

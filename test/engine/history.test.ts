@@ -256,7 +256,8 @@ describe('workflow task failures and timeouts', () => {
 
 describe('history paging', () => {
   it('pages a long history for the worker and for GetWorkflowExecutionHistory', async () => {
-    const timers = 80;
+    // ~300 events: more than the 256 a real server puts in one poll response.
+    const timers = 60;
     await withWorker(env, { activities, maxCachedWorkflows: 0 }, async (taskQueue) => {
       const handle = await env.client.workflow.start(manyTimers, { taskQueue, workflowId: uniqueId('paging'), args: [timers] });
       expect(await handle.result()).toBe(timers);
@@ -283,8 +284,8 @@ describe('history paging', () => {
       expect(paged.length).toBe((await handle.describe()).historyLength);
       expect(paged.length).toBe((await historyEvents(handle)).length);
       expect(typesOf(paged).at(-1)).toBe('WORKFLOW_EXECUTION_COMPLETED');
-    });
-  });
+    }, 90_000);
+  }, 120_000);
 });
 
 describe('long poll for the close event', () => {

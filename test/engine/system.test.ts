@@ -3,12 +3,13 @@
 import { status as GrpcStatus } from '@grpc/grpc-js';
 import { isGrpcServiceError } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
-import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createActivities } from './activities.js';
 import {
   againstRealServer,
   createEnv,
+  DEVSERVER_PATH,
   excludedAgainstRealServer,
   historyEvents,
   INT_KEY,
@@ -17,7 +18,7 @@ import {
   uniqueId,
   withWorker,
 } from './env.js';
-import { activityAndTimer, finishSignal, pushSignal, signalCollector } from './workflows.js';
+import { activityAndTimer, finishSignal, pushSignal, returnValue, signalCollector } from './workflows.js';
 
 const { EventType, NamespaceState } = temporal.api.enums.v1;
 
@@ -169,5 +170,41 @@ describe('dev-server mode (TestWorkflowEnvironment.createLocal)', () => {
       expect(await handle.result()).toEqual(['real clock']);
       expect((await handle.describe()).typedSearchAttributes.get(INT_KEY)).toBe(42);
     });
+  });
+});
+
+// Launches bin/temporal-devserver itself, so it runs even when TEMPORAL_ADDRESS is set.
+describe('bin/temporal-devserver command line', () => {
+  it('accepts every flag createLocal may pass, including unknown ones, and serves the given namespace', async () => {
+    const env = await TestWorkflowEnvironment.createLocal({
+      server: {
+        executable: { type: 'existing-path', path: DEVSERVER_PATH },
+        namespace: 'conformance-ns',
+        ip: '127.0.0.1',
+        ui: false,
+        log: { format: 'json', level: 'error' },
+        extraArgs: [
+          '--dynamic-config-value',
+          'frontend.enableUpdateWorkflowExecution=true',
+          '--dynamic-config-value',
+          'system.forceSearchAttributesCacheRefreshOnRead=true',
+          '--headless',
+          '--flag-no-server-knows',
+          'some-value',
+        ],
+      },
+    });
+    try {
+      expect(env.namespace).toBe('conformance-ns');
+      const described = await env.connection.workflowService.describeNamespace({ namespace: 'conformance-ns' });
+      expect(described.namespaceInfo?.name).toBe('conformance-ns');
+      await withWorker(env, { activities }, async (taskQueue) => {
+        expect(
+          await env.client.workflow.execute(returnValue<string>, { taskQueue, workflowId: uniqueId('flags'), args: ['served'] }),
+        ).toBe('served');
+      });
+    } finally {
+      await env.teardown();
+    }
   });
 });
