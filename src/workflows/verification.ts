@@ -63,8 +63,9 @@ class Verification {
   sendOutcomeDelivered = false;
   realarms = 0;
   authenticatedAt: number | undefined;
-  /** resend and confirm run one at a time: each reads and changes the status */
+  /** resend and confirm run one at a time, in arrival order: each reads and changes the status */
   busy = false;
+  private turn: Promise<void> = Promise.resolve();
   readonly confirmDeadline: number;
 
   constructor(readonly input: VerificationInput) {
@@ -92,14 +93,22 @@ class Verification {
     this.assertAwaitingOtp();
   }
 
+  // A chain, not `await condition(() => !busy)`: the SDK unblocks every satisfied condition in one
+  // pass, so updates arriving together would all pass the wait before any of them set busy.
   async exclusively<T>(check: () => void, work: () => Promise<T>): Promise<T> {
-    await condition(() => !this.busy);
-    check();
+    const previous = this.turn;
+    let release!: () => void;
+    this.turn = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    await previous;
     this.busy = true;
     try {
+      check();
       return await work();
     } finally {
       this.busy = false;
+      release();
     }
   }
 }

@@ -6,7 +6,9 @@ import { WorkflowUpdateFailedError } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verificationWorkflowId, confirmOtpUpdate, resendOtpUpdate } from '../../src/workflows/verification-definitions.js';
 import { buildTestApp, type TestApp, type TestProject } from '../helpers/app.js';
-import { bounded, eventTypeNames, type TestTemporal } from '../helpers/temporal.js';
+import { Worker } from '@temporalio/worker';
+import { paygateDataConverter } from '../../src/temporal/data-converter.js';
+import { bounded, eventTypeNames, paygateWorkflowBundle, type TestTemporal } from '../helpers/temporal.js';
 import { expectApiError, verificationClient, type VerificationClient } from './verification-fixtures.js';
 
 const MINUTE = 60_000;
@@ -109,6 +111,17 @@ describe('the confirm window: 30 minutes from requested_at', () => {
     expect(after.name_sealed).toBeNull();
   });
 
+  it('a resend does not extend the window: resent at 29 minutes, the OTP is refused at 31', async () => {
+    const { receiptId, phone } = await api.requested();
+    await temporal.skip(29 * MINUTE);
+    expect((await api.realarm(receiptId)).status).toBe(200);
+    const otp = await api.latestOtp(phone);
+    await temporal.skip(2 * MINUTE);
+    await rowWhen(receiptId, (r) => r.status === -50, 'status -50');
+    expectApiError(await api.confirm(receiptId, otp), 400, 2404, 'AUTH_NOT_READY');
+    expect((await row(receiptId)).number_of_realarms).toBe(1);
+  });
+
   it('a failed send (-12) closes its workflow once the API has read the failure', async () => {
     const res = await api.request({ phone: '01000000000' });
     expectApiError(res, 400, 2402, 'AUTH_CONFIRM_READY_FAILED');
@@ -170,6 +183,74 @@ describe('the lookup window: 30 minutes from authenticated_at, then CI and DI ar
   });
 });
 
+describe('determinism', () => {
+  it('the recorded history of a whole verification (resend, wrong OTP, confirm, purge) replays on the workflow code', async () => {
+    const { receiptId, phone } = await api.requested();
+    expect((await api.realarm(receiptId)).status).toBe(200);
+    const otp = await api.latestOtp(phone);
+    expect((await api.confirm(receiptId, otp === '000000' ? '000001' : '000000')).status).toBe(500);
+    expect((await api.confirm(receiptId, otp)).status).toBe(200);
+    await temporal.skip(31 * MINUTE);
+    expect(await eventuallyClosed(receiptId)).toBe('COMPLETED');
+    const history = await handleOf(receiptId).fetchHistory();
+    await bounded(
+      Worker.runReplayHistory(
+        { workflowBundle: await paygateWorkflowBundle(), dataConverter: paygateDataConverter(t.deps.keyring!) },
+        history,
+        verificationWorkflowId(receiptId),
+      ),
+      30_000,
+      'replay',
+    );
+  });
+});
+
+describe('concurrency', () => {
+  it('concurrent resends run one at a time: the updates answer 1, 2, 3 and every one is counted', async () => {
+    const { receiptId, phone } = await api.requested();
+    const handle = handleOf(receiptId);
+    const direct = await bounded(
+      Promise.all([handle.executeUpdate(resendOtpUpdate), handle.executeUpdate(resendOtpUpdate), handle.executeUpdate(resendOtpUpdate)]),
+      15_000,
+      'three resends',
+    );
+    expect(direct.map((r) => r.numberOfRealarms).sort()).toEqual([1, 2, 3]);
+    expect((await row(receiptId)).number_of_realarms).toBe(3);
+
+    const overHttp = await Promise.all([api.realarm(receiptId), api.realarm(receiptId), api.realarm(receiptId)]);
+    for (const r of overHttp) expect(r.status, JSON.stringify(r.body)).toBe(200);
+    // each response renders the row after its own resend; the last one sees all six
+    expect(Math.max(...overHttp.map((r) => Number((r.body.authenticate_data as Record<string, unknown>).number_of_realarms)))).toBe(6);
+    expect((await row(receiptId)).number_of_realarms).toBe(6);
+    expect(await api.inbox(phone)).toHaveLength(7);
+  });
+
+  it('two concurrent confirms with the right OTP: exactly one verifies, the other is refused with 2404', async () => {
+    const direct = await api.requested();
+    const otp = await api.latestOtp(direct.phone);
+    const handle = handleOf(direct.receiptId);
+    const outcomes = await bounded(
+      Promise.allSettled([
+        handle.executeUpdate(confirmOtpUpdate, { args: [{ otp }] }),
+        handle.executeUpdate(confirmOtpUpdate, { args: [{ otp }] }),
+      ]),
+      15_000,
+      'two confirms',
+    );
+    expect(outcomes.filter((o) => o.status === 'fulfilled')).toHaveLength(1);
+    const rejected = outcomes.find((o) => o.status === 'rejected') as PromiseRejectedResult;
+    expect(((rejected.reason as WorkflowUpdateFailedError).cause as ApplicationFailure).type).toBe('AUTH_NOT_READY');
+    expect((await row(direct.receiptId)).status).toBe(12);
+
+    const { receiptId, phone } = await api.requested();
+    const code = await api.latestOtp(phone);
+    const results = await Promise.all([api.confirm(receiptId, code), api.confirm(receiptId, code)]);
+    expect(results.map((r) => r.status).sort()).toEqual([200, 400]);
+    expect(results.find((r) => r.status === 400)!.body.code).toBe(2404);
+    expect((await row(receiptId)).status).toBe(12);
+  });
+});
+
 describe('update validators reject without writing history', () => {
   it('a resend of a pass verification (2412) and a malformed OTP leave no update event', async () => {
     const { receiptId } = await api.requested({ authenticate_type: 'pass' });
@@ -207,15 +288,20 @@ describe('update validators reject without writing history', () => {
     expect(updateEvents(verified)).not.toContain('WORKFLOW_EXECUTION_UPDATE_REJECTED');
   });
 
-  it('after the confirm window the validator refuses (2404) even before the workflow has recorded the expiry', async () => {
+  it('after the confirm window no confirm update is accepted and the history gains no update event', async () => {
     const { receiptId } = await api.requested();
     await temporal.skip(31 * MINUTE);
-    // the workflow may already have completed; either way nothing confirms and nothing is written
-    const refusal = await updateRefusal(() => handleOf(receiptId).executeUpdate(confirmOtpUpdate, { args: [{ otp: '123456' }] })).catch(
-      (err: unknown) => (err instanceof Error ? err.name : String(err)),
-    );
-    expect(refusal).toBeDefined();
     await rowWhen(receiptId, (r) => r.status === -50, 'status -50');
+    let refused: unknown;
+    try {
+      await bounded(handleOf(receiptId).executeUpdate(confirmOtpUpdate, { args: [{ otp: '123456' }] }), 15_000, 'update');
+    } catch (err) {
+      refused = err;
+    }
+    // refused by the validator (AUTH_NOT_READY) or, once the workflow has completed, by the engine
+    expect(refused).toBeInstanceOf(Error);
+    if (refused instanceof WorkflowUpdateFailedError) expect((refused.cause as ApplicationFailure).type).toBe('AUTH_NOT_READY');
+    expect((await row(receiptId)).status).toBe(-50);
     expect(updateEvents(await historyOf(receiptId))).toEqual(['WORKFLOW_EXECUTION_UPDATE_ACCEPTED', 'WORKFLOW_EXECUTION_UPDATE_COMPLETED']);
   });
 });
