@@ -122,6 +122,19 @@ describe('POST /v2/request/subscribe', () => {
     expect(failed.body.message).toMatch(/^The billing key request failed: .*HTTP 500/);
   });
 
+  it('accepts a legacy Bearer access token', async () => {
+    const token = await t.app.inject({
+      method: 'POST',
+      url: '/v2/request/token',
+      payload: { application_id: project.applicationId, private_key: project.privateKey },
+    });
+    expect(token.statusCode).toBe(200);
+    const accessToken = (token.json() as { access_token: string }).access_token;
+    const res = await t.app.inject({ method: 'POST', url: '/v2/request/subscribe', headers: { authorization: `Bearer ${accessToken}` }, payload: CARD });
+    expect(res.statusCode).toBe(200);
+    expect((res.json() as { status: number }).status).toBe(11);
+  });
+
   it('requires authentication', async () => {
     const res = await t.app.inject({ method: 'POST', url: '/v2/request/subscribe', payload: CARD });
     expect(res.statusCode).toBe(401);
