@@ -147,6 +147,34 @@ describe('POST /v2/request/authentication', () => {
     expect(await verificationCount()).toBe(rowsBefore);
   });
 
+  it('2402 without pg_error_code when username or phone is missing at both levels, or the phone is not a mobile number', async () => {
+    for (const overrides of [
+      { username: undefined },
+      { username: '   ', user: { phone: freshPhone() } },
+      { phone: undefined },
+      { phone: '02-123-4567' },
+    ]) {
+      const res = await api.request(overrides);
+      expectApiError(res, 400, 2402, 'AUTH_CONFIRM_READY_FAILED');
+      expect(res.body).not.toHaveProperty('pg_error_code');
+      expect((res.body.payload as { message: string }).message).toMatch(/username|phone/);
+    }
+  });
+
+  it('2002 for another method, 2003 for an empty order_name, 2005 for an empty authentication_id, 2001 for a PG the project lacks', async () => {
+    expectApiError(await api.request({ method: '카드' }), 404, 2002, 'RC_PM_NOT_FOUND');
+    expectApiError(await api.request({ order_name: ' ' }), 400, 2003, 'RC_NAME_BLANK');
+    expectApiError(await api.request({ authentication_id: undefined }), 400, 2005, 'RC_O_ID_BLANK');
+    const cardOnly = verificationClient(t, await t.createProject({ name: 'card only', pgs: ['sandbox_card'] }));
+    expectApiError(await cardOnly.request(), 404, 2001, 'RC_PG_NOT_FOUND');
+  });
+
+  it('2402 with the gateway code when the gateway refuses the person (impossible birth date 991301: A103)', async () => {
+    const res = await api.request({ identity_no: '9913011' });
+    expectApiError(res, 400, 2402, 'AUTH_CONFIRM_READY_FAILED');
+    expect(res.body.pg_error_code).toBe('A103');
+  });
+
   it('2402 with pg_error_code when the gateway cannot send (phone 01000000000); the receipt is -12', async () => {
     const res = await api.request({ phone: '01000000000' });
     expectApiError(res, 400, 2402, 'AUTH_CONFIRM_READY_FAILED');
@@ -169,9 +197,18 @@ describe('POST /v2/request/authentication', () => {
 
   it('2401 (HTTP 500) when the identity gateway stays unreachable through every retry', async () => {
     await armSandboxFault(t.sandboxUrl, 'otp.request', '500', 3);
-    const res = await api.request();
+    const authenticationId = 'unreachable-2401';
+    const res = await api.request({ authentication_id: authenticationId });
     expectApiError(res, 500, 2401, 'AUTH_REQUEST_FAILED');
     expect(res.body).not.toHaveProperty('pg_error_code');
+    const failed = await t.deps.database.db
+      .selectFrom('verifications')
+      .selectAll()
+      .where('authentication_id', '=', authenticationId)
+      .executeTakeFirstOrThrow();
+    expect(failed.status).toBe(-12);
+    expect(failed.failure_error_name).toBe('AUTH_REQUEST_FAILED');
+    expect(failed.failure_pg_error_code).toBeNull();
   });
 
   it('a gateway that fails once is retried under the same idempotency key: one SMS, status 51', async () => {
