@@ -248,6 +248,16 @@ export class Engine {
       ex.persistedLength = ex.history.length;
     }
     this.dirty.clear();
+    if (journal.wantsCompaction) {
+      journal.compact(
+        [...this.runs.values()].map((ex) => ({
+          key: execKey(ex.s.namespace, ex.s.runId),
+          base: 0,
+          events: ex.history,
+          state: ex.s,
+        })),
+      );
+    }
     return journal.flush();
   }
 

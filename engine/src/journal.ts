@@ -34,13 +34,33 @@ export function deserialize<T>(line: string): T {
   return JSON.parse(line, reviver) as T;
 }
 
+/** Writes a snapshot next to the journal, syncs it, then atomically renames it over the journal. */
+function writeSnapshot(file: string, records: JournalRecord[]): void {
+  const tmp = `${file}.compact`;
+  const out = fs.openSync(tmp, 'w');
+  for (const r of records) fs.writeSync(out, serialize(r) + '\n');
+  fs.fdatasyncSync(out);
+  fs.closeSync(out);
+  fs.renameSync(tmp, file);
+  const dir = fs.openSync(path.dirname(path.resolve(file)), 'r');
+  try {
+    fs.fsyncSync(dir);
+  } finally {
+    fs.closeSync(dir);
+  }
+}
+
 export interface RestoredExecution {
   state: unknown;
   events: unknown[];
 }
 
+/** Past this many bytes appended since the last snapshot, the journal is rewritten as a snapshot. */
+const COMPACT_AFTER_BYTES = 64 * 1024 * 1024;
+
 export class Journal {
   private fd: number;
+  private appendedBytes = 0;
   private pending: string[] = [];
   private waiters: Array<() => void> = [];
   private scheduled = false;
@@ -74,16 +94,26 @@ export class Journal {
       }
     }
     fs.mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
-    const tmp = `${file}.compact`;
-    const out = fs.openSync(tmp, 'w');
-    for (const [key, r] of restored) {
-      fs.writeSync(out, serialize({ key, base: 0, events: r.events, state: r.state }) + '\n');
-    }
-    fs.fdatasyncSync(out);
-    fs.closeSync(out);
-    fs.renameSync(tmp, file);
+    writeSnapshot(
+      file,
+      [...restored].map(([key, r]) => ({ key, base: 0, events: r.events, state: r.state })),
+    );
     const fd = fs.openSync(file, 'a');
     return { journal: new Journal(file, fd), restored };
+  }
+
+  /** True once enough has been appended that a snapshot would be much smaller than the journal. */
+  get wantsCompaction(): boolean {
+    return this.appendedBytes > COMPACT_AFTER_BYTES;
+  }
+
+  /** Replaces the journal with a snapshot of the given records (the complete current state). */
+  compact(records: JournalRecord[]): void {
+    if (this.pending.length > 0) this.writeNow();
+    fs.closeSync(this.fd);
+    writeSnapshot(this.file, records);
+    this.fd = fs.openSync(this.file, 'a');
+    this.appendedBytes = 0;
   }
 
   append(record: JournalRecord): void {
@@ -109,8 +139,10 @@ export class Journal {
     this.pending = [];
     this.waiters = [];
     if (lines.length > 0) {
-      fs.writeSync(this.fd, lines.join('\n') + '\n');
+      const chunk = lines.join('\n') + '\n';
+      fs.writeSync(this.fd, chunk);
       fs.fdatasyncSync(this.fd);
+      this.appendedBytes += chunk.length;
     }
     for (const w of waiters) w();
   }

@@ -1,0 +1,2 @@
+// Public entry point of the engine module.
+export { startDevServer, type DevServer, type DevServerOptions } from './server.js';

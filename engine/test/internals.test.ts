@@ -1,0 +1,152 @@
+// Unit tests of the engine's internals that the SDK-level tests cannot reach precisely.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { Clock } from '../src/clock.js';
+import { Journal } from '../src/journal.js';
+import { parseVisibilityQuery, QueryParseError, type VisibilityRecord } from '../src/visibility.js';
+
+describe('visibility query parser', () => {
+  const known = (f: string) => ['WorkflowId', 'WorkflowType', 'ExecutionStatus', 'StartTime', 'CustomerId', 'Tags'].includes(f);
+  const rec = (over: Partial<VisibilityRecord>): VisibilityRecord => ({
+    WorkflowId: 'wf-1',
+    WorkflowType: 'billing',
+    ExecutionStatus: 'Running',
+    StartTime: Date.parse('2026-01-02T00:00:00Z'),
+    ...over,
+  });
+
+  it('combines comparisons with AND, OR, NOT and parentheses', () => {
+    const p = parseVisibilityQuery(
+      `WorkflowType = 'billing' AND (ExecutionStatus = "Running" OR ExecutionStatus = 'Failed') AND NOT WorkflowId = 'x'`,
+      known,
+    );
+    expect(p(rec({}))).toBe(true);
+    expect(p(rec({ ExecutionStatus: 'Completed' }))).toBe(false);
+    expect(p(rec({ WorkflowId: 'x' }))).toBe(false);
+  });
+
+  it('compares StartTime as time and supports BETWEEN, IN and STARTS_WITH', () => {
+    const between = parseVisibilityQuery(`StartTime BETWEEN '2026-01-01T00:00:00Z' AND '2026-01-03T00:00:00Z'`, known);
+    expect(between(rec({}))).toBe(true);
+    expect(between(rec({ StartTime: Date.parse('2026-02-01T00:00:00Z') }))).toBe(false);
+    expect(parseVisibilityQuery(`StartTime > '2026-01-02T00:00:01Z'`, known)(rec({}))).toBe(false);
+    expect(parseVisibilityQuery(`ExecutionStatus IN ('Completed', 'Running')`, known)(rec({}))).toBe(true);
+    expect(parseVisibilityQuery(`WorkflowId STARTS_WITH 'wf-'`, known)(rec({}))).toBe(true);
+    expect(parseVisibilityQuery(`Tags = 'vip'`, known)(rec({ Tags: ['new', 'vip'] }))).toBe(true);
+    expect(parseVisibilityQuery(`CustomerId IS NULL`, known)(rec({}))).toBe(true);
+  });
+
+  it('ignores ORDER BY and matches everything on an empty query', () => {
+    expect(parseVisibilityQuery('', known)(rec({}))).toBe(true);
+    expect(parseVisibilityQuery(`WorkflowType = 'billing' ORDER BY StartTime DESC`, known)(rec({}))).toBe(true);
+  });
+
+  it('rejects unknown attributes and malformed queries', () => {
+    expect(() => parseVisibilityQuery(`Nope = 'x'`, known)).toThrow(QueryParseError);
+    expect(() => parseVisibilityQuery(`WorkflowId = `, known)).toThrow(QueryParseError);
+    expect(() => parseVisibilityQuery(`WorkflowId = 'x' AND`, known)).toThrow(QueryParseError);
+    expect(() => parseVisibilityQuery(`WorkflowId = 'unterminated`, known)).toThrow(QueryParseError);
+    expect(() => parseVisibilityQuery(`StartTime > 'not a time'`, known)).toThrow(QueryParseError);
+  });
+});
+
+describe('journal', () => {
+  const dirs: string[] = [];
+  afterEach(() => {
+    for (const d of dirs.splice(0)) fs.rmSync(d, { recursive: true, force: true });
+  });
+  const tempFile = () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'engine-journal-'));
+    dirs.push(dir);
+    return path.join(dir, 'wf.journal');
+  };
+
+  it('replays appended events and states, bytes included, and keeps them after compaction', async () => {
+    const file = tempFile();
+    const { journal } = Journal.open(file);
+    journal.append({ key: 'a', base: 0, events: [{ id: 1 }, { id: 2 }], state: { n: 1, data: Buffer.from([0, 255]) } });
+    journal.append({ key: 'a', base: 2, events: [{ id: 3 }], state: { n: 2, data: Buffer.from([7]) } });
+    // A rolled-back speculative task: history shrinks to two events, then one more is written.
+    journal.append({ key: 'a', base: 2, events: [{ id: 33 }], state: { n: 3, data: Buffer.from([8]) } });
+    journal.append({ key: 'b', base: 0, events: [{ id: 1 }], state: { n: 9 } });
+    await journal.flush();
+    journal.close();
+
+    const { journal: again, restored } = Journal.open(file);
+    again.close();
+    expect(restored.get('a')?.events).toEqual([{ id: 1 }, { id: 2 }, { id: 33 }]);
+    const stateA = restored.get('a')?.state as { n: number; data: Buffer };
+    expect(stateA.n).toBe(3);
+    expect([...stateA.data]).toEqual([8]);
+    expect(restored.get('b')?.state).toEqual({ n: 9 });
+    // The file now holds one snapshot line per execution.
+    expect(fs.readFileSync(file, 'utf8').trim().split('\n')).toHaveLength(2);
+  });
+
+  it('ignores a torn last line left by a crash mid-write', async () => {
+    const file = tempFile();
+    const { journal } = Journal.open(file);
+    journal.append({ key: 'a', base: 0, events: [{ id: 1 }], state: { n: 1 } });
+    await journal.flush();
+    journal.close();
+    fs.appendFileSync(file, '{"key":"a","base":1,"events":[{"id":2}],"sta');
+    const { journal: again, restored } = Journal.open(file);
+    again.close();
+    expect(restored.get('a')).toEqual({ state: { n: 1 }, events: [{ id: 1 }] });
+  });
+});
+
+describe('clock', () => {
+  const clocks: Clock[] = [];
+  afterEach(() => {
+    for (const c of clocks.splice(0)) c.stop();
+  });
+  const make = (timeSkipping: boolean) => {
+    const c = new Clock(timeSkipping);
+    clocks.push(c);
+    return c;
+  };
+  const fired = (clock: Clock, at: number) => new Promise<number>((resolve) => clock.schedule(at, () => resolve(clock.now())));
+
+  it('jumps to the next deadline once unlocked with no task outstanding', async () => {
+    const clock = make(true);
+    const start = clock.now();
+    const day = fired(clock, start + 86_400_000);
+    clock.setOutstanding('task', true);
+    clock.unlock();
+    clock.setOutstanding('task', false);
+    expect(await day).toBeGreaterThanOrEqual(start + 86_400_000);
+  });
+
+  it('refuses an unlock when the counter, outstanding tasks included, is zero', () => {
+    const clock = make(true);
+    clock.unlock();
+    expect(() => clock.unlock()).toThrow(/unbalanced/);
+    clock.setOutstanding('task', true);
+    expect(() => clock.unlock()).not.toThrow();
+  });
+
+  it('fires timers in deadline order and skips cancelled ones', async () => {
+    const clock = make(true);
+    const order: string[] = [];
+    const base = clock.now();
+    clock.schedule(base + 3000, () => order.push('c'));
+    const cancelled = clock.schedule(base + 2000, () => order.push('x'));
+    clock.schedule(base + 1000, () => order.push('a'));
+    cancelled.cancel();
+    const done = fired(clock, base + 4000);
+    clock.unlock();
+    await done;
+    expect(order).toEqual(['a', 'c']);
+  });
+
+  it('never jumps in dev-server mode', async () => {
+    const clock = make(false);
+    clock.schedule(clock.now() + 3_600_000, () => undefined);
+    await new Promise((resolve) => setImmediate(resolve));
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(clock.describe().virtualOffsetMs).toBe(0);
+  });
+});
