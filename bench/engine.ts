@@ -61,6 +61,8 @@ async function runMode(mode: EnvMode): Promise<Figures> {
       activities: createActivities(),
       maxConcurrentWorkflowTaskExecutions: 100,
       maxConcurrentActivityTaskExecutions: 200,
+      maxConcurrentWorkflowTaskPolls: 50,
+      maxConcurrentActivityTaskPolls: 20,
     });
     return await worker.runUntil(async () => {
       const latencies: number[] = [];
