@@ -205,6 +205,28 @@ describe('determinism', () => {
   });
 });
 
+describe('durability', () => {
+  it('after a worker restart (empty cache) the verifications continue from their history: resend, confirm, purge', async () => {
+    const waiting = await api.requested();
+    const verified = await api.verified();
+    expect((await api.realarm(waiting.receiptId)).status).toBe(200);
+    await temporal.restartWorker();
+
+    const resent = await api.realarm(waiting.receiptId);
+    expect(resent.status, JSON.stringify(resent.body)).toBe(200);
+    expect((resent.body.authenticate_data as Record<string, unknown>).number_of_realarms).toBe(2);
+    expectApiError(await api.realarm(verified.receiptId), 400, 2404, 'AUTH_NOT_READY');
+    expect((await api.confirm(waiting.receiptId, await api.latestOtp(waiting.phone))).status).toBe(200);
+
+    await temporal.skip(31 * MINUTE);
+    for (const { receiptId } of [waiting, verified]) {
+      await rowWhen(receiptId, (r) => r.identifiers_purged_at !== null && r.unique_sealed === null, `the purge of ${receiptId}`);
+      expectApiError(await api.certificate(receiptId), 400, 2409, 'AUTH_EXPIRED');
+      expect(await eventuallyClosed(receiptId)).toBe('COMPLETED');
+    }
+  });
+});
+
 describe('concurrency', () => {
   it('concurrent resends run one at a time: the updates answer 1, 2, 3 and every one is counted', async () => {
     const { receiptId, phone } = await api.requested();

@@ -44,6 +44,8 @@ export interface TestTemporal {
   skip(durationMs: number): Promise<void>;
   /** the history as stored by the engine: payloads still sealed, fetched without the codec */
   rawHistory(workflowId: string): Promise<HistoryEvent[]>;
+  /** stops the worker and starts a new one on the same task queue: workflows continue by replaying their history */
+  restartWorker(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -93,6 +95,12 @@ export async function startTestTemporal(deps: TestTemporalDeps): Promise<TestTem
   );
   let worker: Worker | undefined;
   let running: Promise<void> | undefined;
+  const stopWorker = async () => {
+    if (worker?.getState() === 'RUNNING') worker.shutdown();
+    await bounded(running ?? Promise.resolve(), CLOSE_TIMEOUT_MS, 'the worker to stop').catch(() => undefined);
+    worker = undefined;
+    running = undefined;
+  };
   try {
     const namespace = env.namespace ?? 'default';
     const taskQueue = `paygate-test-${randomUUID()}`;
@@ -101,24 +109,27 @@ export async function startTestTemporal(deps: TestTemporalDeps): Promise<TestTem
       gateways: deps.gateways,
       verifications: createVerificationStore(deps.database.db, createFieldCipher(deps.keyring)),
     });
-    worker = await bounded(
-      (async () =>
-        Worker.create({
-          connection: env.nativeConnection,
-          namespace,
-          taskQueue,
-          activities,
-          dataConverter: paygateDataConverter(deps.keyring),
-          workflowBundle: await paygateWorkflowBundle(),
-          shutdownGraceTime: '2s',
-        }))(),
-      SETUP_TIMEOUT_MS,
-      'the worker to start',
-    );
-    const started = worker;
-    running = started.run();
-    // A worker that dies makes every later update hang until its bound; surface the cause instead.
-    running.catch((err: unknown) => process.stderr.write(`test worker stopped: ${String(err)}\n`));
+    const startWorker = async () => {
+      const created = await bounded(
+        (async () =>
+          Worker.create({
+            connection: env.nativeConnection,
+            namespace,
+            taskQueue,
+            activities,
+            dataConverter: paygateDataConverter(deps.keyring),
+            workflowBundle: await paygateWorkflowBundle(),
+            shutdownGraceTime: '2s',
+          }))(),
+        SETUP_TIMEOUT_MS,
+        'the worker to start',
+      );
+      worker = created;
+      running = created.run();
+      // A worker that dies makes every later update hang until its bound; surface the cause instead.
+      running.catch((err: unknown) => process.stderr.write(`test worker stopped: ${String(err)}\n`));
+    };
+    await startWorker();
 
     const rawClient = new TemporalClient({ connection: env.connection, namespace });
     const now = async () => new Date(await env.currentTimeMs());
@@ -135,15 +146,17 @@ export async function startTestTemporal(deps: TestTemporalDeps): Promise<TestTem
         const history = await bounded(rawClient.workflow.getHandle(workflowId).fetchHistory(), SKIP_TIMEOUT_MS, 'history');
         return history.events ?? [];
       },
+      async restartWorker() {
+        await stopWorker();
+        await startWorker();
+      },
       async close() {
-        if (started.getState() === 'RUNNING') started.shutdown();
-        await bounded(running ?? Promise.resolve(), CLOSE_TIMEOUT_MS, 'the worker to stop').catch(() => undefined);
+        await stopWorker();
         await bounded(env.teardown(), CLOSE_TIMEOUT_MS, 'the engine to stop').catch(() => undefined);
       },
     };
   } catch (err) {
-    if (worker?.getState() === 'RUNNING') worker.shutdown();
-    await bounded(running ?? Promise.resolve(), CLOSE_TIMEOUT_MS, 'the worker to stop').catch(() => undefined);
+    await stopWorker();
     await bounded(env.teardown(), CLOSE_TIMEOUT_MS, 'the engine to stop').catch(() => undefined);
     throw err;
   }
