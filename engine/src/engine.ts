@@ -1456,7 +1456,6 @@ export class Engine {
     const s = ex.s;
     s.status = status;
     s.closeTime = this.clock.now();
-    const runKey = execKey(s.namespace, s.runId);
     for (const name of Object.keys(s.deadlines)) this.clearDeadline(ex, name);
     for (const a of Object.values(s.activities)) this.clock.setOutstanding(this.actKey(ex, a), false);
     s.activities = {};
@@ -1469,7 +1468,6 @@ export class Engine {
         u.outcome = { failure: { message: 'workflow execution already completed' } };
       }
     }
-    this.queues.release((k) => k === runKey);
     this.markDirty(ex);
     this.notify(ex);
     if (status !== Status.WORKFLOW_EXECUTION_STATUS_CONTINUED_AS_NEW) {
@@ -1543,8 +1541,6 @@ export class Engine {
   }
 
   private timeOutWorkflow(ex: Execution): void {
-    const s = ex.s;
-    if (s.wft.phase === 'started') this.flushBuffered(ex);
     this.flushBuffered(ex);
     this.appendNow(
       ex,
