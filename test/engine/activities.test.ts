@@ -11,6 +11,7 @@ import {
   createEnv,
   eventTypeName,
   eventually,
+  expectReplays,
   historyEvents,
   isSubsequence,
   uniqueId,
@@ -287,6 +288,7 @@ describe('heartbeats and cancellation', () => {
         ]),
         types.join(' '),
       ).toBe(true);
+      await expectReplays(handle);
     });
   });
 });

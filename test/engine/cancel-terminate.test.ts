@@ -1,6 +1,6 @@
 // Cancel, terminate and describe.
 import { WorkflowFailedError, WorkflowNotFoundError } from '@temporalio/client';
-import { CancelledFailure, TerminatedFailure } from '@temporalio/common';
+import { ApplicationFailure, CancelledFailure, RetryState, TerminatedFailure } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -9,13 +9,14 @@ import {
   createEnv,
   eventTypeName,
   eventually,
+  expectReplays,
   historyEvents,
   isSubsequence,
   KEYWORD_KEY,
   uniqueId,
   withWorker,
 } from './env.js';
-import { cleanupOnCancel, finishSignal, signalCollector, sleeper } from './workflows.js';
+import { cleanupOnCancel, failWithType, finishSignal, signalCollector, sleeper } from './workflows.js';
 
 const EventType = temporal.api.enums.v1.EventType;
 const DAY_MS = 24 * 60 * 60 * 1000;
@@ -61,6 +62,7 @@ describe('cancel', () => {
         types.join(' '),
       ).toBe(true);
       expect(types.at(-1)).toBe('WORKFLOW_EXECUTION_CANCELED');
+      await expectReplays(handle);
     });
   });
 
@@ -79,11 +81,30 @@ describe('cancel', () => {
         isSubsequence(types, ['WORKFLOW_EXECUTION_CANCEL_REQUESTED', 'ACTIVITY_TASK_SCHEDULED', 'ACTIVITY_TASK_COMPLETED', 'WORKFLOW_EXECUTION_COMPLETED']),
         types.join(' '),
       ).toBe(true);
+      await expectReplays(handle);
     });
   });
 
   it('refuses to cancel an unknown workflow with WorkflowNotFoundError', async () => {
     await expect(env.client.workflow.getHandle(uniqueId('nobody')).cancel()).rejects.toBeInstanceOf(WorkflowNotFoundError);
+  });
+});
+
+describe('fail', () => {
+  it('fails a workflow that throws an ApplicationFailure: status FAILED, failure in the close event', async () => {
+    await withWorker(env, { activities }, async (taskQueue) => {
+      const handle = await env.client.workflow.start(failWithType, { taskQueue, workflowId: uniqueId('fail'), args: ['Broken'] });
+      const failure = await failureOf(handle.result());
+      expect(failure.cause).toBeInstanceOf(ApplicationFailure);
+      expect((failure.cause as ApplicationFailure).type).toBe('Broken');
+      expect((failure.cause as ApplicationFailure).message).toBe('workflow failed with Broken');
+      expect(failure.retryState).toBe(RetryState.RETRY_POLICY_NOT_SET);
+      expect((await handle.describe()).status.name).toBe('FAILED');
+      const last = (await historyEvents(handle)).at(-1);
+      expect(last?.eventType).toBe(EventType.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED);
+      expect(last?.workflowExecutionFailedEventAttributes?.failure?.applicationFailureInfo?.type).toBe('Broken');
+      await expectReplays(handle);
+    });
   });
 });
 

@@ -4,7 +4,7 @@ import { temporal } from '@temporalio/proto';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createActivities } from './activities.js';
-import { createEnv, eventTypeName, historyEvents, isSubsequence, uniqueId, withWorker } from './env.js';
+import { createEnv, eventTypeName, expectReplays, historyEvents, isSubsequence, uniqueId, withWorker } from './env.js';
 import { continueAsNewCounter, parentOfChild } from './workflows.js';
 
 const EventType = temporal.api.enums.v1.EventType;
@@ -44,6 +44,7 @@ describe('child workflows', () => {
       expect(child.parentExecution?.runId).toBe(handle.firstExecutionRunId);
       const childStarted = (await historyEvents(env.client.workflow.getHandle(`${workflowId}-child`)))[0];
       expect(childStarted?.workflowExecutionStartedEventAttributes?.parentWorkflowExecution?.workflowId).toBe(workflowId);
+      await expectReplays(handle);
     });
   });
 
@@ -55,6 +56,7 @@ describe('child workflows', () => {
       const types = (await historyEvents(handle)).map((e) => eventTypeName(e, EventType));
       expect(isSubsequence(types, ['CHILD_WORKFLOW_EXECUTION_STARTED', 'CHILD_WORKFLOW_EXECUTION_FAILED']), types.join(' ')).toBe(true);
       expect((await env.client.workflow.getHandle(`${workflowId}-child`).describe()).status.name).toBe('FAILED');
+      await expectReplays(handle);
     });
   });
 
@@ -74,6 +76,8 @@ describe('child workflows', () => {
         types.join(' '),
       ).toBe(true);
       expect((await env.client.workflow.getHandle(`${workflowId}-child`).describe()).status.name).toBe('CANCELLED');
+      await expectReplays(handle);
+      await expectReplays(env.client.workflow.getHandle(`${workflowId}-child`));
     });
   });
 });

@@ -196,3 +196,11 @@ export function excludedAgainstRealServer(what: string, reason: string): void {
     process.stderr.write(`[engine conformance] not run against TEMPORAL_ADDRESS: ${what} — ${reason}\n`);
   }
 }
+
+/**
+ * Replays the server's history of `handle` through the SDK: a missing, extra or out-of-order event
+ * for any command the workflow emitted fails with a DeterminismViolationError.
+ */
+export async function expectReplays(handle: WorkflowHandle): Promise<void> {
+  await Worker.runReplayHistory({ workflowBundle: await workflowBundle() }, await handle.fetchHistory(), handle.workflowId);
+}

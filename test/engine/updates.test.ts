@@ -15,6 +15,7 @@ import {
   createEnv,
   eventTypeName,
   eventually,
+  expectReplays,
   historyEvents,
   isSubsequence,
   uniqueId,
@@ -106,6 +107,7 @@ describe('updates', () => {
       expect(after.map((e) => e.eventType)).toEqual(before.map((e) => e.eventType));
       expect(await handle.query(countQuery)).toBe(0);
       expect(await finish(handle)).toBe(0);
+      await expectReplays(handle);
     });
   });
 
@@ -121,6 +123,7 @@ describe('updates', () => {
       );
       expect(accepted).toHaveLength(2);
       expect(await finish(handle)).toBe(2);
+      await expectReplays(handle);
     });
   });
 
@@ -155,6 +158,7 @@ describe('updates', () => {
         ]),
       ).toBe(true);
       await finish(handle);
+      await expectReplays(handle);
     });
   });
 
@@ -177,6 +181,7 @@ describe('updates', () => {
       expect(completed?.workflowExecutionUpdateCompletedEventAttributes?.outcome?.failure?.message).toBe('handler broke');
       expect((await handle.describe()).status.name).toBe('RUNNING');
       expect(await finish(handle)).toBe(0);
+      await expectReplays(handle);
     });
   });
 
