@@ -107,6 +107,32 @@ describe('POST /v2/cancel', () => {
     expect(await refundedAtPg(receiptId)).toBe(1_500);
   });
 
+  it('refunds the tax-free part as asked, within what remains', async () => {
+    const receiptId = await paidReceipt(10_000, 4_000);
+    const part = await client.cancel({ receipt_id: receiptId, cancel_price: 5_000, cancel_tax_free: 3_000 });
+    expect(part.body).toMatchObject({ cancelled_price: 5_000, cancelled_tax_free: 3_000, status: 1 });
+    // 1,000 tax-free would be left on 5,000: asking for more tax-free than remains is refused
+    const tooMuch = await client.cancel({ receipt_id: receiptId, cancel_price: 2_000, cancel_tax_free: 1_500 });
+    expect(tooMuch.body).toMatchObject({ error_code: 'CANCEL_PRICE_EXCEEDED' });
+    const rest = await client.cancel({ receipt_id: receiptId });
+    expect(rest.body).toMatchObject({ cancelled_price: 10_000, cancelled_tax_free: 4_000, status: 20 });
+  });
+
+  it('answers 9409 while another cancel holds the receipt, until its lease runs out', async () => {
+    const receiptId = await paidReceipt(2_000);
+    const held = new Date(t.clock.now().getTime() + 60_000);
+    await t.deps.database.db.updateTable('receipts').set({ cancel_locked_until: held }).where('receipt_id', '=', receiptId).execute();
+    const blocked = await client.cancel({ receipt_id: receiptId, cancel_price: 500 });
+    expect(blocked.status).toBe(409);
+    expect(blocked.body).toMatchObject({ error_code: 'IDEMPOTENCY_IN_PROGRESS', code: 9409 });
+    expect(await refundedAtPg(receiptId)).toBe(0);
+    // a lease left behind by a crashed process expires
+    t.clock.advance(61_000);
+    const after = await client.cancel({ receipt_id: receiptId, cancel_price: 500 });
+    expect(after.body).toMatchObject({ cancelled_price: 500 });
+    expect(await refundedAtPg(receiptId)).toBe(500);
+  });
+
   it('validates the body', async () => {
     expect((await client.cancel({})).body).toMatchObject({ error_code: 'RC_NOT_FOUND', code: 2000 });
     expect((await client.cancel({ receipt_id: 'ffffffffffffffffffffffff' })).body).toMatchObject({ code: 2000 });

@@ -6,9 +6,10 @@ import {
   parseBillingKeyRequest,
   parseChargeRequest,
   parsePgAndMethod,
+  renderBillingKey,
 } from '../../src/domain/billing.js';
 import { ApiError, type ErrorName } from '../../src/domain/errors.js';
-import { cancelIdempotencyKey, planCancel, PAYMENT_CANCELLED, PAYMENT_COMPLETE } from '../../src/domain/receipt.js';
+import { cancelIdempotencyKey, planCancel, PAYMENT_CANCELLED, PAYMENT_COMPLETE, PAYMENT_PENDING, renderReceipt } from '../../src/domain/receipt.js';
 
 const NOW = new Date('2026-11-22T00:00:00Z');
 const VALID = {
@@ -146,5 +147,61 @@ describe('cancel plan', () => {
   it('derives cancel keys from cancel_id or the refund state', () => {
     expect(cancelIdempotencyKey('r', 'c1', 0, 100)).toBe(cancelIdempotencyKey('r', 'c1', 500, 200));
     expect(cancelIdempotencyKey('r', undefined, 0, 100)).not.toBe(cancelIdempotencyKey('r', undefined, 100, 100));
+  });
+});
+
+describe('rendering', () => {
+  const card = { maskedNumber: '411111******1111', cardCompany: 'Sandbox VISA', cardCompanyCode: 'SVS', cardType: 'credit' as const };
+
+  it('renders the issuance response with every field and no receipt_data', () => {
+    const body = renderBillingKey({
+      billingKey: 'b'.repeat(24),
+      receiptId: 'r'.repeat(24),
+      subscriptionId: 'sub',
+      pg: 'sandbox_card',
+      card,
+      expiresAt: new Date('2031-12-31T14:59:59Z'),
+      publishedAt: new Date('2026-11-22T04:05:01Z'),
+      requestedAt: new Date('2026-11-22T04:05:00Z'),
+    });
+    expect(body).toEqual({
+      billing_key: 'b'.repeat(24),
+      billing_data: { card_no: '411111******1111', card_company: 'Sandbox VISA', card_company_code: 'SVS', card_type: 'credit' },
+      billing_expire_at: '2031-12-31T23:59:59+09:00',
+      receipt_id: 'r'.repeat(24),
+      subscription_id: 'sub',
+      status: 11,
+      status_locale: '빌링키발급완료',
+      pg: 'sandbox_card',
+      method: KEY_IN_METHOD,
+      method_symbol: 'card_rebill_rest',
+      method_origin: KEY_IN_METHOD,
+      method_origin_symbol: 'card_rebill_rest',
+      published_at: '2026-11-22T13:05:01+09:00',
+      requested_at: '2026-11-22T13:05:00+09:00',
+    });
+  });
+
+  it('leaves absent receipt keys out instead of null', () => {
+    const body = renderReceipt({
+      receiptId: 'r',
+      orderId: 'o',
+      orderName: 'n',
+      price: 100,
+      taxFree: 0,
+      cancelledPrice: 0,
+      cancelledTaxFree: 0,
+      status: PAYMENT_PENDING,
+      pg: 'sandbox_card',
+      method: KEY_IN_METHOD,
+      methodSymbol: 'card_rebill_rest',
+      sandbox: true,
+      requestedAt: new Date('2026-11-22T00:00:00Z'),
+      cardQuota: 0,
+    });
+    expect(body.status_locale).toBe('결제대기');
+    for (const key of ['purchased_at', 'cancelled_at', 'card_data', 'metadata', 'company_name']) expect(body).not.toHaveProperty(key);
+    const paid = renderReceipt({ receiptId: 'r', orderId: 'o', orderName: 'n', price: 100, taxFree: 0, cancelledPrice: 0, cancelledTaxFree: 0, status: PAYMENT_COMPLETE, pg: 'p', method: 'm', methodSymbol: 's', sandbox: false, requestedAt: new Date(0), cardQuota: 2, card, approvalNo: '123' });
+    expect(paid.card_data).toEqual({ card_approve_no: '123', card_no: '411111******1111', card_quota: '02', card_company: 'Sandbox VISA', card_company_code: 'SVS', card_type: 'credit' });
   });
 });
