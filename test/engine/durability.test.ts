@@ -170,7 +170,8 @@ describe('kill -9 and restart on the same --db-filename', () => {
     const pendingTimer = await client.workflow.start(durableSteps, {
       taskQueue: workflowQueue,
       workflowId: uniqueId('durable-timer'),
-      args: [8_000, lateActivityQueue],
+      // Long enough to still be pending at the kill even on a loaded machine.
+      args: [15_000, lateActivityQueue],
     });
     const pendingActivity = await client.workflow.start(durableSteps, {
       taskQueue: workflowQueue,
@@ -229,7 +230,7 @@ describe('kill -9 and restart on the same --db-filename', () => {
       'signal arrived',
     ]);
     // The timer started before the kill fires after the restart.
-    expect(await bounded(afterRestart(pendingTimer.workflowId).result(), 30_000, 'the pending timer')).toEqual([
+    expect(await bounded(afterRestart(pendingTimer.workflowId).result(), 45_000, 'the pending timer')).toEqual([
       'timer fired',
       'activity ran at attempt 1',
       'signal arrived',
