@@ -1078,6 +1078,7 @@ export class Engine {
     this.applySticky(ex, r);
 
     const after: Array<() => void> = [];
+    const eager: ActivityState[] = [];
     let wake = false;
     for (const c of commands) {
       if (!this.isOpen(ex)) break;
@@ -1090,7 +1091,7 @@ export class Engine {
         }
         continue;
       }
-      wake = this.applyCommand(ex, c, completedId, after) || wake;
+      wake = this.applyCommand(ex, c, completedId, after, eager) || wake;
     }
     for (const m of messages.values()) this.processMessage(ex, m, completedId);
     if (this.isOpen(ex)) {
@@ -1099,11 +1100,17 @@ export class Engine {
       if (wake || r.forceCreateNewWorkflowTask) this.scheduleWorkflowTask(ex);
       this.scheduleIfPendingUpdates(ex);
     }
+    const activityTasks = [];
+    for (const a of eager) {
+      if (this.isOpen(ex) && s.activities[a.scheduledEventId] === a && a.phase === 'scheduled') {
+        activityTasks.push(this.startActivity(ex, a, r.identity ?? ''));
+      }
+    }
     this.dispatchPendingQueries(ex);
     this.notify(ex);
     this.markDirty(ex);
     await this.commit();
-    return {};
+    return { activityTasks };
   }
 
   private applySticky(ex: Execution, r: Req<'RespondWorkflowTaskCompletedRequest'>): void {
@@ -1125,7 +1132,13 @@ export class Engine {
   }
 
   /** Writes the command's event(s); returns true when the workflow needs another task right away. */
-  private applyCommand(ex: Execution, c: Command, completedId: number, after: Array<() => void>): boolean {
+  private applyCommand(
+    ex: Execution,
+    c: Command,
+    completedId: number,
+    after: Array<() => void>,
+    eager: ActivityState[],
+  ): boolean {
     const s = ex.s;
     const add = (type: number, field: string, attrs: object) => {
       const e = this.event(ex, type, field, attrs);
@@ -1134,7 +1147,11 @@ export class Engine {
     };
     switch (c.commandType) {
       case CommandType.COMMAND_TYPE_SCHEDULE_ACTIVITY_TASK:
-        this.scheduleActivity(ex, c.scheduleActivityTaskCommandAttributes!, completedId, add);
+        {
+          const act = this.scheduleActivity(ex, c.scheduleActivityTaskCommandAttributes!, completedId, add);
+          // The worker reserved a slot for it: hand the task back with this response instead of a poll.
+          if (c.scheduleActivityTaskCommandAttributes?.requestEagerExecution && act.taskQueue === ex.s.taskQueue) eager.push(act);
+        }
         return false;
       case CommandType.COMMAND_TYPE_REQUEST_CANCEL_ACTIVITY_TASK: {
         const sid = num(c.requestCancelActivityTaskCommandAttributes?.scheduledEventId);
@@ -1672,7 +1689,7 @@ export class Engine {
     a: Plain<temporal.api.command.v1.IScheduleActivityTaskCommandAttributes>,
     completedId: number,
     add: (type: number, field: string, attrs: object) => HistoryEvent,
-  ): void {
+  ): ActivityState {
     const s = ex.s;
     const runLeft = s.runTimeoutMs ? Math.max(0, s.startTime + s.runTimeoutMs - this.clock.now()) : 0;
     let s2c = durationMs(a.scheduleToCloseTimeout);
@@ -1730,6 +1747,7 @@ export class Engine {
     s.activities[act.scheduledEventId] = act;
     if (s2c) this.setDeadline(ex, `act:${act.scheduledEventId}:s2c`, now + s2c);
     this.offerActivity(ex, act);
+    return act;
   }
 
   private offerActivity(ex: Execution, a: ActivityState): void {
