@@ -4,7 +4,7 @@ import { chargeIdempotencyKey } from '../../src/domain/billing.js';
 import { createGatewayRegistry } from '../../src/gateways/registry.js';
 import { startSandboxGateways } from '../../src/gateways/sandbox/server.js';
 import { buildTestApp, type TestApp, type TestProject } from '../helpers/app.js';
-import { armSandboxFault, KEY_IN_METHOD, keyInClient, TEST_CARD } from './key-in-fixtures.js';
+import { armSandboxFault, KEY_IN_METHOD, keyInClient, sandboxChargeExecutions, TEST_CARD } from './key-in-fixtures.js';
 
 const KEY_IN = KEY_IN_METHOD;
 const CARD = TEST_CARD;
@@ -250,8 +250,7 @@ describe('POST /v2/subscribe/payment', () => {
     }
     const receiptIds = new Set(results.filter((r) => r.status === 200).map((r) => r.body.receipt_id));
     expect(receiptIds.size).toBe(1);
-    const stats = await fetch(`${t.sandboxUrl}/_sandbox/charges?idempotency_key=${chargeIdempotencyKey(project.applicationId, 'race-2')}`);
-    expect(((await stats.json()) as { executions: number }).executions).toBe(1);
+    expect(await sandboxChargeExecutions(t.sandboxUrl, chargeIdempotencyKey(project.applicationId, 'race-2'))).toBe(1);
   });
 
   it('passes a PG decline on with pg_error_code and records nothing', async () => {
@@ -284,8 +283,7 @@ describe('POST /v2/subscribe/payment', () => {
       const retry = await c.post('/v2/subscribe/payment', body);
       expect(retry.status).toBe(200);
       expect(retry.body).toMatchObject({ receipt_id: pending.receipt_id, status: 1 });
-      const stats = await fetch(`${sandbox.url}/_sandbox/charges?idempotency_key=${chargeIdempotencyKey(p.applicationId, 'timeout-1')}`);
-      expect(((await stats.json()) as { executions: number }).executions).toBe(1);
+      expect(await sandboxChargeExecutions(sandbox.url, chargeIdempotencyKey(p.applicationId, 'timeout-1'))).toBe(1);
       expect((await c.post('/v2/subscribe/payment', body)).body.error_code).toBe('ORDER_ID_DUPLICATED');
     } finally {
       await slow.close();

@@ -1,7 +1,7 @@
 // POST /v2/cancel over HTTP: full and partial refunds, cancel_id idempotency, limits, PG failures.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, type TestApp, type TestProject } from '../helpers/app.js';
-import { armSandboxFault, keyInClient } from './key-in-fixtures.js';
+import { armSandboxFault, keyInClient, sandboxGet } from './key-in-fixtures.js';
 
 let t: TestApp;
 let project: TestProject;
@@ -27,9 +27,8 @@ async function paidReceipt(price = 10_000, taxFree = 0): Promise<string> {
 /** What the sandbox PG itself recorded as refunded for the receipt's charge. */
 async function refundedAtPg(receiptId: string): Promise<number> {
   const row = await t.deps.database.db.selectFrom('receipts').select('gateway_tid').where('receipt_id', '=', receiptId).executeTakeFirstOrThrow();
-  const res = await fetch(`${t.sandboxUrl}/_sandbox/charges/${row.gateway_tid ?? ''}`);
-  expect(res.ok).toBe(true);
-  return ((await res.json()) as { cancelled_amount: number }).cancelled_amount;
+  const charge = await sandboxGet<{ cancelled_amount: number }>(t.sandboxUrl, `/_sandbox/charges/${row.gateway_tid ?? ''}`);
+  return charge.cancelled_amount;
 }
 
 describe('POST /v2/cancel', () => {

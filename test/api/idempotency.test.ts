@@ -4,7 +4,7 @@ import { chargeIdempotencyKey } from '../../src/domain/billing.js';
 import { createGatewayRegistry } from '../../src/gateways/registry.js';
 import { startSandboxGateways } from '../../src/gateways/sandbox/server.js';
 import { buildTestApp, type TestApp, type TestProject } from '../helpers/app.js';
-import { armSandboxFault, keyInClient, TEST_CARD } from './key-in-fixtures.js';
+import { armSandboxFault, keyInClient, sandboxChargeExecutions, TEST_CARD } from './key-in-fixtures.js';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 
@@ -96,6 +96,30 @@ describe('Idempotency-Key', () => {
     expect(swept).toHaveLength(0);
   });
 
+  it('takes over a key left in flight by a crashed process after 10 minutes', async () => {
+    const body = { billing_key: billingKey, order_name: 'June', order_id: 'idem-8', price: 100 };
+    const now = t.clock.now();
+    await t.deps.database.db
+      .insertInto('idempotency_keys')
+      .values({
+        application_id: project.applicationId,
+        idempotency_key: 'orphan',
+        request_hash: 'x',
+        request_salt: 'y',
+        state: 'in_flight',
+        response_status: null,
+        response_body: null,
+        created_at: now,
+        expires_at: new Date(now.getTime() + DAY_MS),
+      })
+      .execute();
+    expect((await client.post('/v2/subscribe/payment', body, { 'idempotency-key': 'orphan' })).status).toBe(422);
+    t.clock.advance(11 * 60 * 1000);
+    const res = await client.post('/v2/subscribe/payment', body, { 'idempotency-key': 'orphan' });
+    expect(res.status).toBe(200);
+    expect(res.body.order_id).toBe('idem-8');
+  });
+
   it('refuses a malformed key', async () => {
     const body = { billing_key: billingKey, order_name: 'June', order_id: 'idem-7', price: 100 };
     const res = await client.post('/v2/subscribe/payment', body, { 'idempotency-key': 'k'.repeat(256) });
@@ -155,7 +179,6 @@ describe('Idempotency-Key while the first request is in flight', () => {
     expect(replay.headers['idempotent-replayed']).toBe('true');
     expect(replay.body).toEqual(retry.body);
 
-    const stats = await fetch(`${sandbox.url}/_sandbox/charges?idempotency_key=${chargeIdempotencyKey(p.applicationId, 'inflight-1')}`);
-    expect(((await stats.json()) as { executions: number }).executions).toBe(1);
+    expect(await sandboxChargeExecutions(sandbox.url, chargeIdempotencyKey(p.applicationId, 'inflight-1'))).toBe(1);
   });
 });

@@ -56,12 +56,29 @@ export function keyInClient(t: TestApp, project: TestProject) {
   };
 }
 
+/** Every call to the sandbox's test endpoints gives up after this long instead of hanging a test. */
+const SANDBOX_CALL_TIMEOUT_MS = 10_000;
+
+/** GET on a sandbox inspection endpoint (/_sandbox/...), parsed as JSON. */
+export async function sandboxGet<T>(sandboxUrl: string, path: string): Promise<T> {
+  const res = await fetch(`${sandboxUrl}${path}`, { signal: AbortSignal.timeout(SANDBOX_CALL_TIMEOUT_MS) });
+  expect(res.ok).toBe(true);
+  return (await res.json()) as T;
+}
+
+/** How many times the sandbox PG really executed charges sent under `idempotencyKey`. */
+export async function sandboxChargeExecutions(sandboxUrl: string, idempotencyKey: string): Promise<number> {
+  const stats = await sandboxGet<{ executions: number }>(sandboxUrl, `/_sandbox/charges?idempotency_key=${encodeURIComponent(idempotencyKey)}`);
+  return stats.executions;
+}
+
 /** Arms the sandbox PG to fail its next `count` calls of `operation`. */
 export async function armSandboxFault(sandboxUrl: string, operation: string, fault: '500' | 'timeout' | 'garbage', count = 1): Promise<void> {
   const res = await fetch(`${sandboxUrl}/_sandbox/faults`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify({ operation, fault, count }),
+    signal: AbortSignal.timeout(SANDBOX_CALL_TIMEOUT_MS),
   });
   expect(res.ok).toBe(true);
 }
