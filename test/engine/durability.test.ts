@@ -16,11 +16,13 @@ import {
   activityAcrossRestart,
   durableSteps,
   finishSignal,
+  incrementUpdate,
   itemsQuery,
   pushSignal,
   releaseSignal,
   returnValue,
   signalCollector,
+  updatable,
 } from './workflows.js';
 
 const WORKER_SCRIPT = fileURLToPath(new URL('./support/durability-worker.ts', import.meta.url));
@@ -188,6 +190,8 @@ describe('kill -9 and restart on the same --db-filename', () => {
       workflowId: uniqueId('durable-signal'),
     });
     await waitingForSignal.signal(pushSignal, 'before the kill');
+    const updated = await client.workflow.start(updatable, { taskQueue: workflowQueue, workflowId: uniqueId('durable-update') });
+    expect(await bounded(updated.executeUpdate(incrementUpdate, { args: [2], updateId: 'before-kill' }), 20_000, 'update')).toBe(2);
 
     // Everything is mid-flight: the timer is pending, an activity is scheduled on an unpolled queue,
     // attempt 1 of another runs on worker1, and the signal was processed.
@@ -218,6 +222,17 @@ describe('kill -9 and restart on the same --db-filename', () => {
     }
 
     const afterRestart = (id: string) => client.workflow.getHandle(id);
+
+    // Update outcomes survive: a repeated update id gets its first outcome, a new update sees the old state.
+    const updatedAfter = client.workflow.getHandle<typeof updatable>(updated.workflowId);
+    expect(await bounded(updatedAfter.executeUpdate(incrementUpdate, { args: [100], updateId: 'before-kill' }), 30_000, 'repeated update')).toBe(2);
+    expect(await bounded(updatedAfter.executeUpdate(incrementUpdate, { args: [3] }), 30_000, 'new update')).toBe(5);
+    await updatedAfter.signal(finishSignal);
+    expect(await bounded(updatedAfter.result(), 30_000, 'the updated workflow')).toBe(5);
+
+    // Visibility survives too.
+    expect((await client.workflow.count(`WorkflowId = '${done.workflowId}' AND ExecutionStatus = 'Completed'`)).count).toBe(1);
+
     expect(await afterRestart(done.workflowId).result()).toBe('done before the kill');
     expect(await bounded(afterRestart(waitingForSignal.workflowId).result(), 30_000, 'the signalled workflow')).toEqual([
       'before the kill',
