@@ -4,8 +4,8 @@ import { temporal } from '@temporalio/proto';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createActivities } from './activities.js';
-import { createEnv, eventTypeName, expectReplays, historyEvents, isSubsequence, uniqueId, withWorker } from './env.js';
-import { continueAsNewCounter, parentOfChild } from './workflows.js';
+import { createEnv, eventTypeName, eventually, expectReplays, historyEvents, isSubsequence, uniqueId, withWorker } from './env.js';
+import { continueAsNewCounter, itemsQuery, parentLeavesChild, parentOfChild, pushSignal } from './workflows.js';
 
 const EventType = temporal.api.enums.v1.EventType;
 
@@ -78,6 +78,40 @@ describe('child workflows', () => {
       expect((await env.client.workflow.getHandle(`${workflowId}-child`).describe()).status.name).toBe('CANCELLED');
       await expectReplays(handle);
       await expectReplays(env.client.workflow.getHandle(`${workflowId}-child`));
+    });
+  });
+});
+
+describe('parent close policy', () => {
+  it.each([
+    { policy: 'TERMINATE', childStatus: 'TERMINATED' },
+    { policy: 'REQUEST_CANCEL', childStatus: 'CANCELLED' },
+    { policy: 'ABANDON', childStatus: 'RUNNING' },
+  ] as const)('applies $policy to a running child when the parent closes', async ({ policy, childStatus }) => {
+    await withWorker(env, { activities }, async (taskQueue) => {
+      const handle = await env.client.workflow.start(parentLeavesChild, {
+        taskQueue,
+        workflowId: uniqueId(`parent-close-${policy.toLowerCase()}`),
+        args: [policy],
+      });
+      const childId = await handle.result();
+      const child = env.client.workflow.getHandle(childId);
+      await eventually(
+        async () => ((await child.describe()).status.name === childStatus ? true : undefined),
+        `the child to become ${childStatus}`,
+      );
+      if (childStatus === 'RUNNING') {
+        // An abandoned child keeps running: it still takes a signal and a workflow task after the parent closed.
+        await child.signal(pushSignal, 'still there');
+        const types = await eventually(async () => {
+          const seen = (await historyEvents(child)).map((e) => eventTypeName(e, EventType));
+          return isSubsequence(seen, ['WORKFLOW_EXECUTION_SIGNALED', 'WORKFLOW_TASK_COMPLETED']) ? seen : undefined;
+        }, 'the abandoned child to process a signal');
+        expect(types).not.toContain('WORKFLOW_EXECUTION_CANCEL_REQUESTED');
+        expect((await child.describe()).status.name).toBe('RUNNING');
+        expect(await child.query(itemsQuery)).toEqual(['still there']);
+        await child.terminate('abandoned child cleaned up by the test');
+      }
     });
   });
 });

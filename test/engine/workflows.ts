@@ -358,3 +358,12 @@ export async function activityAcrossRestart(activityQueue: string): Promise<numb
   });
   return hangOnFirstAttempt();
 }
+
+/** Starts a child that waits for signals and completes at once, leaving the child to its parent close policy. */
+export async function parentLeavesChild(policy: 'TERMINATE' | 'ABANDON' | 'REQUEST_CANCEL'): Promise<string> {
+  const child = await startChild(signalCollector, {
+    workflowId: `${workflowInfo().workflowId}-child`,
+    parentClosePolicy: policy,
+  });
+  return child.workflowId;
+}
