@@ -9,6 +9,7 @@ import { createActivities } from './activities.js';
 import { createEnv, eventTypeName, historyEvents, KEYWORD_KEY, namespaceOf, uniqueId, withWorker } from './env.js';
 import { temporal } from '@temporalio/proto';
 import {
+  failFirstAttempt,
   failWithType,
   finishSignal,
   itemsQuery,
@@ -259,6 +260,41 @@ describe('signal-with-start', () => {
 
       const events = (await historyEvents(first)).map((e) => eventTypeName(e, EventType));
       expect(events.slice(0, 2)).toEqual(['WORKFLOW_EXECUTION_STARTED', 'WORKFLOW_EXECUTION_SIGNALED']);
+
+      // Once the run closed, signal-with-start starts a new run.
+      const third = await env.client.workflow.signalWithStart(signalCollector, {
+        taskQueue,
+        workflowId,
+        signal: pushSignal,
+        signalArgs: ['third'],
+      });
+      expect(third.signaledRunId).not.toBe(first.signaledRunId);
+      await third.signal(finishSignal);
+      expect(await third.result()).toEqual(['third']);
+    });
+  });
+});
+
+describe('workflow retry policy', () => {
+  it('retries a failed workflow as a new run with the next attempt number', async () => {
+    await withWorker(env, { activities }, async (taskQueue) => {
+      const workflowId = uniqueId('workflow-retry');
+      const handle = await env.client.workflow.start(failFirstAttempt, {
+        taskQueue,
+        workflowId,
+        retry: { initialInterval: '1s', maximumAttempts: 3 },
+      });
+      expect(await handle.result()).toBe('attempt 2');
+
+      const firstRun = env.client.workflow.getHandle(workflowId, handle.firstExecutionRunId);
+      expect((await firstRun.describe()).status.name).toBe('FAILED');
+      const failed = (await historyEvents(firstRun)).at(-1);
+      expect(failed?.eventType).toBe(EventType.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED);
+      const retryRunId = failed?.workflowExecutionFailedEventAttributes?.newExecutionRunId;
+      expect(retryRunId).toBeTruthy();
+      const retryStarted = (await historyEvents(env.client.workflow.getHandle(workflowId, retryRunId!)))[0];
+      expect(retryStarted?.workflowExecutionStartedEventAttributes?.attempt).toBe(2);
+      expect(retryStarted?.workflowExecutionStartedEventAttributes?.firstExecutionRunId).toBe(handle.firstExecutionRunId);
     });
   });
 });

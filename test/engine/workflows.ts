@@ -367,3 +367,10 @@ export async function parentLeavesChild(policy: 'TERMINATE' | 'ABANDON' | 'REQUE
   });
   return child.workflowId;
 }
+
+/** Fails its first attempt with a retryable failure; the workflow retry policy starts attempt 2. */
+export async function failFirstAttempt(): Promise<string> {
+  const { attempt } = workflowInfo();
+  if (attempt === 1) throw ApplicationFailure.retryable('the first attempt fails', 'FirstAttempt');
+  return `attempt ${attempt}`;
+}
