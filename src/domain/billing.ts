@@ -72,9 +72,14 @@ export function parsePgAndMethod(rawBody: unknown): PgSelection {
   return { pg: bounded(pg, 'pg', MAX_ID_LENGTH) };
 }
 
+/** extra.subscribe_test_payment: a charge of this many won, refunded at once, proves the card works. */
+export const VERIFICATION_CHARGE_WON = 100;
+
 export interface BillingKeyRequest {
   readonly subscriptionId: string;
   readonly orderName: string;
+  /** extra.subscribe_test_payment was true: charge VERIFICATION_CHARGE_WON and refund it (receipt_data) */
+  readonly verificationCharge: boolean;
   /** raw card data: hand it to the gateway adapter and drop it */
   readonly card: CardDetails;
 }
@@ -85,7 +90,8 @@ export interface BillingKeyRequest {
  * 2315 card_expire_month, 2003 order_name, 2005 subscription_id; then 2084 for a month outside
  * 01-12; then local refusals (2304, no pg_error_code) for a malformed card number (not 15-16
  * digits, or Luhn-invalid), password, identity number, year, or an expired card; then
- * INVALID_REQUEST for over-long merchant strings. Messages never echo the card values.
+ * INVALID_REQUEST for over-long merchant strings or a malformed extra. Messages never echo the
+ * card values.
  */
 export function parseBillingKeyRequest(rawBody: unknown, now: Date): BillingKeyRequest {
   const body = asFields(rawBody);
@@ -111,8 +117,23 @@ export function parseBillingKeyRequest(rawBody: unknown, now: Date): BillingKeyR
   return {
     subscriptionId: bounded(subscriptionId, 'subscription_id', MAX_ID_LENGTH),
     orderName: bounded(orderName, 'order_name', MAX_NAME_LENGTH),
+    verificationCharge: parseVerificationOption(body.extra),
     card: { number, password2, identityNo, expireYear, expireMonth },
   };
+}
+
+function parseVerificationOption(extra: unknown): boolean {
+  if (extra === undefined || extra === null) return false;
+  if (typeof extra !== 'object' || Array.isArray(extra)) throw new ApiError('INVALID_REQUEST', { message: 'extra must be an object.' });
+  const option = (extra as Record<string, unknown>).subscribe_test_payment;
+  if (option === undefined || option === null) return false;
+  if (typeof option !== 'boolean') throw new ApiError('INVALID_REQUEST', { message: 'extra.subscribe_test_payment must be a boolean.' });
+  return option;
+}
+
+/** The order_id of an issuance's verification charge: derived from the issuance receipt, so unique. */
+export function verificationOrderId(issuanceReceiptId: string): string {
+  return `verification-${issuanceReceiptId}`;
 }
 
 /** What paygate keeps about an issued billing key (no raw card data; the gateway key stays server-side). */
@@ -149,6 +170,8 @@ export interface BillingKeyResponse {
   method_origin_symbol: string;
   published_at: string;
   requested_at: string;
+  /** the verification charge's receipt (extra.subscribe_test_payment) */
+  receipt_data?: Record<string, unknown>;
 }
 
 export function billingData(card: MaskedCard): BillingData {
@@ -160,7 +183,7 @@ export function billingData(card: MaskedCard): BillingData {
   };
 }
 
-/** The billing key issuance response. No verification charge happens, so receipt_data is absent. */
+/** The billing key issuance response; receipt_data is added only when a verification charge happened. */
 export function renderBillingKey(view: BillingKeyView): BillingKeyResponse {
   return {
     billing_key: view.billingKey,

@@ -4,7 +4,7 @@ import { chargeIdempotencyKey } from '../../src/domain/billing.js';
 import { createGatewayRegistry } from '../../src/gateways/registry.js';
 import { startSandboxGateways } from '../../src/gateways/sandbox/server.js';
 import { buildTestApp, type TestApp, type TestProject } from '../helpers/app.js';
-import { armSandboxFault, KEY_IN_METHOD, keyInClient, sandboxChargeExecutions, TEST_CARD } from './key-in-fixtures.js';
+import { armSandboxFault, KEY_IN_METHOD, keyInClient, sandboxChargeExecutions, sandboxGet, TEST_CARD } from './key-in-fixtures.js';
 
 const KEY_IN = KEY_IN_METHOD;
 const CARD = TEST_CARD;
@@ -120,6 +120,43 @@ describe('POST /v2/request/subscribe', () => {
     expect(failed.status).toBe(500);
     expect(failed.body).toMatchObject({ error_code: 'SUBSCRIBE_REQUEST_FAILED', code: 2301 });
     expect(failed.body.message).toMatch(/^The billing key request failed: .*HTTP 500/);
+  });
+
+  it('runs a refunded verification charge when extra.subscribe_test_payment is true (receipt_data)', async () => {
+    const res = await issue({ subscription_id: 'verified', extra: { subscribe_test_payment: true } });
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ status: 11, subscription_id: 'verified' });
+    const receiptData = res.body.receipt_data as Record<string, unknown>;
+    expect(receiptData).toMatchObject({ price: 100, cancelled_price: 100, status: 20, status_locale: '결제취소완료', pg: 'sandbox_card' });
+    expect((receiptData.card_data as Record<string, string>).card_no).toBe('411111******1111');
+    // the verification receipt is a real receipt, and the PG refunded it
+    const gatewayTid = await t.deps.database.db
+      .selectFrom('receipts')
+      .select('gateway_tid')
+      .where('receipt_id', '=', receiptData.receipt_id as string)
+      .executeTakeFirstOrThrow();
+    const atPg = await sandboxGet<{ amount: number; cancelled_amount: number }>(t.sandboxUrl, `/_sandbox/charges/${gatewayTid.gateway_tid ?? ''}`);
+    expect(atPg).toMatchObject({ amount: 100, cancelled_amount: 100 });
+    // the key works; lookups show the issuance without receipt_data
+    expect((await charge(res.body.billing_key as string)).status).toBe(200);
+    const lookup = await get(`/v2/billing_key/${res.body.billing_key as string}`);
+    expect(lookup.body).not.toHaveProperty('receipt_data');
+    // without the option there is no verification charge
+    expect((await issue()).body).not.toHaveProperty('receipt_data');
+  });
+
+  it('fails the issuance with 2304 and destroys the key when the verification charge is refused', async () => {
+    const res = await issue({ card_no: '4000000000009995', subscription_id: 'unverified', extra: { subscribe_test_payment: true } });
+    expect(res.status).toBe(400);
+    expect(res.body).toMatchObject({ error_code: 'SUBSCRIBE_PUBLISH_FAILED', code: 2304, pg_error_code: 'C204' });
+    const keys = await t.deps.database.db.selectFrom('billing_keys').select('destroyed_at').where('subscription_id', '=', 'unverified').execute();
+    expect(keys).toHaveLength(1);
+    expect(keys[0]?.destroyed_at).not.toBeNull();
+  });
+
+  it('refuses a malformed extra', async () => {
+    expect((await issue({ extra: 'x' })).body.error_code).toBe('INVALID_REQUEST');
+    expect((await issue({ extra: { subscribe_test_payment: 'yes' } })).body.error_code).toBe('INVALID_REQUEST');
   });
 
   it('accepts a legacy Bearer access token', async () => {

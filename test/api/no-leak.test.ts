@@ -55,6 +55,8 @@ beforeAll(async () => {
   record(await client.post('/v2/request/subscribe', { ...TEST_CARD, ...CARDS.good }, { 'idempotency-key': 'leak-1' }));
   record(await client.post('/v2/request/subscribe', { ...TEST_CARD, ...CARDS.good, order_name: 'other' }, { 'idempotency-key': 'leak-1' }));
   expect(record(await client.issue(CARDS.check)).status).toBe(200);
+  expect(record(await client.issue({ ...CARDS.check, extra: { subscribe_test_payment: true } })).body.receipt_data).toBeDefined();
+  record(await client.issue({ ...CARDS.refusedAtCharge, extra: { subscribe_test_payment: true } }));
   expect(record(await client.issue(CARDS.refusedAtIssue)).body.pg_error_code).toBeDefined();
   expect(record(await client.issue(CARDS.luhnInvalid)).status).toBe(400);
   record(await client.issue({ ...CARDS.good, card_expire_month: '13' }));

@@ -1,6 +1,6 @@
 // Card key-in billing: billing key issuance, lookup and destroy; charges with a billing key.
 // Raw card data lives only in the issuance handler's locals and the adapter call.
-import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { FastifyBaseLogger, FastifyInstance, FastifyReply } from 'fastify';
 import {
   chargeHash,
   chargeIdempotencyKey,
@@ -8,9 +8,12 @@ import {
   KEY_IN_METHOD,
   KEY_IN_METHOD_SYMBOL,
   parseBillingKeyRequest,
+  type ChargeParams,
   parseChargeRequest,
   parsePgAndMethod,
   renderBillingKey,
+  VERIFICATION_CHARGE_WON,
+  verificationOrderId,
 } from '../../domain/billing.js';
 import { enforceMasked } from '../../domain/card.js';
 import { ApiError } from '../../domain/errors.js';
@@ -26,10 +29,10 @@ import {
   type BillingKeyRow,
 } from '../../store/billing-keys.js';
 import type { Project } from '../../store/projects.js';
-import { claimOrder, completeCharge, deletePendingCharge } from '../../store/receipts.js';
+import { claimOrder, completeCharge, deletePendingCharge, type ReceiptRow } from '../../store/receipts.js';
 import { assertOwnedBy } from '../auth.js';
 import { createIdempotencyHooks } from '../idempotency.js';
-import { cancelRoutes } from './cancel.js';
+import { cancelPayment, cancelRoutes } from './cancel.js';
 import { receiptResponse, receiptRoutes } from './receipt.js';
 
 /** The PG's card capability for this project: unknown / not enabled -> 2001, no billing keys -> 2057. */
@@ -50,8 +53,141 @@ async function usableBillingKey(app: FastifyInstance, project: Project, billingK
   return row;
 }
 
-function unavailable(err: GatewayUnavailableError): ApiError {
-  return new ApiError('GATEWAY_UNAVAILABLE', { message: `${err.message}. Retry with the same order_id.`, cause: err });
+/**
+ * Charges a billing key once per (project, order_id). The order_id is claimed with a pending receipt
+ * before the PG is called (no transaction is held across the PG call). A pending receipt with the
+ * same charge is a retry after a PG failure: it re-drives the PG under the same derived key, which
+ * the PG answers without charging again.
+ */
+async function chargeBillingKey(
+  app: FastifyInstance,
+  project: Project,
+  key: BillingKeyRow,
+  params: ChargeParams,
+  requestedAt: Date,
+): Promise<ReceiptRow> {
+  const gateway = cardGatewayFor(app, project, key.pg);
+  const db = app.deps.database.db;
+  const hash = chargeHash(params);
+  const claim = await claimOrder(db, {
+    receiptId: newId(),
+    applicationId: project.application_id,
+    orderId: params.orderId,
+    orderName: params.orderName,
+    billingKey: key.billing_key,
+    chargeHash: hash,
+    pg: key.pg,
+    method: KEY_IN_METHOD,
+    methodSymbol: KEY_IN_METHOD_SYMBOL,
+    price: params.price,
+    taxFree: params.taxFree,
+    quota: params.quota,
+    metadata: params.metadata,
+    requestedAt,
+  });
+  let receiptId: string;
+  if (claim.kind === 'claimed') {
+    receiptId = claim.receiptId;
+  } else if (claim.row.status === PAYMENT_PENDING && claim.row.charge_hash === hash) {
+    receiptId = claim.row.receipt_id;
+  } else {
+    throw new ApiError('ORDER_ID_DUPLICATED');
+  }
+
+  try {
+    const result = await gateway.charge({
+      idempotencyKey: chargeIdempotencyKey(project.application_id, params.orderId),
+      gatewayBillingKey: key.gateway_billing_key,
+      amount: params.price,
+      taxFree: params.taxFree,
+      orderId: params.orderId,
+      orderName: params.orderName,
+      quota: params.quota,
+    });
+    return await completeCharge(db, receiptId, result, enforceMasked(result.card.maskedNumber));
+  } catch (err) {
+    if (err instanceof GatewayDeclinedError) {
+      await deletePendingCharge(db, receiptId);
+      throw new ApiError('PAYMENT_DECLINED', { message: `The PG refused the payment: ${err.pgMessage}`, pgErrorCode: err.pgErrorCode });
+    }
+    if (err instanceof GatewayUnavailableError) {
+      throw new ApiError('GATEWAY_UNAVAILABLE', { message: `${err.message}. Retry with the same order_id.`, cause: err });
+    }
+    throw err;
+  }
+}
+
+/** Revokes the key at its PG, then marks it destroyed. A PG refusal (already revoked, expired) still destroys it. */
+async function destroyBillingKey(app: FastifyInstance, key: BillingKeyRow, log: FastifyBaseLogger): Promise<void> {
+  const gateway = app.deps.gateways.get(key.pg)?.card;
+  if (gateway) {
+    try {
+      await gateway.destroyBillingKey({ gatewayBillingKey: key.gateway_billing_key });
+    } catch (err) {
+      if (err instanceof GatewayUnavailableError) {
+        throw new ApiError('GATEWAY_UNAVAILABLE', { message: `${err.message}. Retry the destroy.`, cause: err });
+      }
+      if (!(err instanceof GatewayDeclinedError)) throw err;
+      log.info({ pg_error_code: err.pgErrorCode }, 'PG refused the billing key revoke; destroying locally');
+    }
+  }
+  await markBillingKeyDestroyed(app.deps.database.db, key.billing_key, app.deps.clock());
+}
+
+/**
+ * extra.subscribe_test_payment: charges VERIFICATION_CHARGE_WON with the new key and refunds it at
+ * once; returns the refunded receipt for receipt_data. When the PG refuses or cannot be reached,
+ * the new key is destroyed and the issuance fails (2304 with pg_error_code / 2301).
+ */
+async function verifyWithTestCharge(
+  app: FastifyInstance,
+  project: Project,
+  key: BillingKeyRow,
+  orderName: string,
+  log: FastifyBaseLogger,
+): Promise<Record<string, unknown>> {
+  let paid: ReceiptRow;
+  try {
+    paid = await chargeBillingKey(
+      app,
+      project,
+      key,
+      {
+        billingKey: key.billing_key,
+        orderName,
+        orderId: verificationOrderId(key.receipt_id),
+        price: VERIFICATION_CHARGE_WON,
+        taxFree: 0,
+        quota: 0,
+        metadata: undefined,
+      },
+      app.deps.clock(),
+    );
+  } catch (err) {
+    await destroyBillingKey(app, key, log).catch((destroyErr: unknown) => log.warn({ err: destroyErr }, 'could not destroy an unverified billing key'));
+    if (err instanceof ApiError && err.errorCode === 'PAYMENT_DECLINED') {
+      throw new ApiError('SUBSCRIBE_PUBLISH_FAILED', {
+        message: `The billing key failed its verification charge: ${err.message}`,
+        ...(err.pgErrorCode === undefined ? {} : { pgErrorCode: err.pgErrorCode }),
+      });
+    }
+    if (err instanceof ApiError && err.errorCode === 'GATEWAY_UNAVAILABLE') {
+      throw new ApiError('SUBSCRIBE_REQUEST_FAILED', { message: `The verification charge failed: ${err.message}`, cause: err });
+    }
+    throw err;
+  }
+  try {
+    return await cancelPayment(
+      app,
+      project,
+      { receiptId: paid.receipt_id, cancelPrice: undefined, cancelTaxFree: undefined, cancelId: 'verification', cancelMessage: 'billing key verification' },
+      log,
+    );
+  } catch (err) {
+    // The key is good; the merchant sees the verification charge still paid and can cancel it.
+    log.warn({ err, receipt_id: paid.receipt_id }, 'verification charge not refunded');
+    return { ...receiptResponse(paid, project) };
+  }
 }
 
 export async function billingRoutes(app: FastifyInstance): Promise<void> {
@@ -68,7 +204,9 @@ export async function billingRoutes(app: FastifyInstance): Promise<void> {
         description:
           'Checks in order: 2300 pg missing; 2058 method missing or not 카드자동(REST); 2001 pg unknown or not enabled; ' +
           '2057 pg without billing keys; 2311-2315, 2003, 2005 blanks; 2084 month outside 01-12; 2304 (no pg_error_code) ' +
-          'malformed or expired card refused locally; 2304 with pg_error_code refused by the PG; 2301 PG unreachable.',
+          'malformed or expired card refused locally; 2304 with pg_error_code refused by the PG; 2301 PG unreachable. ' +
+          `extra.subscribe_test_payment: true charges ${VERIFICATION_CHARGE_WON} won and refunds it at once; that receipt is ` +
+          'receipt_data (the only case with receipt_data).',
         tags: ['billing'],
       },
     },
@@ -76,7 +214,7 @@ export async function billingRoutes(app: FastifyInstance): Promise<void> {
       const requestedAt = app.deps.clock();
       const { pg } = parsePgAndMethod(request.body);
       const gateway = cardGatewayFor(app, request.project, pg);
-      const { subscriptionId, orderName, card } = parseBillingKeyRequest(request.body, requestedAt);
+      const { subscriptionId, orderName, card, verificationCharge } = parseBillingKeyRequest(request.body, requestedAt);
 
       const applicationId = request.project.application_id;
       const receiptId = newId();
@@ -118,7 +256,13 @@ export async function billingRoutes(app: FastifyInstance): Promise<void> {
         gatewayBillingKey: issued.gatewayBillingKey,
       });
       request.log.info({ receipt_id: receiptId, pg }, 'billing key issued');
-      return renderBillingKey(view);
+      const response = renderBillingKey(view);
+      if (verificationCharge) {
+        const key = await findBillingKey(app.deps.database.db, view.billingKey);
+        if (!key) throw new ApiError('INTERNAL_ERROR', { cause: new Error('billing key vanished after insert') });
+        response.receipt_data = await verifyWithTestCharge(app, request.project, key, orderName, request.log);
+      }
+      return response;
     },
   );
 
@@ -142,58 +286,8 @@ export async function billingRoutes(app: FastifyInstance): Promise<void> {
       const params = parseChargeRequest(request.body);
       const project = request.project;
       const key = await usableBillingKey(app, project, params.billingKey);
-      const gateway = cardGatewayFor(app, project, key.pg);
 
-      // Claim the order_id with a pending receipt first (no transaction is held across the PG call).
-      // A pending receipt with the same charge is a retry after a PG failure: it re-drives the PG
-      // under the same derived key, which the PG answers without charging again.
-      const db = app.deps.database.db;
-      const hash = chargeHash(params);
-      const claim = await claimOrder(db, {
-        receiptId: newId(),
-        applicationId: project.application_id,
-        orderId: params.orderId,
-        orderName: params.orderName,
-        billingKey: key.billing_key,
-        chargeHash: hash,
-        pg: key.pg,
-        method: KEY_IN_METHOD,
-        methodSymbol: KEY_IN_METHOD_SYMBOL,
-        price: params.price,
-        taxFree: params.taxFree,
-        quota: params.quota,
-        metadata: params.metadata,
-        requestedAt,
-      });
-      let receiptId: string;
-      if (claim.kind === 'claimed') {
-        receiptId = claim.receiptId;
-      } else if (claim.row.status === PAYMENT_PENDING && claim.row.charge_hash === hash) {
-        receiptId = claim.row.receipt_id;
-      } else {
-        throw new ApiError('ORDER_ID_DUPLICATED');
-      }
-
-      let row;
-      try {
-        const result = await gateway.charge({
-          idempotencyKey: chargeIdempotencyKey(project.application_id, params.orderId),
-          gatewayBillingKey: key.gateway_billing_key,
-          amount: params.price,
-          taxFree: params.taxFree,
-          orderId: params.orderId,
-          orderName: params.orderName,
-          quota: params.quota,
-        });
-        row = await completeCharge(db, receiptId, result, enforceMasked(result.card.maskedNumber));
-      } catch (err) {
-        if (err instanceof GatewayDeclinedError) {
-          await deletePendingCharge(db, receiptId);
-          throw new ApiError('PAYMENT_DECLINED', { message: `The PG refused the payment: ${err.pgMessage}`, pgErrorCode: err.pgErrorCode });
-        }
-        if (err instanceof GatewayUnavailableError) throw unavailable(err);
-        throw err;
-      }
+      const row = await chargeBillingKey(app, project, key, params, requestedAt);
       request.log.info({ receipt_id: row.receipt_id, pg: row.pg }, 'billing key charged');
       return receiptResponse(row, project);
     },
@@ -232,20 +326,7 @@ export async function billingRoutes(app: FastifyInstance): Promise<void> {
     },
     async (request, reply: FastifyReply) => {
       const key = await usableBillingKey(app, request.project, request.params.billing_key);
-      const gateway = app.deps.gateways.get(key.pg)?.card;
-      if (gateway) {
-        try {
-          await gateway.destroyBillingKey({ gatewayBillingKey: key.gateway_billing_key });
-        } catch (err) {
-          if (err instanceof GatewayUnavailableError) {
-            throw new ApiError('GATEWAY_UNAVAILABLE', { message: `${err.message}. Retry the destroy.`, cause: err });
-          }
-          // A refusal (already revoked, expired, unknown at the PG) leaves the key unusable anyway.
-          if (!(err instanceof GatewayDeclinedError)) throw err;
-          request.log.info({ pg_error_code: err.pgErrorCode }, 'PG refused the billing key revoke; destroying locally');
-        }
-      }
-      await markBillingKeyDestroyed(app.deps.database.db, key.billing_key, app.deps.clock());
+      await destroyBillingKey(app, key, request.log);
       return reply.send({ billing_key: key.billing_key });
     },
   );
