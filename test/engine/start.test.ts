@@ -3,6 +3,7 @@
 import { randomUUID } from 'node:crypto';
 import { WorkflowExecutionAlreadyStartedError, WorkflowFailedError } from '@temporalio/client';
 import { defaultPayloadConverter, TimeoutFailure, TimeoutType } from '@temporalio/common';
+import { tsToMs } from '@temporalio/common/lib/time.js';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createActivities } from './activities.js';
@@ -233,6 +234,34 @@ describe('execution and run timeouts', () => {
       });
       await expect(handle.result()).rejects.toBeInstanceOf(WorkflowFailedError);
       expect((await handle.describe()).status.name).toBe('TIMED_OUT');
+    });
+  });
+});
+
+describe('start event', () => {
+  it('records the start request and normalises timeouts the way the server does', async () => {
+    await withWorker(env, { activities }, async (taskQueue) => {
+      const workflowId = uniqueId('started-event');
+      const handle = await env.client.workflow.start(reportStartInfo, {
+        taskQueue,
+        workflowId,
+        workflowExecutionTimeout: '1 hour',
+      });
+      const info = await handle.result();
+      // Without a run timeout the run may last as long as the execution; the task timeout defaults to 10 s.
+      expect(info.runTimeoutMs).toBe(HOUR_MS);
+      expect(info.executionTimeoutMs).toBe(HOUR_MS);
+
+      const started = (await historyEvents(handle))[0]?.workflowExecutionStartedEventAttributes;
+      expect(started?.workflowType?.name).toBe('reportStartInfo');
+      expect(started?.taskQueue?.name).toBe(taskQueue);
+      expect(started?.attempt).toBe(1);
+      expect(started?.firstExecutionRunId).toBe(handle.firstExecutionRunId);
+      expect(started?.originalExecutionRunId).toBe(handle.firstExecutionRunId);
+      expect(started?.identity).toBeTruthy();
+      expect(tsToMs(started?.workflowExecutionTimeout)).toBe(HOUR_MS);
+      expect(tsToMs(started?.workflowRunTimeout)).toBe(HOUR_MS);
+      expect(tsToMs(started?.workflowTaskTimeout)).toBe(10_000);
     });
   });
 });
