@@ -10,7 +10,7 @@ import { createVerificationStore } from '../../src/store/verifications.js';
 import { EncryptionCodec, ENCRYPTED_ENCODING } from '../../src/temporal/codec.js';
 import { verificationWorkflowId } from '../../src/workflows/verification-definitions.js';
 import { buildTestApp, type TestApp, type TestProject } from '../helpers/app.js';
-import type { HistoryEvent } from '../helpers/temporal.js';
+import { workerLogs, type HistoryEvent } from '../helpers/temporal.js';
 import { freshPhone, verificationClient, type VerificationClient } from './verification-fixtures.js';
 
 const KEY_SPEC = generateKeyringSpec('key-2026a');
@@ -181,5 +181,13 @@ describe('logs', () => {
     expect(logs).toContain('/v2/request/authentication');
     expect(logs).toContain('/v2/authenticate/confirm');
     expectNoSecrets(logs, 'the logs');
+  });
+
+  it('the Temporal worker logs (SDK, activities, workflows) contain none of the personal data', () => {
+    const logs = workerLogs();
+    // control: the worker did log (its lifecycle and the activity failures of the wrong OTP and failed send)
+    expect(logs).toContain('Worker state changed');
+    expect(logs).toContain('Activity failed');
+    expectNoSecrets(logs, 'the worker logs');
   });
 });

@@ -10,6 +10,7 @@ import { TestWorkflowEnvironment } from '@temporalio/testing';
 import {
   bundleWorkflowCode,
   DefaultLogger,
+  type LogEntry,
   Runtime,
   Worker,
   type WorkflowBundleWithSourceMap,
@@ -59,12 +60,30 @@ const SETUP_TIMEOUT_MS = 60_000;
 const SKIP_TIMEOUT_MS = 30_000;
 const CLOSE_TIMEOUT_MS = 15_000;
 
+const workerLogLines: string[] = [];
+const MAX_WORKER_LOG_LINES = 20_000;
+
+/** Everything the Temporal SDK (worker, activities, workflows) logged in this process, one JSON line per entry. */
+export function workerLogs(): string {
+  return workerLogLines.join('\n');
+}
+
 let runtimeInstalled = false;
-function installQuietRuntime(): void {
+function installCapturingRuntime(): void {
   if (runtimeInstalled) return;
   runtimeInstalled = true;
   try {
-    Runtime.install({ logger: new DefaultLogger('ERROR') });
+    Runtime.install({
+      logger: new DefaultLogger('DEBUG', (entry: LogEntry) => {
+        workerLogLines.push(
+          JSON.stringify({ level: entry.level, message: entry.message, meta: entry.meta }, (_key, v: unknown) =>
+            typeof v === 'bigint' ? v.toString() : v instanceof Error ? { name: v.name, message: v.message, stack: v.stack } : v,
+          ),
+        );
+        if (workerLogLines.length > MAX_WORKER_LOG_LINES) workerLogLines.shift();
+        if (entry.level === 'ERROR') process.stderr.write(`[worker] ${entry.message}\n`);
+      }),
+    });
   } catch {
     // another helper of this process installed it first
   }
@@ -87,7 +106,7 @@ export function bounded<T>(promise: Promise<T>, ms: number, what: string): Promi
 }
 
 export async function startTestTemporal(deps: TestTemporalDeps): Promise<TestTemporal> {
-  installQuietRuntime();
+  installCapturingRuntime();
   const env = await bounded(
     TestWorkflowEnvironment.createTimeSkipping({ server: { executable: { type: 'existing-path', path: DEVSERVER_PATH } } }),
     SETUP_TIMEOUT_MS,
