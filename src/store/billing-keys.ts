@@ -21,8 +21,8 @@ export interface NewBillingKey {
   readonly requestedAt: Date;
 }
 
-export async function insertBillingKey(db: Kysely<Tables>, key: NewBillingKey): Promise<void> {
-  await db
+export async function insertBillingKey(db: Kysely<Tables>, key: NewBillingKey): Promise<BillingKeyRow> {
+  return db
     .insertInto('billing_keys')
     .values({
       billing_key: key.billingKey,
@@ -41,7 +41,8 @@ export async function insertBillingKey(db: Kysely<Tables>, key: NewBillingKey): 
       requested_at: key.requestedAt,
       destroyed_at: null,
     })
-    .execute();
+    .returningAll()
+    .executeTakeFirstOrThrow();
 }
 
 /** Any project's key: callers check ownership (1225) with the row's application_id. */

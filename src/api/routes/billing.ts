@@ -1,6 +1,6 @@
 // Card key-in billing: billing key issuance, lookup and destroy; charges with a billing key.
 // Raw card data lives only in the issuance handler's locals and the adapter call.
-import type { FastifyBaseLogger, FastifyInstance, FastifyReply } from 'fastify';
+import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import {
   chargeHash,
   chargeIdempotencyKey,
@@ -249,7 +249,7 @@ export async function billingRoutes(app: FastifyInstance): Promise<void> {
         publishedAt: issued.issuedAt,
         requestedAt,
       };
-      await insertBillingKey(app.deps.database.db, {
+      const stored = await insertBillingKey(app.deps.database.db, {
         ...view,
         applicationId,
         orderName,
@@ -258,9 +258,7 @@ export async function billingRoutes(app: FastifyInstance): Promise<void> {
       request.log.info({ receipt_id: receiptId, pg }, 'billing key issued');
       const response = renderBillingKey(view);
       if (verificationCharge) {
-        const key = await findBillingKey(app.deps.database.db, view.billingKey);
-        if (!key) throw new ApiError('INTERNAL_ERROR', { cause: new Error('billing key vanished after insert') });
-        response.receipt_data = await verifyWithTestCharge(app, request.project, key, orderName, request.log);
+        response.receipt_data = await verifyWithTestCharge(app, request.project, stored, orderName, request.log);
       }
       return response;
     },
@@ -324,10 +322,10 @@ export async function billingRoutes(app: FastifyInstance): Promise<void> {
         tags: ['billing'],
       },
     },
-    async (request, reply: FastifyReply) => {
+    async (request) => {
       const key = await usableBillingKey(app, request.project, request.params.billing_key);
       await destroyBillingKey(app, key, request.log);
-      return reply.send({ billing_key: key.billing_key });
+      return { billing_key: key.billing_key };
     },
   );
 }
