@@ -1,6 +1,6 @@
 // Activities: retry policy, the four timeouts, heartbeat details, cancellation through heartbeats,
 // async completion by task token and by id.
-import { WorkflowFailedError } from '@temporalio/client';
+import { ActivityCancelledError, ActivityNotFoundError, WorkflowFailedError } from '@temporalio/client';
 import { ActivityFailure, ApplicationFailure, RetryState, TimeoutFailure, TimeoutType } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
@@ -17,7 +17,7 @@ import {
   uniqueId,
   withWorker,
 } from './env.js';
-import { cancelHeartbeatingActivity, runActivity } from './workflows.js';
+import { cancelAsyncActivity, cancelHeartbeatingActivity, runActivity } from './workflows.js';
 
 const EventType = temporal.api.enums.v1.EventType;
 
@@ -306,6 +306,29 @@ describe('async completion', () => {
       await env.client.activity.heartbeat(token, 'still working');
       await env.client.activity.complete(token, 'completed by token');
       expect(await handle.result()).toBe('completed by token');
+      // The task token is spent: a second completion finds no activity.
+      await expect(env.client.activity.complete(token, 'again')).rejects.toBeInstanceOf(ActivityNotFoundError);
+    });
+  });
+
+  it('tells an outside completer about a cancel request through its heartbeat', async () => {
+    await withWorker(env, { activities }, async (taskQueue) => {
+      const key = uniqueId('token-cancel');
+      const handle = await env.client.workflow.start(cancelAsyncActivity, {
+        taskQueue,
+        workflowId: uniqueId('async-cancel'),
+        args: [key, 300],
+      });
+      const token = await eventually(async () => recorder.taskTokens.get(key), 'the activity task token');
+      await eventually(async () => {
+        const types = (await historyEvents(handle)).map((e) => eventTypeName(e, EventType));
+        return types.includes('ACTIVITY_TASK_CANCEL_REQUESTED') ? true : undefined;
+      }, 'the cancel request');
+      await expect(env.client.activity.heartbeat(token, 'still working?')).rejects.toBeInstanceOf(ActivityCancelledError);
+      await env.client.activity.reportCancellation(token, 'stopped on request');
+      expect(await handle.result()).toBe('cancelled');
+      const types = (await historyEvents(handle)).map((e) => eventTypeName(e, EventType));
+      expect(isSubsequence(types, ['ACTIVITY_TASK_CANCEL_REQUESTED', 'ACTIVITY_TASK_CANCELED']), types.join(' ')).toBe(true);
     });
   });
 

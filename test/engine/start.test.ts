@@ -4,11 +4,11 @@ import { randomUUID } from 'node:crypto';
 import { WorkflowExecutionAlreadyStartedError, WorkflowFailedError } from '@temporalio/client';
 import { defaultPayloadConverter, TimeoutFailure, TimeoutType } from '@temporalio/common';
 import { tsToMs } from '@temporalio/common/lib/time.js';
+import { temporal } from '@temporalio/proto';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createActivities } from './activities.js';
 import { createEnv, eventTypeName, historyEvents, KEYWORD_KEY, namespaceOf, uniqueId, withWorker } from './env.js';
-import { temporal } from '@temporalio/proto';
 import {
   failFirstAttempt,
   failWithType,

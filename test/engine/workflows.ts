@@ -374,3 +374,23 @@ export async function failFirstAttempt(): Promise<string> {
   if (attempt === 1) throw ApplicationFailure.retryable('the first attempt fails', 'FirstAttempt');
   return `attempt ${attempt}`;
 }
+
+/** Cancels an activity that completes asynchronously; its outside completer learns it through a heartbeat. */
+export async function cancelAsyncActivity(key: string, cancelAfterMs: number): Promise<string> {
+  const { completeLater } = proxyActivities<EngineActivities>({
+    startToCloseTimeout: '1 minute',
+    heartbeatTimeout: '30s',
+    cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+    retry: { maximumAttempts: 1 },
+  });
+  const scope = new CancellationScope();
+  const running = scope.run(() => completeLater(key));
+  await sleep(cancelAfterMs);
+  scope.cancel();
+  try {
+    await running;
+    return 'completed';
+  } catch (err) {
+    return isCancellation(err) ? 'cancelled' : `failed: ${String(err)}`;
+  }
+}
