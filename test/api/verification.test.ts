@@ -240,6 +240,19 @@ describe('GET /sandbox/v1/sms', () => {
     const anonymous = await t.app.inject({ method: 'GET', url: `/sandbox/v1/sms?phone=${phone}` });
     expect(anonymous.statusCode).toBe(401);
   });
+
+  it('refuses a phone that is not a mobile number, and does not exist outside sandbox mode', async () => {
+    const bad = await api.send('GET', '/sandbox/v1/sms?phone=hello');
+    expect(bad.status).toBe(400);
+    const production = await buildTestApp({ config: { sandbox: false } });
+    try {
+      const p = await production.createProject();
+      const res = await production.app.inject({ method: 'GET', url: '/sandbox/v1/sms?phone=01012345678', headers: { authorization: p.basicAuth } });
+      expect(res.statusCode).toBe(404);
+    } finally {
+      await production.close();
+    }
+  });
 });
 
 describe('POST /v2/authenticate/confirm and GET /v2/certificate/{receipt_id}', () => {
