@@ -13,8 +13,8 @@ import { ApiError } from '../domain/errors.js';
 import type { Database } from '../store/db.js';
 import { claimIdempotencyKey, completeIdempotencyKey, purgeExpiredIdempotencyKeys, releaseIdempotencyKey } from '../store/idempotency.js';
 
-export const IDEMPOTENCY_HEADER = 'idempotency-key';
-export const REPLAYED_HEADER = 'idempotent-replayed';
+const IDEMPOTENCY_HEADER = 'idempotency-key';
+const REPLAYED_HEADER = 'idempotent-replayed';
 const RETENTION_MS = 24 * 60 * 60 * 1000;
 /** An in-flight record older than this was left by a process that died mid-request. */
 const STALE_IN_FLIGHT_MS = 10 * 60 * 1000;
@@ -28,7 +28,7 @@ interface Claim {
 }
 
 /** JSON with object keys sorted at every depth, so key order does not change the fingerprint. */
-export function canonicalJson(value: unknown): string {
+function canonicalJson(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
   if (value !== null && typeof value === 'object') {
     const entries = Object.entries(value as Record<string, unknown>)

@@ -19,19 +19,19 @@ export const KEY_IN_METHOD = '카드자동(REST)';
 export const KEY_IN_METHOD_SYMBOL = 'card_rebill_rest';
 
 /** Upper bounds on merchant-chosen strings, so a 100 KB field is refused instead of stored. */
-export const MAX_ID_LENGTH = 100;
-export const MAX_NAME_LENGTH = 200;
-export const MAX_METADATA_BYTES = 8 * 1024;
+const MAX_ID_LENGTH = 100;
+const MAX_NAME_LENGTH = 200;
+const MAX_METADATA_BYTES = 8 * 1024;
 
 type Body = Record<string, unknown>;
 
 /** Any JSON value as a field map; arrays and scalars have no fields. */
-export function asFields(body: unknown): Body {
+function asFields(body: unknown): Body {
   return typeof body === 'object' && body !== null && !Array.isArray(body) ? (body as Body) : {};
 }
 
 /** A present, non-blank string, or undefined for missing / blank / non-string values. */
-export function presentString(value: unknown): string | undefined {
+function presentString(value: unknown): string | undefined {
   return typeof value === 'string' && value.trim() !== '' ? value : undefined;
 }
 
@@ -174,7 +174,7 @@ export interface BillingKeyResponse {
   receipt_data?: Record<string, unknown>;
 }
 
-export function billingData(card: MaskedCard): BillingData {
+function billingData(card: MaskedCard): BillingData {
   return {
     card_no: card.maskedNumber,
     card_company: card.cardCompany,

@@ -65,7 +65,7 @@ export async function markBillingKeyDestroyed(db: Kysely<Tables>, billingKey: st
   return result.numUpdatedRows > 0n;
 }
 
-export function maskedCardOf(row: BillingKeyRow): MaskedCard {
+function maskedCardOf(row: BillingKeyRow): MaskedCard {
   return {
     maskedNumber: row.card_masked_number,
     cardCompany: row.card_company,
