@@ -77,6 +77,32 @@ async function updateRefusal(run: () => Promise<unknown>): Promise<string | unde
 
 const updateEvents = (names: string[]) => names.filter((n) => n.startsWith('WORKFLOW_EXECUTION_UPDATE_'));
 
+describe('one workflow per verification', () => {
+  it('the request starts verification:<receipt_id>; activities send the SMS and store the tid; resend and confirm are updates', async () => {
+    const { receiptId, phone } = await api.requested();
+    expect((await api.realarm(receiptId)).status).toBe(200);
+    expect((await api.confirm(receiptId, await api.latestOtp(phone))).status).toBe(200);
+    const description = await handleOf(receiptId).describe();
+    expect(description.workflowId).toBe(`verification:${receiptId}`);
+    expect(description.type).toBe('verificationWorkflow');
+    expect(description.taskQueue).toBe(temporal.taskQueue);
+    expect(description.status.name).toBe('RUNNING'); // the lookup window's timer
+
+    const events = await temporal.rawHistory(verificationWorkflowId(receiptId));
+    const activities = events.flatMap((e) => e.activityTaskScheduledEventAttributes?.activityType?.name ?? []);
+    expect(activities).toEqual([
+      'requestIdentityOtp',
+      'recordVerificationOtpSent',
+      'recordVerificationRealarm',
+      'resendIdentityOtp',
+      'confirmIdentityOtp',
+      'recordVerificationConfirmed',
+    ]);
+    const updates = events.flatMap((e) => e.workflowExecutionUpdateAcceptedEventAttributes?.acceptedRequest?.input?.name ?? []);
+    expect(updates).toEqual(['otpSent', 'resendOtp', 'confirmOtp']);
+  });
+});
+
 describe('the confirm window: 30 minutes from requested_at', () => {
   it('29 minutes after the request the OTP is still confirmed; extra.timeout is stored and never enforced', async () => {
     const { receiptId, phone } = await api.requested({ extra: { timeout: 1 } });
