@@ -236,7 +236,13 @@ export class Engine {
   /** Journals every changed run; resolves once durable. */
   commit(): Promise<void> {
     const journal = this.journal;
-    if (!journal || this.dirty.size === 0) return journal ? journal.flush() : Promise.resolve();
+    if (!journal) return Promise.resolve();
+    this.stageDirty(journal);
+    return journal.flush();
+  }
+
+  private stageDirty(journal: Journal): void {
+    if (this.dirty.size === 0) return;
     for (const ex of this.dirty) {
       const base = Math.min(ex.persistedLength, ex.history.length);
       journal.append({
@@ -258,7 +264,6 @@ export class Engine {
         })),
       );
     }
-    return journal.flush();
   }
 
   close(): void {
@@ -266,7 +271,7 @@ export class Engine {
     for (const t of this.stickyTimers.values()) clearTimeout(t);
     this.queues.release(() => true);
     if (this.journal) {
-      void this.commit();
+      this.stageDirty(this.journal);
       this.journal.close();
     }
   }

@@ -62,8 +62,9 @@ export class Journal {
   private fd: number;
   private appendedBytes = 0;
   private pending: string[] = [];
-  private waiters: Array<() => void> = [];
+  private waiters: Array<{ resolve(): void; reject(err: Error): void }> = [];
   private scheduled = false;
+  private closed = false;
 
   private constructor(
     private readonly file: string,
@@ -123,8 +124,8 @@ export class Journal {
   /** Resolves once everything appended so far is on disk. */
   flush(): Promise<void> {
     if (this.pending.length === 0 && !this.scheduled) return Promise.resolve();
-    return new Promise<void>((resolve) => {
-      this.waiters.push(resolve);
+    return new Promise<void>((resolve, reject) => {
+      this.waiters.push({ resolve, reject });
       if (!this.scheduled) {
         this.scheduled = true;
         setImmediate(() => this.writeNow());
@@ -134,21 +135,30 @@ export class Journal {
 
   private writeNow(): void {
     this.scheduled = false;
+    if (this.closed) return;
     const lines = this.pending;
     const waiters = this.waiters;
     this.pending = [];
     this.waiters = [];
-    if (lines.length > 0) {
-      const chunk = lines.join('\n') + '\n';
-      fs.writeSync(this.fd, chunk);
-      fs.fdatasyncSync(this.fd);
-      this.appendedBytes += chunk.length;
+    try {
+      if (lines.length > 0) {
+        const chunk = lines.join('\n') + '\n';
+        fs.writeSync(this.fd, chunk);
+        fs.fdatasyncSync(this.fd);
+        this.appendedBytes += chunk.length;
+      }
+    } catch (err) {
+      // Callers must not be told a change is durable when it is not (e.g. disk full).
+      for (const w of waiters) w.reject(err as Error);
+      return;
     }
-    for (const w of waiters) w();
+    for (const w of waiters) w.resolve();
   }
 
   close(): void {
-    if (this.pending.length > 0) this.writeNow();
+    if (this.closed) return;
+    this.writeNow();
+    this.closed = true;
     fs.closeSync(this.fd);
   }
 
