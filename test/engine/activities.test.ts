@@ -1,7 +1,14 @@
 // Activities: retry policy, the four timeouts, heartbeat details, cancellation through heartbeats,
 // async completion by task token and by id.
 import { ActivityCancelledError, ActivityNotFoundError, WorkflowFailedError } from '@temporalio/client';
-import { ActivityFailure, ApplicationFailure, RetryState, TimeoutFailure, TimeoutType } from '@temporalio/common';
+import {
+  ActivityFailure,
+  ApplicationFailure,
+  defaultPayloadConverter,
+  RetryState,
+  TimeoutFailure,
+  TimeoutType,
+} from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -304,6 +311,16 @@ describe('async completion', () => {
       });
       const token = await eventually(async () => recorder.taskTokens.get(key), 'the activity task token');
       await env.client.activity.heartbeat(token, 'still working');
+
+      // Describe shows the started activity with its heartbeat details.
+      const pending = (await handle.describe()).raw.pendingActivities ?? [];
+      expect(pending).toHaveLength(1);
+      expect(pending[0]?.activityId).toBe('1');
+      expect(pending[0]?.activityType?.name).toBe('completeLater');
+      expect(pending[0]?.state).toBe(temporal.api.enums.v1.PendingActivityState.PENDING_ACTIVITY_STATE_STARTED);
+      expect(pending[0]?.attempt).toBe(1);
+      expect(defaultPayloadConverter.fromPayload(pending[0]?.heartbeatDetails?.payloads?.[0] ?? {})).toBe('still working');
+
       await env.client.activity.complete(token, 'completed by token');
       expect(await handle.result()).toBe('completed by token');
       // The task token is spent: a second completion finds no activity.
