@@ -1262,12 +1262,20 @@ export class Engine {
           const spec = retrySpec(s.retryPolicy);
           const next = nextRetry(spec, s.attempt, failure, this.clock.now(), s.executionExpirationTime);
           if ('delay' in next) {
-            this.continueAsNew(ex, completedId, null, {
+            // As the server does: the run fails (status FAILED) and names the run that retries it.
+            const retry = this.startNextRun(ex, null, {
               initiator: enums.ContinueAsNewInitiator.CONTINUE_AS_NEW_INITIATOR_RETRY,
               failure,
               backoffMs: next.delay,
               attempt: s.attempt + 1,
             });
+            add(EventType.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED, 'workflowExecutionFailedEventAttributes', {
+              failure,
+              retryState: RetryState.RETRY_STATE_IN_PROGRESS,
+              workflowTaskCompletedEventId: completedId,
+              newExecutionRunId: retry.s.runId,
+            });
+            this.closeRun(ex, Status.WORKFLOW_EXECUTION_STATUS_FAILED, true);
             return false;
           }
           add(EventType.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED, 'workflowExecutionFailedEventAttributes', {
@@ -1293,12 +1301,7 @@ export class Engine {
         this.closeRun(ex, Status.WORKFLOW_EXECUTION_STATUS_CANCELED);
         return false;
       case CommandType.COMMAND_TYPE_CONTINUE_AS_NEW_WORKFLOW_EXECUTION:
-        this.continueAsNew(ex, completedId, c.continueAsNewWorkflowExecutionCommandAttributes ?? null, {
-          initiator: enums.ContinueAsNewInitiator.CONTINUE_AS_NEW_INITIATOR_WORKFLOW,
-          failure: null,
-          backoffMs: durationMs(c.continueAsNewWorkflowExecutionCommandAttributes?.backoffStartInterval),
-          attempt: 1,
-        });
+        this.continueAsNew(ex, completedId, c.continueAsNewWorkflowExecutionCommandAttributes ?? null);
         return false;
       case CommandType.COMMAND_TYPE_START_CHILD_WORKFLOW_EXECUTION:
         this.startChild(ex, c.startChildWorkflowExecutionCommandAttributes!, completedId, add, after);
@@ -1403,28 +1406,23 @@ export class Engine {
     }
   }
 
-  private continueAsNew(
+  /** Starts the run that continues this one (continue-as-new or a retry): same id, parent and first run. */
+  private startNextRun(
     ex: Execution,
-    completedId: number,
     a: Plain<temporal.api.command.v1.IContinueAsNewWorkflowExecutionCommandAttributes> | null,
     how: { initiator: number; failure: Failure | null; backoffMs: number; attempt: number },
-  ): void {
+  ): Execution {
     const s = ex.s;
     const first = ex.history[0]?.workflowExecutionStartedEventAttributes;
-    const workflowType = a?.workflowType?.name || s.workflowType;
-    const taskQueue = a?.taskQueue?.name || s.taskQueue;
-    const input = a ? a.input : first?.input;
-    const runTimeoutMs = a ? durationMs(a.workflowRunTimeout) || s.runTimeoutMs : s.runTimeoutMs;
-    const wftTimeoutMs = a ? durationMs(a.workflowTaskTimeout) || s.workflowTaskTimeoutMs : s.workflowTaskTimeoutMs;
     const next = this.newRun(s.namespace, {
       workflowId: s.workflowId,
-      workflowType,
-      taskQueue,
-      input,
+      workflowType: a?.workflowType?.name || s.workflowType,
+      taskQueue: a?.taskQueue?.name || s.taskQueue,
+      input: a ? a.input : first?.input,
       header: a ? a.header : first?.header,
       executionTimeoutMs: s.executionTimeoutMs,
-      runTimeoutMs,
-      workflowTaskTimeoutMs: wftTimeoutMs,
+      runTimeoutMs: (a && durationMs(a.workflowRunTimeout)) || s.runTimeoutMs,
+      workflowTaskTimeoutMs: (a && durationMs(a.workflowTaskTimeout)) || s.workflowTaskTimeoutMs,
       identity: '',
       requestId: '',
       memo: a?.memo ?? s.memo,
@@ -1439,42 +1437,56 @@ export class Engine {
       attempt: how.attempt,
       startDelayMs: how.backoffMs,
       executionExpirationTime: s.executionExpirationTime,
+      rootExecution: first?.rootWorkflowExecution,
     });
+    s.continuedAsNewRunId = next.s.runId;
+    // The parent keeps waiting: its child record now points at the new run.
+    if (s.parent) {
+      const parent = this.runs.get(execKey(s.parent.namespace, s.parent.runId));
+      const child = parent && Object.values(parent.s.children).find((c) => c.runId === s.runId);
+      if (child) child.runId = next.s.runId;
+    }
+    return next;
+  }
+
+  private continueAsNew(
+    ex: Execution,
+    completedId: number,
+    a: Plain<temporal.api.command.v1.IContinueAsNewWorkflowExecutionCommandAttributes> | null,
+  ): void {
+    const backoffMs = durationMs(a?.backoffStartInterval);
+    const next = this.startNextRun(ex, a, {
+      initiator: enums.ContinueAsNewInitiator.CONTINUE_AS_NEW_INITIATOR_WORKFLOW,
+      failure: null,
+      backoffMs,
+      attempt: 1,
+    });
+    const n = next.s;
     this.appendNow(
       ex,
       this.event(ex, EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW, 'workflowExecutionContinuedAsNewEventAttributes', {
-        newExecutionRunId: next.s.runId,
-        workflowType: { name: workflowType },
-        taskQueue: { name: taskQueue, kind: enums.TaskQueueKind.TASK_QUEUE_KIND_NORMAL },
-        input,
-        workflowRunTimeout: runTimeoutMs ? msDuration(runTimeoutMs) : undefined,
-        workflowTaskTimeout: msDuration(wftTimeoutMs),
+        newExecutionRunId: n.runId,
+        workflowType: { name: n.workflowType },
+        taskQueue: { name: n.taskQueue, kind: enums.TaskQueueKind.TASK_QUEUE_KIND_NORMAL },
+        input: next.history[0]?.workflowExecutionStartedEventAttributes?.input,
+        workflowRunTimeout: n.runTimeoutMs ? msDuration(n.runTimeoutMs) : undefined,
+        workflowTaskTimeout: msDuration(n.workflowTaskTimeoutMs),
         workflowTaskCompletedEventId: completedId,
-        backoffStartInterval: how.backoffMs ? msDuration(how.backoffMs) : undefined,
-        initiator: how.initiator,
-        failure: how.failure,
+        backoffStartInterval: backoffMs ? msDuration(backoffMs) : undefined,
+        initiator: enums.ContinueAsNewInitiator.CONTINUE_AS_NEW_INITIATOR_WORKFLOW,
         lastCompletionResult: a?.lastCompletionResult,
         header: a?.header,
         memo: a?.memo,
         searchAttributes: a?.searchAttributes,
       }),
     );
-    s.continuedAsNewRunId = next.s.runId;
-    // The parent keeps waiting: the child id now points at the new run.
-    if (s.parent) {
-      const parent = this.runs.get(execKey(s.parent.namespace, s.parent.runId));
-      const child = parent && Object.values(parent.s.children).find((c) => c.runId === s.runId);
-      if (child) child.runId = next.s.runId;
-    }
-    const parent = s.parent;
-    s.parent = null;
-    this.closeRun(ex, Status.WORKFLOW_EXECUTION_STATUS_CONTINUED_AS_NEW);
-    s.parent = parent;
+    this.closeRun(ex, Status.WORKFLOW_EXECUTION_STATUS_CONTINUED_AS_NEW, true);
   }
 
   // ---------------------------------------------------------------- closing
 
-  private closeRun(ex: Execution, status: number): void {
+  /** `continued`: a next run carries on (continue-as-new, retry), so the parent keeps waiting. */
+  private closeRun(ex: Execution, status: number, continued = false): void {
     const s = ex.s;
     s.status = status;
     s.closeTime = this.clock.now();
@@ -1492,7 +1504,7 @@ export class Engine {
     }
     this.markDirty(ex);
     this.notify(ex);
-    if (status !== Status.WORKFLOW_EXECUTION_STATUS_CONTINUED_AS_NEW) {
+    if (!continued) {
       this.notifyParent(ex, status);
       this.applyParentClosePolicy(ex);
     }
