@@ -1,6 +1,6 @@
 // Timers, conditions and the time-skipping TestService: virtual clock, lock/unlock counter,
 // Sleep / SleepUntil / UnlockTimeSkippingWithSleep / GetCurrentTime, event times on the virtual clock.
-import type { TestService } from '@temporalio/client';
+import { WorkflowFailedError, type TestService } from '@temporalio/client';
 import { msToTs, tsToMs } from '@temporalio/common/lib/time.js';
 import { temporal } from '@temporalio/proto';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
@@ -101,6 +101,23 @@ if (againstRealServer) {
         });
         expect(released).toBe(false);
         expect(await virtualNowMs()).toBeGreaterThanOrEqual(before + 30 * MINUTE_MS);
+      });
+    });
+
+    it('skips to a 30-day workflow execution timeout', async () => {
+      await withWorker(env, { activities }, async (taskQueue) => {
+        const before = await virtualNowMs();
+        const handle = await env.client.workflow.start(sleeper, {
+          taskQueue,
+          workflowId: uniqueId('timeout-30-days'),
+          args: [60 * DAY_MS],
+          workflowExecutionTimeout: '30 days',
+        });
+        await expect(handle.result()).rejects.toBeInstanceOf(WorkflowFailedError);
+        expect((await handle.describe()).status.name).toBe('TIMED_OUT');
+        const now = await virtualNowMs();
+        expect(now).toBeGreaterThanOrEqual(before + 30 * DAY_MS);
+        expect(now).toBeLessThan(before + 60 * DAY_MS);
       });
     });
 
