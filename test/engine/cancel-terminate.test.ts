@@ -85,6 +85,16 @@ describe('cancel', () => {
     });
   });
 
+  it('refuses to cancel a closed workflow with WorkflowNotFoundError', async () => {
+    await withWorker(env, { activities }, async (taskQueue) => {
+      const handle = await env.client.workflow.start(signalCollector, { taskQueue, workflowId: uniqueId('cancel-closed') });
+      await handle.signal(finishSignal);
+      await handle.result();
+      await expect(handle.cancel()).rejects.toBeInstanceOf(WorkflowNotFoundError);
+      expect((await handle.describe()).status.name).toBe('COMPLETED');
+    });
+  });
+
   it('refuses to cancel an unknown workflow with WorkflowNotFoundError', async () => {
     await expect(env.client.workflow.getHandle(uniqueId('nobody')).cancel()).rejects.toBeInstanceOf(WorkflowNotFoundError);
   });
