@@ -172,6 +172,18 @@ describe('POST /v2/request/subscribe', () => {
     expect((res.json() as { status: number }).status).toBe(11);
   });
 
+  it('checks the key-in scopes of the key', async () => {
+    const receiptsOnly = await t.createProject({ name: 'receipts only', scopes: ['receipt'] });
+    expect((await issue({}, receiptsOnly)).body).toMatchObject({ error_code: 'API_SCOPE_INVALID', code: 1222 });
+    const key = await issuedKey();
+    const charged = await post('/v2/subscribe/payment', { billing_key: key, order_name: 'x', order_id: 'scoped-1', price: 100 }, receiptsOnly);
+    expect(charged.body).toMatchObject({ error_code: 'API_SCOPE_INVALID', code: 1222 });
+    const billingOnly = await t.createProject({ name: 'billing only', scopes: ['billing_key'] });
+    expect((await issue({}, billingOnly)).status).toBe(200);
+    const noScopes = await t.createProject({ name: 'no scopes', scopes: [] });
+    expect((await issue({}, noScopes)).body).toMatchObject({ error_code: 'API_ROLE_NOT_SUPPORT', code: 1221 });
+  });
+
   it('requires authentication', async () => {
     const res = await t.app.inject({ method: 'POST', url: '/v2/request/subscribe', payload: CARD });
     expect(res.statusCode).toBe(401);

@@ -197,7 +197,7 @@ export async function billingRoutes(app: FastifyInstance): Promise<void> {
   app.post(
     '/v2/request/subscribe',
     {
-      config: { auth: 'project' },
+      config: { auth: 'project', scope: 'billing_key' },
       ...idempotent,
       schema: {
         summary: 'Issue a billing key from card data (key-in)',
@@ -267,7 +267,7 @@ export async function billingRoutes(app: FastifyInstance): Promise<void> {
   app.post(
     '/v2/subscribe/payment',
     {
-      config: { auth: 'project' },
+      config: { auth: 'project', scope: 'subscribe_payment' },
       ...idempotent,
       schema: {
         summary: 'Charge a billing key',
@@ -295,7 +295,7 @@ export async function billingRoutes(app: FastifyInstance): Promise<void> {
 
   app.get<{ Params: { receipt_id: string } }>(
     '/v2/subscribe/billing_key/:receipt_id',
-    { config: { auth: 'project' }, schema: lookupSchema },
+    { config: { auth: 'project', scope: 'billing_key' }, schema: lookupSchema },
     async (request) => {
       const receiptId = request.params.receipt_id;
       const row = isResourceId(receiptId) ? await findBillingKeyByReceipt(app.deps.database.db, receiptId) : undefined;
@@ -308,14 +308,14 @@ export async function billingRoutes(app: FastifyInstance): Promise<void> {
 
   app.get<{ Params: { billing_key: string } }>(
     '/v2/billing_key/:billing_key',
-    { config: { auth: 'project' }, schema: lookupSchema },
+    { config: { auth: 'project', scope: 'billing_key' }, schema: lookupSchema },
     async (request) => renderBillingKey(billingKeyView(await usableBillingKey(app, request.project, request.params.billing_key))),
   );
 
   app.delete<{ Params: { billing_key: string } }>(
     '/v2/subscribe/billing_key/:billing_key',
     {
-      config: { auth: 'project' },
+      config: { auth: 'project', scope: 'billing_key' },
       schema: {
         summary: 'Destroy a billing key',
         description: 'Revokes the key at the PG; later charges and lookups give 9423 BILLING_KEY_DESTROYED.',

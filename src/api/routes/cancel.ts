@@ -109,7 +109,7 @@ export async function cancelRoutes(app: FastifyInstance): Promise<void> {
   app.post(
     '/v2/cancel',
     {
-      config: { auth: 'project' },
+      config: { auth: 'project', scope: 'cancel' },
       preHandler: idempotency.preHandler,
       onSend: idempotency.onSend,
       schema: {
