@@ -33,6 +33,11 @@ export interface AppDeps {
   readonly readiness?: Readonly<Record<string, ReadinessProbe>>;
   /** where the long-running processes run (identity verification); without it those routes answer 503 */
   readonly temporal?: { readonly client: Client; readonly taskQueue: string };
+  /**
+   * How long a route waits on a workflow (start + update) before answering with an error instead of
+   * holding the request open, e.g. while no worker polls. Default 60 s: above a send with gateway retries.
+   */
+  readonly workflowCallTimeoutMs?: number;
   /** seals sensitive columns; entry points pass the configured one, tests may leave it to a throwaway key */
   readonly keyring?: Keyring;
   /** the sandbox gateways' address, for the sandbox-only SMS inbox route */

@@ -2,7 +2,14 @@
 // mode, the SMS inbox. Each verification is a workflow (src/workflows/verification.ts); these routes
 // check what the database can answer, then drive the workflow with updates and render the stored row.
 import { ApplicationFailure } from '@temporalio/common';
-import { WorkflowNotFoundError, WorkflowUpdateFailedError, type WorkflowHandle } from '@temporalio/client';
+import {
+  WorkflowNotFoundError,
+  WorkflowUpdateFailedError,
+  WorkflowUpdateRPCTimeoutOrCancelledError,
+  isGrpcServiceError,
+  type WorkflowHandle,
+} from '@temporalio/client';
+import { status as grpcStatus } from '@grpc/grpc-js';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { ApiError, isErrorName } from '../../domain/errors.js';
 import { newId } from '../../domain/ids.js';
@@ -35,6 +42,15 @@ import {
 import { assertOwnedBy } from '../auth.js';
 
 const MAX_ID_LENGTH = 100;
+const DEFAULT_WORKFLOW_CALL_TIMEOUT_MS = 60_000;
+
+/** The workflow did not answer within the route's deadline (no worker polling, engine overloaded). */
+function timedOut(err: unknown): boolean {
+  return (
+    err instanceof WorkflowUpdateRPCTimeoutOrCancelledError ||
+    (isGrpcServiceError(err) && err.code === grpcStatus.DEADLINE_EXCEEDED)
+  );
+}
 
 /** A workflow's refusal (ApplicationFailure typed with a catalog name) as the API error it stands for. */
 function workflowError(err: unknown): unknown {
@@ -62,6 +78,19 @@ export async function verificationRoutes(app: FastifyInstance): Promise<void> {
     if (!deps.temporal) throw new ApiError('SERVICE_UNAVAILABLE', { message: 'The workflow engine is not configured.' });
     return deps.temporal;
   };
+  const callTimeoutMs = deps.workflowCallTimeoutMs ?? DEFAULT_WORKFLOW_CALL_TIMEOUT_MS;
+  /** Runs workflow calls under a deadline; a timeout becomes `onTimeout`, a workflow refusal its catalog error. */
+  const callWorkflow = async <T>(fn: () => Promise<T>, onTimeout: () => ApiError): Promise<T> => {
+    try {
+      return await temporal().client.withDeadline(Date.now() + callTimeoutMs, fn);
+    } catch (err) {
+      if (timedOut(err)) throw onTimeout();
+      throw workflowError(err);
+    }
+  };
+  const notAnswering = () =>
+    new ApiError('SERVICE_UNAVAILABLE', { message: 'The verification workflow did not answer in time; retry later.' });
+
   const handleOf = (receiptId: string): WorkflowHandle<typeof verificationWorkflow> =>
     temporal().client.workflow.getHandle<typeof verificationWorkflow>(verificationWorkflowId(receiptId));
 
@@ -135,7 +164,7 @@ export async function verificationRoutes(app: FastifyInstance): Promise<void> {
         requestedAt,
       });
 
-      try {
+      await callWorkflow(async () => {
         const handle = await client.workflow.start<typeof verificationWorkflow>(VERIFICATION_WORKFLOW_TYPE, {
           workflowId: verificationWorkflowId(receiptId),
           taskQueue,
@@ -153,9 +182,7 @@ export async function verificationRoutes(app: FastifyInstance): Promise<void> {
           ],
         });
         await handle.executeUpdate(otpSentUpdate);
-      } catch (err) {
-        throw workflowError(err);
-      }
+      }, () => new ApiError('AUTH_REQUEST_FAILED', { message: 'The verification workflow did not answer in time.' }));
       return renderVerificationRequested(view(await reload(receiptId), request, false));
     },
   );
@@ -176,11 +203,7 @@ export async function verificationRoutes(app: FastifyInstance): Promise<void> {
       const row = await ownVerification(receiptId, request.project, 'AUTH_NOT_FOUND');
       if (row.authenticate_type !== 'sms') throw new ApiError('AUTH_REALARM_NOT_ABLE');
       if (row.status !== VerificationStatus.AwaitingOtp) throw new ApiError('AUTH_NOT_READY');
-      try {
-        await handleOf(receiptId).executeUpdate(resendOtpUpdate);
-      } catch (err) {
-        throw workflowError(err);
-      }
+      await callWorkflow(() => handleOf(receiptId).executeUpdate(resendOtpUpdate), notAnswering);
       return renderVerificationRequested(view(await reload(receiptId), request, false));
     },
   );
@@ -201,11 +224,7 @@ export async function verificationRoutes(app: FastifyInstance): Promise<void> {
       const row = await ownVerification(receiptId, request.project, 'AUTH_NOT_FOUND');
       if (row.status !== VerificationStatus.AwaitingOtp) throw new ApiError('AUTH_NOT_READY');
       const otp = parseOtp(request.body, row.authenticate_type);
-      try {
-        await handleOf(receiptId).executeUpdate(confirmOtpUpdate, { args: [{ otp }] });
-      } catch (err) {
-        throw workflowError(err);
-      }
+      await callWorkflow(() => handleOf(receiptId).executeUpdate(confirmOtpUpdate, { args: [{ otp }] }), notAnswering);
       return renderVerificationResult(view(await reload(receiptId), request, true));
     },
   );
