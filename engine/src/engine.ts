@@ -1020,6 +1020,23 @@ export class Engine {
       sticky: r.stickyAttributes?.workerTaskQueue?.name,
     });
     const messages = new Map((r.messages ?? []).map((m) => [m.id ?? '', m]));
+    const bad = this.invalidCommand(ex, commands);
+    if (bad) {
+      // As the server does: the task fails with the cause, nothing of it is applied, and the caller hears why.
+      this.appendNow(
+        ex,
+        this.event(ex, EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED, 'workflowTaskFailedEventAttributes', {
+          scheduledEventId: s.wft.scheduledEventId,
+          startedEventId: s.wft.startedEventId,
+          cause: bad.cause,
+          failure: { message: bad.message, source: 'Server' },
+          identity: r.identity,
+        }),
+      );
+      this.retryWorkflowTask(ex);
+      await this.commit();
+      throw invalid(bad.message);
+    }
     const closing = commands.find((c) => this.isClosingCommand(c.commandType ?? 0));
     // A run cannot close over events it has not seen yet: make the workflow look at them first.
     const hasNewWork =
@@ -1116,6 +1133,60 @@ export class Engine {
     this.markDirty(ex);
     await this.commit();
     return { activityTasks };
+  }
+
+  /** Checks the attributes the server validates before applying any command of a completion. */
+  private invalidCommand(ex: Execution, commands: Command[]): { cause: number; message: string } | null {
+    const C = enums.WorkflowTaskFailedCause;
+    const timers = new Set(Object.keys(ex.s.timers));
+    const activityIds = new Set(Object.values(ex.s.activities).map((a) => a.activityId));
+    for (const c of commands) {
+      switch (c.commandType) {
+        case CommandType.COMMAND_TYPE_SCHEDULE_ACTIVITY_TASK: {
+          const a = c.scheduleActivityTaskCommandAttributes;
+          const bad = (message: string) => ({ cause: C.WORKFLOW_TASK_FAILED_CAUSE_BAD_SCHEDULE_ACTIVITY_ATTRIBUTES, message });
+          if (!a?.activityId) return bad('ActivityId is not set on command.');
+          if (!a.activityType?.name) return bad('ActivityType is not set on command.');
+          if (!durationMs(a.startToCloseTimeout) && !durationMs(a.scheduleToCloseTimeout) && !ex.s.runTimeoutMs) {
+            return bad('A valid StartToClose or ScheduleToCloseTimeout is not set on command.');
+          }
+          if (activityIds.has(a.activityId)) {
+            return { cause: C.WORKFLOW_TASK_FAILED_CAUSE_SCHEDULE_ACTIVITY_DUPLICATE_ID, message: `Activity ID ${a.activityId} is already in use.` };
+          }
+          activityIds.add(a.activityId);
+          break;
+        }
+        case CommandType.COMMAND_TYPE_START_TIMER: {
+          const id = c.startTimerCommandAttributes?.timerId;
+          if (!id) return { cause: C.WORKFLOW_TASK_FAILED_CAUSE_BAD_START_TIMER_ATTRIBUTES, message: 'TimerId is not set on command.' };
+          if (timers.has(id)) return { cause: C.WORKFLOW_TASK_FAILED_CAUSE_START_TIMER_DUPLICATE_ID, message: `Timer ID ${id} is already in use.` };
+          timers.add(id);
+          break;
+        }
+        case CommandType.COMMAND_TYPE_CANCEL_TIMER: {
+          const id = c.cancelTimerCommandAttributes?.timerId ?? '';
+          timers.delete(id);
+          break;
+        }
+        case CommandType.COMMAND_TYPE_START_CHILD_WORKFLOW_EXECUTION: {
+          const a = c.startChildWorkflowExecutionCommandAttributes;
+          if (!a?.workflowId || !a.workflowType?.name) {
+            return { cause: C.WORKFLOW_TASK_FAILED_CAUSE_BAD_START_CHILD_EXECUTION_ATTRIBUTES, message: 'WorkflowId and WorkflowType are required.' };
+          }
+          break;
+        }
+        case CommandType.COMMAND_TYPE_SIGNAL_EXTERNAL_WORKFLOW_EXECUTION: {
+          const a = c.signalExternalWorkflowExecutionCommandAttributes;
+          if (!a?.execution?.workflowId || !a.signalName) {
+            return { cause: C.WORKFLOW_TASK_FAILED_CAUSE_BAD_SIGNAL_WORKFLOW_EXECUTION_ATTRIBUTES, message: 'Execution and SignalName are required.' };
+          }
+          break;
+        }
+        default:
+          break;
+      }
+    }
+    return null;
   }
 
   private applySticky(ex: Execution, r: Req<'RespondWorkflowTaskCompletedRequest'>): void {
@@ -1717,7 +1788,6 @@ export class Engine {
     if (!stc) stc = s2c;
     if (s2c && stc > s2c) stc = s2c;
     if (s2s && s2c && s2s > s2c) s2s = s2c;
-    if (!stc) throw invalid('A valid StartToClose or ScheduleToCloseTimeout is not set on command.');
     const heartbeat = Math.min(durationMs(a.heartbeatTimeout), stc);
     const spec = retrySpec(a.retryPolicy);
     const policy = retryPolicyOf(spec);

@@ -1,0 +1,98 @@
+// Raw WorkflowService calls (no worker): what the server does with malformed completions and unknown RPCs.
+import { randomUUID } from 'node:crypto';
+import { Connection } from '@temporalio/client';
+import proto from '@temporalio/proto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startDevServer, type DevServer } from '../src/index.js';
+
+const { EventType, CommandType, WorkflowTaskFailedCause } = proto.temporal.api.enums.v1;
+
+describe('raw protocol', () => {
+  let server: DevServer;
+  let connection: Connection;
+
+  beforeAll(async () => {
+    server = await startDevServer({ timeSkipping: false, port: 0 });
+    connection = await Connection.connect({ address: server.address });
+  });
+
+  afterAll(async () => {
+    await connection?.close();
+    await server?.close();
+  });
+
+  async function startAndPoll(taskQueue: string) {
+    const svc = connection.workflowService;
+    const workflowId = `raw-${randomUUID()}`;
+    const { runId } = await svc.startWorkflowExecution({
+      namespace: 'default',
+      workflowId,
+      workflowType: { name: 'raw' },
+      taskQueue: { name: taskQueue },
+      requestId: randomUUID(),
+    });
+    const task = await svc.pollWorkflowTaskQueue({ namespace: 'default', taskQueue: { name: taskQueue }, identity: 'test' });
+    return { workflowId, runId: runId!, task };
+  }
+
+  it('fails a workflow task whose command lacks required attributes, applying none of it', async () => {
+    const svc = connection.workflowService;
+    const { workflowId, runId, task } = await startAndPoll(`raw-${randomUUID()}`);
+    await expect(
+      svc.respondWorkflowTaskCompleted({
+        namespace: 'default',
+        taskToken: task.taskToken,
+        identity: 'test',
+        commands: [
+          { commandType: CommandType.COMMAND_TYPE_START_TIMER, startTimerCommandAttributes: { timerId: 't1', startToFireTimeout: { seconds: 60 } } },
+          { commandType: CommandType.COMMAND_TYPE_SCHEDULE_ACTIVITY_TASK, scheduleActivityTaskCommandAttributes: { activityId: '1' } },
+        ],
+      }),
+    ).rejects.toMatchObject({ code: 3 });
+    const { history } = await svc.getWorkflowExecutionHistory({ namespace: 'default', execution: { workflowId, runId } });
+    const types = (history?.events ?? []).map((e) => e.eventType);
+    expect(types).toEqual([
+      EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED,
+      EventType.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED,
+      EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED,
+      EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED,
+      EventType.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED,
+    ]);
+    expect(history?.events?.[3]?.workflowTaskFailedEventAttributes?.cause).toBe(
+      WorkflowTaskFailedCause.WORKFLOW_TASK_FAILED_CAUSE_BAD_SCHEDULE_ACTIVITY_ATTRIBUTES,
+    );
+  });
+
+  it('refuses a second timer with the id of a running one', async () => {
+    const svc = connection.workflowService;
+    const taskQueue = `raw-${randomUUID()}`;
+    const { workflowId, runId, task } = await startAndPoll(taskQueue);
+    const timer = { commandType: CommandType.COMMAND_TYPE_START_TIMER, startTimerCommandAttributes: { timerId: 'same', startToFireTimeout: { seconds: 3600 } } };
+    await svc.respondWorkflowTaskCompleted({ namespace: 'default', taskToken: task.taskToken, commands: [timer] });
+    await svc.signalWorkflowExecution({ namespace: 'default', workflowExecution: { workflowId, runId }, signalName: 'wake' });
+    const second = await svc.pollWorkflowTaskQueue({ namespace: 'default', taskQueue: { name: taskQueue } });
+    await expect(
+      svc.respondWorkflowTaskCompleted({ namespace: 'default', taskToken: second.taskToken, commands: [timer] }),
+    ).rejects.toMatchObject({ code: 3 });
+    const { history } = await svc.getWorkflowExecutionHistory({ namespace: 'default', execution: { workflowId, runId } });
+    const failed = history?.events?.find((e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED);
+    expect(failed?.workflowTaskFailedEventAttributes?.cause).toBe(WorkflowTaskFailedCause.WORKFLOW_TASK_FAILED_CAUSE_START_TIMER_DUPLICATE_ID);
+  });
+
+  it('rejects a stale task token', async () => {
+    const svc = connection.workflowService;
+    const { task } = await startAndPoll(`raw-${randomUUID()}`);
+    await svc.respondWorkflowTaskCompleted({ namespace: 'default', taskToken: task.taskToken, commands: [] });
+    await expect(svc.respondWorkflowTaskCompleted({ namespace: 'default', taskToken: task.taskToken, commands: [] })).rejects.toMatchObject({
+      code: 5,
+    });
+  });
+
+  it('answers UNIMPLEMENTED for RPCs it does not serve and advertises only what it implements', async () => {
+    await expect(connection.workflowService.listSchedules({ namespace: 'default' })).rejects.toMatchObject({ code: 12 });
+    const info = await connection.workflowService.getSystemInfo({});
+    expect(info.capabilities?.sdkMetadata).toBe(true);
+    expect(info.capabilities?.buildIdBasedVersioning).toBeFalsy();
+    expect(info.capabilities?.eagerWorkflowStart).toBeFalsy();
+  });
+});
