@@ -1,6 +1,7 @@
 // Raw WorkflowService calls (no worker): what the server does with malformed completions and unknown RPCs.
 import { randomUUID } from 'node:crypto';
 import { Connection } from '@temporalio/client';
+import { msToTs } from '@temporalio/common/lib/time.js';
 import proto from '@temporalio/proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDevServer, type DevServer } from '../src/index.js';
@@ -44,7 +45,7 @@ describe('raw protocol', () => {
         taskToken: task.taskToken,
         identity: 'test',
         commands: [
-          { commandType: CommandType.COMMAND_TYPE_START_TIMER, startTimerCommandAttributes: { timerId: 't1', startToFireTimeout: { seconds: 60 } } },
+          { commandType: CommandType.COMMAND_TYPE_START_TIMER, startTimerCommandAttributes: { timerId: 't1', startToFireTimeout: msToTs('60s') } },
           { commandType: CommandType.COMMAND_TYPE_SCHEDULE_ACTIVITY_TASK, scheduleActivityTaskCommandAttributes: { activityId: '1' } },
         ],
       }),
@@ -67,7 +68,7 @@ describe('raw protocol', () => {
     const svc = connection.workflowService;
     const taskQueue = `raw-${randomUUID()}`;
     const { workflowId, runId, task } = await startAndPoll(taskQueue);
-    const timer = { commandType: CommandType.COMMAND_TYPE_START_TIMER, startTimerCommandAttributes: { timerId: 'same', startToFireTimeout: { seconds: 3600 } } };
+    const timer = { commandType: CommandType.COMMAND_TYPE_START_TIMER, startTimerCommandAttributes: { timerId: 'same', startToFireTimeout: msToTs('1h') } };
     await svc.respondWorkflowTaskCompleted({ namespace: 'default', taskToken: task.taskToken, commands: [timer] });
     await svc.signalWorkflowExecution({ namespace: 'default', workflowExecution: { workflowId, runId }, signalName: 'wake' });
     const second = await svc.pollWorkflowTaskQueue({ namespace: 'default', taskQueue: { name: taskQueue } });
