@@ -3,6 +3,7 @@
 // history paging, and the long poll for the close event.
 import { fileURLToPath } from 'node:url';
 import type { WorkflowHandle } from '@temporalio/client';
+import { defaultPayloadConverter } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { bundleWorkflowCode, DefaultLogger, Worker } from '@temporalio/worker';
@@ -251,6 +252,49 @@ describe('workflow task failures and timeouts', () => {
     ).toBe(true);
     const timedOut = events.find((e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT);
     expect(timedOut?.workflowTaskTimedOutEventAttributes?.timeoutType).toBe(TimeoutType.TIMEOUT_TYPE_START_TO_CLOSE);
+  });
+});
+
+describe('completion racing a signal', () => {
+  it('refuses to close a workflow while a signal is buffered: the task fails with UNHANDLED_COMMAND', async () => {
+    const taskQueue = uniqueId('tq');
+    const handle = await env.client.workflow.start(signalCollector, { taskQueue, workflowId: uniqueId('unhandled') });
+    // A worker that holds the first task while a signal arrives, then tries to complete the workflow.
+    const polled = await env.connection.withDeadline(Date.now() + 15_000, () =>
+      env.connection.workflowService.pollWorkflowTaskQueue({
+        namespace: namespaceOf(env),
+        taskQueue: { name: taskQueue, kind: TaskQueueKind.TASK_QUEUE_KIND_NORMAL },
+        identity: 'racing-worker',
+      }),
+    );
+    expect(polled.taskToken?.length).toBeGreaterThan(0);
+    await handle.signal(pushSignal, 'arrived during the task');
+    // Temporal may answer the RPC with an error or with success; either way the completion must not stick.
+    await env.connection.workflowService
+      .respondWorkflowTaskCompleted({
+        namespace: namespaceOf(env),
+        taskToken: polled.taskToken,
+        identity: 'racing-worker',
+        commands: [
+          {
+            commandType: temporal.api.enums.v1.CommandType.COMMAND_TYPE_COMPLETE_WORKFLOW_EXECUTION,
+            completeWorkflowExecutionCommandAttributes: {
+              result: { payloads: [defaultPayloadConverter.toPayload(['premature'])] },
+            },
+          },
+        ],
+      })
+      .catch(() => undefined);
+
+    expect((await handle.describe()).status.name).toBe('RUNNING');
+    const failed = (await historyEvents(handle)).find((e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED);
+    expect(failed?.workflowTaskFailedEventAttributes?.cause).toBe(
+      WorkflowTaskFailedCause.WORKFLOW_TASK_FAILED_CAUSE_UNHANDLED_COMMAND,
+    );
+    await handle.signal(finishSignal);
+    await withWorker(env, { activities, taskQueue }, async () => {
+      expect(await handle.result()).toEqual(['arrived during the task']);
+    });
   });
 });
 
