@@ -97,6 +97,33 @@ describe('queries', () => {
     });
   });
 
+  it('answers a query that arrived while another poller held the workflow task, seeing the earlier signal', async () => {
+    const taskQueue = uniqueId('tq');
+    const handle = await env.client.workflow.start(signalCollector, { taskQueue, workflowId: uniqueId('query-consistent') });
+    // A raw worker holds the first task; meanwhile a signal and then a query arrive.
+    const polled = await env.connection.withDeadline(Date.now() + 15_000, () =>
+      env.connection.workflowService.pollWorkflowTaskQueue({
+        namespace: namespaceOf(env),
+        taskQueue: { name: taskQueue, kind: temporal.api.enums.v1.TaskQueueKind.TASK_QUEUE_KIND_NORMAL },
+        identity: 'holding-worker',
+      }),
+    );
+    await handle.signal(pushSignal, 'signalled before the query');
+    const answer = handle.query(itemsQuery);
+    await env.connection.workflowService.respondWorkflowTaskCompleted({
+      namespace: namespaceOf(env),
+      taskToken: polled.taskToken,
+      identity: 'holding-worker',
+      commands: [],
+    });
+    // The SDK worker takes over; the query must see the signal that was accepted before it.
+    await withWorker(env, { activities, taskQueue }, async () => {
+      expect(await answer).toEqual(['signalled before the query']);
+      await handle.signal(finishSignal);
+      expect(await handle.result()).toEqual(['signalled before the query']);
+    });
+  });
+
   it('answers a query on a closed workflow from its history', async () => {
     await withWorker(env, { activities }, async (taskQueue) => {
       const handle = await env.client.workflow.start(signalCollector, { taskQueue, workflowId: uniqueId('query-closed') });
