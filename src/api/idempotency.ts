@@ -6,11 +6,13 @@
 //
 // Usage on a route: `{ preHandler: idempotency.preHandler, onSend: idempotency.onSend }`.
 // Only the response is stored, never the request (which may hold card data); the request is kept
-// as a salted SHA-256 of method, path and canonical body.
-import { createHash, randomBytes } from 'node:crypto';
+// as an HMAC (a keyring subkey; the key id is stored beside it) of a random salt, method, path and
+// canonical body, so the database alone cannot be used to guess a card number back from it.
+import { randomBytes } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError } from '../domain/errors.js';
 import type { Database } from '../store/db.js';
+import type { Keyring } from '../security/keyring.js';
 import { claimIdempotencyKey, completeIdempotencyKey, purgeExpiredIdempotencyKeys, releaseIdempotencyKey } from '../store/idempotency.js';
 
 const IDEMPOTENCY_HEADER = 'idempotency-key';
@@ -39,15 +41,13 @@ function canonicalJson(value: unknown): string {
   return JSON.stringify(value) ?? 'null';
 }
 
-function requestHash(request: FastifyRequest, salt: string): string {
+/** `salt` is `<key id>.<random hex>`: the fingerprint is recomputed under the key that made it. */
+function requestHash(keyring: Keyring, request: FastifyRequest, salt: string): string {
   const path = request.url.split('?')[0] ?? request.url;
-  return createHash('sha256')
-    .update(salt)
-    .update('\u0000')
-    .update(`${request.method} ${path}`)
-    .update('\u0000')
-    .update(canonicalJson(request.body ?? null))
-    .digest('hex');
+  const dot = salt.indexOf('.');
+  const keyId = dot > 0 ? salt.slice(0, dot) : keyring.currentKeyId;
+  const text = `${salt}\u0000${request.method} ${path}\u0000${canonicalJson(request.body ?? null)}`;
+  return keyring.mac('request-fingerprint', text, keyId).digest;
 }
 
 export interface IdempotencyHooks {
@@ -58,6 +58,7 @@ export interface IdempotencyHooks {
 export function createIdempotencyHooks(deps: {
   readonly database: Database;
   readonly clock: () => Date;
+  readonly keyring: Keyring;
 }): IdempotencyHooks {
   const claims = new WeakMap<FastifyRequest, Claim>();
   const db = deps.database.db;
@@ -77,11 +78,11 @@ export function createIdempotencyHooks(deps: {
         lastPurge = now.getTime();
         await purgeExpiredIdempotencyKeys(db, now);
       }
-      const salt = randomBytes(16).toString('hex');
+      const salt = `${deps.keyring.currentKeyId}.${randomBytes(16).toString('hex')}`;
       const claim = await claimIdempotencyKey(db, {
         applicationId,
         key: header,
-        requestHash: requestHash(request, salt),
+        requestHash: requestHash(deps.keyring, request, salt),
         requestSalt: salt,
         now,
         expiresAt: new Date(now.getTime() + RETENTION_MS),
@@ -91,7 +92,7 @@ export function createIdempotencyHooks(deps: {
         claims.set(request, { applicationId, key: header });
         return;
       }
-      if (requestHash(request, claim.requestSalt) !== claim.requestHash) throw new ApiError('IDEMPOTENCY_KEY_REUSED');
+      if (requestHash(deps.keyring, request, claim.requestSalt) !== claim.requestHash) throw new ApiError('IDEMPOTENCY_KEY_REUSED');
       if (claim.kind === 'in_flight') throw new ApiError('IDEMPOTENCY_IN_PROGRESS');
       await reply
         .code(claim.response.status)

@@ -1,4 +1,4 @@
-import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHmac, hkdfSync, randomBytes } from 'node:crypto';
 
 // One AES-256-GCM keyring for everything paygate encrypts (Temporal payloads, sensitive columns).
 // Every sealed value names the key id that sealed it, so keys rotate: add a new current key, keep the
@@ -7,13 +7,15 @@ import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:cr
 const IV_BYTES = 12;
 const TAG_BYTES = 16;
 
-export type KeyPurpose = 'temporal-payload' | 'db-field';
+export type KeyPurpose = 'temporal-payload' | 'db-field' | 'request-fingerprint';
 
 export interface Keyring {
   readonly currentKeyId: string;
   /** Seals with the current key; returns the key id used and iv | ciphertext | tag. */
   seal(purpose: KeyPurpose, plaintext: Uint8Array, aad?: Uint8Array): { keyId: string; sealed: Buffer };
   open(purpose: KeyPurpose, keyId: string, sealed: Uint8Array, aad?: Uint8Array): Buffer;
+  /** HMAC-SHA256 under the purpose's subkey of `keyId` (default: the current key). */
+  mac(purpose: KeyPurpose, data: string, keyId?: string): { keyId: string; digest: string };
 }
 
 export class UnknownKeyError extends Error {
@@ -81,6 +83,9 @@ export function createKeyring(masterKeys: Map<string, Buffer>): Keyring {
       if (aad) decipher.setAAD(aad);
       decipher.setAuthTag(buf.subarray(buf.length - TAG_BYTES));
       return Buffer.concat([decipher.update(buf.subarray(IV_BYTES, buf.length - TAG_BYTES)), decipher.final()]);
+    },
+    mac(purpose, data, keyId = currentKeyId) {
+      return { keyId, digest: createHmac('sha256', subkey(purpose, keyId)).update(data, 'utf8').digest('hex') };
     },
   };
 }

@@ -29,6 +29,21 @@ describe('keyring', () => {
   });
 });
 
+describe('keyed MAC', () => {
+  it('is keyed (no key, no digest), purpose-separated, and recomputable under an older key after rotation', () => {
+    const oldSpec = generateKeyringSpec('old');
+    const before = createKeyring(parseKeyringSpec(oldSpec));
+    const made = before.mac('request-fingerprint', 'POST /v2/request/subscribe {"card_no":"4111111111111111"}');
+    expect(made.keyId).toBe('old');
+    const other = createKeyring(parseKeyringSpec(generateKeyringSpec('old')));
+    expect(other.mac('request-fingerprint', 'POST /v2/request/subscribe {"card_no":"4111111111111111"}').digest).not.toBe(made.digest);
+    expect(before.mac('db-field', 'POST /v2/request/subscribe {"card_no":"4111111111111111"}').digest).not.toBe(made.digest);
+    const rotated = createKeyring(parseKeyringSpec(`${generateKeyringSpec('new')},${oldSpec}`));
+    expect(rotated.mac('request-fingerprint', 'POST /v2/request/subscribe {"card_no":"4111111111111111"}', 'old').digest).toBe(made.digest);
+    expect(rotated.mac('request-fingerprint', 'x').keyId).toBe('new');
+  });
+});
+
 describe('field cipher', () => {
   const cipher = createFieldCipher(createKeyring(parseKeyringSpec(generateKeyringSpec('k1'))));
 

@@ -191,7 +191,7 @@ async function verifyWithTestCharge(
 }
 
 export async function billingRoutes(app: FastifyInstance): Promise<void> {
-  const idempotency = createIdempotencyHooks({ database: app.deps.database, clock: app.deps.clock });
+  const idempotency = createIdempotencyHooks({ database: app.deps.database, clock: app.deps.clock, keyring: app.deps.keyring });
   const idempotent = { preHandler: idempotency.preHandler, onSend: idempotency.onSend };
 
   app.post(

@@ -104,7 +104,7 @@ export async function cancelPayment(
 }
 
 export async function cancelRoutes(app: FastifyInstance): Promise<void> {
-  const idempotency = createIdempotencyHooks({ database: app.deps.database, clock: app.deps.clock });
+  const idempotency = createIdempotencyHooks({ database: app.deps.database, clock: app.deps.clock, keyring: app.deps.keyring });
 
   app.post(
     '/v2/cancel',
