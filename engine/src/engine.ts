@@ -1575,10 +1575,9 @@ export class Engine {
     }
     this.markDirty(ex);
     this.notify(ex);
-    if (!continued) {
-      this.notifyParent(ex, status);
-      this.applyParentClosePolicy(ex);
-    }
+    if (!continued) this.notifyParent(ex, status);
+    // Children do not follow a parent into its next run: the policy applies whenever a run closes.
+    this.applyParentClosePolicy(ex);
   }
 
   private notifyParent(ex: Execution, status: number): void {
