@@ -1,11 +1,23 @@
 // Billing keys: paygate's id, the masked card, and the gateway's key (kept server-side only).
 import type { Kysely, Selectable } from 'kysely';
+import type { FieldCipher } from '../security/field-cipher.js';
 import type { MaskedCard } from '../gateways/types.js';
 import type { BillingKeyView } from '../domain/billing.js';
 import type { Tables } from './db.js';
 import type { BillingKeysTable } from './migrations/0002_billing.js';
 
 export type BillingKeyRow = Selectable<BillingKeysTable>;
+
+// The gateway's billing key is the credential that charges the card: stored sealed, bound to its row.
+const gatewayKeyContext = (billingKey: string) => `billing-key:${billingKey}:gateway`;
+
+export function sealGatewayBillingKey(cipher: FieldCipher, billingKey: string, gatewayBillingKey: string): string {
+  return cipher.seal(gatewayBillingKey, gatewayKeyContext(billingKey));
+}
+
+export function openGatewayBillingKey(cipher: FieldCipher, row: Pick<BillingKeyRow, 'billing_key' | 'gateway_billing_key'>): string {
+  return cipher.open(row.gateway_billing_key, gatewayKeyContext(row.billing_key));
+}
 
 export interface NewBillingKey {
   readonly billingKey: string;
@@ -14,7 +26,8 @@ export interface NewBillingKey {
   readonly subscriptionId: string;
   readonly orderName: string;
   readonly pg: string;
-  readonly gatewayBillingKey: string;
+  /** sealed with sealGatewayBillingKey */
+  readonly sealedGatewayBillingKey: string;
   readonly card: MaskedCard;
   readonly expiresAt: Date;
   readonly publishedAt: Date;
@@ -31,7 +44,7 @@ export async function insertBillingKey(db: Kysely<Tables>, key: NewBillingKey): 
       subscription_id: key.subscriptionId,
       order_name: key.orderName,
       pg: key.pg,
-      gateway_billing_key: key.gatewayBillingKey,
+      gateway_billing_key: key.sealedGatewayBillingKey,
       card_masked_number: key.card.maskedNumber,
       card_company: key.card.cardCompany,
       card_company_code: key.card.cardCompanyCode,

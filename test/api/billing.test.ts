@@ -359,3 +359,28 @@ describe('POST /v2/subscribe/payment', () => {
     expect(res.body.error_code).toBe(errorCode);
   });
 });
+
+describe('the gateway billing key at rest', () => {
+  it('is stored sealed and bound to its row, yet charges and destroys work through it', async () => {
+    const billingKey = await issuedKey();
+    const row = await t.deps.database.db
+      .selectFrom('billing_keys')
+      .select(['billing_key', 'gateway_billing_key'])
+      .where('billing_key', '=', billingKey)
+      .executeTakeFirstOrThrow();
+    expect(row.gateway_billing_key).toMatch(/^v1\.[A-Za-z0-9._-]+\.[A-Za-z0-9+/=]+$/);
+
+    const charged = await charge(billingKey);
+    expect(charged.status).toBe(200);
+
+    // A sealed value copied onto another row cannot be opened: the charge fails instead of using it.
+    const other = await issuedKey();
+    await t.deps.database.db.updateTable('billing_keys').set({ gateway_billing_key: row.gateway_billing_key }).where('billing_key', '=', other).execute();
+    const moved = await charge(other);
+    expect(moved.status).toBe(500);
+    expect(moved.body.error_code).toBe('INTERNAL_ERROR');
+
+    const destroyed = await as(project).send('DELETE', `/v2/subscribe/billing_key/${billingKey}`);
+    expect(destroyed.status).toBe(200);
+  });
+});

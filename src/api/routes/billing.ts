@@ -26,8 +26,11 @@ import {
   findBillingKeyByReceipt,
   insertBillingKey,
   markBillingKeyDestroyed,
+  openGatewayBillingKey,
+  sealGatewayBillingKey,
   type BillingKeyRow,
 } from '../../store/billing-keys.js';
+import { createFieldCipher } from '../../security/field-cipher.js';
 import type { Project } from '../../store/projects.js';
 import { claimOrder, completeCharge, deletePendingCharge, type ReceiptRow } from '../../store/receipts.js';
 import { assertOwnedBy } from '../auth.js';
@@ -97,7 +100,7 @@ async function chargeBillingKey(
   try {
     const result = await gateway.charge({
       idempotencyKey: chargeIdempotencyKey(project.application_id, params.orderId),
-      gatewayBillingKey: key.gateway_billing_key,
+      gatewayBillingKey: openGatewayBillingKey(createFieldCipher(app.deps.keyring), key),
       amount: params.price,
       taxFree: params.taxFree,
       orderId: params.orderId,
@@ -122,7 +125,7 @@ async function destroyBillingKey(app: FastifyInstance, key: BillingKeyRow, log: 
   const gateway = app.deps.gateways.get(key.pg)?.card;
   if (gateway) {
     try {
-      await gateway.destroyBillingKey({ gatewayBillingKey: key.gateway_billing_key });
+      await gateway.destroyBillingKey({ gatewayBillingKey: openGatewayBillingKey(createFieldCipher(app.deps.keyring), key) });
     } catch (err) {
       if (err instanceof GatewayUnavailableError) {
         throw new ApiError('GATEWAY_UNAVAILABLE', { message: `${err.message}. Retry the destroy.`, cause: err });
@@ -253,7 +256,7 @@ export async function billingRoutes(app: FastifyInstance): Promise<void> {
         ...view,
         applicationId,
         orderName,
-        gatewayBillingKey: issued.gatewayBillingKey,
+        sealedGatewayBillingKey: sealGatewayBillingKey(createFieldCipher(app.deps.keyring), view.billingKey, issued.gatewayBillingKey),
       });
       request.log.info({ receipt_id: receiptId, pg }, 'billing key issued');
       const response = renderBillingKey(view);
