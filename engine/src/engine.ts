@@ -50,6 +50,7 @@ const CALL_WAIT_MS = 20_000;
 const HISTORY_PAGE = 1000;
 const DEFAULT_WFT_TIMEOUT_MS = 10_000;
 const STICKY_DEFAULT_MS = 5_000;
+const DEFAULT_RETENTION_MS = 24 * 3600 * 1000;
 
 type TaskRef =
   | { kind: 'wft'; runKey: string; scheduledEventId: number }
@@ -82,6 +83,8 @@ interface Waiter {
 
 export interface EngineOptions {
   timeSkipping: boolean;
+  /** How long closed executions are kept (namespace retention); 24 h by default. */
+  retentionMs?: number;
   namespaces: string[];
   searchAttributes: Record<string, string>;
   journal?: Journal;
@@ -264,6 +267,23 @@ export class Engine {
         })),
       );
     }
+  }
+
+  /** Forgets executions closed longer ago than the retention period, as the server's retention does. */
+  sweepClosed(): void {
+    const horizon = this.clock.now() - (this.opts.retentionMs ?? DEFAULT_RETENTION_MS);
+    for (const [key, ex] of this.runs) {
+      if (this.isOpen(ex) || ex.s.closeTime > horizon) continue;
+      this.runs.delete(key);
+      this.dirty.delete(ex);
+      this.waiters.delete(key);
+      const idKey = `${ex.s.namespace}/${ex.s.workflowId}`;
+      const remaining = (this.byWorkflowId.get(idKey) ?? []).filter((k) => k !== key);
+      if (remaining.length > 0) this.byWorkflowId.set(idKey, remaining);
+      else this.byWorkflowId.delete(idKey);
+      this.journal?.append({ key, base: 0, events: [], state: null, deleted: true });
+    }
+    void this.commit();
   }
 
   close(): void {
@@ -2648,7 +2668,7 @@ export class Engine {
         id: Buffer.from(name).toString('hex'),
         capabilities: { eagerWorkflowStart: false, syncUpdate: true, asyncUpdate: true },
       },
-      config: { workflowExecutionRetentionTtl: msDuration(24 * 3600 * 1000) },
+      config: { workflowExecutionRetentionTtl: msDuration(this.opts.retentionMs ?? DEFAULT_RETENTION_MS) },
       isGlobalNamespace: false,
     };
   }

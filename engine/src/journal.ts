@@ -11,6 +11,8 @@ export interface JournalRecord {
   base: number;
   events: unknown[];
   state: unknown;
+  /** The execution was removed (retention); replay forgets it. */
+  deleted?: boolean;
 }
 
 function replacer(this: Record<string, unknown>, key: string, value: unknown): unknown {
@@ -86,6 +88,10 @@ export class Journal {
         } catch {
           // A torn final line from a crash mid-write: everything before it is intact.
           break;
+        }
+        if (rec.deleted) {
+          restored.delete(rec.key);
+          continue;
         }
         const cur = restored.get(rec.key) ?? { state: null, events: [] };
         cur.events.length = Math.min(cur.events.length, rec.base);

@@ -16,6 +16,8 @@ export interface DevServerOptions {
   searchAttributes?: Record<string, string>;
   /** Journal file for durable mode; in memory when absent. */
   dbFilename?: string;
+  /** How long closed executions are kept; 24 h by default. */
+  retentionMs?: number;
 }
 
 export interface DevServer {
@@ -38,6 +40,7 @@ export async function startDevServer(opts: DevServerOptions): Promise<DevServer>
     namespaces: opts.namespaces ?? [],
     searchAttributes: opts.searchAttributes ?? {},
     journal,
+    retentionMs: opts.retentionMs,
   });
   if (restored) {
     engine.restore(restored);
@@ -55,11 +58,14 @@ export async function startDevServer(opts: DevServerOptions): Promise<DevServer>
       err ? reject(err) : resolve(p),
     ),
   );
+  const sweeper = setInterval(() => engine.sweepClosed(), 60_000);
+  sweeper.unref();
   return {
     port,
     address: `${host}:${port}`,
     engine,
     close: async () => {
+      clearInterval(sweeper);
       engine.close();
       await new Promise<void>((resolve) => {
         const t = setTimeout(() => {

@@ -85,6 +85,19 @@ describe('journal', () => {
     expect(fs.readFileSync(file, 'utf8').trim().split('\n')).toHaveLength(2);
   });
 
+  it('forgets an execution recorded as deleted', async () => {
+    const file = tempFile();
+    const { journal } = Journal.open(file);
+    journal.append({ key: 'a', base: 0, events: [{ id: 1 }], state: { n: 1 } });
+    journal.append({ key: 'b', base: 0, events: [{ id: 1 }], state: { n: 2 } });
+    journal.append({ key: 'a', base: 0, events: [], state: null, deleted: true });
+    await journal.flush();
+    journal.close();
+    const { journal: again, restored } = Journal.open(file);
+    again.close();
+    expect([...restored.keys()]).toEqual(['b']);
+  });
+
   it('ignores a torn last line left by a crash mid-write', async () => {
     const file = tempFile();
     const { journal } = Journal.open(file);

@@ -89,6 +89,36 @@ describe('raw protocol', () => {
     });
   });
 
+  it('forgets closed executions past the retention period, keeping open ones', async () => {
+    const svc = connection.workflowService;
+    const { workflowId, runId } = await startAndPoll(`raw-${randomUUID()}`);
+    const open = await startAndPoll(`raw-${randomUUID()}`);
+    await svc.terminateWorkflowExecution({ namespace: 'default', workflowExecution: { workflowId, runId }, reason: 'done' });
+    const swept = await startDevServer({ timeSkipping: false, port: 0, retentionMs: 0 });
+    try {
+      const c = await Connection.connect({ address: swept.address });
+      try {
+        const w = c.workflowService;
+        const a = await w.startWorkflowExecution({ namespace: 'default', workflowId: 'closed', workflowType: { name: 'raw' }, taskQueue: { name: 'q' }, requestId: randomUUID() });
+        await w.startWorkflowExecution({ namespace: 'default', workflowId: 'open', workflowType: { name: 'raw' }, taskQueue: { name: 'q' }, requestId: randomUUID() });
+        await w.terminateWorkflowExecution({ namespace: 'default', workflowExecution: { workflowId: 'closed', runId: a.runId } });
+        swept.engine.sweepClosed();
+        await expect(w.describeWorkflowExecution({ namespace: 'default', execution: { workflowId: 'closed' } })).rejects.toMatchObject({ code: 5 });
+        const still = await w.describeWorkflowExecution({ namespace: 'default', execution: { workflowId: 'open' } });
+        expect(still.workflowExecutionInfo?.execution?.workflowId).toBe('open');
+      } finally {
+        await c.close();
+      }
+    } finally {
+      await swept.close();
+    }
+    // The default 24 h retention keeps what just closed.
+    server.engine.sweepClosed();
+    const kept = await svc.describeWorkflowExecution({ namespace: 'default', execution: { workflowId, runId } });
+    expect(kept.workflowExecutionInfo?.execution?.runId).toBe(runId);
+    expect(open.runId).toBeTruthy();
+  });
+
   it('answers UNIMPLEMENTED for RPCs it does not serve and advertises only what it implements', async () => {
     await expect(connection.workflowService.listSchedules({ namespace: 'default' })).rejects.toMatchObject({ code: 12 });
     const info = await connection.workflowService.getSystemInfo({});
