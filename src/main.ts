@@ -2,8 +2,7 @@
 // DATA_DIR unless DATABASE_URL is set), the sandbox gateways, and — unless TEMPORAL_ADDRESS is set —
 // the embedded Temporal-compatible engine, durable under DATA_DIR.
 import path from 'node:path';
-import { announceAdminToken, listen, openConfiguredDatabase, startConfiguredGateways } from './api/server.js';
-import { buildApp } from './api/app.js';
+import { announceAdminToken, buildConfiguredApp, listen, openConfiguredDatabase, startConfiguredGateways } from './api/server.js';
 import { createActivities } from './activities/index.js';
 import { readConfigOrExit } from './config/index.js';
 import { loadKeyring } from './config/keys.js';
@@ -63,20 +62,14 @@ try {
     process.kill(process.pid, 'SIGTERM');
   });
 
-  const app = await buildApp({
+  const app = await buildConfiguredApp({
     config,
     database,
-    gateways: gateways.gateways,
+    gateways,
     logger,
     keyring,
-    temporal: { client: temporal.client, taskQueue: config.taskQueue },
-    ...(gateways.sandboxUrl ? { sandboxUrl: gateways.sandboxUrl } : {}),
-    readiness: {
-      temporal: async () => {
-        await temporal.client.connection.workflowService.getSystemInfo({});
-      },
-      worker: () => worker.worker.getState() === 'RUNNING',
-    },
+    temporal,
+    readiness: { worker: () => worker.worker.getState() === 'RUNNING' },
   });
   await listen(app, config, closeAll);
 } catch (err) {

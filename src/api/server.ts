@@ -12,8 +12,9 @@ import type { GatewayRegistry } from '../gateways/types.js';
 import { createLogger, type Logger } from '../logger.js';
 import { openDatabase, type Database } from '../store/db.js';
 import { loadKeyring } from '../config/keys.js';
-import { connectTemporalClient } from '../temporal/client.js';
-import { buildApp } from './app.js';
+import type { Keyring } from '../security/keyring.js';
+import { connectTemporalClient, type TemporalClient } from '../temporal/client.js';
+import { buildApp, type ReadinessProbe } from './app.js';
 
 const SHUTDOWN_GRACE_MS = 10_000;
 
@@ -22,11 +23,17 @@ export function openConfiguredDatabase(config: Config): Promise<Database> {
   return config.databaseUrl ? openDatabase({ databaseUrl: config.databaseUrl }) : openDatabase({ dataDir: resolve(config.dataDir, 'pglite') });
 }
 
+export interface ConfiguredGateways {
+  readonly gateways: GatewayRegistry;
+  readonly sandboxUrl?: string;
+  close(): Promise<void>;
+}
+
 /** The sandbox gateways (served on loopback) when sandbox mode is on; otherwise no gateways. */
 export async function startConfiguredGateways(
   config: Config,
   logger: Logger,
-): Promise<{ gateways: GatewayRegistry; sandboxUrl?: string; close(): Promise<void> }> {
+): Promise<ConfiguredGateways> {
   if (!config.sandbox) {
     return { gateways: { get: () => undefined, names: [] }, close: async () => undefined };
   }
@@ -74,6 +81,34 @@ export async function listen(
   return address;
 }
 
+/** The app as both entry points build it: configured storage, gateways, keyring and Temporal client. */
+export function buildConfiguredApp(parts: {
+  config: Config;
+  database: Database;
+  gateways: ConfiguredGateways;
+  logger: Logger;
+  keyring: Keyring;
+  temporal: TemporalClient;
+  readiness?: Readonly<Record<string, ReadinessProbe>>;
+}): Promise<FastifyInstance> {
+  const { config, temporal } = parts;
+  return buildApp({
+    config,
+    database: parts.database,
+    gateways: parts.gateways.gateways,
+    logger: parts.logger,
+    keyring: parts.keyring,
+    temporal: { client: temporal.client, taskQueue: config.taskQueue },
+    ...(parts.gateways.sandboxUrl ? { sandboxUrl: parts.gateways.sandboxUrl } : {}),
+    readiness: {
+      temporal: async () => {
+        await temporal.client.connection.workflowService.getSystemInfo({});
+      },
+      ...parts.readiness,
+    },
+  });
+}
+
 /**
  * The API as a process of its own (production): a Temporal cluster at TEMPORAL_ADDRESS runs the
  * workflows, with `worker.ts` beside it. `npm start` (src/main.ts) embeds everything instead.
@@ -90,20 +125,7 @@ export async function startApiServer(): Promise<FastifyInstance> {
   const database = await openConfiguredDatabase(config);
   const gateways = await startConfiguredGateways(config, logger);
   const temporal = await connectTemporalClient({ address: config.temporalAddress, namespace: config.temporalNamespace, keyring });
-  const app = await buildApp({
-    config,
-    database,
-    gateways: gateways.gateways,
-    logger,
-    keyring,
-    temporal: { client: temporal.client, taskQueue: config.taskQueue },
-    ...(gateways.sandboxUrl ? { sandboxUrl: gateways.sandboxUrl } : {}),
-    readiness: {
-      temporal: async () => {
-        await temporal.client.connection.workflowService.getSystemInfo({});
-      },
-    },
-  });
+  const app = await buildConfiguredApp({ config, database, gateways, logger, keyring, temporal });
   await listen(app, config, async () => {
     await temporal.close();
     await gateways.close();
