@@ -22,7 +22,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
-import type { Client, WorkflowHandle } from '@temporalio/client';
+import type { WorkflowHandle } from '@temporalio/client';
 import type { temporal } from '@temporalio/proto';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import {
@@ -161,7 +161,7 @@ export async function eventually<T>(
 export type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
 
 const EVENT_TYPE_PREFIX = 'EVENT_TYPE_';
-/** The names of an EventType enum value, e.g. 'WORKFLOW_EXECUTION_STARTED'. */
+/** The name of an event's type without its prefix, e.g. 'WORKFLOW_EXECUTION_STARTED'. */
 export function eventTypeName(event: HistoryEvent, eventTypes: Record<number, string>): string {
   const name = eventTypes[event.eventType ?? 0] ?? `UNKNOWN_${event.eventType}`;
   return name.startsWith(EVENT_TYPE_PREFIX) ? name.slice(EVENT_TYPE_PREFIX.length) : name;
@@ -184,10 +184,6 @@ export function isSubsequence(actual: readonly string[], expected: readonly stri
 
 export function namespaceOf(env: TestWorkflowEnvironment): string {
   return env.namespace ?? 'default';
-}
-
-export function clientOf(env: TestWorkflowEnvironment): Client {
-  return env.client;
 }
 
 /** Printed once per file when some of its tests need the engine (virtual clock or engine-only promise). */
