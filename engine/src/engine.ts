@@ -965,7 +965,7 @@ export class Engine {
     }
     const from = sticky ? s.lastCompletedStartedEventId : 0;
     const events = ex.history.slice(from);
-    log.debug('workflow task started', {
+    if (log.debugEnabled) log.debug('workflow task started', {
       sticky,
       previousStartedEventId: s.lastCompletedStartedEventId,
       events: events.map((e) => `${e.eventId}:${e.eventType}`).join(' '),
@@ -1034,7 +1034,7 @@ export class Engine {
     const s = ex.s;
     this.answerAttachedQueries(ex, r.queryResults ?? {});
     const commands = r.commands ?? [];
-    log.debug('workflow task completed', {
+    if (log.debugEnabled) log.debug('workflow task completed', {
       commands: commands.map((c) => c.commandType),
       messages: (r.messages ?? []).map((m) => m.body?.type_url),
       sticky: r.stickyAttributes?.workerTaskQueue?.name,

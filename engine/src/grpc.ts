@@ -54,10 +54,10 @@ export function addService(server: grpc.Server, serviceName: string, handlerObje
         if (cancelled) c();
         else cancels.push(c);
       };
-      log.debug(`-> ${m.name}`);
+      if (log.debugEnabled) log.debug(`-> ${m.name}`);
       handler(call.request as never, onCancel).then(
         (res) => {
-          log.debug(`<- ${m.name}`, { keys: Object.keys(res) });
+          if (log.debugEnabled) log.debug(`<- ${m.name}`, { keys: Object.keys(res) });
           callback(null, res);
         },
         (err: unknown) => {

@@ -23,6 +23,10 @@ function write(level: LogLevel, msg: string, fields?: Record<string, unknown>): 
 }
 
 export const log = {
+  /** Lets hot paths skip building debug fields nobody will see. */
+  get debugEnabled(): boolean {
+    return threshold <= LEVELS.debug;
+  },
   debug: (msg: string, fields?: Record<string, unknown>) => write('debug', msg, fields),
   info: (msg: string, fields?: Record<string, unknown>) => write('info', msg, fields),
   warn: (msg: string, fields?: Record<string, unknown>) => write('warn', msg, fields),

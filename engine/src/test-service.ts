@@ -29,7 +29,7 @@ export class TestService {
   }
 
   async Sleep(r: SleepRequest): Promise<object> {
-    log.debug('Sleep', this.clock.describe());
+    if (log.debugEnabled) log.debug('Sleep', this.clock.describe());
     await this.until(this.clock.now() + durationMs(r.duration));
     return {};
   }
