@@ -5,7 +5,14 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createActivities } from './activities.js';
 import { createEnv, eventTypeName, eventually, expectReplays, historyEvents, isSubsequence, uniqueId, withWorker } from './env.js';
-import { continueAsNewCounter, itemsQuery, parentLeavesChild, parentOfChild, pushSignal } from './workflows.js';
+import {
+  continueAsNewCounter,
+  externalToNobody,
+  itemsQuery,
+  parentLeavesChild,
+  parentOfChild,
+  pushSignal,
+} from './workflows.js';
 
 const EventType = temporal.api.enums.v1.EventType;
 
@@ -78,6 +85,37 @@ describe('child workflows', () => {
       expect((await env.client.workflow.getHandle(`${workflowId}-child`).describe()).status.name).toBe('CANCELLED');
       await expectReplays(handle);
       await expectReplays(env.client.workflow.getHandle(`${workflowId}-child`));
+    });
+  });
+});
+
+describe('signal and cancel of an external workflow that does not exist', () => {
+  it('fails both commands with their failed events, and the workflow carries on', async () => {
+    await withWorker(env, { activities }, async (taskQueue) => {
+      const handle = await env.client.workflow.start(externalToNobody, {
+        taskQueue,
+        workflowId: uniqueId('external-nobody'),
+        args: [uniqueId('nobody')],
+      });
+      expect(await handle.result()).toEqual(['signal failed', 'cancel failed']);
+      const events = await historyEvents(handle);
+      const types = events.map((e) => eventTypeName(e, EventType));
+      expect(
+        isSubsequence(types, [
+          'SIGNAL_EXTERNAL_WORKFLOW_EXECUTION_INITIATED',
+          'SIGNAL_EXTERNAL_WORKFLOW_EXECUTION_FAILED',
+          'REQUEST_CANCEL_EXTERNAL_WORKFLOW_EXECUTION_INITIATED',
+          'REQUEST_CANCEL_EXTERNAL_WORKFLOW_EXECUTION_FAILED',
+          'WORKFLOW_EXECUTION_COMPLETED',
+        ]),
+        types.join(' '),
+      ).toBe(true);
+      const signalFailed = events.find((e) => e.signalExternalWorkflowExecutionFailedEventAttributes);
+      expect(signalFailed?.signalExternalWorkflowExecutionFailedEventAttributes?.cause).toBe(
+        temporal.api.enums.v1.SignalExternalWorkflowExecutionFailedCause
+          .SIGNAL_EXTERNAL_WORKFLOW_EXECUTION_FAILED_CAUSE_EXTERNAL_WORKFLOW_EXECUTION_NOT_FOUND,
+      );
+      await expectReplays(handle);
     });
   });
 });

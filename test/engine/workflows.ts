@@ -394,3 +394,22 @@ export async function cancelAsyncActivity(key: string, cancelAfterMs: number): P
     return isCancellation(err) ? 'cancelled' : `failed: ${String(err)}`;
   }
 }
+
+/** Signals and cancels a workflow that does not exist; reports how each command ended. */
+export async function externalToNobody(targetId: string): Promise<string[]> {
+  const outcomes: string[] = [];
+  const target = getExternalWorkflowHandle(targetId);
+  try {
+    await target.signal(pushSignal, 'nobody home');
+    outcomes.push('signal delivered');
+  } catch {
+    outcomes.push('signal failed');
+  }
+  try {
+    await target.cancel();
+    outcomes.push('cancel delivered');
+  } catch {
+    outcomes.push('cancel failed');
+  }
+  return outcomes;
+}
