@@ -7,6 +7,7 @@ import { createActivities } from './activities.js';
 import { createEnv, eventTypeName, eventually, expectReplays, historyEvents, isSubsequence, uniqueId, withWorker } from './env.js';
 import {
   continueAsNewCounter,
+  duplicateChild,
   externalToNobody,
   itemsQuery,
   parentLeavesChild,
@@ -85,6 +86,22 @@ describe('child workflows', () => {
       expect((await env.client.workflow.getHandle(`${workflowId}-child`).describe()).status.name).toBe('CANCELLED');
       await expectReplays(handle);
       await expectReplays(env.client.workflow.getHandle(`${workflowId}-child`));
+    });
+  });
+});
+
+describe('child id conflicts', () => {
+  it('fails a child start whose id is taken by a running workflow with WorkflowExecutionAlreadyStartedError', async () => {
+    await withWorker(env, { activities }, async (taskQueue) => {
+      const handle = await env.client.workflow.start(duplicateChild, { taskQueue, workflowId: uniqueId('duplicate-child') });
+      expect(await handle.result()).toBe('already started');
+      const events = await historyEvents(handle);
+      const failed = events.find((e) => e.startChildWorkflowExecutionFailedEventAttributes);
+      expect(failed?.startChildWorkflowExecutionFailedEventAttributes?.cause).toBe(
+        temporal.api.enums.v1.StartChildWorkflowExecutionFailedCause
+          .START_CHILD_WORKFLOW_EXECUTION_FAILED_CAUSE_WORKFLOW_ALREADY_EXISTS,
+      );
+      await expectReplays(handle);
     });
   });
 });

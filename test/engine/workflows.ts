@@ -23,6 +23,7 @@ import {
   workflowInfo,
   type ActivityOptions,
 } from '@temporalio/workflow';
+import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import type { EngineActivities } from './activities.js';
 import { INT_KEY, KEYWORD_KEY } from './search-attributes.js';
 
@@ -412,4 +413,19 @@ export async function externalToNobody(targetId: string): Promise<string[]> {
     outcomes.push('cancel failed');
   }
   return outcomes;
+}
+
+/** Starts a child, then a second child with the same id while the first runs. */
+export async function duplicateChild(): Promise<string> {
+  const childId = `${workflowInfo().workflowId}-child`;
+  const first = await startChild(signalCollector, { workflowId: childId });
+  let outcome = 'second child started';
+  try {
+    await startChild(signalCollector, { workflowId: childId });
+  } catch (err) {
+    outcome = err instanceof WorkflowExecutionAlreadyStartedError ? 'already started' : `failed: ${String(err)}`;
+  }
+  await first.signal(finishSignal);
+  await first.result();
+  return outcome;
 }
