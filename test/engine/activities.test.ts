@@ -234,6 +234,20 @@ describe('timeouts', () => {
     });
   });
 
+  it('keeps a heartbeating activity alive past its heartbeat timeout until start-to-close', async () => {
+    await withWorker(env, { activities }, async (taskQueue) => {
+      const failure = await activityFailureOf(
+        env.client.workflow.execute(runActivity, {
+          taskQueue,
+          workflowId: uniqueId('heartbeat-keeps-alive'),
+          args: ['stall', [200], { startToCloseTimeout: '3s', heartbeatTimeout: '1s', retry: { maximumAttempts: 1 } }],
+        }),
+      );
+      expect(failure.cause).toBeInstanceOf(TimeoutFailure);
+      expect((failure.cause as TimeoutFailure).timeoutType).toBe(TimeoutType.START_TO_CLOSE);
+    });
+  });
+
   it('times out an activity that stops heartbeating and reports its last heartbeat details', async () => {
     await withWorker(env, { activities }, async (taskQueue) => {
       const failure = await activityFailureOf(

@@ -6,7 +6,7 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createActivities } from './activities.js';
 import { createEnv, eventually, uniqueId, withWorker } from './env.js';
-import { returnValue } from './workflows.js';
+import { failWithType, returnValue, signalCollector } from './workflows.js';
 
 let env: TestWorkflowEnvironment;
 const activities = createActivities();
@@ -106,6 +106,18 @@ describe('list', () => {
       await expectListing(`WorkflowId = '${workflowId}' AND ExecutionStatus = 'Completed'`, [workflowId]);
       await expectListing(`WorkflowId = '${workflowId}' AND WorkflowType = 'returnValue'`, [workflowId]);
       await expectListing(`WorkflowId = '${workflowId}' AND ExecutionStatus = 'Running'`, []);
+    });
+  });
+
+  it('lists failed and canceled workflows under their statuses', async () => {
+    await withWorker(env, { activities }, async (taskQueue) => {
+      const failedId = uniqueId('failed');
+      await env.client.workflow.execute(failWithType, { taskQueue, workflowId: failedId, args: ['Broken'] }).catch(() => undefined);
+      const canceled = await env.client.workflow.start(signalCollector, { taskQueue, workflowId: uniqueId('canceled') });
+      await canceled.cancel();
+      await canceled.result().catch(() => undefined);
+      await expectListing(`WorkflowId = '${failedId}' AND ExecutionStatus = 'Failed'`, [failedId]);
+      await expectListing(`WorkflowId = '${canceled.workflowId}' AND ExecutionStatus = 'Canceled'`, [canceled.workflowId]);
     });
   });
 });
