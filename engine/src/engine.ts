@@ -444,7 +444,7 @@ export class Engine {
       }
       case 'run':
       case 'execution':
-        this.timeOutWorkflow(ex);
+        this.timeOutWorkflow(ex, kind === 'run');
         break;
       case 'backoff':
         this.scheduleWorkflowTask(ex);
@@ -1664,15 +1664,35 @@ export class Engine {
     ex.s.children = {};
   }
 
-  private timeOutWorkflow(ex: Execution): void {
+  /** A run timeout is retried under the workflow's retry policy (until the execution expires); an execution timeout is final. */
+  private timeOutWorkflow(ex: Execution, runTimeout: boolean): void {
+    const s = ex.s;
     this.flushBuffered(ex);
+    let retryState: number = RetryState.RETRY_STATE_TIMEOUT;
+    let newExecutionRunId: string | undefined;
+    if (runTimeout && s.retryPolicy) {
+      const failure: Failure = { message: 'workflow run timed out', timeoutFailureInfo: { timeoutType: TimeoutType.TIMEOUT_TYPE_START_TO_CLOSE } };
+      const next = nextRetry(retrySpec(s.retryPolicy), s.attempt, failure, this.clock.now(), s.executionExpirationTime);
+      if ('delay' in next) {
+        newExecutionRunId = this.startNextRun(ex, null, {
+          initiator: enums.ContinueAsNewInitiator.CONTINUE_AS_NEW_INITIATOR_RETRY,
+          failure,
+          backoffMs: next.delay,
+          attempt: s.attempt + 1,
+        }).s.runId;
+        retryState = RetryState.RETRY_STATE_IN_PROGRESS;
+      } else {
+        retryState = next.retryState;
+      }
+    }
     this.appendNow(
       ex,
       this.event(ex, EventType.EVENT_TYPE_WORKFLOW_EXECUTION_TIMED_OUT, 'workflowExecutionTimedOutEventAttributes', {
-        retryState: RetryState.RETRY_STATE_TIMEOUT,
+        retryState,
+        newExecutionRunId,
       }),
     );
-    this.closeRun(ex, Status.WORKFLOW_EXECUTION_STATUS_TIMED_OUT);
+    this.closeRun(ex, Status.WORKFLOW_EXECUTION_STATUS_TIMED_OUT, newExecutionRunId !== undefined);
   }
 
   private terminate(ex: Execution, reason: string, details: Payloads | null | undefined, identity: string): void {

@@ -65,6 +65,22 @@ describe('time-skipping devserver', () => {
     expect(r).toBe(3);
   });
 
+  it('retries a run that timed out under the workflow retry policy', async () => {
+    const workflowId = `run-timeout-${Date.now()}`;
+    const attempt = await withWorker((taskQueue) =>
+      env.client.workflow.execute('slowFirstAttempt', {
+        taskQueue,
+        workflowId,
+        workflowRunTimeout: '10 minutes',
+        retry: { initialInterval: '1s', maximumAttempts: 3 },
+      }),
+    );
+    expect(attempt).toBe(2);
+    const runs = [];
+    for await (const w of env.client.workflow.list({ query: `WorkflowId = '${workflowId}'` })) runs.push(w.status.name);
+    expect(runs.sort()).toEqual(['COMPLETED', 'TIMED_OUT']);
+  });
+
   it('continues as new and runs child workflows', async () => {
     const [a, b] = await withWorker((taskQueue) =>
       Promise.all([
