@@ -89,6 +89,21 @@ describe('updates', () => {
     });
   });
 
+  it('holds an update sent before any worker polled until a worker runs it', async () => {
+    const taskQueue = uniqueId('tq');
+    const handle = await env.client.workflow.start(updatable, { taskQueue, workflowId: uniqueId('update-early') });
+    const early = handle.executeUpdate(incrementUpdate, { args: [4], updateId: 'early' });
+    await withWorker(env, { activities, taskQueue }, async () => {
+      expect(await early).toBe(4);
+      expect(await finish(handle)).toBe(4);
+    });
+    const events = updateEvents(await historyEvents(handle));
+    expect(events.map((e) => e.eventType)).toEqual([
+      EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED,
+      EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_COMPLETED,
+    ]);
+  });
+
   it('rejects an update in its validator without writing any history', async () => {
     await withWorker(env, { activities }, async (taskQueue) => {
       const handle = await env.client.workflow.start(updatable, { taskQueue, workflowId: uniqueId('update-rejected') });
