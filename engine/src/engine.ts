@@ -22,7 +22,6 @@ import {
   packAny,
   pb,
   type temporal,
-  tsMs,
   type Command,
   type Failure,
   type HistoryEvent,
@@ -39,10 +38,10 @@ import {
   type BufferedGroup,
   type Execution,
   type ExecutionState,
-  type RetrySpec,
   type UpdateState,
 } from './state.js';
-import { QueryParseError, parseVisibilityQuery, type VisibilityRecord } from './visibility.js';
+import { nextRetry, retryPolicyOf, retrySpec } from './retry.js';
+import { decodeToken, encodeToken, type TaskToken } from './tokens.js';
 
 
 const POLL_WAIT_MS = 20_000;
@@ -56,15 +55,6 @@ type TaskRef =
   | { kind: 'wft'; runKey: string; scheduledEventId: number }
   | { kind: 'act'; runKey: string; scheduledEventId: number; attempt: number }
   | { kind: 'query'; queryId: string };
-
-interface TaskToken {
-  k: 'wft' | 'act' | 'query';
-  ns: string;
-  r: string;
-  s: number;
-  a: number;
-  q?: string;
-}
 
 interface PendingQuery {
   id: string;
@@ -90,91 +80,6 @@ export interface EngineOptions {
   journal?: Journal;
 }
 
-const encodeToken = (t: TaskToken) => Buffer.from(JSON.stringify(t));
-function decodeToken(buf: Uint8Array | null | undefined): TaskToken {
-  try {
-    const t = JSON.parse(Buffer.from(buf ?? []).toString('utf8')) as TaskToken;
-    if (!t || typeof t.r !== 'string') throw new Error('bad token');
-    return t;
-  } catch {
-    throw invalid('malformed task token');
-  }
-}
-
-const STATUS_NAMES: Record<number, string> = {
-  [Status.WORKFLOW_EXECUTION_STATUS_RUNNING]: 'Running',
-  [Status.WORKFLOW_EXECUTION_STATUS_COMPLETED]: 'Completed',
-  [Status.WORKFLOW_EXECUTION_STATUS_FAILED]: 'Failed',
-  [Status.WORKFLOW_EXECUTION_STATUS_CANCELED]: 'Canceled',
-  [Status.WORKFLOW_EXECUTION_STATUS_TERMINATED]: 'Terminated',
-  [Status.WORKFLOW_EXECUTION_STATUS_CONTINUED_AS_NEW]: 'ContinuedAsNew',
-  [Status.WORKFLOW_EXECUTION_STATUS_TIMED_OUT]: 'TimedOut',
-};
-
-const BUILTIN_FIELDS = new Set([
-  'WorkflowId',
-  'RunId',
-  'WorkflowType',
-  'ExecutionStatus',
-  'StartTime',
-  'CloseTime',
-  'ExecutionTime',
-  'TaskQueue',
-  'HistoryLength',
-]);
-
-function retrySpec(p: RetryPolicy | null | undefined): RetrySpec {
-  const initial = durationMs(p?.initialInterval) || 1000;
-  return {
-    initialIntervalMs: initial,
-    backoffCoefficient: p?.backoffCoefficient && p.backoffCoefficient >= 1 ? p.backoffCoefficient : 2,
-    maximumIntervalMs: durationMs(p?.maximumInterval) || initial * 100,
-    maximumAttempts: p?.maximumAttempts ?? 0,
-    nonRetryableErrorTypes: p?.nonRetryableErrorTypes ?? [],
-  };
-}
-
-function retryPolicyOf(spec: RetrySpec): RetryPolicy {
-  return {
-    initialInterval: msDuration(spec.initialIntervalMs),
-    backoffCoefficient: spec.backoffCoefficient,
-    maximumInterval: msDuration(spec.maximumIntervalMs),
-    maximumAttempts: spec.maximumAttempts,
-    nonRetryableErrorTypes: spec.nonRetryableErrorTypes,
-  };
-}
-
-/** Delay before the next attempt, or null when the failure must not be retried (with the reason). */
-function nextRetry(
-  spec: RetrySpec,
-  attempt: number,
-  failure: Failure | null,
-  now: number,
-  expiration: number,
-): { delay: number } | { retryState: number } {
-  const app = failure?.applicationFailureInfo;
-  if (app?.nonRetryable) return { retryState: RetryState.RETRY_STATE_NON_RETRYABLE_FAILURE };
-  if (app?.type && spec.nonRetryableErrorTypes.includes(app.type)) {
-    return { retryState: RetryState.RETRY_STATE_NON_RETRYABLE_FAILURE };
-  }
-  if (spec.maximumAttempts > 0 && attempt >= spec.maximumAttempts) {
-    return { retryState: RetryState.RETRY_STATE_MAXIMUM_ATTEMPTS_REACHED };
-  }
-  const explicit = durationMs(app?.nextRetryDelay);
-  const delay =
-    explicit ||
-    Math.min(spec.initialIntervalMs * Math.pow(spec.backoffCoefficient, attempt - 1), spec.maximumIntervalMs);
-  if (expiration > 0 && now + delay >= expiration) return { retryState: RetryState.RETRY_STATE_TIMEOUT };
-  return { delay };
-}
-
-function payloadValue(p: Plain<temporal.api.common.v1.IPayload>): unknown {
-  try {
-    return JSON.parse(Buffer.from(p.data ?? []).toString('utf8'));
-  } catch {
-    return undefined;
-  }
-}
 
 export class Engine {
   readonly clock: Clock;
@@ -333,7 +238,8 @@ export class Engine {
     return ex.s.status === Status.WORKFLOW_EXECUTION_STATUS_RUNNING;
   }
 
-  private ns(namespace: string | null | undefined): string {
+  /** The namespace of a request (default when empty); NOT_FOUND for unknown ones. */
+  ns(namespace: string | null | undefined): string {
     const n = namespace || 'default';
     if (!this.namespaces.has(n)) throw notFound(`namespace ${n} not found`);
     return n;
@@ -2525,7 +2431,8 @@ export class Engine {
     };
   }
 
-  private executionInfo(ex: Execution): Plain<temporal.api.workflow.v1.IWorkflowExecutionInfo> {
+  /** The visibility/describe view of a run. */
+  executionInfo(ex: Execution): Plain<temporal.api.workflow.v1.IWorkflowExecutionInfo> {
     const s = ex.s;
     const root = ex.history[0]?.workflowExecutionStartedEventAttributes?.rootWorkflowExecution;
     return {
@@ -2601,68 +2508,6 @@ export class Engine {
     };
   }
 
-  // ---------------------------------------------------------------- visibility
-
-  private visibilityRecord(ex: Execution): VisibilityRecord {
-    const s = ex.s;
-    const rec: VisibilityRecord = {
-      WorkflowId: s.workflowId,
-      RunId: s.runId,
-      WorkflowType: s.workflowType,
-      ExecutionStatus: STATUS_NAMES[s.status] ?? 'Unspecified',
-      StartTime: s.startTime,
-      CloseTime: s.closeTime || null,
-      ExecutionTime: s.executionTime,
-      TaskQueue: s.taskQueue,
-      HistoryLength: ex.history.length,
-    };
-    for (const [k, p] of Object.entries(s.searchAttributes?.indexedFields ?? {})) {
-      const v = payloadValue(p);
-      const type = this.saTypes.get(k);
-      if (type === 'Datetime' && typeof v === 'string') rec[k] = Date.parse(v);
-      else if (Array.isArray(v) || typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean') {
-        rec[k] = v as VisibilityRecord[string];
-      }
-    }
-    return rec;
-  }
-
-  private matching(namespace: string, query: string | null | undefined): Execution[] {
-    let pred;
-    try {
-      pred = parseVisibilityQuery(query ?? '', (f) => BUILTIN_FIELDS.has(f) || this.saTypes.has(f));
-    } catch (err) {
-      if (err instanceof QueryParseError) throw invalid(`invalid query: ${err.message}`);
-      throw err;
-    }
-    const out: Execution[] = [];
-    for (const ex of this.runs.values()) {
-      if (ex.s.namespace === namespace && pred(this.visibilityRecord(ex))) out.push(ex);
-    }
-    out.sort((a, b) => b.s.startTime - a.s.startTime || (a.s.runId < b.s.runId ? -1 : 1));
-    return out;
-  }
-
-  async ListWorkflowExecutions(r: Req<'ListWorkflowExecutionsRequest'>): Promise<Req<'ListWorkflowExecutionsResponse'>> {
-    const all = this.matching(this.ns(r.namespace), r.query);
-    const offset = r.nextPageToken?.length ? Number(Buffer.from(r.nextPageToken).toString()) : 0;
-    const size = r.pageSize && r.pageSize > 0 ? r.pageSize : 1000;
-    const page = all.slice(offset, offset + size);
-    return {
-      executions: page.map((ex) => this.executionInfo(ex)),
-      nextPageToken: offset + size < all.length ? Buffer.from(String(offset + size)) : undefined,
-    };
-  }
-
-  async ScanWorkflowExecutions(r: Req<'ScanWorkflowExecutionsRequest'>): Promise<Req<'ScanWorkflowExecutionsResponse'>> {
-    return this.ListWorkflowExecutions(r);
-  }
-
-  async CountWorkflowExecutions(r: Req<'CountWorkflowExecutionsRequest'>): Promise<Req<'CountWorkflowExecutionsResponse'>> {
-    const all = this.matching(this.ns(r.namespace), r.query);
-    return { count: all.length };
-  }
-
   // ---------------------------------------------------------------- system & namespace
 
   async GetSystemInfo(): Promise<Req<'GetSystemInfoResponse'>> {
@@ -2732,6 +2577,11 @@ export class Engine {
   async DescribeTaskQueue(r: Req<'DescribeTaskQueueRequest'>): Promise<Req<'DescribeTaskQueueResponse'>> {
     this.ns(r.namespace);
     return { pollers: [] };
+  }
+
+  /** Every run the engine holds (open and retained closed ones). */
+  executions(): IterableIterator<Execution> {
+    return this.runs.values();
   }
 
   /** Search attributes known to this server (OperatorService.ListSearchAttributes). */

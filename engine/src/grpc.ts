@@ -24,9 +24,11 @@ function bind(handlers: object): Handlers {
   return out;
 }
 
-export function addService(server: grpc.Server, serviceName: string, handlerObject: object): void {
+/** Serves `serviceName` with the methods of the handler objects (an RPC is served by the first that has it). */
+export function addService(server: grpc.Server, serviceName: string, ...handlerObjects: object[]): void {
   const service = root.lookupService(serviceName).resolveAll();
-  const handlers = bind(handlerObject);
+  const handlers: Handlers = {};
+  for (const o of [...handlerObjects].reverse()) Object.assign(handlers, bind(o));
   const definition: Record<string, grpc.MethodDefinition<unknown, unknown>> = {};
   const implementation: grpc.UntypedServiceImplementation = {};
   for (const m of service.methodsArray) {

@@ -6,6 +6,7 @@ import { Journal } from './journal.js';
 import { log } from './log.js';
 import { HealthService, OperatorService } from './operator-service.js';
 import { TestService } from './test-service.js';
+import { VisibilityService } from './visibility-service.js';
 
 export interface DevServerOptions {
   /** Time-skipping test server (virtual clock + TestService) instead of the real-clock dev server. */
@@ -48,7 +49,7 @@ export async function startDevServer(opts: DevServerOptions): Promise<DevServer>
     log.info('restored executions from journal', { count: restored.size, file: opts.dbFilename });
   }
   const server = new grpc.Server({ 'grpc.max_receive_message_length': 128 * 1024 * 1024 });
-  addService(server, 'temporal.api.workflowservice.v1.WorkflowService', engine);
+  addService(server, 'temporal.api.workflowservice.v1.WorkflowService', engine, new VisibilityService(engine));
   addService(server, 'temporal.api.operatorservice.v1.OperatorService', new OperatorService(engine));
   addService(server, 'grpc.health.v1.Health', new HealthService());
   if (opts.timeSkipping) addService(server, 'temporal.api.testservice.v1.TestService', new TestService(engine.clock));

@@ -1,6 +1,15 @@
 // A small parser for Temporal's visibility query language (the SQL-like `WorkflowId = 'x' AND StartTime > '...'`),
 // evaluated in memory against each execution's visibility record.
 
+/** Search attribute payloads are JSON (json/plain); anything else has no comparable value. */
+export function payloadValue(p: { data?: Uint8Array | null }): unknown {
+  try {
+    return JSON.parse(Buffer.from(p.data ?? []).toString('utf8'));
+  } catch {
+    return undefined;
+  }
+}
+
 export type VisibilityValue = string | number | boolean | null | Array<string | number | boolean>;
 export type VisibilityRecord = Record<string, VisibilityValue | undefined>;
 export type Predicate = (rec: VisibilityRecord) => boolean;
