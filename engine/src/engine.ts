@@ -111,6 +111,8 @@ export class Engine {
     for (const [key, r] of restored) {
       const s = r.state as ExecutionState;
       const ex: Execution = { s, history: r.events as HistoryEvent[], persistedLength: r.events.length, dirty: false };
+      // Event task ids keep increasing across restarts.
+      for (const e of ex.history) this.taskId = Math.max(this.taskId, num(e.taskId) + 1);
       this.runs.set(key, ex);
       this.indexRun(ex);
     }
