@@ -110,7 +110,7 @@ export class Engine {
   restore(restored: Map<string, { state: unknown; events: unknown[] }>): void {
     for (const [key, r] of restored) {
       const s = r.state as ExecutionState;
-      const ex: Execution = { s, history: r.events as HistoryEvent[], persistedLength: r.events.length, dirty: false };
+      const ex: Execution = { s, history: r.events as HistoryEvent[], persistedLength: r.events.length };
       // Event task ids keep increasing across restarts.
       for (const e of ex.history) this.taskId = Math.max(this.taskId, num(e.taskId) + 1);
       this.runs.set(key, ex);
@@ -498,7 +498,7 @@ export class Engine {
       continuedAsNewRunId: '',
       stateTransitions: 0,
     };
-    const ex: Execution = { s, history: [], persistedLength: 0, dirty: false };
+    const ex: Execution = { s, history: [], persistedLength: 0 };
     const started = this.event(ex, EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED, 'workflowExecutionStartedEventAttributes', {
       workflowType: { name: p.workflowType },
       taskQueue: { name: p.taskQueue, kind: enums.TaskQueueKind.TASK_QUEUE_KIND_NORMAL },

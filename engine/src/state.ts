@@ -122,7 +122,6 @@ export interface Execution {
   history: HistoryEvent[];
   /** History length already in the journal (everything after it goes out with the next commit). */
   persistedLength: number;
-  dirty: boolean;
 }
 
 export const execKey = (namespace: string, runId: string) => `${namespace}/${runId}`;
