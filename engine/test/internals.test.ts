@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { parseArgs } from '../src/args.js';
 import { Clock } from '../src/clock.js';
 import { Journal } from '../src/journal.js';
 import { parseVisibilityQuery, QueryParseError, type VisibilityRecord } from '../src/visibility.js';
@@ -161,5 +162,32 @@ describe('clock', () => {
     await new Promise((resolve) => setImmediate(resolve));
     await new Promise((resolve) => setImmediate(resolve));
     expect(clock.describe().virtualOffsetMs).toBe(0);
+  });
+});
+
+describe('command line', () => {
+  it('reads the time-skipping form `<port>` and listens on every interface', () => {
+    expect(parseArgs(['7233'])).toEqual({ timeSkipping: true, port: 7233, host: '0.0.0.0' });
+    expect(() => parseArgs(['not-a-port'])).toThrow(/usage/);
+  });
+
+  it('reads the start-dev form as @temporalio/testing passes it, ignoring flags meant for the real CLI', () => {
+    const opts = parseArgs([
+      'server', 'start-dev', '--port', '7555', '--namespace', 'paygate', '--ip', '127.0.0.1',
+      '--log-format', 'json', '--log-level', 'debug',
+      '--dynamic-config-value', 'frontend.enableUpdateWorkflowExecution=true',
+      '--db-filename', '/tmp/x.journal', '--headless', '--ui-port', '8233',
+      '--search-attribute', 'CustomerId=Keyword', '--search-attribute=Amount=Int', '--unknown-flag',
+    ]);
+    expect(opts).toMatchObject({
+      timeSkipping: false,
+      port: 7555,
+      host: '127.0.0.1',
+      namespaces: ['paygate'],
+      dbFilename: '/tmp/x.journal',
+      searchAttributes: { CustomerId: 'Keyword', Amount: 'Int' },
+      logLevel: 'debug',
+      logFormat: 'json',
+    });
   });
 });

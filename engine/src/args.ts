@@ -1,0 +1,86 @@
+// Argument parsing of bin/temporal-devserver for the two command lines @temporalio/testing uses.
+import type { DevServerOptions } from './server.js';
+
+export type CliOptions = DevServerOptions & { logLevel?: string; logFormat?: string };
+
+const FLAGS_WITH_VALUE = new Set([
+  '--port',
+  '--namespace',
+  '-n',
+  '--ip',
+  '--db-filename',
+  '-f',
+  '--search-attribute',
+  '--dynamic-config-value',
+  '--log-format',
+  '--log-level',
+  '--ui-port',
+  '--ui-ip',
+  '--ui-public-path',
+  '--config',
+  '--http-port',
+  '--metrics-port',
+  '--sqlite-pragma',
+  '--ui-asset-path',
+  '--ui-codec-endpoint',
+]);
+
+export function parseArgs(argv: string[]): CliOptions {
+  if (argv[0] === 'server' && argv[1] === 'start-dev') {
+    const opts: CliOptions = {
+      timeSkipping: false,
+      port: 7233,
+      host: '127.0.0.1',
+      namespaces: [],
+      searchAttributes: {},
+    };
+    for (let i = 2; i < argv.length; i++) {
+      let flag = argv[i]!;
+      let value: string | undefined;
+      const eq = flag.indexOf('=');
+      if (flag.startsWith('--') && eq > 0) {
+        value = flag.slice(eq + 1);
+        flag = flag.slice(0, eq);
+      } else if (FLAGS_WITH_VALUE.has(flag)) {
+        value = argv[++i];
+      }
+      switch (flag) {
+        case '--port':
+        case '-p':
+          opts.port = Number(value ?? argv[++i]);
+          break;
+        case '--ip':
+          opts.host = value ?? '127.0.0.1';
+          break;
+        case '--namespace':
+        case '-n':
+          if (value) opts.namespaces!.push(value);
+          break;
+        case '--db-filename':
+        case '-f':
+          opts.dbFilename = value;
+          break;
+        case '--search-attribute': {
+          const [name, type] = (value ?? '').split('=');
+          if (name) opts.searchAttributes![name] = type || 'Keyword';
+          break;
+        }
+        case '--log-level':
+          opts.logLevel = value;
+          break;
+        case '--log-format':
+          opts.logFormat = value;
+          break;
+        default:
+          break;
+      }
+    }
+    return opts;
+  }
+  const port = Number(argv[0]);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) {
+    throw new Error('usage: temporal-devserver <port>  |  temporal-devserver server start-dev --port <port> [...]');
+  }
+  // The Rust launcher probes 127.0.0.1 but picks the port on 0.0.0.0: listen on every interface like the Java server.
+  return { timeSkipping: true, port, host: '0.0.0.0' };
+}
