@@ -51,6 +51,17 @@ const DEFAULT_WFT_TIMEOUT_MS = 10_000;
 const STICKY_DEFAULT_MS = 5_000;
 const DEFAULT_RETENTION_MS = 24 * 3600 * 1000;
 
+/** Custom search attributes that Temporal's dev server and the Java test server define out of the box. */
+const PREDEFINED_SEARCH_ATTRIBUTES: Record<string, string> = {
+  CustomKeywordField: 'Keyword',
+  CustomStringField: 'Text',
+  CustomTextField: 'Text',
+  CustomIntField: 'Int',
+  CustomDoubleField: 'Double',
+  CustomBoolField: 'Bool',
+  CustomDatetimeField: 'Datetime',
+};
+
 type TaskRef =
   | { kind: 'wft'; runKey: string; scheduledEventId: number }
   | { kind: 'act'; runKey: string; scheduledEventId: number; attempt: number }
@@ -100,7 +111,7 @@ export class Engine {
   constructor(private readonly opts: EngineOptions) {
     this.clock = new Clock(opts.timeSkipping);
     this.namespaces = new Set(['default', ...opts.namespaces]);
-    this.saTypes = new Map(Object.entries(opts.searchAttributes));
+    this.saTypes = new Map([...Object.entries(PREDEFINED_SEARCH_ATTRIBUTES), ...Object.entries(opts.searchAttributes)]);
     this.journal = opts.journal;
   }
 
