@@ -107,7 +107,7 @@ describe('the confirm window: 30 minutes from requested_at', () => {
   it('29 minutes after the request the OTP is still confirmed; extra.timeout is stored and never enforced', async () => {
     const { receiptId, phone } = await api.requested({ extra: { timeout: 1 } });
     expect((await row(receiptId)).extra).toEqual({ timeout: 1 });
-    await temporal.skip(29 * MINUTE);
+    await temporal.skipTime(29 * MINUTE);
     expect((await row(receiptId)).status).toBe(51);
     const resent = await api.realarm(receiptId);
     expect(resent.status, JSON.stringify(resent.body)).toBe(200);
@@ -123,7 +123,7 @@ describe('the confirm window: 30 minutes from requested_at', () => {
   it('31 minutes after the request the verification is expired (-50): confirm and resend give 2404, lookup 2408', async () => {
     const { receiptId, phone } = await api.requested();
     const otp = await api.latestOtp(phone);
-    await temporal.skip(31 * MINUTE);
+    await temporal.skipTime(31 * MINUTE);
     const expired = await rowWhen(receiptId, (r) => r.status === -50, 'status -50');
     expect(expired.expired_at).not.toBeNull();
     expect(expired.authenticated_at).toBeNull();
@@ -139,10 +139,10 @@ describe('the confirm window: 30 minutes from requested_at', () => {
 
   it('a resend does not extend the window: resent at 29 minutes, the OTP is refused at 31', async () => {
     const { receiptId, phone } = await api.requested();
-    await temporal.skip(29 * MINUTE);
+    await temporal.skipTime(29 * MINUTE);
     expect((await api.realarm(receiptId)).status).toBe(200);
     const otp = await api.latestOtp(phone);
-    await temporal.skip(2 * MINUTE);
+    await temporal.skipTime(2 * MINUTE);
     await rowWhen(receiptId, (r) => r.status === -50, 'status -50');
     expectApiError(await api.confirm(receiptId, otp), 400, 2404, 'AUTH_NOT_READY');
     expect((await row(receiptId)).number_of_realarms).toBe(1);
@@ -168,13 +168,13 @@ describe('the lookup window: 30 minutes from authenticated_at, then CI and DI ar
     expect(before.unique_sealed).not.toBeNull();
     expect(before.di_sealed).not.toBeNull();
 
-    await temporal.skip(29 * MINUTE);
+    await temporal.skipTime(29 * MINUTE);
     const inWindow = await api.certificate(receiptId);
     expect(inWindow.status).toBe(200);
     expect(inWindow.body).toEqual(confirmed);
     expect((await row(receiptId)).identifiers_purged_at).toBeNull();
 
-    await temporal.skip(2 * MINUTE);
+    await temporal.skipTime(2 * MINUTE);
     expectApiError(await api.certificate(receiptId), 400, 2409, 'AUTH_EXPIRED');
     const purged = await rowWhen(receiptId, (r) => r.identifiers_purged_at !== null, 'identifiers_purged_at');
     expect(purged.unique_sealed).toBeNull();
@@ -197,13 +197,13 @@ describe('the lookup window: 30 minutes from authenticated_at, then CI and DI ar
 
   it('the purge timer runs from authenticated_at, not from requested_at', async () => {
     const { receiptId, phone } = await api.requested();
-    await temporal.skip(20 * MINUTE);
+    await temporal.skipTime(20 * MINUTE);
     expect((await api.confirm(receiptId, await api.latestOtp(phone))).status).toBe(200);
     // 31 minutes after the request, 11 after confirmation: still available
-    await temporal.skip(11 * MINUTE);
+    await temporal.skipTime(11 * MINUTE);
     expect((await api.certificate(receiptId)).status).toBe(200);
     expect((await row(receiptId)).unique_sealed).not.toBeNull();
-    await temporal.skip(20 * MINUTE);
+    await temporal.skipTime(20 * MINUTE);
     expectApiError(await api.certificate(receiptId), 400, 2409, 'AUTH_EXPIRED');
     await rowWhen(receiptId, (r) => r.identifiers_purged_at !== null && r.unique_sealed === null && r.di_sealed === null, 'the purge');
   });
@@ -216,7 +216,7 @@ describe('determinism', () => {
     const otp = await api.latestOtp(phone);
     expect((await api.confirm(receiptId, otp === '000000' ? '000001' : '000000')).status).toBe(500);
     expect((await api.confirm(receiptId, otp)).status).toBe(200);
-    await temporal.skip(31 * MINUTE);
+    await temporal.skipTime(31 * MINUTE);
     expect(await eventuallyClosed(receiptId)).toBe('COMPLETED');
     const history = await handleOf(receiptId).fetchHistory();
     await bounded(
@@ -244,7 +244,7 @@ describe('durability', () => {
     expectApiError(await api.realarm(verified.receiptId), 400, 2404, 'AUTH_NOT_READY');
     expect((await api.confirm(waiting.receiptId, await api.latestOtp(waiting.phone))).status).toBe(200);
 
-    await temporal.skip(31 * MINUTE);
+    await temporal.skipTime(31 * MINUTE);
     for (const { receiptId } of [waiting, verified]) {
       await rowWhen(receiptId, (r) => r.identifiers_purged_at !== null && r.unique_sealed === null, `the purge of ${receiptId}`);
       expectApiError(await api.certificate(receiptId), 400, 2409, 'AUTH_EXPIRED');
@@ -338,7 +338,7 @@ describe('update validators reject without writing history', () => {
 
   it('after the confirm window no confirm update is accepted and the history gains no update event', async () => {
     const { receiptId } = await api.requested();
-    await temporal.skip(31 * MINUTE);
+    await temporal.skipTime(31 * MINUTE);
     await rowWhen(receiptId, (r) => r.status === -50, 'status -50');
     let refused: unknown;
     try {

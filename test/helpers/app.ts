@@ -37,7 +37,7 @@ export interface TestApp {
   readonly deps: AppDeps & { readonly clock: () => Date };
   readonly clock: TestClock;
   readonly sandboxUrl: string;
-  /** present with `withTemporal: true`; its skip() also moves `clock` to the engine's virtual time */
+  /** present with `withTemporal: true`; its skipTime() also moves `clock` to the engine's virtual time */
   readonly temporal?: TestTemporal;
   /** every log line the app wrote so far, as raw text */
   logs(): string;
@@ -129,8 +129,8 @@ export async function buildTestApp(overrides: TestAppOverrides = {}): Promise<Te
       await follow();
       temporal = {
         ...started,
-        async skip(ms) {
-          await started.skip(ms);
+        async skipTime(ms) {
+          await started.skipTime(ms);
           await follow();
         },
       };

@@ -42,7 +42,7 @@ export interface TestTemporal {
   /** the engine's virtual time */
   now(): Promise<Date>;
   /** skips virtual time; resolves once the engine's clock has moved `durationMs` forward */
-  skip(durationMs: number): Promise<void>;
+  skipTime(durationMs: number): Promise<void>;
   /** the history as stored by the engine: payloads still sealed, fetched without the codec */
   rawHistory(workflowId: string): Promise<HistoryEvent[]>;
   /** stops the worker and starts a new one on the same task queue: workflows continue by replaying their history */
@@ -158,7 +158,7 @@ export async function startTestTemporal(deps: TestTemporalDeps): Promise<TestTem
       client,
       taskQueue,
       now,
-      async skip(durationMs) {
+      async skipTime(durationMs) {
         await bounded(env.sleep(durationMs), SKIP_TIMEOUT_MS, `skipping ${durationMs} ms of virtual time`);
       },
       async rawHistory(workflowId) {
