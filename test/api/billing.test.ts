@@ -52,6 +52,8 @@ describe('POST /v2/request/subscribe', () => {
     expect(body.billing_key).toMatch(/^[0-9a-f]{24}$/);
     expect(body.receipt_id).toMatch(/^[0-9a-f]{24}$/);
     for (const field of ['published_at', 'requested_at', 'billing_expire_at']) expect(body[field]).toMatch(ISO_WITH_OFFSET);
+    // the card expires 12/30: valid through the last second of that month
+    expect(body.billing_expire_at).toBe('2030-12-31T23:59:59+09:00');
     const billingData = body.billing_data as Record<string, string>;
     expect(billingData.card_no).toBe('411111******1111');
     expect(billingData.card_company).toEqual(expect.any(String));

@@ -59,7 +59,7 @@ describe('sandbox_card billing keys', () => {
       cardType: 'credit',
     });
     expect(issued.gatewayTid).toMatch(/^sbt_/);
-    expect(issued.expiresAt.toISOString()).toBe('2039-12-31T23:59:59.999Z');
+    expect(issued.expiresAt.toISOString()).toBe('2039-12-31T14:59:59.000Z'); // 23:59:59 KST
     // The key itself carries no raw card data, not even the middle digits.
     const payload = Buffer.from(issued.gatewayBillingKey.slice(4).split('.')[0] ?? '', 'base64url').toString('utf8');
     expect(payload).not.toContain('4111111111111111');

@@ -90,8 +90,10 @@ export class SandboxCardPg {
       return refused('C105', 'invalid expiry');
     }
     const now = this.clock();
-    // Valid through the last millisecond of the expiry month (UTC).
-    const expiresAt = new Date(Date.UTC(2000 + Number(req.exp_yy), month, 1) - 1);
+    // Valid through the last second of the expiry month in Korea Standard Time (UTC+9, no DST),
+    // the card issuers' time zone: 12/30 -> 2030-12-31T23:59:59+09:00.
+    const KST_OFFSET_MS = 9 * 60 * 60 * 1000;
+    const expiresAt = new Date(Date.UTC(2000 + Number(req.exp_yy), month, 1) - KST_OFFSET_MS - 1000);
     if (expiresAt.getTime() < now.getTime()) return refused('C102', 'card expired');
     if (req.card_no === SANDBOX_CARDS.refuseIssuance) return refused('C103', 'issuer refused billing key issuance');
 
