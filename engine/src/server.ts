@@ -2,6 +2,7 @@
 import * as grpc from '@grpc/grpc-js';
 import { Engine } from './engine.js';
 import { addService } from './grpc.js';
+import { installSyncDecompression } from './grpc-decompression.js';
 import { Journal } from './journal.js';
 import { log } from './log.js';
 import { HealthService, OperatorService } from './operator-service.js';
@@ -48,7 +49,12 @@ export async function startDevServer(opts: DevServerOptions): Promise<DevServer>
     await engine.commit();
     log.info('restored executions from journal', { count: restored.size, file: opts.dbFilename });
   }
-  const server = new grpc.Server({ 'grpc.max_receive_message_length': 128 * 1024 * 1024 });
+  installSyncDecompression();
+  const server = new grpc.Server({
+    'grpc.max_receive_message_length': 128 * 1024 * 1024,
+    // Channelz bookkeeping (per-call counters and timestamps) serves no one here and costs on every call.
+    'grpc.enable_channelz': 0,
+  });
   addService(server, 'temporal.api.workflowservice.v1.WorkflowService', engine, new VisibilityService(engine));
   addService(server, 'temporal.api.operatorservice.v1.OperatorService', new OperatorService(engine));
   addService(server, 'grpc.health.v1.Health', new HealthService());

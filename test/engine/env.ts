@@ -35,7 +35,9 @@ import {
 } from '@temporalio/worker';
 import { INT_KEY, KEYWORD_KEY } from './search-attributes.js';
 
-export const DEVSERVER_PATH = fileURLToPath(new URL('../../bin/temporal-devserver', import.meta.url));
+/** ENGINE_DEVSERVER_PATH swaps in another launcher, e.g. one that runs the engine under `node --cpu-prof`. */
+export const DEVSERVER_PATH =
+  process.env.ENGINE_DEVSERVER_PATH || fileURLToPath(new URL('../../bin/temporal-devserver', import.meta.url));
 export const WORKFLOWS_PATH = fileURLToPath(new URL('./workflows.ts', import.meta.url));
 
 export const realServerAddress: string | undefined = process.env.TEMPORAL_ADDRESS || undefined;
