@@ -1,48 +1,264 @@
 /**
  * Engine benchmark: N workflows, each running one activity and one timer, against bin/temporal-devserver
- * in time-skipping mode and in dev-server (real clock) mode, through the real Temporal SDK.
- * Prints workflows per second and p50/p99 start-to-completion latency per mode.
+ * in time-skipping and in dev-server (real clock) mode. Prints workflows per second, p50/p99
+ * start-to-completion latency, and the CPU each side spent per workflow.
  *
- *   npm run bench:engine                      # 500 workflows, both modes
- *   npm run bench:engine -- --workflows 1000 --modes time-skipping
+ * Two load drivers run the same workload:
+ * - `sdk`: the real Temporal SDK — a @temporalio/worker Worker and a @temporalio/client Client in this
+ *   process. This is what an application sees; on a small machine the SDK's own CPU bounds it.
+ * - `protocol`: bench/protocol-driver.ts speaks WorkflowService directly (start, poll, the same commands,
+ *   eager activity, result long-poll) over a lean HTTP/2 transport (bench/h2-connection.ts), without the
+ *   SDK's workflow sandbox, so the figure is the server's capacity.
+ *
+ *   npm run bench:engine                                   # 1000 workflows, both modes, both drivers
+ *   npm run bench:engine -- -n 1000 --modes time-skipping --drivers sdk --concurrency 200
+ *   npm run bench:engine -- --threads                      # per-thread CPU of both processes (Linux)
  *   ENGINE_BENCH_WORKFLOWS=200 npm run bench:engine
+ *   ENGINE_DEVSERVER_PATH=/path/to/launcher npm run bench:engine  # e.g. a launcher running node --cpu-prof
  *
- * Latency is measured from just before the start call to the resolved result; throughput is
- * N divided by the time from the first start to the last completion.
+ * Latency is measured from just before the start call to the result; throughput is completed workflows
+ * divided by the time from the first start to the last completion. CPU figures come from /proc (Linux) and
+ * cover the measured window only: "load" is this process (SDK worker + client, or the protocol driver),
+ * "server" is the engine process.
  */
+import { readdirSync, readFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
+import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { Client } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { Worker } from '@temporalio/worker';
-import { createActivities } from '../test/engine/activities.js';
-import { createEnv, uniqueId, workflowBundle, type EnvMode } from '../test/engine/env.js';
-import { activityAndTimer } from '../test/engine/workflows.js';
+import { bundleWorkflowCode, DefaultLogger, Worker } from '@temporalio/worker';
+import { createEnv, uniqueId, type EnvMode } from '../test/engine/env.js';
+import { benchActivities } from './activities.js';
+import { H2Connection } from './h2-connection.js';
+import { runProtocolDriver } from './protocol-driver.js';
+import { activityAndTimer } from './workflows.js';
+
+type Driver = 'sdk' | 'protocol';
 
 const { values } = parseArgs({
   options: {
     workflows: { type: 'string', short: 'n' },
     modes: { type: 'string' },
+    drivers: { type: 'string' },
+    concurrency: { type: 'string' },
     'timer-ms': { type: 'string' },
+    threads: { type: 'boolean' },
   },
 });
 
-const workflowCount = Number(values.workflows ?? process.env.ENGINE_BENCH_WORKFLOWS ?? 500);
+const workflowCount = Number(values.workflows ?? process.env.ENGINE_BENCH_WORKFLOWS ?? 1000);
+const concurrency = Number(values.concurrency ?? workflowCount);
 const timerMs = Number(values['timer-ms'] ?? 1_000);
 const modes = (values.modes ?? 'time-skipping,dev-server').split(',').map((m) => m.trim()) as EnvMode[];
-if (!Number.isInteger(workflowCount) || workflowCount <= 0) throw new Error(`--workflows must be a positive integer`);
+const drivers = (values.drivers ?? 'sdk,protocol').split(',').map((d) => d.trim()) as Driver[];
+if (!Number.isInteger(workflowCount) || workflowCount <= 0) throw new Error('--workflows must be a positive integer');
+if (!Number.isInteger(concurrency) || concurrency <= 0) throw new Error('--concurrency must be a positive integer');
 for (const mode of modes) {
   if (mode !== 'time-skipping' && mode !== 'dev-server') throw new Error(`unknown mode ${mode}`);
 }
+for (const driver of drivers) {
+  if (driver !== 'sdk' && driver !== 'protocol') throw new Error(`unknown driver ${driver}`);
+}
 
-interface Figures {
-  mode: EnvMode;
-  workflows: number;
+interface Outcome {
+  latenciesMs: number[];
   failed: number;
   wallMs: number;
-  perSecond: number;
-  p50Ms: number;
-  p99Ms: number;
 }
+
+interface Figures extends Outcome {
+  mode: EnvMode;
+  driver: Driver;
+  /** CPU (user + system, all threads) per workflow over the measured window; NaN where /proc is unavailable. */
+  loadCpuMs: number;
+  serverCpuMs: number;
+}
+
+// ---------------------------------------------------------------- CPU accounting (Linux /proc)
+
+const CLOCK_TICK_MS = 10; // USER_HZ is 100 on Linux
+
+function statFields(path: string): { name: string; fields: string[] } {
+  const stat = readFileSync(path, 'utf8');
+  return {
+    name: stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')),
+    fields: stat.slice(stat.lastIndexOf(')') + 2).split(' '),
+  };
+}
+
+/** utime + stime of a process or thread stat file, in ms. */
+function cpuMsOf(path: string): number {
+  const { fields } = statFields(path);
+  return (Number(fields[11]) + Number(fields[12])) * CLOCK_TICK_MS;
+}
+
+/** Pids of this process's children that are the dev server (empty where /proc is unavailable). */
+function serverPids(): number[] {
+  try {
+    return readdirSync(`/proc/${process.pid}/task`)
+      .flatMap((tid) => readFileSync(`/proc/${process.pid}/task/${tid}/children`, 'utf8').split(' '))
+      .filter(Boolean)
+      .map(Number)
+      .filter((pid) => readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('temporal-devserver'));
+  } catch {
+    return [];
+  }
+}
+
+function serverCpuMs(pids: number[]): number {
+  if (pids.length === 0) return Number.NaN;
+  try {
+    return pids.reduce((sum, pid) => sum + cpuMsOf(`/proc/${pid}/stat`), 0);
+  } catch {
+    return Number.NaN;
+  }
+}
+
+function ownCpuMs(): number {
+  const usage = process.cpuUsage();
+  return (usage.user + usage.system) / 1000;
+}
+
+/** CPU ms per live thread (`name:tid`) of a process, for --threads. */
+function threadCpuMs(pid: number): Map<string, number> {
+  const out = new Map<string, number>();
+  try {
+    for (const tid of readdirSync(`/proc/${pid}/task`)) {
+      const path = `/proc/${pid}/task/${tid}/stat`;
+      out.set(`${statFields(path).name}:${tid}`, cpuMsOf(path));
+    }
+  } catch {
+    // a thread exited between listing and reading, or there is no /proc
+  }
+  return out;
+}
+
+function printThreadCpu(label: string, before: Map<string, number>, after: Map<string, number>): void {
+  const rows = [...after]
+    .map(([thread, ms]) => [thread, (ms - (before.get(thread) ?? 0)) / workflowCount] as const)
+    .filter(([, ms]) => ms > 0)
+    .sort((a, b) => b[1] - a[1]);
+  process.stdout.write(`  ${label} CPU ms/workflow by thread: ${rows.map(([t, ms]) => `${t}=${ms.toFixed(2)}`).join(' ')}\n`);
+}
+
+// ---------------------------------------------------------------- drivers
+
+let bundle: ReturnType<typeof bundleWorkflowCode> | undefined;
+function benchBundle(): ReturnType<typeof bundleWorkflowCode> {
+  bundle ??= bundleWorkflowCode({
+    workflowsPath: fileURLToPath(new URL('./workflows.ts', import.meta.url)),
+    logger: new DefaultLogger('ERROR'),
+  });
+  return bundle;
+}
+
+/** Runs `count` jobs with at most `limit` in flight. */
+async function pool(count: number, limit: number, job: (i: number) => Promise<void>): Promise<void> {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(limit, count) }, async () => {
+      for (let i = next++; i < count; i = next++) await job(i);
+    }),
+  );
+}
+
+/** Brackets the workload for the CPU figures. */
+type Measure = <T>(body: () => Promise<T>) => Promise<T>;
+
+async function runSdk(env: TestWorkflowEnvironment, taskQueue: string, measure: Measure): Promise<Outcome> {
+  const worker = await Worker.create({
+    connection: env.nativeConnection,
+    namespace: env.namespace ?? 'default',
+    taskQueue,
+    workflowBundle: await benchBundle(),
+    activities: benchActivities,
+    maxConcurrentWorkflowTaskExecutions: 100,
+    maxConcurrentActivityTaskExecutions: 200,
+    maxConcurrentWorkflowTaskPolls: 50,
+    maxConcurrentActivityTaskPolls: 20,
+  });
+  const client = new Client({ connection: env.connection, namespace: env.namespace ?? 'default' });
+  return worker.runUntil(() =>
+    measure(async () => {
+      const latenciesMs: number[] = [];
+      let failed = 0;
+      const firstStart = performance.now();
+      await pool(workflowCount, concurrency, async (i) => {
+        const startedAt = performance.now();
+        try {
+          const handle = await client.workflow.start(activityAndTimer, {
+            taskQueue,
+            workflowId: `${taskQueue}-${i}`,
+            args: [timerMs],
+          });
+          if ((await handle.result()) !== 'bench') failed += 1;
+          else latenciesMs.push(performance.now() - startedAt);
+        } catch (err) {
+          failed += 1;
+          if (failed === 1) process.stderr.write(`first failure: ${String(err)}\n`);
+        }
+      });
+      return { latenciesMs, failed, wallMs: performance.now() - firstStart };
+    }),
+  );
+}
+
+async function runProtocol(env: TestWorkflowEnvironment, taskQueue: string, measure: Measure): Promise<Outcome> {
+  // The driver's own lean HTTP/2 transport: the load generator shares the 2 cores with the server under test.
+  const h2 = await H2Connection.connect(env.address);
+  try {
+    return await measure(async () => {
+      const result = await runProtocolDriver({
+        connection: h2,
+        namespace: env.namespace ?? 'default',
+        taskQueue,
+        workflows: workflowCount,
+        timerMs,
+        concurrency,
+      });
+      if (result.firstError) process.stderr.write(`first error: ${result.firstError}\n`);
+      return result;
+    });
+  } finally {
+    await h2.close();
+  }
+}
+
+async function run(mode: EnvMode, driver: Driver): Promise<Figures> {
+  const env = await createEnv(mode);
+  try {
+    const taskQueue = uniqueId(`bench-${driver}`);
+    let loadCpu = Number.NaN;
+    let serverCpu = Number.NaN;
+    // Brackets only the workload (not server start-up, bundling or worker creation) for the CPU figures.
+    const measure: Measure = async (body) => {
+      // One unlock for the whole batch (instead of the TimeSkippingClient's unlock/lock around every
+      // result() call), so the figures measure the server rather than 2 extra RPCs per workflow.
+      if (mode === 'time-skipping') await env.connection.testService?.unlockTimeSkipping({});
+      const servers = serverPids();
+      const threadsBefore = values.threads ? [threadCpuMs(process.pid), ...servers.map(threadCpuMs)] : [];
+      const loadBefore = ownCpuMs();
+      const serverBefore = serverCpuMs(servers);
+      const result = await body();
+      loadCpu = ownCpuMs() - loadBefore;
+      serverCpu = serverCpuMs(servers) - serverBefore;
+      if (values.threads) {
+        process.stdout.write(`${mode} / ${driver}:\n`);
+        printThreadCpu('load', threadsBefore[0]!, threadCpuMs(process.pid));
+        servers.forEach((pid, i) => printThreadCpu('server', threadsBefore[i + 1]!, threadCpuMs(pid)));
+      }
+      if (mode === 'time-skipping') await env.connection.testService?.lockTimeSkipping({});
+      return result;
+    };
+    const outcome = await (driver === 'sdk' ? runSdk : runProtocol)(env, taskQueue, measure);
+    return { ...outcome, mode, driver, loadCpuMs: loadCpu / workflowCount, serverCpuMs: serverCpu / workflowCount };
+  } finally {
+    await env.teardown();
+  }
+}
+
+// ---------------------------------------------------------------- report
 
 function percentile(sorted: number[], p: number): number {
   if (sorted.length === 0) return Number.NaN;
@@ -50,86 +266,45 @@ function percentile(sorted: number[], p: number): number {
   return sorted[Math.max(0, index)] ?? Number.NaN;
 }
 
-async function runMode(mode: EnvMode): Promise<Figures> {
-  const env: TestWorkflowEnvironment = await createEnv(mode);
-  try {
-    const taskQueue = uniqueId('bench');
-    const worker = await Worker.create({
-      connection: env.nativeConnection,
-      namespace: env.namespace ?? 'default',
-      taskQueue,
-      workflowBundle: await workflowBundle(),
-      activities: createActivities(),
-      maxConcurrentWorkflowTaskExecutions: 100,
-      maxConcurrentActivityTaskExecutions: 200,
-      maxConcurrentWorkflowTaskPolls: 50,
-      maxConcurrentActivityTaskPolls: 20,
-    });
-    // One unlock for the whole batch (instead of the TimeSkippingClient's unlock/lock around every
-    // result() call), so the figures measure the server rather than 2 extra RPCs per workflow.
-    const client = new Client({ connection: env.connection, namespace: env.namespace ?? 'default' });
-    const testService = env.connection.testService;
-    if (mode === 'time-skipping') await testService?.unlockTimeSkipping({});
-    return await worker.runUntil(async () => {
-      const latencies: number[] = [];
-      let failed = 0;
-      const firstStart = performance.now();
-      await Promise.all(
-        Array.from({ length: workflowCount }, async (_, i) => {
-          const startedAt = performance.now();
-          try {
-            const handle = await client.workflow.start(activityAndTimer, {
-              taskQueue,
-              workflowId: `${taskQueue}-${i}`,
-              args: [timerMs],
-            });
-            if ((await handle.result()) !== 'bench') failed += 1;
-            latencies.push(performance.now() - startedAt);
-          } catch (err) {
-            failed += 1;
-            if (failed === 1) process.stderr.write(`first failure in ${mode}: ${String(err)}\n`);
-          }
-        }),
-      );
-      const wallMs = performance.now() - firstStart;
-      if (mode === 'time-skipping') await testService?.lockTimeSkipping({});
-      latencies.sort((a, b) => a - b);
-      return {
-        mode,
-        workflows: workflowCount,
-        failed,
-        wallMs,
-        perSecond: (workflowCount - failed) / (wallMs / 1000),
-        p50Ms: percentile(latencies, 50),
-        p99Ms: percentile(latencies, 99),
-      };
-    });
-  } finally {
-    await env.teardown();
+const fixed = (n: number, digits: number) => (Number.isNaN(n) ? '-' : n.toFixed(digits));
+
+function printTable(rows: Figures[]): void {
+  const header = ['mode', 'driver', 'workflows', 'failed', 'wall s', 'workflows/s', 'p50 ms', 'p99 ms', 'load cpu ms/wf', 'server cpu ms/wf'];
+  const lines = rows.map((r) => {
+    const sorted = [...r.latenciesMs].sort((a, b) => a - b);
+    return [
+      r.mode,
+      r.driver,
+      String(workflowCount),
+      String(r.failed),
+      fixed(r.wallMs / 1000, 2),
+      fixed((workflowCount - r.failed) / (r.wallMs / 1000), 1),
+      fixed(percentile(sorted, 50), 0),
+      fixed(percentile(sorted, 99), 0),
+      fixed(r.loadCpuMs, 2),
+      fixed(r.serverCpuMs, 2),
+    ];
+  });
+  const widths = header.map((h, i) => Math.max(h.length, ...lines.map((l) => (l[i] ?? '').length)));
+  const format = (cells: string[]) => cells.map((c, i) => c.padEnd(widths[i] ?? 0)).join('  ').trimEnd();
+  process.stdout.write(`${format(header)}\n${format(widths.map((w) => '-'.repeat(w)))}\n`);
+  for (const line of lines) process.stdout.write(`${format(line)}\n`);
+  const cores = availableParallelism();
+  for (const r of rows) {
+    if (r.driver !== 'sdk' || Number.isNaN(r.loadCpuMs)) continue;
+    process.stdout.write(
+      `${r.mode}: the SDK alone used ${r.loadCpuMs.toFixed(2)} ms CPU per workflow; even with a server that cost ` +
+        `nothing, ${cores} cores could run at most ${((cores * 1000) / r.loadCpuMs).toFixed(0)} workflows/s through it.\n`,
+    );
   }
 }
 
-function printTable(rows: Figures[]): void {
-  const header = ['mode', 'workflows', 'failed', 'wall s', 'workflows/s', 'p50 ms', 'p99 ms'];
-  const lines = rows.map((r) => [
-    r.mode,
-    String(r.workflows),
-    String(r.failed),
-    (r.wallMs / 1000).toFixed(2),
-    r.perSecond.toFixed(1),
-    r.p50Ms.toFixed(0),
-    r.p99Ms.toFixed(0),
-  ]);
-  const widths = header.map((h, i) => Math.max(h.length, ...lines.map((l) => (l[i] ?? '').length)));
-  const format = (cells: string[]) => cells.map((c, i) => c.padEnd(widths[i] ?? 0)).join('  ');
-  process.stdout.write(`${format(header)}\n${format(widths.map((w) => '-'.repeat(w)))}\n`);
-  for (const line of lines) process.stdout.write(`${format(line)}\n`);
-}
-
 process.stdout.write(
-  `engine benchmark: ${workflowCount} workflows x (1 activity + 1 timer of ${timerMs} ms), modes: ${modes.join(', ')}\n`,
+  `engine benchmark: ${workflowCount} workflows x (1 activity + 1 timer of ${timerMs} ms), ` +
+    `at most ${concurrency} in flight, modes: ${modes.join(', ')}, drivers: ${drivers.join(', ')}, ` +
+    `${availableParallelism()} cores\n`,
 );
 const rows: Figures[] = [];
-for (const mode of modes) rows.push(await runMode(mode));
+for (const mode of modes) for (const driver of drivers) rows.push(await run(mode, driver));
 printTable(rows);
 if (rows.some((r) => r.failed > 0)) process.exitCode = 1;

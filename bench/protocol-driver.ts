@@ -11,7 +11,7 @@
  * the completion response at once; a few activity pollers pick up any activity not dispatched eagerly.
  */
 import { randomUUID } from 'node:crypto';
-import type { Connection } from '@temporalio/client';
+import type { WorkflowService } from '@temporalio/client';
 import { msToTs } from '@temporalio/common/lib/time.js';
 import proto from '@temporalio/proto';
 import type { google, temporal } from '@temporalio/proto';
@@ -26,9 +26,17 @@ type IPayload = temporal.api.common.v1.IPayload;
 type ICommand = temporal.api.command.v1.ICommand;
 type IHistoryEvent = temporal.api.history.v1.IHistoryEvent;
 
+export interface DriverConnection {
+  readonly workflowService: WorkflowService;
+  withAbortSignal<R>(signal: AbortSignal, fn: () => Promise<R>): Promise<R>;
+}
+
 export interface ProtocolDriverOptions {
-  /** The caller connects (and closes); the driver uses `connection.workflowService`. */
-  connection: Connection;
+  /**
+   * The caller connects (and closes); the driver uses `connection.workflowService`. Either a client
+   * `Connection` (grpc-js) or a worker `NativeConnection` (the Core SDK's Rust client, lighter per call).
+   */
+  connection: DriverConnection;
   namespace: string;
   taskQueue: string;
   /** N: workflows `${taskQueue}-0` … `${taskQueue}-${N - 1}`. */

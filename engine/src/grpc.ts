@@ -24,6 +24,11 @@ function bind(handlers: object): Handlers {
   return out;
 }
 
+/** protobufjs already returns a Buffer under Node; wrap (never copy) whatever it returns. */
+function asBuffer(bytes: Uint8Array): Buffer {
+  return Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+}
+
 /** Serves `serviceName` with the methods of the handler objects (an RPC is served by the first that has it). */
 export function addService(server: grpc.Server, serviceName: string, ...handlerObjects: object[]): void {
   const service = root.lookupService(serviceName).resolveAll();
@@ -40,9 +45,9 @@ export function addService(server: grpc.Server, serviceName: string, ...handlerO
       path: `/${serviceName}/${m.name}`,
       requestStream: false,
       responseStream: false,
-      requestSerialize: (v: unknown) => Buffer.from(reqType.encode(v).finish()),
+      requestSerialize: (v: unknown) => asBuffer(reqType.encode(v).finish()),
       requestDeserialize: (b: Buffer) => reqType.toObject(reqType.decode(b), { longs: Number }),
-      responseSerialize: (v: unknown) => Buffer.from(resType.encode(v).finish()),
+      responseSerialize: (v: unknown) => asBuffer(resType.encode(v).finish()),
       responseDeserialize: (b: Buffer) => resType.toObject(resType.decode(b), { longs: Number }),
     };
     implementation[m.name] = (call: grpc.ServerUnaryCall<unknown, unknown>, callback: grpc.sendUnaryData<unknown>) => {
