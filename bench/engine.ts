@@ -1,6 +1,7 @@
 /**
  * Engine benchmark: N workflows, each running one activity and one timer, against bin/temporal-devserver
- * in time-skipping and in dev-server (real clock) mode. Prints workflows per second, p50/p99
+ * in time-skipping mode, in dev-server (real clock) mode in memory, and in dev-server mode with its journal
+ * on disk (--db-filename, as `npm start` runs it). Prints workflows per second, p50/p99
  * start-to-completion latency, and the CPU each side spent per workflow.
  *
  * Two load drivers run the same workload:
@@ -10,7 +11,7 @@
  *   eager activity, result long-poll) over a lean HTTP/2 transport (bench/h2-connection.ts), without the
  *   SDK's workflow sandbox, so the figure is the server's capacity.
  *
- *   npm run bench:engine                                   # 1000 workflows, both modes, both drivers
+ *   npm run bench:engine                                   # 1000 workflows, all modes, both drivers
  *   npm run bench:engine -- -n 1000 --modes time-skipping --drivers sdk --concurrency 200
  *   npm run bench:engine -- --threads                      # per-thread CPU of both processes (Linux)
  *   ENGINE_BENCH_WORKFLOWS=200 npm run bench:engine
@@ -21,20 +22,24 @@
  * cover the measured window only: "load" is this process (SDK worker + client, or the protocol driver),
  * "server" is the engine process.
  */
-import { readdirSync, readFileSync } from 'node:fs';
-import { availableParallelism } from 'node:os';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { availableParallelism, tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { Client } from '@temporalio/client';
-import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { bundleWorkflowCode, DefaultLogger, Worker } from '@temporalio/worker';
-import { createEnv, uniqueId, type EnvMode } from '../test/engine/env.js';
+import { createEnv, DEVSERVER_PATH, uniqueId } from '../test/engine/env.js';
 import { benchActivities } from './activities.js';
 import { H2Connection } from './h2-connection.js';
 import { runProtocolDriver } from './protocol-driver.js';
 import { activityAndTimer } from './workflows.js';
 
 type Driver = 'sdk' | 'protocol';
+/** `dev-server-journal` is the dev server with --db-filename: every change fdatasync'd before it is answered. */
+type Mode = 'time-skipping' | 'dev-server' | 'dev-server-journal';
+const MODES: readonly Mode[] = ['time-skipping', 'dev-server', 'dev-server-journal'];
 
 const { values } = parseArgs({
   options: {
@@ -50,12 +55,12 @@ const { values } = parseArgs({
 const workflowCount = Number(values.workflows ?? process.env.ENGINE_BENCH_WORKFLOWS ?? 1000);
 const concurrency = Number(values.concurrency ?? workflowCount);
 const timerMs = Number(values['timer-ms'] ?? 1_000);
-const modes = (values.modes ?? 'time-skipping,dev-server').split(',').map((m) => m.trim()) as EnvMode[];
+const modes = (values.modes ?? MODES.join(',')).split(',').map((m) => m.trim()) as Mode[];
 const drivers = (values.drivers ?? 'sdk,protocol').split(',').map((d) => d.trim()) as Driver[];
 if (!Number.isInteger(workflowCount) || workflowCount <= 0) throw new Error('--workflows must be a positive integer');
 if (!Number.isInteger(concurrency) || concurrency <= 0) throw new Error('--concurrency must be a positive integer');
 for (const mode of modes) {
-  if (mode !== 'time-skipping' && mode !== 'dev-server') throw new Error(`unknown mode ${mode}`);
+  if (!MODES.includes(mode)) throw new Error(`unknown mode ${mode} (modes: ${MODES.join(', ')})`);
 }
 for (const driver of drivers) {
   if (driver !== 'sdk' && driver !== 'protocol') throw new Error(`unknown driver ${driver}`);
@@ -68,7 +73,7 @@ interface Outcome {
 }
 
 interface Figures extends Outcome {
-  mode: EnvMode;
+  mode: Mode;
   driver: Driver;
   /** CPU (user + system, all threads) per workflow over the measured window; NaN where /proc is unavailable. */
   loadCpuMs: number;
@@ -225,8 +230,23 @@ async function runProtocol(env: TestWorkflowEnvironment, taskQueue: string, meas
   }
 }
 
-async function run(mode: EnvMode, driver: Driver): Promise<Figures> {
-  const env = await createEnv(mode);
+/** The server for one run, launched through @temporalio/testing as the conformance suite does. */
+async function launch(mode: Mode): Promise<{ env: TestWorkflowEnvironment; cleanup: () => void }> {
+  if (mode !== 'dev-server-journal') return { env: await createEnv(mode), cleanup: () => undefined };
+  const dir = mkdtempSync(join(tmpdir(), 'engine-bench-'));
+  const env = await TestWorkflowEnvironment.createLocal({
+    server: {
+      executable: { type: 'existing-path', path: DEVSERVER_PATH },
+      namespace: 'default',
+      ip: '127.0.0.1',
+      dbFilename: join(dir, 'journal'),
+    },
+  });
+  return { env, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+async function run(mode: Mode, driver: Driver): Promise<Figures> {
+  const { env, cleanup } = await launch(mode);
   try {
     const taskQueue = uniqueId(`bench-${driver}`);
     let loadCpu = Number.NaN;
@@ -255,6 +275,7 @@ async function run(mode: EnvMode, driver: Driver): Promise<Figures> {
     return { ...outcome, mode, driver, loadCpuMs: loadCpu / workflowCount, serverCpuMs: serverCpu / workflowCount };
   } finally {
     await env.teardown();
+    cleanup();
   }
 }
 
