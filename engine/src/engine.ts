@@ -4,7 +4,7 @@
 import { randomUUID } from 'node:crypto';
 import { Clock, type TimerHandle } from './clock.js';
 import { Code, RpcError, invalid, notFound } from './errors.js';
-import { Journal } from './journal.js';
+import { Journal, type JournalRecord } from './journal.js';
 import { log } from './log.js';
 import { TaskQueues } from './matching.js';
 import {
@@ -49,6 +49,15 @@ const CALL_WAIT_MS = 20_000;
 const HISTORY_PAGE = 1000;
 const DEFAULT_WFT_TIMEOUT_MS = 10_000;
 const STICKY_DEFAULT_MS = 5_000;
+
+/** Journal key of the server record (namespaces, search attributes); execution keys always contain '/'. */
+const SERVER_RECORD_KEY = '#server';
+
+interface ServerRecord {
+  namespaces: string[];
+  searchAttributes: Record<string, string>;
+}
+
 const DEFAULT_RETENTION_MS = 24 * 3600 * 1000;
 
 /** Custom search attributes that Temporal's dev server and the Java test server define out of the box. */
@@ -106,6 +115,8 @@ export class Engine {
   private readonly namespaces: Set<string>;
   private readonly saTypes: Map<string, string>;
   private readonly journal: Journal | undefined;
+  /** Namespaces or search attributes changed since the server record was last journaled. */
+  private serverDirty = false;
   private taskId = 1;
 
   constructor(private readonly opts: EngineOptions) {
@@ -117,9 +128,17 @@ export class Engine {
 
   // ---------------------------------------------------------------- persistence
 
-  /** Rebuilds runs from the journal and re-arms every deadline and task (time that passed while down fires now). */
-  restore(restored: Map<string, { state: unknown; events: unknown[] }>): void {
+  /**
+   * Rebuilds runs from the journal and re-arms every deadline and task (time that passed while down fires now).
+   * Returns how many executions it restored.
+   */
+  restore(restored: Map<string, { state: unknown; events: unknown[] }>): number {
+    const server = restored.get(SERVER_RECORD_KEY)?.state as ServerRecord | undefined;
+    for (const n of server?.namespaces ?? []) this.namespaces.add(n);
+    // Types given on this start's command line win over remembered ones.
+    for (const [k, v] of Object.entries(server?.searchAttributes ?? {})) if (!this.saTypes.has(k)) this.saTypes.set(k, v);
     for (const [key, r] of restored) {
+      if (key === SERVER_RECORD_KEY) continue;
       const s = r.state as ExecutionState;
       const ex: Execution = { s, history: r.events as HistoryEvent[], persistedLength: r.events.length };
       // Event task ids keep increasing across restarts.
@@ -146,6 +165,18 @@ export class Engine {
       for (const [name, at] of Object.entries(s.deadlines)) this.armDeadline(ex, name, at);
       this.markDirty(ex);
     }
+    this.markServerDirty();
+    return this.runs.size;
+  }
+
+  /** Namespaces and search attributes live in one journal record beside the executions. */
+  private markServerDirty(): void {
+    if (this.journal) this.serverDirty = true;
+  }
+
+  private serverRecord(): JournalRecord {
+    const state: ServerRecord = { namespaces: [...this.namespaces], searchAttributes: Object.fromEntries(this.saTypes) };
+    return { key: SERVER_RECORD_KEY, base: 0, events: [], state };
   }
 
   private markDirty(ex: Execution): void {
@@ -163,6 +194,10 @@ export class Engine {
   }
 
   private stageDirty(journal: Journal): void {
+    if (this.serverDirty) {
+      journal.append(this.serverRecord());
+      this.serverDirty = false;
+    }
     if (this.dirty.size === 0) return;
     for (const ex of this.dirty) {
       const base = Math.min(ex.persistedLength, ex.history.length);
@@ -176,14 +211,15 @@ export class Engine {
     }
     this.dirty.clear();
     if (journal.wantsCompaction) {
-      journal.compact(
-        [...this.runs.values()].map((ex) => ({
+      journal.compact([
+        this.serverRecord(),
+        ...[...this.runs.values()].map((ex) => ({
           key: execKey(ex.s.namespace, ex.s.runId),
           base: 0,
           events: ex.history,
           state: ex.s,
         })),
-      );
+      ]);
     }
   }
 
@@ -569,7 +605,10 @@ export class Engine {
       const meta = { ...(v.metadata ?? {}) };
       const registered = this.saTypes.get(k);
       if (!meta.type && registered) meta.type = Buffer.from(registered);
-      if (meta.type && !this.saTypes.has(k)) this.saTypes.set(k, Buffer.from(meta.type).toString('utf8'));
+      if (meta.type && !this.saTypes.has(k)) {
+        this.saTypes.set(k, Buffer.from(meta.type).toString('utf8'));
+        this.markServerDirty();
+      }
       out[k] = { ...v, metadata: meta };
     }
     return { indexedFields: out };
@@ -2561,6 +2600,8 @@ export class Engine {
     if (!r.namespace) throw invalid('namespace is required');
     if (this.namespaces.has(r.namespace)) throw new RpcError(Code.ALREADY_EXISTS, `namespace ${r.namespace} already exists`);
     this.namespaces.add(r.namespace);
+    this.markServerDirty();
+    await this.commit();
     return {};
   }
 
@@ -2602,8 +2643,11 @@ export class Engine {
     return this.saTypes;
   }
 
-  addSearchAttributes(attrs: Record<string, string>): void {
+  /** Registers search attribute types; durable (journaled) before it resolves. */
+  async addSearchAttributes(attrs: Record<string, string>): Promise<void> {
     for (const [k, v] of Object.entries(attrs)) this.saTypes.set(k, v);
+    this.markServerDirty();
+    await this.commit();
   }
 }
 

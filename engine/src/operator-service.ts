@@ -37,7 +37,7 @@ export class OperatorService {
     const names = Object.fromEntries(Object.entries(TYPES).map(([k, v]) => [v, k]));
     const add: Record<string, string> = {};
     for (const [k, v] of Object.entries(r.searchAttributes ?? {})) add[k] = names[v] ?? 'Keyword';
-    this.engine.addSearchAttributes(add);
+    await this.engine.addSearchAttributes(add);
     return {};
   }
 }

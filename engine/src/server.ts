@@ -45,9 +45,9 @@ export async function startDevServer(opts: DevServerOptions): Promise<DevServer>
     retentionMs: opts.retentionMs,
   });
   if (restored) {
-    engine.restore(restored);
+    const count = engine.restore(restored);
     await engine.commit();
-    log.info('restored executions from journal', { count: restored.size, file: opts.dbFilename });
+    log.info('restored executions from journal', { count, file: opts.dbFilename });
   }
   installSyncDecompression();
   const server = new grpc.Server({

@@ -8,6 +8,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client, Connection } from '@temporalio/client';
+import { msToTs } from '@temporalio/common/lib/time.js';
+import proto from '@temporalio/proto';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createActivities } from './activities.js';
@@ -77,7 +79,7 @@ let port: number;
 const children: Child[] = [];
 const connections: Connection[] = [];
 
-function startServer(): Child {
+function startServer(file = dbFile, serverPort = port): Child {
   const child = new Child(
     'temporal-devserver',
     spawn(
@@ -86,13 +88,13 @@ function startServer(): Child {
         'server',
         'start-dev',
         '--port',
-        String(port),
+        String(serverPort),
         '--namespace',
         'default',
         '--ip',
         '127.0.0.1',
         '--db-filename',
-        dbFile,
+        file,
         '--headless',
         '--log-level',
         'warn',
@@ -116,10 +118,10 @@ function startWorker(workflowQueue: string, activityQueues: string[]): Child {
 }
 
 /** Connects once the server answers GetSystemInfo; retried while it starts up (bounded). */
-async function connectClient(server: Child): Promise<Client> {
+async function connectClient(server: Child, serverPort = port, namespace = 'default'): Promise<Client> {
   const connection = await eventually(
     async () => {
-      const candidate = await Connection.connect({ address: `127.0.0.1:${port}`, connectTimeout: 1_000 });
+      const candidate = await Connection.connect({ address: `127.0.0.1:${serverPort}`, connectTimeout: 1_000 });
       try {
         await candidate.withDeadline(Date.now() + 2_000, () => candidate.workflowService.getSystemInfo({}));
         return candidate;
@@ -128,12 +130,12 @@ async function connectClient(server: Child): Promise<Client> {
         throw err;
       }
     },
-    `the server on port ${port} to answer; server output:\n${server.text()}`,
+    `the server on port ${serverPort} to answer; server output:\n${server.text()}`,
     30_000,
     250,
   );
   connections.push(connection);
-  return new Client({ connection, namespace: 'default' });
+  return new Client({ connection, namespace });
 }
 
 // Runs even when TEMPORAL_ADDRESS is set: it launches and kills bin/temporal-devserver itself.
@@ -258,6 +260,42 @@ describe('kill -9 and restart on the same --db-filename', () => {
     const ids = (history.events ?? []).map((e) => Number(e.eventId));
     expect(ids).toEqual(ids.map((_, i) => i + 1));
   }, 120_000);
+});
+
+describe('kill -9 and restart: what the server itself was told', () => {
+  it('remembers namespaces registered and search attributes added at run time', async () => {
+    const file = join(workDir, 'namespaces.db');
+    const serverPort = await freePort();
+    const namespace = uniqueId('ns');
+    const workflowId = uniqueId('in-ns');
+
+    const server1 = startServer(file, serverPort);
+    const before = await connectClient(server1, serverPort);
+    await before.connection.workflowService.registerNamespace({
+      namespace,
+      workflowExecutionRetentionPeriod: msToTs('1 day'),
+    });
+    await before.connection.operatorService.addSearchAttributes({
+      namespace,
+      searchAttributes: { PaygateOrderNo: proto.temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD },
+    });
+    await new Client({ connection: before.connection, namespace }).workflow.start(signalCollector, {
+      taskQueue: uniqueId('in-ns'),
+      workflowId,
+    });
+    await server1.kill9();
+
+    const server2 = startServer(file, serverPort);
+    const after = await connectClient(server2, serverPort, namespace);
+    const described = await after.connection.workflowService.describeNamespace({ namespace });
+    expect(described.namespaceInfo?.name).toBe(namespace);
+    const attributes = await after.connection.operatorService.listSearchAttributes({ namespace });
+    expect(attributes.customAttributes?.PaygateOrderNo).toBe(
+      proto.temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD,
+    );
+    expect((await after.workflow.getHandle(workflowId).describe()).status.name).toBe('RUNNING');
+    await server2.kill9();
+  }, 60_000);
 });
 
 describe('TestWorkflowEnvironment.createLocal({ dbFilename })', () => {
