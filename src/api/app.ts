@@ -90,6 +90,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     connectionTimeout: 30_000,
     keepAliveTimeout: 65_000,
     requestTimeout: 60_000,
+    // answered below with the catalog envelope instead of Fastify's bare 503
+    return503OnClosing: false,
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
     clientErrorHandler,
     // bad URL encoding and over-long path parameters are answered by the router, not the error handler
@@ -100,6 +102,16 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   installErrorHandling(app);
+
+  // Once shutdown begins, requests still arriving on kept-alive or pipelined connections get 9503 in the
+  // catalog envelope; Fastify has already set `Connection: close` on them, and in-flight requests finish.
+  let closing = false;
+  app.addHook('preClose', async () => {
+    closing = true;
+  });
+  app.addHook('onRequest', async () => {
+    if (closing) throw new ApiError('SERVICE_UNAVAILABLE', { payloadMessage: 'the server is shutting down' });
+  });
 
   // Only JSON bodies: no text/plain, no forms. An empty JSON body counts as no body (clients send
   // `Content-Type: application/json` on the body-less POSTs too).
