@@ -56,6 +56,8 @@ const SERVER_RECORD_KEY = '#server';
 interface ServerRecord {
   namespaces: string[];
   searchAttributes: Record<string, string>;
+  /** Retention of namespaces registered with their own. */
+  retentionMs?: Record<string, number>;
 }
 
 const DEFAULT_RETENTION_MS = 24 * 3600 * 1000;
@@ -113,6 +115,7 @@ export class Engine {
   private readonly waiters = new Map<string, Set<Waiter>>();
   private readonly dirty = new Set<Execution>();
   private readonly namespaces: Set<string>;
+  private readonly namespaceRetentionMs = new Map<string, number>();
   private readonly saTypes: Map<string, string>;
   private readonly journal: Journal | undefined;
   /** Namespaces or search attributes changed since the server record was last journaled. */
@@ -135,6 +138,7 @@ export class Engine {
   restore(restored: Map<string, { state: unknown; events: unknown[] }>): number {
     const server = restored.get(SERVER_RECORD_KEY)?.state as ServerRecord | undefined;
     for (const n of server?.namespaces ?? []) this.namespaces.add(n);
+    for (const [n, ms] of Object.entries(server?.retentionMs ?? {})) this.namespaceRetentionMs.set(n, ms);
     // Types given on this start's command line win over remembered ones.
     for (const [k, v] of Object.entries(server?.searchAttributes ?? {})) if (!this.saTypes.has(k)) this.saTypes.set(k, v);
     for (const [key, r] of restored) {
@@ -175,7 +179,11 @@ export class Engine {
   }
 
   private serverRecord(): JournalRecord {
-    const state: ServerRecord = { namespaces: [...this.namespaces], searchAttributes: Object.fromEntries(this.saTypes) };
+    const state: ServerRecord = {
+      namespaces: [...this.namespaces],
+      searchAttributes: Object.fromEntries(this.saTypes),
+      retentionMs: Object.fromEntries(this.namespaceRetentionMs),
+    };
     return { key: SERVER_RECORD_KEY, base: 0, events: [], state };
   }
 
@@ -223,11 +231,16 @@ export class Engine {
     }
   }
 
-  /** Forgets executions closed longer ago than the retention period, as the server's retention does. */
+  /** How long closed executions of a namespace are kept: its own retention, else the server's. */
+  private retentionOf(namespace: string): number {
+    return this.namespaceRetentionMs.get(namespace) ?? this.opts.retentionMs ?? DEFAULT_RETENTION_MS;
+  }
+
+  /** Forgets executions closed longer ago than their namespace's retention period, as the server's retention does. */
   sweepClosed(): void {
-    const horizon = this.clock.now() - (this.opts.retentionMs ?? DEFAULT_RETENTION_MS);
+    const now = this.clock.now();
     for (const [key, ex] of this.runs) {
-      if (this.isOpen(ex) || ex.s.closeTime > horizon) continue;
+      if (this.isOpen(ex) || ex.s.closeTime > now - this.retentionOf(ex.s.namespace)) continue;
       this.runs.delete(key);
       this.dirty.delete(ex);
       this.waiters.delete(key);
@@ -2585,7 +2598,7 @@ export class Engine {
         id: Buffer.from(name).toString('hex'),
         capabilities: { eagerWorkflowStart: false, syncUpdate: true, asyncUpdate: true },
       },
-      config: { workflowExecutionRetentionTtl: msDuration(this.opts.retentionMs ?? DEFAULT_RETENTION_MS) },
+      config: { workflowExecutionRetentionTtl: msDuration(this.retentionOf(name)) },
       isGlobalNamespace: false,
     };
   }
@@ -2600,6 +2613,8 @@ export class Engine {
     if (!r.namespace) throw invalid('namespace is required');
     if (this.namespaces.has(r.namespace)) throw new RpcError(Code.ALREADY_EXISTS, `namespace ${r.namespace} already exists`);
     this.namespaces.add(r.namespace);
+    const retentionMs = durationMs(r.workflowExecutionRetentionPeriod);
+    if (retentionMs > 0) this.namespaceRetentionMs.set(r.namespace, retentionMs);
     this.markServerDirty();
     await this.commit();
     return {};

@@ -119,6 +119,27 @@ describe('raw protocol', () => {
     expect(open.runId).toBeTruthy();
   });
 
+  it('keeps the closed executions of a registered namespace for its own retention period', async () => {
+    const svc = connection.workflowService;
+    const namespace = `brief-${randomUUID()}`;
+    await svc.registerNamespace({ namespace, workflowExecutionRetentionPeriod: msToTs('5ms') });
+    const described = await svc.describeNamespace({ namespace });
+    expect(Number(described.config?.workflowExecutionRetentionTtl?.nanos)).toBe(5_000_000);
+    const closeOne = async (ns: string) => {
+      const workflowId = `retained-${randomUUID()}`;
+      const { runId } = await svc.startWorkflowExecution({ namespace: ns, workflowId, workflowType: { name: 'raw' }, taskQueue: { name: 'q' }, requestId: randomUUID() });
+      await svc.terminateWorkflowExecution({ namespace: ns, workflowExecution: { workflowId, runId } });
+      return { workflowId, runId };
+    };
+    const brief = await closeOne(namespace);
+    const standard = await closeOne('default');
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    server.engine.sweepClosed();
+    await expect(svc.describeWorkflowExecution({ namespace, execution: brief })).rejects.toMatchObject({ code: 5 });
+    const kept = await svc.describeWorkflowExecution({ namespace: 'default', execution: standard });
+    expect(kept.workflowExecutionInfo?.execution?.runId).toBe(standard.runId);
+  });
+
   it('answers UNIMPLEMENTED for RPCs it does not serve and advertises only what it implements', async () => {
     await expect(connection.workflowService.listSchedules({ namespace: 'default' })).rejects.toMatchObject({ code: 12 });
     const info = await connection.workflowService.getSystemInfo({});

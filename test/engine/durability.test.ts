@@ -263,7 +263,7 @@ describe('kill -9 and restart on the same --db-filename', () => {
 });
 
 describe('kill -9 and restart: what the server itself was told', () => {
-  it('remembers namespaces registered and search attributes added at run time', async () => {
+  it('remembers namespaces registered (with their retention) and search attributes added at run time', async () => {
     const file = join(workDir, 'namespaces.db');
     const serverPort = await freePort();
     const namespace = uniqueId('ns');
@@ -273,7 +273,7 @@ describe('kill -9 and restart: what the server itself was told', () => {
     const before = await connectClient(server1, serverPort);
     await before.connection.workflowService.registerNamespace({
       namespace,
-      workflowExecutionRetentionPeriod: msToTs('1 day'),
+      workflowExecutionRetentionPeriod: msToTs('3 days'),
     });
     await before.connection.operatorService.addSearchAttributes({
       namespace,
@@ -289,6 +289,7 @@ describe('kill -9 and restart: what the server itself was told', () => {
     const after = await connectClient(server2, serverPort, namespace);
     const described = await after.connection.workflowService.describeNamespace({ namespace });
     expect(described.namespaceInfo?.name).toBe(namespace);
+    expect(Number(described.config?.workflowExecutionRetentionTtl?.seconds)).toBe(3 * 86_400);
     const attributes = await after.connection.operatorService.listSearchAttributes({ namespace });
     expect(attributes.customAttributes?.PaygateOrderNo).toBe(
       proto.temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD,
