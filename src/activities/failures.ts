@@ -1,15 +1,10 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { GatewayDeclinedError, GatewayUnavailableError } from '../gateways/types.js';
 
+import { GATEWAY_DECLINED, type GatewayDeclinedDetails } from '../contracts/gateway-failures.js';
+
 // How gateway outcomes cross the activity boundary: a refusal is final (not retried, carried to the
 // workflow with the gateway's code); an unreachable gateway is an ordinary error Temporal retries.
-
-export const GATEWAY_DECLINED = 'GatewayDeclined';
-
-export interface GatewayDeclinedDetails {
-  readonly pgErrorCode: string;
-  readonly pgMessage: string;
-}
 
 export async function callGateway<T>(call: () => Promise<T>): Promise<T> {
   try {

@@ -1,17 +1,8 @@
 import { ApplicationFailure } from '@temporalio/common';
-import type { GatewayRegistry, IdentityGateway, VerifiedPerson } from '../gateways/types.js';
-import type { VerificationPerson } from '../workflows/verification-definitions.js';
+import type { VerifiedPerson } from '../domain/verification.js';
+import type { GatewayRegistry, IdentityGateway } from '../gateways/types.js';
+import type { VerificationPerson, VerificationRecords } from '../contracts/verification.js';
 import { callGateway } from './failures.js';
-
-/** What the verification activities need from storage (implemented in src/store/verifications.ts). */
-export interface VerificationRecords {
-  markOtpSent(receiptId: string, tid: string): Promise<void>;
-  markRequestFailed(receiptId: string, failure: { errorName: string; pgErrorCode?: string }): Promise<void>;
-  setRealarmCount(receiptId: string, numberOfRealarms: number): Promise<void>;
-  markConfirmed(receiptId: string, person: VerifiedPerson, authenticatedAt: Date): Promise<void>;
-  markExpired(receiptId: string): Promise<void>;
-  purgeIdentifiers(receiptId: string): Promise<void>;
-}
 
 export interface VerificationActivityDeps {
   readonly gateways: GatewayRegistry;

@@ -7,7 +7,7 @@ import closeWithGrace from 'close-with-grace';
 import type { FastifyInstance } from 'fastify';
 import { readConfigOrExit, type Config } from '../config/index.js';
 import { createGatewayRegistry } from '../gateways/registry.js';
-import { startSandboxGateways } from '../gateways/sandbox/server.js';
+import { startSandboxGateways } from '../sandbox/server.js';
 import type { GatewayRegistry } from '../gateways/types.js';
 import { createLogger, type Logger } from '../logger.js';
 import { openDatabase, type Database } from '../store/db.js';

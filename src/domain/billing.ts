@@ -1,7 +1,7 @@
 // Key-in billing rules: request validation in a fixed, documented order, the issuance response
 // shape, and the derived idempotency keys sent to gateways. Pure code: no I/O.
 import { createHash } from 'node:crypto';
-import type { CardDetails, MaskedCard } from '../gateways/types.js';
+import type { CardDetails, MaskedCard } from './card.js';
 import {
   isCardExpired,
   isCardNumberWellFormed,

@@ -73,3 +73,26 @@ export function maskCardNumber(cardNo: string): string {
 export function enforceMasked(maskedNumber: string): string {
   return maskCardNumber(maskedNumber);
 }
+
+/** Raw card data as received from the merchant. Lives only between the request and the adapter. */
+export interface CardDetails {
+  /** digits only, 15-16 long */
+  readonly number: string;
+  /** first two digits of the card password */
+  readonly password2: string;
+  /** owner birth date YYMMDD or a 10-digit business registration number */
+  readonly identityNo: string;
+  /** YY */
+  readonly expireYear: string;
+  /** MM, 01-12 */
+  readonly expireMonth: string;
+}
+
+/** Display-only card info; safe to store and return. */
+export interface MaskedCard {
+  /** at most the first 6 and last 4 digits visible, the rest '*' */
+  readonly maskedNumber: string;
+  readonly cardCompany: string;
+  readonly cardCompanyCode: string;
+  readonly cardType: 'credit' | 'check';
+}

@@ -1,7 +1,7 @@
 // Payment receipts: status numbers and their labels, the receipt response shape, cancel rules.
 // Pure code: no I/O.
 import { createHash } from 'node:crypto';
-import type { MaskedCard } from '../gateways/types.js';
+import type { MaskedCard } from './card.js';
 import { ApiError } from './errors.js';
 import { formatOptionalTimestamp, formatTimestamp } from './time.js';
 
@@ -30,6 +30,15 @@ const RESOURCE_ID = /^[0-9a-f]{24}$/;
 
 export function isResourceId(value: string): boolean {
   return RESOURCE_ID.test(value);
+}
+
+/** A charge the PG approved, as the receipt records it. */
+export interface ChargeApproval {
+  readonly gatewayTid: string;
+  readonly approvedAt: Date;
+  readonly approvalNo: string;
+  readonly card: MaskedCard;
+  readonly quota: number;
 }
 
 export interface ReceiptView {

@@ -1,6 +1,5 @@
 // REST identity verification rules: request validation in a fixed, documented order and the response
 // shapes of request / resend / confirm / lookup. Pure code: no I/O.
-import type { Carrier } from '../gateways/types.js';
 import { ApiError } from './errors.js';
 import { isIpOrCidr } from './ip.js';
 import { formatOptionalTimestamp, formatTimestamp } from './time.js';
@@ -9,6 +8,8 @@ import { formatOptionalTimestamp, formatTimestamp } from './time.js';
 export const VERIFICATION_METHOD = '본인인증';
 export const VERIFICATION_METHOD_SYMBOL = 'auth';
 export const VERIFIED_STATUS_LOCALE = '본인인증완료';
+
+export type Carrier = 'SKT' | 'KT' | 'LGT' | 'SKT_MVNO' | 'KT_MVNO' | 'LGT_MVNO';
 
 export const CARRIERS: readonly Carrier[] = ['SKT', 'KT', 'LGT', 'SKT_MVNO', 'KT_MVNO', 'LGT_MVNO'];
 
@@ -145,6 +146,22 @@ export function parseOtp(rawBody: unknown, type: 'sms' | 'pass'): string {
     throw new ApiError('AUTH_CONFIRM_FAILED', { message: 'The verification code must be 6 digits.' });
   }
   return otp;
+}
+
+export interface VerifiedPerson {
+  readonly name: string;
+  readonly phone: string;
+  /** YYYYMMDD */
+  readonly birth: string;
+  /** 1 male, 0 female */
+  readonly gender: 0 | 1;
+  /** the identity gateway's original string */
+  readonly foreigner: '0' | '1';
+  readonly carrier: Carrier;
+  /** CI: the same for one person across merchants */
+  readonly ci: string;
+  /** DI: differs per merchant for the same person */
+  readonly di: string;
 }
 
 /** What a response is rendered from: the stored receipt, with personal data already opened. */

@@ -1,17 +1,16 @@
 // Adapter (connector + transformer) for the sandbox card PG: translates the CardBillingGateway
-// contract to the sandbox's wire format (see sandbox/server.ts) and back. Nothing of that wire
+// contract to the sandbox's wire format (see src/sandbox/server.ts) and back. Nothing of that wire
 // format leaves this file.
 import { z } from 'zod';
+import type { CardDetails, MaskedCard } from '../domain/card.js';
 import type { GatewayHttpClient } from './http-client.js';
 import type {
-  CancelRequest,
-  CancelResult,
   CardBillingGateway,
-  CardDetails,
   ChargeRequest,
   ChargeResult,
+  GatewayCancelRequest,
+  GatewayCancelResult,
   IssuedBillingKey,
-  MaskedCard,
 } from './types.js';
 
 const isoInstant = z.iso.datetime({ offset: true }).transform((s) => new Date(s));
@@ -108,7 +107,7 @@ export function createSandboxCardGateway(http: GatewayHttpClient): CardBillingGa
       };
     },
 
-    async cancel(req: CancelRequest): Promise<CancelResult> {
+    async cancel(req: GatewayCancelRequest): Promise<GatewayCancelResult> {
       const data = await http.call({
         method: 'POST',
         path: '/card/v1/cancels',

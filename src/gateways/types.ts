@@ -1,29 +1,10 @@
 // The contract between paygate's core and a payment / identity gateway ("PG").
 // One adapter per gateway implements the capabilities it has; routes, activities and workflows see
-// only these types, never a gateway's wire format (hyperswitch's connector idea).
-
-/** Raw card data as received from the merchant. Lives only between the request and the adapter. */
-export interface CardDetails {
-  /** digits only, 15-16 long */
-  readonly number: string;
-  /** first two digits of the card password */
-  readonly password2: string;
-  /** owner birth date YYMMDD or a 10-digit business registration number */
-  readonly identityNo: string;
-  /** YY */
-  readonly expireYear: string;
-  /** MM, 01-12 */
-  readonly expireMonth: string;
-}
-
-/** Display-only card info; safe to store and return. */
-export interface MaskedCard {
-  /** at most the first 6 and last 4 digits visible, the rest '*' */
-  readonly maskedNumber: string;
-  readonly cardCompany: string;
-  readonly cardCompanyCode: string;
-  readonly cardType: 'credit' | 'check';
-}
+// only these types, never a gateway's wire format (hyperswitch's connector idea). The values they carry
+// (card, masked card, carrier, verified person) are domain types.
+import type { CardDetails, MaskedCard } from '../domain/card.js';
+import type { ChargeApproval } from '../domain/receipt.js';
+import type { Carrier, VerifiedPerson } from '../domain/verification.js';
 
 export interface IssuedBillingKey {
   /** the gateway's own key; paygate keeps it server-side and hands merchants its own billing_key */
@@ -46,15 +27,9 @@ export interface ChargeRequest {
   readonly quota: number;
 }
 
-export interface ChargeResult {
-  readonly gatewayTid: string;
-  readonly approvedAt: Date;
-  readonly approvalNo: string;
-  readonly card: MaskedCard;
-  readonly quota: number;
-}
+export type ChargeResult = ChargeApproval;
 
-export interface CancelRequest {
+export interface GatewayCancelRequest {
   readonly idempotencyKey: string;
   readonly gatewayTid: string;
   readonly amount: number;
@@ -62,7 +37,7 @@ export interface CancelRequest {
   readonly reason: string;
 }
 
-export interface CancelResult {
+export interface GatewayCancelResult {
   readonly gatewayCancelTid: string;
   readonly cancelledAt: Date;
 }
@@ -75,11 +50,9 @@ export interface CardBillingGateway {
     readonly subscriptionId: string;
   }): Promise<IssuedBillingKey>;
   charge(req: ChargeRequest): Promise<ChargeResult>;
-  cancel(req: CancelRequest): Promise<CancelResult>;
+  cancel(req: GatewayCancelRequest): Promise<GatewayCancelResult>;
   destroyBillingKey(req: { readonly gatewayBillingKey: string }): Promise<void>;
 }
-
-export type Carrier = 'SKT' | 'KT' | 'LGT' | 'SKT_MVNO' | 'KT_MVNO' | 'LGT_MVNO';
 
 export interface OtpRequest {
   readonly idempotencyKey: string;
@@ -93,22 +66,6 @@ export interface OtpRequest {
   readonly type: 'sms' | 'pass';
   readonly clientIp: string;
   readonly siteUrl?: string;
-}
-
-export interface VerifiedPerson {
-  readonly name: string;
-  readonly phone: string;
-  /** YYYYMMDD */
-  readonly birth: string;
-  /** 1 male, 0 female */
-  readonly gender: 0 | 1;
-  /** the identity gateway's original string */
-  readonly foreigner: '0' | '1';
-  readonly carrier: Carrier;
-  /** CI: the same for one person across merchants */
-  readonly ci: string;
-  /** DI: differs per merchant for the same person */
-  readonly di: string;
 }
 
 export interface IdentityGateway {

@@ -1,7 +1,7 @@
 // Billing keys: paygate's id, the masked card, and the gateway's key (kept server-side only).
 import type { Kysely, Selectable } from 'kysely';
 import type { FieldCipher } from '../security/field-cipher.js';
-import type { MaskedCard } from '../gateways/types.js';
+import type { MaskedCard } from '../domain/card.js';
 import type { BillingKeyView } from '../domain/billing.js';
 import type { Tables } from './db.js';
 import type { BillingKeysTable } from './migrations/0002_billing.js';

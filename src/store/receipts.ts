@@ -1,7 +1,6 @@
 // Payment receipts and their cancels.
 import type { Kysely, Selectable } from 'kysely';
-import type { ChargeResult } from '../gateways/types.js';
-import { PAYMENT_CANCELLED, PAYMENT_COMPLETE, PAYMENT_PENDING, type CancelPlan, type ReceiptView } from '../domain/receipt.js';
+import { PAYMENT_CANCELLED, PAYMENT_COMPLETE, PAYMENT_PENDING, type CancelPlan, type ChargeApproval, type ReceiptView } from '../domain/receipt.js';
 import type { Tables } from './db.js';
 import type { ReceiptsTable } from './migrations/0002_billing.js';
 
@@ -82,7 +81,7 @@ export async function deletePendingCharge(db: Kysely<Tables>, receiptId: string)
  * Records the PG's approval: status 1 with the masked card and approval details. A concurrent
  * re-drive of the same charge may have recorded it first; then its row is returned as it is.
  */
-export async function completeCharge(db: Kysely<Tables>, receiptId: string, result: ChargeResult, maskedNumber: string): Promise<ReceiptRow> {
+export async function completeCharge(db: Kysely<Tables>, receiptId: string, result: ChargeApproval, maskedNumber: string): Promise<ReceiptRow> {
   const updated = await db
     .updateTable('receipts')
     .set({

@@ -1,10 +1,9 @@
 // Verification receipts. Every status change is guarded by the status it leaves, so a retried
 // activity (Temporal retries on timeouts) changes nothing the second time.
 import { sql, type Kysely, type Selectable } from 'kysely';
-import type { VerificationRecords } from '../activities/verification.js';
-import type { VerifiedPerson } from '../gateways/types.js';
+import type { VerifiedPerson } from '../domain/verification.js';
 import type { FieldCipher } from '../security/field-cipher.js';
-import { VerificationStatus } from '../workflows/verification-definitions.js';
+import { VerificationStatus, type VerificationRecords } from '../contracts/verification.js';
 import type { Tables } from './db.js';
 import type { VerificationsTable } from './migrations/0003_verifications.js';
 

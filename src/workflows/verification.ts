@@ -8,7 +8,7 @@ import {
   sleep,
 } from '@temporalio/workflow';
 import type { VerificationActivities } from '../activities/verification.js';
-import { GATEWAY_DECLINED, type GatewayDeclinedDetails } from '../activities/failures.js';
+import { GATEWAY_DECLINED, type GatewayDeclinedDetails } from '../contracts/gateway-failures.js';
 import {
   type ConfirmResult,
   type OtpSentResult,
@@ -21,7 +21,7 @@ import {
   confirmOtpUpdate,
   otpSentUpdate,
   resendOtpUpdate,
-} from './verification-definitions.js';
+} from '../contracts/verification.js';
 
 // One identity verification, from the request to the purge of CI/DI:
 //   send OTP -> [resend]* -> confirm (<= 30 min after the request) -> lookup window (30 min) -> purge.

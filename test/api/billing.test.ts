@@ -2,7 +2,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chargeIdempotencyKey } from '../../src/domain/billing.js';
 import { createGatewayRegistry } from '../../src/gateways/registry.js';
-import { startSandboxGateways } from '../../src/gateways/sandbox/server.js';
+import { startSandboxGateways } from '../../src/sandbox/server.js';
 import { buildTestApp, type TestApp, type TestProject } from '../helpers/app.js';
 import { armSandboxFault, KEY_IN_METHOD, keyInClient, sandboxChargeExecutions, sandboxGet, TEST_CARD } from './key-in-fixtures.js';
 

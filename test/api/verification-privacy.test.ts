@@ -8,7 +8,7 @@ import { createFieldCipher } from '../../src/security/field-cipher.js';
 import { createKeyring, generateKeyringSpec, parseKeyringSpec } from '../../src/security/keyring.js';
 import { createVerificationStore } from '../../src/store/verifications.js';
 import { EncryptionCodec, ENCRYPTED_ENCODING } from '../../src/temporal/codec.js';
-import { verificationWorkflowId } from '../../src/workflows/verification-definitions.js';
+import { verificationWorkflowId } from '../../src/contracts/verification.js';
 import { buildTestApp, type TestApp, type TestProject } from '../helpers/app.js';
 import { workerLogs, type HistoryEvent } from '../helpers/temporal.js';
 import { freshPhone, verificationClient, type VerificationClient } from './verification-fixtures.js';

@@ -4,7 +4,7 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { WorkflowUpdateFailedError } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { verificationWorkflowId, confirmOtpUpdate, resendOtpUpdate } from '../../src/workflows/verification-definitions.js';
+import { verificationWorkflowId, confirmOtpUpdate, resendOtpUpdate } from '../../src/contracts/verification.js';
 import { buildTestApp, type TestApp, type TestProject } from '../helpers/app.js';
 import { Worker } from '@temporalio/worker';
 import { paygateDataConverter } from '../../src/temporal/data-converter.js';

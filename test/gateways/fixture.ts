@@ -2,8 +2,9 @@
 // pointed at it, and reads the sandbox's inspection endpoints.
 import { request } from 'undici';
 import { createGatewayRegistry, type ClosableGatewayRegistry } from '../../src/gateways/registry.js';
-import { startSandboxGateways, type SandboxGateways } from '../../src/gateways/sandbox/server.js';
-import type { CardBillingGateway, CardDetails, IdentityGateway } from '../../src/gateways/types.js';
+import { startSandboxGateways, type SandboxGateways } from '../../src/sandbox/server.js';
+import type { CardDetails } from '../../src/domain/card.js';
+import type { CardBillingGateway, IdentityGateway } from '../../src/gateways/types.js';
 
 export interface SandboxFixture {
   readonly sandbox: SandboxGateways;

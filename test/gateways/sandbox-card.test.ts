@@ -1,7 +1,7 @@
 // The sandbox card adapter against the real sandbox server: issuance, charges, refusals, cancels,
 // key destruction, and the stateless keys surviving a restart.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startSandboxGateways } from '../../src/gateways/sandbox/server.js';
+import { startSandboxGateways } from '../../src/sandbox/server.js';
 import { createGatewayRegistry } from '../../src/gateways/registry.js';
 import { GatewayDeclinedError, type CardBillingGateway, type IssuedBillingKey } from '../../src/gateways/types.js';
 import { startSandboxFixture, testCard, withLuhnDigit, type SandboxFixture } from './fixture.js';

@@ -1,7 +1,7 @@
 // The sandbox identity adapter against the real sandbox server: OTP send / resend / confirm, the
 // failing test phones, derived person data, CI/DI and the OTP's 30-minute expiry.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { decodeBirthSex } from '../../src/gateways/sandbox/identity-pg.js';
+import { decodeBirthSex } from '../../src/sandbox/identity-pg.js';
 import { fetchSandboxSms } from '../../src/gateways/sandbox-inbox.js';
 import { GatewayDeclinedError, GatewayUnavailableError, type OtpRequest } from '../../src/gateways/types.js';
 import { startSandboxFixture, type SandboxFixture } from './fixture.js';

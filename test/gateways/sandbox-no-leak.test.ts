@@ -5,7 +5,7 @@ import pino from 'pino';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createGatewayRegistry, type ClosableGatewayRegistry } from '../../src/gateways/registry.js';
 import { fetchSandboxSms } from '../../src/gateways/sandbox-inbox.js';
-import { startSandboxGateways, type SandboxGateways } from '../../src/gateways/sandbox/server.js';
+import { startSandboxGateways, type SandboxGateways } from '../../src/sandbox/server.js';
 import { testCard } from './fixture.js';
 
 const lines: string[] = [];

@@ -7,7 +7,7 @@ import type { FastifyInstance, FastifyPluginAsync } from 'fastify';
 import { buildApp, type AppDeps } from '../../src/api/app.js';
 import { parseConfig, type Config } from '../../src/config/index.js';
 import { createGatewayRegistry } from '../../src/gateways/registry.js';
-import { startSandboxGateways } from '../../src/gateways/sandbox/server.js';
+import { startSandboxGateways } from '../../src/sandbox/server.js';
 import { createLogger } from '../../src/logger.js';
 import { createKeyring, generateKeyringSpec, parseKeyringSpec } from '../../src/security/keyring.js';
 import { dropSchema, openDatabase, type Database } from '../../src/store/db.js';

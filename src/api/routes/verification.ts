@@ -38,7 +38,7 @@ import {
   resendOtpUpdate,
   verificationWorkflowId,
   type VerificationFailureDetails,
-} from '../../workflows/verification-definitions.js';
+} from '../../contracts/verification.js';
 import { assertOwnedBy } from '../auth.js';
 
 const MAX_ID_LENGTH = 100;

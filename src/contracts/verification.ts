@@ -1,5 +1,5 @@
 import { defineUpdate } from '@temporalio/workflow';
-import type { Carrier } from '../gateways/types.js';
+import type { Carrier, VerifiedPerson } from '../domain/verification.js';
 
 // The identity-verification workflow's contract, shared by the workflow and the API.
 
@@ -82,3 +82,13 @@ export const otpSentUpdate = defineUpdate<OtpSentResult>('otpSent');
 export const resendOtpUpdate = defineUpdate<ResendResult>('resendOtp');
 /** The OTP travels as an update argument: sealed by the payload codec in history. */
 export const confirmOtpUpdate = defineUpdate<ConfirmResult, [{ otp: string }]>('confirmOtp');
+
+/** What the verification activities need from storage (src/store/verifications.ts implements it). */
+export interface VerificationRecords {
+  markOtpSent(receiptId: string, tid: string): Promise<void>;
+  markRequestFailed(receiptId: string, failure: { errorName: string; pgErrorCode?: string }): Promise<void>;
+  setRealarmCount(receiptId: string, numberOfRealarms: number): Promise<void>;
+  markConfirmed(receiptId: string, person: VerifiedPerson, authenticatedAt: Date): Promise<void>;
+  markExpired(receiptId: string): Promise<void>;
+  purgeIdentifiers(receiptId: string): Promise<void>;
+}

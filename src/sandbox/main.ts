@@ -2,7 +2,7 @@
 // SMS inbox route and the worker's gateway calls must reach the same sandbox.
 //   SANDBOX_HOST (default 0.0.0.0), SANDBOX_PORT (default 8090), SANDBOX_SECRET (optional)
 import closeWithGrace from 'close-with-grace';
-import { createLogger } from '../../logger.js';
+import { createLogger } from '../logger.js';
 import { startSandboxGateways } from './server.js';
 
 const logger = createLogger({ level: process.env.LOG_LEVEL === 'debug' ? 'debug' : 'info' }).child({ component: 'sandbox-pg' });

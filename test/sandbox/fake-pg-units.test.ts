@@ -1,10 +1,10 @@
 // Pure pieces of the sandbox: signed billing key tokens, the birth/sex decoder, the bounded map.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { decodeBillingKey, encodeBillingKey, type BillingKeyClaims } from '../../src/gateways/sandbox/billing-key-token.js';
-import { BoundedMap } from '../../src/gateways/sandbox/bounded-map.js';
-import { issuerFor } from '../../src/gateways/sandbox/card-pg.js';
-import { decodeBirthSex } from '../../src/gateways/sandbox/identity-pg.js';
+import { decodeBillingKey, encodeBillingKey, type BillingKeyClaims } from '../../src/sandbox/billing-key-token.js';
+import { BoundedMap } from '../../src/sandbox/bounded-map.js';
+import { issuerFor } from '../../src/sandbox/card-pg.js';
+import { decodeBirthSex } from '../../src/sandbox/identity-pg.js';
 
 const claims: BillingKeyClaims = {
   kid: 'k1',
