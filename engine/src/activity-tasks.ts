@@ -1,0 +1,374 @@
+// Activity-task dispatch: scheduling an activity (timeouts normalised as the server does), offering each attempt
+// to pollers, starting it, heartbeats, completion / failure / cancellation by task token or by id, timeouts and
+// retries under the activity's retry policy.
+import { randomUUID } from 'node:crypto';
+import type { EngineCore, OnCancel, TaskRef } from './core.js';
+import { invalid, notFound } from './errors.js';
+import { longPoll } from './long-poll.js';
+import {
+  EventType,
+  RetryState,
+  TimeoutType,
+  durationMs,
+  enums,
+  msDuration,
+  msTs,
+  num,
+  type Command,
+  type Failure,
+  type HistoryEvent,
+  type Payloads,
+  type Req,
+} from './proto.js';
+import { nextRetry, retryPolicyOf, retrySpec } from './retry.js';
+import { execKey, type ActivityState, type Execution } from './state.js';
+import { decodeToken, encodeToken } from './tokens.js';
+import { addExternal } from './workflow-tasks.js';
+
+/** Writes the ActivityTaskScheduled event of a ScheduleActivityTask command and offers the first attempt. */
+export function scheduleActivity(core: EngineCore, ex: Execution, c: Command, completedId: number): ActivityState {
+  const a = c.scheduleActivityTaskCommandAttributes!;
+  const s = ex.s;
+  const runLeft = s.runTimeoutMs ? Math.max(0, s.startTime + s.runTimeoutMs - core.clock.now()) : 0;
+  let s2c = durationMs(a.scheduleToCloseTimeout);
+  let stc = durationMs(a.startToCloseTimeout);
+  let s2s = durationMs(a.scheduleToStartTimeout);
+  // Normalise as the server does: every attempt needs a start-to-close bound and nothing outlives the run.
+  if (runLeft && (!s2c || s2c > runLeft)) s2c = runLeft;
+  if (!stc) stc = s2c;
+  if (s2c && stc > s2c) stc = s2c;
+  if (s2s && s2c && s2s > s2c) s2s = s2c;
+  const heartbeat = Math.min(durationMs(a.heartbeatTimeout), stc);
+  const spec = retrySpec(a.retryPolicy);
+  const policy = retryPolicyOf(spec);
+  const taskQueue = a.taskQueue?.name || s.taskQueue;
+  const e = core.appendCommandEvent(ex, c, EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED, 'activityTaskScheduledEventAttributes', {
+    activityId: a.activityId,
+    activityType: a.activityType,
+    taskQueue: { name: taskQueue, kind: enums.TaskQueueKind.TASK_QUEUE_KIND_NORMAL },
+    header: a.header,
+    input: a.input,
+    scheduleToCloseTimeout: s2c ? msDuration(s2c) : undefined,
+    scheduleToStartTimeout: s2s ? msDuration(s2s) : undefined,
+    startToCloseTimeout: msDuration(stc),
+    heartbeatTimeout: heartbeat ? msDuration(heartbeat) : undefined,
+    workflowTaskCompletedEventId: completedId,
+    retryPolicy: policy,
+    useWorkflowBuildId: a.useWorkflowBuildId,
+    priority: a.priority,
+  });
+  const now = core.clock.now();
+  const act: ActivityState = {
+    scheduledEventId: num(e.eventId),
+    activityId: a.activityId ?? '',
+    activityType: a.activityType?.name ?? '',
+    taskQueue,
+    phase: 'scheduled',
+    attempt: 1,
+    scheduledTime: now,
+    attemptScheduledTime: now,
+    startedTime: 0,
+    startedIdentity: '',
+    heartbeatDetails: null,
+    lastHeartbeatTime: 0,
+    cancelRequested: false,
+    cancelRequestedEventId: 0,
+    lastFailure: null,
+    scheduleToCloseMs: s2c,
+    scheduleToStartMs: s2s,
+    startToCloseMs: stc,
+    heartbeatMs: heartbeat,
+    retry: spec,
+    retryPolicy: policy,
+  };
+  s.activities[act.scheduledEventId] = act;
+  if (s2c) core.setDeadline(ex, `act:${act.scheduledEventId}:s2c`, now + s2c);
+  offerActivity(core, ex, act);
+  return act;
+}
+
+function offerActivity(core: EngineCore, ex: Execution, a: ActivityState): void {
+  if (a.scheduleToStartMs) core.setDeadline(ex, `act:${a.scheduledEventId}:s2s`, core.clock.now() + a.scheduleToStartMs);
+  core.clock.setOutstanding(core.actKey(ex, a), true);
+  dispatchActivity(core, ex, a);
+}
+
+export function dispatchActivity(core: EngineCore, ex: Execution, a: ActivityState): void {
+  core.queues.offer(core.queueKey(ex.s.namespace, a.taskQueue, 'act'), {
+    kind: 'act',
+    runKey: execKey(ex.s.namespace, ex.s.runId),
+    scheduledEventId: a.scheduledEventId,
+    attempt: a.attempt,
+  });
+}
+
+export function closeActivity(core: EngineCore, ex: Execution, a: ActivityState): void {
+  for (const sub of ['s2c', 's2s', 'stc', 'hb', 'retry']) core.clearDeadline(ex, `act:${a.scheduledEventId}:${sub}`);
+  core.clock.setOutstanding(core.actKey(ex, a), false);
+  delete ex.s.activities[a.scheduledEventId];
+  core.markDirty(ex);
+}
+
+export function retryActivity(core: EngineCore, ex: Execution, a: ActivityState): void {
+  a.phase = 'scheduled';
+  a.attemptScheduledTime = core.clock.now();
+  offerActivity(core, ex, a);
+}
+
+function startedEvent(core: EngineCore, ex: Execution, a: ActivityState): HistoryEvent {
+  return core.event(ex, EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED, 'activityTaskStartedEventAttributes', {
+    scheduledEventId: a.scheduledEventId,
+    identity: a.startedIdentity,
+    requestId: randomUUID(),
+    attempt: a.attempt,
+    lastFailure: a.lastFailure,
+  });
+}
+
+/** A failed attempt: retried per policy, or recorded as the activity's final outcome. */
+function failAttempt(core: EngineCore, ex: Execution, a: ActivityState, failure: Failure, timeoutType: number, details: Payloads | null): void {
+  const now = core.clock.now();
+  const expiration = a.scheduleToCloseMs ? a.scheduledTime + a.scheduleToCloseMs : 0;
+  const retryable = timeoutType === 0 || timeoutType === TimeoutType.TIMEOUT_TYPE_START_TO_CLOSE || timeoutType === TimeoutType.TIMEOUT_TYPE_HEARTBEAT;
+  const next = retryable
+    ? nextRetry(a.retry, a.attempt, failure, now, expiration)
+    : { retryState: RetryState.RETRY_STATE_TIMEOUT };
+  if ('delay' in next && !a.cancelRequested) {
+    for (const sub of ['s2s', 'stc', 'hb']) core.clearDeadline(ex, `act:${a.scheduledEventId}:${sub}`);
+    core.clock.setOutstanding(core.actKey(ex, a), false);
+    a.phase = 'backoff';
+    a.lastFailure = failure;
+    if (details) a.heartbeatDetails = details;
+    a.attempt++;
+    core.setDeadline(ex, `act:${a.scheduledEventId}:retry`, now + next.delay);
+    core.markDirty(ex);
+    return;
+  }
+  const retryState = 'retryState' in next ? next.retryState : RetryState.RETRY_STATE_CANCEL_REQUESTED;
+  const started = a.phase === 'started';
+  const events: HistoryEvent[] = started ? [startedEvent(core, ex, a)] : [];
+  if (timeoutType) {
+    events.push(
+      core.event(ex, EventType.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT, 'activityTaskTimedOutEventAttributes', {
+        failure,
+        scheduledEventId: a.scheduledEventId,
+        startedEventId: 0,
+        retryState,
+      }),
+    );
+  } else {
+    events.push(
+      core.event(ex, EventType.EVENT_TYPE_ACTIVITY_TASK_FAILED, 'activityTaskFailedEventAttributes', {
+        failure,
+        scheduledEventId: a.scheduledEventId,
+        startedEventId: 0,
+        identity: a.startedIdentity,
+        retryState,
+      }),
+    );
+  }
+  closeActivity(core, ex, a);
+  addExternal(core, ex, events, started);
+}
+
+/** One of the activity's timeout deadlines (`sub`: s2c, s2s, stc, hb) came due. */
+export function activityTimedOut(core: EngineCore, ex: Execution, a: ActivityState, sub: string): void {
+  const type =
+    sub === 's2c'
+      ? TimeoutType.TIMEOUT_TYPE_SCHEDULE_TO_CLOSE
+      : sub === 's2s'
+        ? TimeoutType.TIMEOUT_TYPE_SCHEDULE_TO_START
+        : sub === 'hb'
+          ? TimeoutType.TIMEOUT_TYPE_HEARTBEAT
+          : TimeoutType.TIMEOUT_TYPE_START_TO_CLOSE;
+  if ((sub === 'stc' || sub === 'hb') && a.phase !== 'started') return;
+  if (sub === 's2s' && a.phase !== 'scheduled') return;
+  const name = enums.TimeoutType[type]?.replace('TIMEOUT_TYPE_', '') ?? 'UNKNOWN';
+  const failure: Failure = {
+    message: `activity ${name} timeout`,
+    source: 'Server',
+    timeoutFailureInfo: { timeoutType: type, lastHeartbeatDetails: a.heartbeatDetails },
+    cause: type === TimeoutType.TIMEOUT_TYPE_SCHEDULE_TO_CLOSE ? a.lastFailure : undefined,
+  };
+  failAttempt(core, ex, a, failure, type, null);
+}
+
+export async function pollActivityTaskQueue(
+  core: EngineCore,
+  r: Req<'PollActivityTaskQueueRequest'>,
+  onCancel: OnCancel,
+): Promise<Req<'PollActivityTaskQueueResponse'>> {
+  const namespace = core.ns(r.namespace);
+  const name = r.taskQueue?.name;
+  if (!name) throw invalid('task queue is required');
+  return longPoll(core, core.queueKey(namespace, name, 'act'), r, onCancel, takeActivityTask);
+}
+
+/** A polled reference: the activity's attempt, if it is still the scheduled one. */
+function takeActivityTask(core: EngineCore, ref: TaskRef, r: Req<'PollActivityTaskQueueRequest'>): Req<'PollActivityTaskQueueResponse'> | null {
+  if (ref.kind !== 'act') return null;
+  const ex = core.runs.get(ref.runKey);
+  if (!ex || !core.isOpen(ex)) return null;
+  const a = ex.s.activities[ref.scheduledEventId];
+  if (!a || a.phase !== 'scheduled' || a.attempt !== ref.attempt) return null;
+  return startActivity(core, ex, a, r.identity ?? '');
+}
+
+export function startActivity(core: EngineCore, ex: Execution, a: ActivityState, identity: string): Req<'PollActivityTaskQueueResponse'> {
+  const s = ex.s;
+  const now = core.clock.now();
+  a.phase = 'started';
+  a.startedTime = now;
+  a.startedIdentity = identity;
+  a.lastHeartbeatTime = now;
+  core.clearDeadline(ex, `act:${a.scheduledEventId}:s2s`);
+  core.setDeadline(ex, `act:${a.scheduledEventId}:stc`, now + a.startToCloseMs);
+  if (a.heartbeatMs) core.setDeadline(ex, `act:${a.scheduledEventId}:hb`, now + a.heartbeatMs);
+  core.markDirty(ex);
+  const scheduled = ex.history[a.scheduledEventId - 1]?.activityTaskScheduledEventAttributes;
+  return {
+    taskToken: encodeToken({ k: 'act', ns: s.namespace, r: s.runId, s: a.scheduledEventId, a: a.attempt }),
+    workflowNamespace: s.namespace,
+    workflowType: { name: s.workflowType },
+    workflowExecution: { workflowId: s.workflowId, runId: s.runId },
+    activityType: { name: a.activityType },
+    activityId: a.activityId,
+    header: scheduled?.header,
+    input: scheduled?.input,
+    heartbeatDetails: a.heartbeatDetails,
+    scheduledTime: msTs(a.scheduledTime),
+    currentAttemptScheduledTime: msTs(a.attemptScheduledTime),
+    startedTime: msTs(now),
+    attempt: a.attempt,
+    scheduleToCloseTimeout: msDuration(a.scheduleToCloseMs || 0),
+    startToCloseTimeout: msDuration(a.startToCloseMs),
+    heartbeatTimeout: msDuration(a.heartbeatMs),
+    retryPolicy: a.retryPolicy,
+    priority: scheduled?.priority,
+  };
+}
+
+function activityByToken(core: EngineCore, raw: Uint8Array | null | undefined): { ex: Execution; a: ActivityState } {
+  const t = decodeToken(raw);
+  if (t.k !== 'act') throw invalid('not an activity task token');
+  const ex = core.runs.get(execKey(t.ns, t.r));
+  const a = ex && core.isOpen(ex) ? ex.s.activities[t.s] : undefined;
+  if (!ex || !a || a.attempt !== t.a || a.phase !== 'started') throw notFound('activity task not found');
+  return { ex, a };
+}
+
+function activityById(
+  core: EngineCore,
+  r: { namespace?: string | null; workflowId?: string | null; runId?: string | null; activityId?: string | null },
+): { ex: Execution; a: ActivityState } {
+  const ex = core.findOpenRun(core.ns(r.namespace), { workflowId: r.workflowId, runId: r.runId });
+  const a = Object.values(ex.s.activities).find((x) => x.activityId === r.activityId);
+  if (!a) throw notFound('activity task not found');
+  if (a.phase !== 'started') {
+    // Completing by id an activity nobody has started still counts as a start by this caller.
+    a.phase = 'started';
+    a.startedTime = core.clock.now();
+  }
+  return { ex, a };
+}
+
+function completeActivity(core: EngineCore, ex: Execution, a: ActivityState, result: Payloads | null | undefined, identity: string): void {
+  const events = [
+    startedEvent(core, ex, a),
+    core.event(ex, EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED, 'activityTaskCompletedEventAttributes', {
+      result,
+      scheduledEventId: a.scheduledEventId,
+      startedEventId: 0,
+      identity,
+    }),
+  ];
+  closeActivity(core, ex, a);
+  addExternal(core, ex, events, true);
+}
+
+function cancelActivity(core: EngineCore, ex: Execution, a: ActivityState, details: Payloads | null | undefined, identity: string): void {
+  const events = [
+    startedEvent(core, ex, a),
+    core.event(ex, EventType.EVENT_TYPE_ACTIVITY_TASK_CANCELED, 'activityTaskCanceledEventAttributes', {
+      details,
+      latestCancelRequestedEventId: a.cancelRequestedEventId,
+      scheduledEventId: a.scheduledEventId,
+      startedEventId: 0,
+      identity,
+    }),
+  ];
+  closeActivity(core, ex, a);
+  addExternal(core, ex, events, true);
+}
+
+function heartbeat(core: EngineCore, ex: Execution, a: ActivityState, details: Payloads | null | undefined): Req<'RecordActivityTaskHeartbeatResponse'> {
+  if (details) a.heartbeatDetails = details;
+  a.lastHeartbeatTime = core.clock.now();
+  if (a.heartbeatMs) core.setDeadline(ex, `act:${a.scheduledEventId}:hb`, a.lastHeartbeatTime + a.heartbeatMs);
+  core.markDirty(ex);
+  return { cancelRequested: a.cancelRequested };
+}
+
+// ---------------------------------------------------------------- RPCs (by task token and by workflow id + activity id)
+
+export async function respondActivityTaskCompleted(core: EngineCore, r: Req<'RespondActivityTaskCompletedRequest'>): Promise<object> {
+  const { ex, a } = activityByToken(core, r.taskToken);
+  completeActivity(core, ex, a, r.result, r.identity ?? '');
+  await core.commit();
+  return {};
+}
+
+export async function respondActivityTaskCompletedById(core: EngineCore, r: Req<'RespondActivityTaskCompletedByIdRequest'>): Promise<object> {
+  const { ex, a } = activityById(core, r);
+  completeActivity(core, ex, a, r.result, r.identity ?? '');
+  await core.commit();
+  return {};
+}
+
+export async function respondActivityTaskFailed(core: EngineCore, r: Req<'RespondActivityTaskFailedRequest'>): Promise<object> {
+  const { ex, a } = activityByToken(core, r.taskToken);
+  failAttempt(core, ex, a, r.failure ?? { message: 'activity failed' }, 0, r.lastHeartbeatDetails ?? null);
+  await core.commit();
+  return {};
+}
+
+export async function respondActivityTaskFailedById(core: EngineCore, r: Req<'RespondActivityTaskFailedByIdRequest'>): Promise<object> {
+  const { ex, a } = activityById(core, r);
+  failAttempt(core, ex, a, r.failure ?? { message: 'activity failed' }, 0, r.lastHeartbeatDetails ?? null);
+  await core.commit();
+  return {};
+}
+
+export async function respondActivityTaskCanceled(core: EngineCore, r: Req<'RespondActivityTaskCanceledRequest'>): Promise<object> {
+  const { ex, a } = activityByToken(core, r.taskToken);
+  cancelActivity(core, ex, a, r.details, r.identity ?? '');
+  await core.commit();
+  return {};
+}
+
+export async function respondActivityTaskCanceledById(core: EngineCore, r: Req<'RespondActivityTaskCanceledByIdRequest'>): Promise<object> {
+  const { ex, a } = activityById(core, r);
+  cancelActivity(core, ex, a, r.details, r.identity ?? '');
+  await core.commit();
+  return {};
+}
+
+export async function recordActivityTaskHeartbeat(
+  core: EngineCore,
+  r: Req<'RecordActivityTaskHeartbeatRequest'>,
+): Promise<Req<'RecordActivityTaskHeartbeatResponse'>> {
+  const { ex, a } = activityByToken(core, r.taskToken);
+  const resp = heartbeat(core, ex, a, r.details);
+  await core.commit();
+  return resp;
+}
+
+export async function recordActivityTaskHeartbeatById(
+  core: EngineCore,
+  r: Req<'RecordActivityTaskHeartbeatByIdRequest'>,
+): Promise<Req<'RecordActivityTaskHeartbeatByIdResponse'>> {
+  const { ex, a } = activityById(core, r);
+  const resp = heartbeat(core, ex, a, r.details);
+  await core.commit();
+  return resp;
+}

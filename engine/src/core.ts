@@ -1,0 +1,365 @@
+// The state every part of the engine shares — runs and their index, task queues, deadlines, pending queries,
+// waiting callers — and the primitives over it: lookups, history appending, named deadlines on the clock,
+// change tracking and journal staging. The concern modules (workflow-tasks.ts, activity-tasks.ts, ...) are
+// functions over one EngineCore; engine.ts wires the gRPC handlers to them.
+import { Clock, type TimerHandle } from './clock.js';
+import { invalid, notFound } from './errors.js';
+import type { Journal, JournalRecord } from './journal.js';
+import { TaskQueues } from './matching.js';
+import {
+  Status,
+  msTs,
+  num,
+  type temporal,
+  type Command,
+  type HistoryEvent,
+  type Plain,
+  type Req,
+  type SearchAttributes,
+} from './proto.js';
+import { execKey, type ActivityState, type BufferedGroup, type Execution } from './state.js';
+
+/** How long a caller waiting on a run (update stage, history long poll) waits before it gets an answer anyway. */
+export const CALL_WAIT_MS = 20_000;
+
+/** Journal key of the server record (namespaces, search attributes); execution keys always contain '/'. */
+export const SERVER_RECORD_KEY = '#server';
+
+export interface ServerRecord {
+  namespaces: string[];
+  searchAttributes: Record<string, string>;
+  /** Retention of namespaces registered with their own. */
+  retentionMs?: Record<string, number>;
+}
+
+const DEFAULT_RETENTION_MS = 24 * 3600 * 1000;
+
+/** Custom search attributes that Temporal's dev server and the Java test server define out of the box. */
+const PREDEFINED_SEARCH_ATTRIBUTES: Record<string, string> = {
+  CustomKeywordField: 'Keyword',
+  CustomStringField: 'Text',
+  CustomTextField: 'Text',
+  CustomIntField: 'Int',
+  CustomDoubleField: 'Double',
+  CustomBoolField: 'Bool',
+  CustomDatetimeField: 'Datetime',
+};
+
+export type TaskRef =
+  | { kind: 'wft'; runKey: string; scheduledEventId: number }
+  | { kind: 'act'; runKey: string; scheduledEventId: number; attempt: number }
+  | { kind: 'query'; queryId: string };
+
+export interface PendingQuery {
+  id: string;
+  runKey: string;
+  query: Plain<temporal.api.query.v1.IWorkflowQuery>;
+  resolve(res: Req<'QueryWorkflowResponse'>): void;
+  reject(err: Error): void;
+  dispatched: boolean;
+  /** Scheduled event id of the workflow task carrying the query, 0 when it went out as a query task. */
+  attachedTo: number;
+}
+
+interface Waiter {
+  check(): boolean;
+}
+
+/** How an RPC handler learns that its caller went away. */
+export type OnCancel = (c: () => void) => void;
+
+/** What happens when a named deadline of a run comes due (deadlines.ts). */
+export type DeadlineHandler = (core: EngineCore, ex: Execution, name: string) => void;
+
+export interface EngineOptions {
+  timeSkipping: boolean;
+  /** How long closed executions are kept (namespace retention); 24 h by default. */
+  retentionMs?: number;
+  namespaces: string[];
+  searchAttributes: Record<string, string>;
+  journal?: Journal;
+}
+
+export class EngineCore {
+  readonly clock: Clock;
+  readonly runs = new Map<string, Execution>();
+  /** namespace/workflowId -> run keys, oldest first. */
+  readonly byWorkflowId = new Map<string, string[]>();
+  readonly queues = new TaskQueues<TaskRef>();
+  readonly timers = new Map<string, TimerHandle>();
+  readonly stickyTimers = new Map<string, NodeJS.Timeout>();
+  readonly queries = new Map<string, PendingQuery>();
+  readonly waiters = new Map<string, Set<Waiter>>();
+  readonly dirty = new Set<Execution>();
+  readonly namespaces: Set<string>;
+  readonly namespaceRetentionMs = new Map<string, number>();
+  readonly saTypes: Map<string, string>;
+  readonly journal: Journal | undefined;
+  /** Namespaces or search attributes changed since the server record was last journaled. */
+  serverDirty = false;
+  taskId = 1;
+
+  constructor(
+    private readonly opts: EngineOptions,
+    private readonly onDeadline: DeadlineHandler,
+  ) {
+    this.clock = new Clock(opts.timeSkipping);
+    this.namespaces = new Set(['default', ...opts.namespaces]);
+    this.saTypes = new Map([...Object.entries(PREDEFINED_SEARCH_ATTRIBUTES), ...Object.entries(opts.searchAttributes)]);
+    this.journal = opts.journal;
+  }
+
+  // ---------------------------------------------------------------- change tracking & journal staging
+
+  /** Namespaces and search attributes live in one journal record beside the executions. */
+  markServerDirty(): void {
+    if (this.journal) this.serverDirty = true;
+  }
+
+  private serverRecord(): JournalRecord {
+    const state: ServerRecord = {
+      namespaces: [...this.namespaces],
+      searchAttributes: Object.fromEntries(this.saTypes),
+      retentionMs: Object.fromEntries(this.namespaceRetentionMs),
+    };
+    return { key: SERVER_RECORD_KEY, base: 0, events: [], state };
+  }
+
+  markDirty(ex: Execution): void {
+    ex.s.stateTransitions++;
+    if (!this.journal) return;
+    this.dirty.add(ex);
+  }
+
+  /** Journals every changed run; resolves once durable. */
+  commit(): Promise<void> {
+    const journal = this.journal;
+    if (!journal) return Promise.resolve();
+    this.stageDirty(journal);
+    return journal.flush();
+  }
+
+  stageDirty(journal: Journal): void {
+    if (this.serverDirty) {
+      journal.append(this.serverRecord());
+      this.serverDirty = false;
+    }
+    if (this.dirty.size === 0) return;
+    for (const ex of this.dirty) {
+      const base = Math.min(ex.persistedLength, ex.history.length);
+      journal.append({
+        key: execKey(ex.s.namespace, ex.s.runId),
+        base,
+        events: ex.history.slice(base),
+        state: ex.s,
+      });
+      ex.persistedLength = ex.history.length;
+    }
+    this.dirty.clear();
+    if (journal.wantsCompaction) {
+      journal.compact([
+        this.serverRecord(),
+        ...[...this.runs.values()].map((ex) => ({
+          key: execKey(ex.s.namespace, ex.s.runId),
+          base: 0,
+          events: ex.history,
+          state: ex.s,
+        })),
+      ]);
+    }
+  }
+
+  /** How long closed executions of a namespace are kept: its own retention, else the server's. */
+  retentionOf(namespace: string): number {
+    return this.namespaceRetentionMs.get(namespace) ?? this.opts.retentionMs ?? DEFAULT_RETENTION_MS;
+  }
+
+  // ---------------------------------------------------------------- lookup helpers
+
+  indexRun(ex: Execution): void {
+    const k = `${ex.s.namespace}/${ex.s.workflowId}`;
+    const list = this.byWorkflowId.get(k) ?? [];
+    list.push(execKey(ex.s.namespace, ex.s.runId));
+    list.sort((a, b) => (this.runs.get(a)?.s.startTime ?? 0) - (this.runs.get(b)?.s.startTime ?? 0));
+    this.byWorkflowId.set(k, list);
+  }
+
+  latestRun(namespace: string, workflowId: string): Execution | undefined {
+    const list = this.byWorkflowId.get(`${namespace}/${workflowId}`);
+    const last = list?.[list.length - 1];
+    return last ? this.runs.get(last) : undefined;
+  }
+
+  findRun(namespace: string, exec: Plain<temporal.api.common.v1.IWorkflowExecution> | null | undefined): Execution {
+    const workflowId = exec?.workflowId ?? '';
+    if (!workflowId) throw invalid('workflow id is required');
+    const runId = exec?.runId ?? '';
+    const ex = runId ? this.runs.get(execKey(namespace, runId)) : this.latestRun(namespace, workflowId);
+    if (!ex || ex.s.workflowId !== workflowId) {
+      throw notFound(`workflow execution not found for workflow ID "${workflowId}" and run ID "${runId}"`);
+    }
+    return ex;
+  }
+
+  findOpenRun(namespace: string, exec: Plain<temporal.api.common.v1.IWorkflowExecution> | null | undefined): Execution {
+    const ex = this.findRun(namespace, exec);
+    if (!this.isOpen(ex)) throw notFound('workflow execution already completed');
+    return ex;
+  }
+
+  /** The open run, or undefined where findOpenRun would throw. */
+  openRunOrUndefined(namespace: string, exec: Plain<temporal.api.common.v1.IWorkflowExecution> | null | undefined): Execution | undefined {
+    try {
+      return this.findOpenRun(namespace, exec);
+    } catch {
+      return undefined;
+    }
+  }
+
+  isOpen(ex: Execution): boolean {
+    return ex.s.status === Status.WORKFLOW_EXECUTION_STATUS_RUNNING;
+  }
+
+  /** The namespace of a request (default when empty); NOT_FOUND for unknown ones. */
+  ns(namespace: string | null | undefined): string {
+    const n = namespace || 'default';
+    if (!this.namespaces.has(n)) throw notFound(`namespace ${n} not found`);
+    return n;
+  }
+
+  actKey(ex: Execution, a: ActivityState): string {
+    return `act:${ex.s.runId}:${a.scheduledEventId}`;
+  }
+
+  queueKey(namespace: string, name: string, kind: 'wf' | 'act'): string {
+    return `${namespace}\u0000${kind}\u0000${name}`;
+  }
+
+  // ---------------------------------------------------------------- waiting callers
+
+  waitFor<T>(runKey: string, timeoutMs: number, probe: () => T | undefined, onCancel?: OnCancel): Promise<T | undefined> {
+    const first = probe();
+    if (first !== undefined) return Promise.resolve(first);
+    return new Promise((resolve) => {
+      let set = this.waiters.get(runKey);
+      if (!set) {
+        set = new Set();
+        this.waiters.set(runKey, set);
+      }
+      const waiters = set;
+      const finish = (v: T | undefined) => {
+        clearTimeout(timer);
+        waiters.delete(w);
+        resolve(v);
+      };
+      const w: Waiter = {
+        check: () => {
+          const v = probe();
+          if (v === undefined) return false;
+          finish(v);
+          return true;
+        },
+      };
+      const timer = setTimeout(() => finish(undefined), timeoutMs);
+      waiters.add(w);
+      onCancel?.(() => finish(undefined));
+    });
+  }
+
+  notify(ex: Execution): void {
+    const set = this.waiters.get(execKey(ex.s.namespace, ex.s.runId));
+    if (!set) return;
+    for (const w of [...set]) w.check();
+  }
+
+  // ---------------------------------------------------------------- named deadlines
+
+  setDeadline(ex: Execution, name: string, at: number): void {
+    ex.s.deadlines[name] = at;
+    this.armDeadline(ex, name, at);
+  }
+
+  clearDeadline(ex: Execution, name: string): void {
+    delete ex.s.deadlines[name];
+    const k = `${ex.s.runId}|${name}`;
+    this.timers.get(k)?.cancel();
+    this.timers.delete(k);
+  }
+
+  armDeadline(ex: Execution, name: string, at: number): void {
+    const k = `${ex.s.runId}|${name}`;
+    this.timers.get(k)?.cancel();
+    this.timers.set(
+      k,
+      this.clock.schedule(at, () => {
+        this.timers.delete(k);
+        if (ex.s.deadlines[name] !== at) return;
+        delete ex.s.deadlines[name];
+        this.onDeadline(this, ex, name);
+        void this.commit();
+      }),
+    );
+  }
+
+  // ---------------------------------------------------------------- history
+
+  event(ex: Execution, type: number, field: string, attrs: object): HistoryEvent {
+    return {
+      eventId: 0,
+      eventTime: msTs(this.clock.now()),
+      eventType: type,
+      taskId: this.taskId++,
+      [field]: attrs,
+    } as HistoryEvent;
+  }
+
+  appendNow(ex: Execution, e: HistoryEvent): HistoryEvent {
+    e.eventId = ex.history.length + 1;
+    ex.history.push(e);
+    this.markDirty(ex);
+    return e;
+  }
+
+  /** Appends the event of a workflow task's command; it carries the command's user metadata. */
+  appendCommandEvent(ex: Execution, c: Command, type: number, field: string, attrs: object): HistoryEvent {
+    const e = this.event(ex, type, field, attrs);
+    if (c.userMetadata) e.userMetadata = c.userMetadata;
+    return this.appendNow(ex, e);
+  }
+
+  appendGroup(ex: Execution, g: BufferedGroup): void {
+    const first = g.events[0];
+    for (const e of g.events) {
+      e.eventTime = msTs(this.clock.now());
+      this.appendNow(ex, e);
+    }
+    if (g.linkStarted && first && g.events.length > 1) {
+      const last = g.events[g.events.length - 1]!;
+      const attrs = Object.entries(last).find(([k]) => k.endsWith('EventAttributes'))?.[1] as { startedEventId?: number };
+      if (attrs) attrs.startedEventId = num(first.eventId);
+    }
+  }
+
+  flushBuffered(ex: Execution): boolean {
+    if (ex.s.buffered.length === 0) return false;
+    for (const g of ex.s.buffered.splice(0)) this.appendGroup(ex, g);
+    return true;
+  }
+
+  /** Adds the `type` metadata the SDK needs to decode typed search attributes, from the registered types. */
+  typedSearchAttributes(sa: SearchAttributes | null | undefined): SearchAttributes | null {
+    if (!sa?.indexedFields) return null;
+    const out: Record<string, Plain<temporal.api.common.v1.IPayload>> = {};
+    for (const [k, v] of Object.entries(sa.indexedFields)) {
+      const meta = { ...(v.metadata ?? {}) };
+      const registered = this.saTypes.get(k);
+      if (!meta.type && registered) meta.type = Buffer.from(registered);
+      if (meta.type && !this.saTypes.has(k)) {
+        this.saTypes.set(k, Buffer.from(meta.type).toString('utf8'));
+        this.markServerDirty();
+      }
+      out[k] = { ...v, metadata: meta };
+    }
+    return { indexedFields: out };
+  }
+}

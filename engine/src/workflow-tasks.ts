@@ -1,0 +1,303 @@
+// Workflow-task dispatch: events that wake the workflow, scheduling a task (normal or sticky queue), offering
+// it to pollers, starting it (history, update requests and queries it carries), failing, timing out and
+// retrying it, and the sticky queues of workers that go away. Completion is workflow-task-completion.ts.
+import { randomUUID } from 'node:crypto';
+import type { EngineCore, OnCancel, TaskRef } from './core.js';
+import { invalid, notFound } from './errors.js';
+import { HISTORY_PAGE, pageToken } from './history.js';
+import { log } from './log.js';
+import { longPoll } from './long-poll.js';
+import { EventType, durationMs, enums, msDuration, msTs, num, packAny, pb, type HistoryEvent, type Message, type Req } from './proto.js';
+import { answerAttachedQueries, attachPendingQueries, dispatchPendingQueries, startQueryTask } from './queries.js';
+import { execKey, type BufferedGroup, type Execution, type ExecutionState } from './state.js';
+import { decodeToken, encodeToken, type TaskToken } from './tokens.js';
+
+const STICKY_DEFAULT_MS = 5_000;
+
+/** An event not caused by the running workflow task: buffered while a task is in flight, and it wakes the workflow. */
+export function addExternal(core: EngineCore, ex: Execution, events: HistoryEvent[], linkStarted = false): void {
+  const g: BufferedGroup = { events, linkStarted };
+  if (ex.s.wft.phase === 'started') {
+    ex.s.buffered.push(g);
+  } else {
+    core.appendGroup(ex, g);
+    ex.s.wft.speculativeFrom = null;
+  }
+  scheduleWorkflowTask(core, ex);
+  core.notify(ex);
+  core.markDirty(ex);
+}
+
+export function scheduleWorkflowTask(core: EngineCore, ex: Execution, speculative = false): void {
+  const s = ex.s;
+  if (!core.isOpen(ex) || s.wft.phase !== 'none') return;
+  if (s.deadlines['backoff'] !== undefined || s.deadlines['wftretry'] !== undefined) return;
+  const now = core.clock.now();
+  const sticky = s.sticky;
+  const queue = sticky ? sticky.queue : s.taskQueue;
+  const historyBefore = ex.history.length;
+  const e = core.appendNow(
+    ex,
+    core.event(ex, EventType.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED, 'workflowTaskScheduledEventAttributes', {
+      taskQueue: sticky
+        ? { name: queue, kind: enums.TaskQueueKind.TASK_QUEUE_KIND_STICKY, normalName: s.taskQueue }
+        : { name: queue, kind: enums.TaskQueueKind.TASK_QUEUE_KIND_NORMAL },
+      startToCloseTimeout: msDuration(s.workflowTaskTimeoutMs),
+      attempt: s.wft.attempt,
+    }),
+  );
+  s.wft = {
+    phase: 'scheduled',
+    scheduledEventId: num(e.eventId),
+    startedEventId: 0,
+    attempt: s.wft.attempt,
+    queue,
+    sticky: !!sticky,
+    scheduledTime: now,
+    startedTime: 0,
+    speculativeFrom: speculative ? historyBefore : null,
+  };
+  dispatchWorkflowTask(core, ex);
+}
+
+export function dispatchWorkflowTask(core: EngineCore, ex: Execution): void {
+  const s = ex.s;
+  const runKey = execKey(s.namespace, s.runId);
+  core.clock.setOutstanding(`wft:${runKey}`, true);
+  const ref: TaskRef = { kind: 'wft', runKey, scheduledEventId: s.wft.scheduledEventId };
+  core.queues.offer(core.queueKey(s.namespace, s.wft.queue, 'wf'), ref);
+  if (s.wft.sticky && s.sticky) {
+    // A sticky task nobody picks up goes back to the normal queue (with full history).
+    const timeout = s.sticky.scheduleToStartMs || STICKY_DEFAULT_MS;
+    const scheduledEventId = s.wft.scheduledEventId;
+    const old = core.stickyTimers.get(runKey);
+    if (old) clearTimeout(old);
+    core.stickyTimers.set(
+      runKey,
+      setTimeout(() => {
+        core.stickyTimers.delete(runKey);
+        if (s.wft.phase === 'scheduled' && s.wft.scheduledEventId === scheduledEventId && s.wft.sticky) {
+          moveToNormalQueue(core, ex);
+        }
+      }, timeout),
+    );
+  }
+}
+
+function moveToNormalQueue(core: EngineCore, ex: Execution): void {
+  const s = ex.s;
+  s.sticky = null;
+  s.wft.sticky = false;
+  s.wft.queue = s.taskQueue;
+  core.queues.offer(core.queueKey(s.namespace, s.taskQueue, 'wf'), {
+    kind: 'wft',
+    runKey: execKey(s.namespace, s.runId),
+    scheduledEventId: s.wft.scheduledEventId,
+  });
+  core.markDirty(ex);
+}
+
+function clearStickyTimer(core: EngineCore, runKey: string): void {
+  const st = core.stickyTimers.get(runKey);
+  if (st) {
+    clearTimeout(st);
+    core.stickyTimers.delete(runKey);
+  }
+}
+
+export function workflowTaskDone(core: EngineCore, ex: Execution): void {
+  const runKey = execKey(ex.s.namespace, ex.s.runId);
+  ex.s.wft.phase = 'none';
+  core.clearDeadline(ex, 'wft');
+  core.clock.setOutstanding(`wft:${runKey}`, false);
+  clearStickyTimer(core, runKey);
+}
+
+export function workflowTaskTimedOut(core: EngineCore, ex: Execution, timeoutType: number): void {
+  const s = ex.s;
+  core.appendNow(
+    ex,
+    core.event(ex, EventType.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT, 'workflowTaskTimedOutEventAttributes', {
+      scheduledEventId: s.wft.scheduledEventId,
+      startedEventId: s.wft.startedEventId,
+      timeoutType,
+    }),
+  );
+  retryWorkflowTask(core, ex);
+}
+
+export function retryWorkflowTask(core: EngineCore, ex: Execution): void {
+  const s = ex.s;
+  workflowTaskDone(core, ex);
+  s.wft.attempt++;
+  s.wft.speculativeFrom = null;
+  s.sticky = null;
+  for (const u of Object.values(s.updates)) if (u.phase === 'delivered') u.phase = 'admitted';
+  answerAttachedQueries(core, ex, {});
+  core.flushBuffered(ex);
+  // The SDK fails a task on the first attempt only; later attempts are left to time out, so back off gently.
+  if (s.wft.attempt > 2) {
+    core.setDeadline(ex, 'wftretry', core.clock.now() + Math.min(1000 * (s.wft.attempt - 2), 10_000));
+  } else {
+    scheduleWorkflowTask(core, ex);
+  }
+  dispatchPendingQueries(core, ex);
+  core.notify(ex);
+  core.markDirty(ex);
+}
+
+export async function pollWorkflowTaskQueue(
+  core: EngineCore,
+  r: Req<'PollWorkflowTaskQueueRequest'>,
+  onCancel: OnCancel,
+): Promise<Req<'PollWorkflowTaskQueueResponse'>> {
+  const namespace = core.ns(r.namespace);
+  const name = r.taskQueue?.name;
+  if (!name) throw invalid('task queue is required');
+  return longPoll(core, core.queueKey(namespace, name, 'wf'), r, onCancel, takeWorkflowTask);
+}
+
+/** A polled reference: a query task, or the run's scheduled workflow task if it is still the one queued here. */
+function takeWorkflowTask(core: EngineCore, ref: TaskRef, r: Req<'PollWorkflowTaskQueueRequest'>): Req<'PollWorkflowTaskQueueResponse'> | null {
+  if (ref.kind === 'query') return startQueryTask(core, ref.queryId);
+  if (ref.kind !== 'wft') return null;
+  const ex = core.runs.get(ref.runKey);
+  if (!ex || !core.isOpen(ex)) return null;
+  const s = ex.s;
+  if (s.wft.phase !== 'scheduled' || s.wft.scheduledEventId !== ref.scheduledEventId || s.wft.queue !== r.taskQueue?.name) return null;
+  const sticky = r.taskQueue?.kind === enums.TaskQueueKind.TASK_QUEUE_KIND_STICKY;
+  return startWorkflowTask(core, ex, r.identity ?? '', sticky);
+}
+
+function startWorkflowTask(core: EngineCore, ex: Execution, identity: string, sticky: boolean): Req<'PollWorkflowTaskQueueResponse'> {
+  const s = ex.s;
+  const now = core.clock.now();
+  const started = core.appendNow(
+    ex,
+    core.event(ex, EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED, 'workflowTaskStartedEventAttributes', {
+      scheduledEventId: s.wft.scheduledEventId,
+      identity,
+      requestId: randomUUID(),
+      historySizeBytes: 0,
+    }),
+  );
+  s.wft.phase = 'started';
+  s.wft.startedEventId = num(started.eventId);
+  s.wft.startedTime = now;
+  core.setDeadline(ex, 'wft', now + s.workflowTaskTimeoutMs);
+  const runKey = execKey(s.namespace, s.runId);
+  clearStickyTimer(core, runKey);
+  const messages = deliverAdmittedUpdates(s);
+  const queries = attachPendingQueries(core, ex, runKey);
+  const from = sticky ? s.lastCompletedStartedEventId : 0;
+  const events = ex.history.slice(from);
+  if (log.debugEnabled) log.debug('workflow task started', {
+    sticky,
+    previousStartedEventId: s.lastCompletedStartedEventId,
+    events: events.map((e) => `${e.eventId}:${e.eventType}`).join(' '),
+    messages: messages.length,
+  });
+  const token = encodeToken({ k: 'wft', ns: s.namespace, r: s.runId, s: s.wft.scheduledEventId, a: s.wft.attempt });
+  let nextPageToken: Uint8Array | undefined;
+  let page = events;
+  if (events.length > HISTORY_PAGE) {
+    page = events.slice(0, HISTORY_PAGE);
+    nextPageToken = pageToken(s.runId, from + HISTORY_PAGE, s.wft.startedEventId);
+  }
+  return {
+    taskToken: token,
+    workflowExecution: { workflowId: s.workflowId, runId: s.runId },
+    workflowType: { name: s.workflowType },
+    previousStartedEventId: s.lastCompletedStartedEventId,
+    startedEventId: s.wft.startedEventId,
+    attempt: s.wft.attempt,
+    history: { events: page },
+    nextPageToken,
+    workflowExecutionTaskQueue: { name: s.taskQueue, kind: enums.TaskQueueKind.TASK_QUEUE_KIND_NORMAL },
+    scheduledTime: msTs(s.wft.scheduledTime),
+    startedTime: msTs(now),
+    messages,
+    queries,
+  };
+}
+
+/** Admitted updates go out with the starting task as protocol messages (their requests). */
+function deliverAdmittedUpdates(s: ExecutionState): Message[] {
+  const messages: Message[] = [];
+  for (const u of Object.values(s.updates)) {
+    if (u.phase !== 'admitted') continue;
+    u.phase = 'delivered';
+    messages.push({
+      id: `${u.updateId}/request`,
+      protocolInstanceId: u.updateId,
+      eventId: s.wft.startedEventId - 1,
+      body: packAny('temporal.api.update.v1.Request', pb.temporal.api.update.v1.Request, u.request),
+    });
+  }
+  return messages;
+}
+
+/** The run whose workflow task the token names, if that task is still the started one. */
+export function startedWorkflowTask(core: EngineCore, token: TaskToken): Execution {
+  const ex = core.runs.get(execKey(token.ns, token.r));
+  if (!ex || !core.isOpen(ex) || token.k !== 'wft') throw notFound('Workflow task not found.');
+  const w = ex.s.wft;
+  if (w.phase !== 'started' || w.scheduledEventId !== token.s || w.attempt !== token.a) {
+    throw notFound('Workflow task not found.');
+  }
+  return ex;
+}
+
+export async function respondWorkflowTaskFailed(
+  core: EngineCore,
+  r: Req<'RespondWorkflowTaskFailedRequest'>,
+): Promise<Req<'RespondWorkflowTaskFailedResponse'>> {
+  const ex = startedWorkflowTask(core, decodeToken(r.taskToken));
+  const s = ex.s;
+  core.appendNow(
+    ex,
+    core.event(ex, EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED, 'workflowTaskFailedEventAttributes', {
+      scheduledEventId: s.wft.scheduledEventId,
+      startedEventId: s.wft.startedEventId,
+      cause: r.cause,
+      failure: r.failure,
+      identity: r.identity,
+    }),
+  );
+  retryWorkflowTask(core, ex);
+  await core.commit();
+  return {};
+}
+
+/** The worker's sticky queue for the run's next tasks, as its completion asked. */
+export function applySticky(ex: Execution, r: Req<'RespondWorkflowTaskCompletedRequest'>): void {
+  const q = r.stickyAttributes?.workerTaskQueue?.name;
+  ex.s.sticky = q ? { queue: q, scheduleToStartMs: durationMs(r.stickyAttributes?.scheduleToStartTimeout) } : null;
+}
+
+export function scheduleIfPendingUpdates(core: EngineCore, ex: Execution): void {
+  if (Object.values(ex.s.updates).some((u) => u.phase === 'admitted')) scheduleWorkflowTask(core, ex, ex.s.wft.phase === 'none');
+}
+
+export async function shutdownWorker(core: EngineCore, r: Req<'ShutdownWorkerRequest'>): Promise<object> {
+  const namespace = core.ns(r.namespace);
+  const sticky = r.stickyTaskQueue;
+  if (!sticky) return {};
+  // Tasks waiting on the departing worker's sticky queue go to the normal queue right away.
+  core.queues.drain(core.queueKey(namespace, sticky, 'wf'));
+  for (const ex of core.runs.values()) {
+    if (ex.s.namespace !== namespace || ex.s.sticky?.queue !== sticky) continue;
+    if (ex.s.wft.phase === 'scheduled' && ex.s.wft.sticky) moveToNormalQueue(core, ex);
+    else ex.s.sticky = null;
+  }
+  await core.commit();
+  return {};
+}
+
+export async function resetStickyTaskQueue(core: EngineCore, r: Req<'ResetStickyTaskQueueRequest'>): Promise<object> {
+  const ex = core.findRun(core.ns(r.namespace), r.execution);
+  ex.s.sticky = null;
+  if (ex.s.wft.phase === 'scheduled' && ex.s.wft.sticky) moveToNormalQueue(core, ex);
+  await core.commit();
+  return {};
+}
