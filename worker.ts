@@ -1,13 +1,10 @@
 // The Temporal worker as a process of its own (production): runs paygate's workflows and activities
 // against TEMPORAL_ADDRESS. `npm start` (src/main.ts) runs the same worker in-process instead.
 import closeWithGrace from 'close-with-grace';
-import { startConfiguredGateways, openConfiguredDatabase } from './src/api/server.js';
-import { createActivities } from './src/activities/index.js';
 import { readConfigOrExit } from './src/config/index.js';
-import { loadKeyring } from './src/config/keys.js';
 import { createLogger } from './src/logger.js';
-import { createPaygateWorker } from './src/temporal/worker.js';
 import { installTemporalLogger } from './src/temporal/runtime.js';
+import { createWorker, openCore } from './src/wiring.js';
 
 const config = readConfigOrExit();
 const logger = createLogger({ level: config.logLevel }).child({ component: 'worker' });
@@ -17,16 +14,8 @@ if (!config.temporalAddress) {
 }
 installTemporalLogger(logger);
 
-const { keyring } = await loadKeyring(config);
-const database = await openConfiguredDatabase(config);
-const gateways = await startConfiguredGateways(config, logger);
-const worker = await createPaygateWorker({
-  address: config.temporalAddress,
-  namespace: config.temporalNamespace,
-  taskQueue: config.taskQueue,
-  keyring,
-  activities: createActivities({ db: database.db, gateways: gateways.gateways, keyring }),
-});
+const core = await openCore(config, logger);
+const worker = await createWorker(core, config.temporalAddress);
 
 closeWithGrace({ delay: 30_000 }, async ({ signal, err }) => {
   if (err) logger.error({ err }, 'worker shutting down after a fatal error');
@@ -38,6 +27,5 @@ logger.info({ taskQueue: config.taskQueue, address: config.temporalAddress }, 'w
 try {
   await worker.run();
 } finally {
-  await gateways.close();
-  await database.close();
+  await core.close();
 }

@@ -2,15 +2,12 @@
 // DATA_DIR unless DATABASE_URL is set), the sandbox gateways, and — unless TEMPORAL_ADDRESS is set —
 // the embedded Temporal-compatible engine, durable under DATA_DIR.
 import path from 'node:path';
-import { announceAdminToken, buildConfiguredApp, listen, openConfiguredDatabase, startConfiguredGateways } from './api/server.js';
-import { createActivities } from './activities/index.js';
+import { buildConfiguredApp, listen } from './api/server.js';
 import { readConfigOrExit } from './config/index.js';
-import { loadKeyring } from './config/keys.js';
 import { createLogger } from './logger.js';
-import { connectTemporalClient } from './temporal/client.js';
 import { startEmbeddedEngine, type EmbeddedEngine } from './temporal/embedded-engine.js';
 import { installTemporalLogger } from './temporal/runtime.js';
-import { createPaygateWorker } from './temporal/worker.js';
+import { announceAdminToken, connectTemporal, createWorker, openCore } from './wiring.js';
 
 const config = readConfigOrExit();
 const logger = createLogger({ level: config.logLevel });
@@ -23,15 +20,8 @@ const closeAll = async () => {
 };
 
 try {
-  const { keyring, source } = await loadKeyring(config);
-  if (source === 'data-dir' && config.databaseUrl) {
-    logger.warn('ENCRYPTION_KEYS is not set: sealing with a key kept in DATA_DIR; every process sharing this database needs the same key');
-  }
-
-  const database = await openConfiguredDatabase(config);
-  closers.push(() => database.close());
-  const gateways = await startConfiguredGateways(config, logger);
-  closers.push(() => gateways.close());
+  const core = await openCore(config, logger);
+  closers.push(() => core.close());
 
   let engine: EmbeddedEngine | undefined;
   if (!config.temporalAddress) {
@@ -46,16 +36,10 @@ try {
   }
   const temporalAddress = config.temporalAddress ?? engine!.address;
 
-  const temporal = await connectTemporalClient({ address: temporalAddress, namespace: config.temporalNamespace, keyring });
+  const temporal = await connectTemporal(core, temporalAddress);
   closers.push(() => temporal.close());
 
-  const worker = await createPaygateWorker({
-    address: temporalAddress,
-    namespace: config.temporalNamespace,
-    taskQueue: config.taskQueue,
-    keyring,
-    activities: createActivities({ db: database.db, gateways: gateways.gateways, keyring }),
-  });
+  const worker = await createWorker(core, temporalAddress);
   closers.push(() => worker.shutdown());
   worker.run().catch((err: unknown) => {
     logger.fatal({ err }, 'the Temporal worker stopped');
@@ -63,11 +47,8 @@ try {
   });
 
   const app = await buildConfiguredApp({
-    config,
-    database,
-    gateways,
+    core,
     logger,
-    keyring,
     temporal,
     readiness: { worker: () => worker.worker.getState() === 'RUNNING' },
   });

@@ -1,23 +1,18 @@
-// Every activity the worker registers, built from injected dependencies (tests inject their own).
-import type { Kysely } from 'kysely';
+// Every activity the worker registers, from one factory with injected dependencies. The worker,
+// `npm start` and the test helpers all register exactly this set.
 import type { GatewayRegistry } from '../gateways/types.js';
-import { createFieldCipher } from '../security/field-cipher.js';
-import type { Keyring } from '../security/keyring.js';
-import type { Tables } from '../store/db.js';
-import { createVerificationStore } from '../store/verifications.js';
+import type { Stores } from '../store/index.js';
 import { createVerificationActivities } from './verification.js';
 
 export interface ActivityDeps {
-  readonly db: Kysely<Tables>;
+  readonly stores: Pick<Stores, 'verifications'>;
   readonly gateways: GatewayRegistry;
-  readonly keyring: Keyring;
 }
 
 export function createActivities(deps: ActivityDeps) {
   return {
-    ...createVerificationActivities({
-      gateways: deps.gateways,
-      verifications: createVerificationStore(deps.db, createFieldCipher(deps.keyring)),
-    }),
+    ...createVerificationActivities({ gateways: deps.gateways, verifications: deps.stores.verifications }),
   };
 }
+
+export type Activities = ReturnType<typeof createActivities>;

@@ -4,18 +4,22 @@ import { randomUUID } from 'node:crypto';
 import fastifySwagger from '@fastify/swagger';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyPluginAsync } from 'fastify';
 import { jsonSchemaTransform, serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
-import type { Client } from '@temporalio/client';
 import type { Config } from '../config/index.js';
 import { ApiError } from '../domain/errors.js';
 import type { GatewayRegistry } from '../gateways/types.js';
 import { createLogger, type Logger } from '../logger.js';
 import type { Database } from '../store/db.js';
 import { createKeyring, generateKeyringSpec, parseKeyringSpec, type Keyring } from '../security/keyring.js';
+import { createServices, type Services } from '../services/index.js';
+import type { WorkflowRuntime } from '../services/verifications.js';
+import { createStores, type Stores } from '../store/index.js';
 import { authPlugin } from './auth.js';
 import { clientErrorHandler, installErrorHandling, sendApiError, toApiError } from './errors.js';
 import { adminRoutes } from './routes/admin.js';
-import { billingAreaRoutes } from './routes/billing.js';
+import { billingRoutes } from './routes/billing.js';
+import { cancelRoutes } from './routes/cancel.js';
 import { healthRoutes } from './routes/health.js';
+import { receiptRoutes } from './routes/receipt.js';
 import { tokenRoutes } from './routes/token.js';
 import { verificationRoutes } from './routes/verification.js';
 
@@ -32,7 +36,7 @@ export interface AppDeps {
   /** extra readiness probes for GET /health by component name (e.g. engine, worker) */
   readonly readiness?: Readonly<Record<string, ReadinessProbe>>;
   /** where the long-running processes run (identity verification); without it those routes answer 503 */
-  readonly temporal?: { readonly client: Client; readonly taskQueue: string };
+  readonly temporal?: WorkflowRuntime;
   /**
    * How long a route waits on a workflow (start + update) before answering with an error instead of
    * holding the request open, e.g. while no worker polls. Default 60 s: above a send with gateway retries.
@@ -44,7 +48,13 @@ export interface AppDeps {
   readonly sandboxUrl?: string;
 }
 
-export type ResolvedDeps = AppDeps & { readonly logger: Logger; readonly clock: () => Date; readonly keyring: Keyring };
+export type ResolvedDeps = AppDeps & {
+  readonly logger: Logger;
+  readonly clock: () => Date;
+  readonly keyring: Keyring;
+  readonly stores: Stores;
+  readonly services: Services;
+};
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -60,7 +70,9 @@ const routePlugins: readonly FastifyPluginAsync[] = [
   healthRoutes,
   tokenRoutes,
   adminRoutes,
-  billingAreaRoutes,
+  billingRoutes,
+  receiptRoutes,
+  cancelRoutes,
   verificationRoutes,
 ];
 
@@ -72,11 +84,23 @@ function containsNul(value: unknown, depth = 0): boolean {
 }
 
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
+  const clock = deps.clock ?? (() => new Date());
+  const keyring = deps.keyring ?? createKeyring(parseKeyringSpec(generateKeyringSpec('ephemeral')));
+  const stores = createStores(deps.database.db, keyring);
   const resolved: ResolvedDeps = {
     ...deps,
     logger: deps.logger ?? createLogger({ level: deps.config.logLevel }),
-    clock: deps.clock ?? (() => new Date()),
-    keyring: deps.keyring ?? createKeyring(parseKeyringSpec(generateKeyringSpec('ephemeral'))),
+    clock,
+    keyring,
+    stores,
+    services: createServices({
+      stores,
+      gateways: deps.gateways,
+      clock,
+      ...(deps.temporal ? { workflows: deps.temporal } : {}),
+      ...(deps.workflowCallTimeoutMs !== undefined ? { workflowCallTimeoutMs: deps.workflowCallTimeoutMs } : {}),
+      ...(deps.config.sandbox && deps.sandboxUrl ? { sandboxUrl: deps.sandboxUrl } : {}),
+    }),
   };
 
   const app = Fastify({

@@ -12,12 +12,11 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { ApiError } from '../domain/errors.js';
+import { assertIpAllowed, keyExpired } from '../domain/access.js';
 import { secretMatches } from '../domain/ids.js';
-import { ipAllowed } from '../domain/ip.js';
 import type { Scope } from '../domain/scopes.js';
-import { findProjectByAccessToken } from '../store/access-tokens.js';
-import { findProjectByClientKey, toProject, type Project, type ProjectRow } from '../store/projects.js';
-import type { FieldErrors } from './errors.js';
+import { toProject, type Project, type ProjectRow } from '../store/projects.js';
+import type { FieldErrors } from '../domain/validation.js';
 
 export type AuthRequirement = 'project' | 'admin' | 'none';
 
@@ -65,22 +64,6 @@ function parseAuthorization(header: string | undefined):
   return { kind: 'basic', clientKey: decoded.slice(0, colon), secretKey: decoded.slice(colon + 1) };
 }
 
-/** 1203 with the requesting IP named, as the spec asks. */
-export function assertIpAllowed(project: Pick<ProjectRow, 'allowed_ips'>, ip: string): void {
-  if (!ipAllowed(ip, project.allowed_ips)) {
-    throw new ApiError('APP_FIREWALL_BLOCKED', { message: `The requesting IP ${ip} is not allowed.` });
-  }
-}
-
-export function keyExpired(project: Pick<ProjectRow, 'key_expires_at'>, now: Date): boolean {
-  return project.key_expires_at !== null && project.key_expires_at.getTime() <= now.getTime();
-}
-
-/** 1225 when a resource (verification, receipt, ...) belongs to another project's key. */
-export function assertOwnedBy(project: Pick<Project, 'application_id'>, ownerApplicationId: string): void {
-  if (project.application_id !== ownerApplicationId) throw new ApiError('APP_KEY_CHAIN_SESSION_INVALID');
-}
-
 function adminTokenMatches(presented: string, expected: string): boolean {
   const a = createHash('sha256').update(presented).digest();
   const b = createHash('sha256').update(expected).digest();
@@ -88,7 +71,7 @@ function adminTokenMatches(presented: string, expected: string): boolean {
 }
 
 async function authenticateProject(app: FastifyInstance, request: FastifyRequest): Promise<AuthState> {
-  const { db } = app.deps.database;
+  const { projects, accessTokens } = app.deps.stores;
   const now = app.deps.clock();
   const config = request.routeOptions.config;
   const credentials = parseAuthorization(request.headers.authorization);
@@ -96,11 +79,11 @@ async function authenticateProject(app: FastifyInstance, request: FastifyRequest
   let row: ProjectRow | undefined;
   if (credentials.kind === 'basic') {
     if (credentials.clientKey === '') throw new ApiError('APP_CLIENT_KEY_NOT_FOUND');
-    row = await findProjectByClientKey(db, credentials.clientKey);
+    row = await projects.findByClientKey(credentials.clientKey);
     if (!row) throw new ApiError('APP_CLIENT_KEY_NOT_FOUND');
     if (!secretMatches(credentials.secretKey, row.secret_key_hash)) throw new ApiError('APP_SK_NOT_MATCHED');
   } else {
-    row = await findProjectByAccessToken(db, credentials.token, now);
+    row = await accessTokens.findProject(credentials.token, now);
     if (!row) throw new ApiError('ACCESS_TOKEN_INVALID');
   }
 

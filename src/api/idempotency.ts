@@ -11,9 +11,8 @@
 import { randomBytes } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError } from '../domain/errors.js';
-import type { Database } from '../store/db.js';
 import type { Keyring } from '../security/keyring.js';
-import { claimIdempotencyKey, completeIdempotencyKey, purgeExpiredIdempotencyKeys, releaseIdempotencyKey } from '../store/idempotency.js';
+import type { IdempotencyStore } from '../store/idempotency.js';
 
 const IDEMPOTENCY_HEADER = 'idempotency-key';
 const REPLAYED_HEADER = 'idempotent-replayed';
@@ -56,12 +55,12 @@ export interface IdempotencyHooks {
 }
 
 export function createIdempotencyHooks(deps: {
-  readonly database: Database;
+  readonly idempotency: IdempotencyStore;
   readonly clock: () => Date;
   readonly keyring: Keyring;
 }): IdempotencyHooks {
   const claims = new WeakMap<FastifyRequest, Claim>();
-  const db = deps.database.db;
+  const store = deps.idempotency;
   let lastPurge = 0;
 
   return {
@@ -76,10 +75,10 @@ export function createIdempotencyHooks(deps: {
       const now = deps.clock();
       if (now.getTime() - lastPurge >= PURGE_INTERVAL_MS) {
         lastPurge = now.getTime();
-        await purgeExpiredIdempotencyKeys(db, now);
+        await store.purgeExpired(now);
       }
       const salt = `${deps.keyring.currentKeyId}.${randomBytes(16).toString('hex')}`;
-      const claim = await claimIdempotencyKey(db, {
+      const claim = await store.claim({
         applicationId,
         key: header,
         requestHash: requestHash(deps.keyring, request, salt),
@@ -106,9 +105,9 @@ export function createIdempotencyHooks(deps: {
       if (claim === undefined) return payload;
       claims.delete(request);
       if (reply.statusCode >= 500 || typeof payload !== 'string') {
-        await releaseIdempotencyKey(db, claim.applicationId, claim.key);
+        await store.release(claim.applicationId, claim.key);
       } else {
-        await completeIdempotencyKey(db, claim.applicationId, claim.key, { status: reply.statusCode, body: payload });
+        await store.complete(claim.applicationId, claim.key, { status: reply.statusCode, body: payload });
       }
       return payload;
     },

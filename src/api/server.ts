@@ -6,60 +6,12 @@ import { pathToFileURL } from 'node:url';
 import closeWithGrace from 'close-with-grace';
 import type { FastifyInstance } from 'fastify';
 import { readConfigOrExit, type Config } from '../config/index.js';
-import { createGatewayRegistry } from '../gateways/registry.js';
-import { startSandboxGateways } from '../sandbox/server.js';
-import type { GatewayRegistry } from '../gateways/types.js';
 import { createLogger, type Logger } from '../logger.js';
-import { openDatabase, type Database } from '../store/db.js';
-import { loadKeyring } from '../config/keys.js';
-import type { Keyring } from '../security/keyring.js';
-import { connectTemporalClient, type TemporalClient } from '../temporal/client.js';
+import type { TemporalClient } from '../temporal/client.js';
+import { announceAdminToken, connectTemporal, openCore, type Core } from '../wiring.js';
 import { buildApp, type ReadinessProbe } from './app.js';
 
 const SHUTDOWN_GRACE_MS = 10_000;
-
-/** Opens the database the config names: a Postgres server, or PGlite under DATA_DIR. */
-export function openConfiguredDatabase(config: Config): Promise<Database> {
-  return config.databaseUrl ? openDatabase({ databaseUrl: config.databaseUrl }) : openDatabase({ dataDir: resolve(config.dataDir, 'pglite') });
-}
-
-export interface ConfiguredGateways {
-  readonly gateways: GatewayRegistry;
-  readonly sandboxUrl?: string;
-  close(): Promise<void>;
-}
-
-/** The sandbox gateways (served on loopback) when sandbox mode is on; otherwise no gateways. */
-export async function startConfiguredGateways(
-  config: Config,
-  logger: Logger,
-): Promise<ConfiguredGateways> {
-  if (!config.sandbox) {
-    return { gateways: { get: () => undefined, names: [] }, close: async () => undefined };
-  }
-  if (config.sandboxGatewayUrl) {
-    // a sandbox server of its own (split deployments: API and worker must see the same sandbox)
-    const registry = createGatewayRegistry({ sandboxUrl: config.sandboxGatewayUrl });
-    return { gateways: registry, sandboxUrl: config.sandboxGatewayUrl, close: () => registry.close() };
-  }
-  const sandbox = await startSandboxGateways({ host: '127.0.0.1', port: 0, logger: logger.child({ component: 'sandbox-pg' }) });
-  const registry = createGatewayRegistry({ sandboxUrl: sandbox.url });
-  return {
-    gateways: registry,
-    sandboxUrl: sandbox.url,
-    async close() {
-      await registry.close();
-      await sandbox.close();
-    },
-  };
-}
-
-/** Prints the generated ADMIN_TOKEN once; it is the only secret ever written to the log. */
-export function announceAdminToken(config: Config, logger: Logger): void {
-  if (config.adminTokenGenerated) {
-    logger.warn(`ADMIN_TOKEN is not set; generated for this run: ${config.adminToken} (set ADMIN_TOKEN to keep one)`);
-  }
-}
 
 /**
  * Listens and installs graceful shutdown: on SIGINT/SIGTERM or a fatal error the server stops
@@ -83,23 +35,20 @@ export async function listen(
 
 /** The app as both entry points build it: configured storage, gateways, keyring and Temporal client. */
 export function buildConfiguredApp(parts: {
-  config: Config;
-  database: Database;
-  gateways: ConfiguredGateways;
+  core: Core;
   logger: Logger;
-  keyring: Keyring;
   temporal: TemporalClient;
   readiness?: Readonly<Record<string, ReadinessProbe>>;
 }): Promise<FastifyInstance> {
-  const { config, temporal } = parts;
+  const { core, temporal } = parts;
   return buildApp({
-    config,
-    database: parts.database,
-    gateways: parts.gateways.gateways,
+    config: core.config,
+    database: core.database,
+    gateways: core.gateways.gateways,
     logger: parts.logger,
-    keyring: parts.keyring,
-    temporal: { client: temporal.client, taskQueue: config.taskQueue },
-    ...(parts.gateways.sandboxUrl ? { sandboxUrl: parts.gateways.sandboxUrl } : {}),
+    keyring: core.keyring,
+    temporal: { client: temporal.client, taskQueue: core.config.taskQueue },
+    ...(core.gateways.sandboxUrl ? { sandboxUrl: core.gateways.sandboxUrl } : {}),
     readiness: {
       temporal: async () => {
         await temporal.client.connection.workflowService.getSystemInfo({});
@@ -121,15 +70,12 @@ export async function startApiServer(): Promise<FastifyInstance> {
     process.exit(1);
   }
   announceAdminToken(config, logger);
-  const { keyring } = await loadKeyring(config);
-  const database = await openConfiguredDatabase(config);
-  const gateways = await startConfiguredGateways(config, logger);
-  const temporal = await connectTemporalClient({ address: config.temporalAddress, namespace: config.temporalNamespace, keyring });
-  const app = await buildConfiguredApp({ config, database, gateways, logger, keyring, temporal });
+  const core = await openCore(config, logger);
+  const temporal = await connectTemporal(core, config.temporalAddress);
+  const app = await buildConfiguredApp({ core, logger, temporal });
   await listen(app, config, async () => {
     await temporal.close();
-    await gateways.close();
-    await database.close();
+    await core.close();
   });
   return app;
 }

@@ -12,17 +12,10 @@ import { request } from 'undici';
 import { parseConfig, ConfigError, type Config } from '../config/index.js';
 import { ApiError } from '../domain/errors.js';
 import { SCOPES } from '../domain/scopes.js';
-import { validate } from '../api/errors.js';
-import { openConfiguredDatabase } from '../api/server.js';
-import {
-  createProject,
-  getProject,
-  listProjects,
-  projectCreateSchema,
-  projectPatchSchema,
-  renderProject,
-  updateProject,
-} from '../store/projects.js';
+import { validate } from '../domain/validation.js';
+import { createProjectService, projectCreateSchema, projectPatchSchema, renderProject } from '../services/projects.js';
+import { createProjectStore } from '../store/projects.js';
+import { openConfiguredDatabase } from '../wiring.js';
 
 /** Gateways a project gets by default in --direct mode: the sandbox PGs that are served in-process. */
 const SANDBOX_PGS = ['sandbox_card', 'sandbox_noauto', 'sandbox_identity'] as const;
@@ -169,20 +162,24 @@ class HttpAnswerError extends Error {
 async function runDirect(command: Command, config: Config): Promise<unknown> {
   const database = await openConfiguredDatabase(config);
   try {
-    const ctx = { db: database.db, knownPgs: config.sandbox ? SANDBOX_PGS : [], now: () => new Date() };
+    const projects = createProjectService({
+      stores: { projects: createProjectStore(database.db) },
+      knownPgs: config.sandbox ? SANDBOX_PGS : [],
+      clock: () => new Date(),
+    });
     switch (command.action) {
       case 'create': {
         const input = validate(projectCreateSchema, command.body);
-        const { project, secrets } = await createProject(ctx, input);
+        const { project, secrets } = await projects.create(input);
         return { ...renderProject(project), ...secrets };
       }
       case 'update':
-        return renderProject(await updateProject(ctx, command.applicationId!, validate(projectPatchSchema, command.body)));
+        return renderProject(await projects.update(command.applicationId!, validate(projectPatchSchema, command.body)));
       case 'get':
-        return renderProject(await getProject(database.db, command.applicationId!));
+        return renderProject(await projects.get(command.applicationId!));
       case 'list': {
-        const projects = await listProjects(database.db);
-        return { list: projects.map(renderProject), count: projects.length };
+        const list = await projects.list();
+        return { list: list.map(renderProject), count: list.length };
       }
     }
   } finally {

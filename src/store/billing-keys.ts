@@ -11,14 +11,6 @@ export type BillingKeyRow = Selectable<BillingKeysTable>;
 // The gateway's billing key is the credential that charges the card: stored sealed, bound to its row.
 const gatewayKeyContext = (billingKey: string) => `billing-key:${billingKey}:gateway`;
 
-export function sealGatewayBillingKey(cipher: FieldCipher, billingKey: string, gatewayBillingKey: string): string {
-  return cipher.seal(gatewayBillingKey, gatewayKeyContext(billingKey));
-}
-
-export function openGatewayBillingKey(cipher: FieldCipher, row: Pick<BillingKeyRow, 'billing_key' | 'gateway_billing_key'>): string {
-  return cipher.open(row.gateway_billing_key, gatewayKeyContext(row.billing_key));
-}
-
 export interface NewBillingKey {
   readonly billingKey: string;
   readonly applicationId: string;
@@ -26,56 +18,73 @@ export interface NewBillingKey {
   readonly subscriptionId: string;
   readonly orderName: string;
   readonly pg: string;
-  /** sealed with sealGatewayBillingKey */
-  readonly sealedGatewayBillingKey: string;
+  /** the gateway's own key: sealed before it is written */
+  readonly gatewayBillingKey: string;
   readonly card: MaskedCard;
   readonly expiresAt: Date;
   readonly publishedAt: Date;
   readonly requestedAt: Date;
 }
 
-export async function insertBillingKey(db: Kysely<Tables>, key: NewBillingKey): Promise<BillingKeyRow> {
-  return db
-    .insertInto('billing_keys')
-    .values({
-      billing_key: key.billingKey,
-      application_id: key.applicationId,
-      receipt_id: key.receiptId,
-      subscription_id: key.subscriptionId,
-      order_name: key.orderName,
-      pg: key.pg,
-      gateway_billing_key: key.sealedGatewayBillingKey,
-      card_masked_number: key.card.maskedNumber,
-      card_company: key.card.cardCompany,
-      card_company_code: key.card.cardCompanyCode,
-      card_type: key.card.cardType,
-      expires_at: key.expiresAt,
-      published_at: key.publishedAt,
-      requested_at: key.requestedAt,
-      destroyed_at: null,
-    })
-    .returningAll()
-    .executeTakeFirstOrThrow();
+export interface BillingKeyStore {
+  insert(key: NewBillingKey): Promise<BillingKeyRow>;
+  /** Any project's key: callers check ownership (1225) with the row's application_id. */
+  find(billingKey: string): Promise<BillingKeyRow | undefined>;
+  findByReceipt(receiptId: string): Promise<BillingKeyRow | undefined>;
+  /** Marks the key destroyed; false when it was already destroyed. */
+  markDestroyed(billingKey: string, at: Date): Promise<boolean>;
+  /** The gateway's key of a row, opened for the one adapter call that needs it. */
+  openGatewayKey(row: Pick<BillingKeyRow, 'billing_key' | 'gateway_billing_key'>): string;
 }
 
-/** Any project's key: callers check ownership (1225) with the row's application_id. */
-export async function findBillingKey(db: Kysely<Tables>, billingKey: string): Promise<BillingKeyRow | undefined> {
-  return db.selectFrom('billing_keys').selectAll().where('billing_key', '=', billingKey).executeTakeFirst();
-}
+export function createBillingKeyStore(db: Kysely<Tables>, cipher: FieldCipher): BillingKeyStore {
+  return {
+    async insert(key) {
+      return db
+        .insertInto('billing_keys')
+        .values({
+          billing_key: key.billingKey,
+          application_id: key.applicationId,
+          receipt_id: key.receiptId,
+          subscription_id: key.subscriptionId,
+          order_name: key.orderName,
+          pg: key.pg,
+          gateway_billing_key: cipher.seal(key.gatewayBillingKey, gatewayKeyContext(key.billingKey)),
+          card_masked_number: key.card.maskedNumber,
+          card_company: key.card.cardCompany,
+          card_company_code: key.card.cardCompanyCode,
+          card_type: key.card.cardType,
+          expires_at: key.expiresAt,
+          published_at: key.publishedAt,
+          requested_at: key.requestedAt,
+          destroyed_at: null,
+        })
+        .returningAll()
+        .executeTakeFirstOrThrow();
+    },
 
-export async function findBillingKeyByReceipt(db: Kysely<Tables>, receiptId: string): Promise<BillingKeyRow | undefined> {
-  return db.selectFrom('billing_keys').selectAll().where('receipt_id', '=', receiptId).executeTakeFirst();
-}
+    async find(billingKey) {
+      return db.selectFrom('billing_keys').selectAll().where('billing_key', '=', billingKey).executeTakeFirst();
+    },
 
-/** Marks the key destroyed; false when it was already destroyed. */
-export async function markBillingKeyDestroyed(db: Kysely<Tables>, billingKey: string, at: Date): Promise<boolean> {
-  const result = await db
-    .updateTable('billing_keys')
-    .set({ destroyed_at: at })
-    .where('billing_key', '=', billingKey)
-    .where('destroyed_at', 'is', null)
-    .executeTakeFirst();
-  return result.numUpdatedRows > 0n;
+    async findByReceipt(receiptId) {
+      return db.selectFrom('billing_keys').selectAll().where('receipt_id', '=', receiptId).executeTakeFirst();
+    },
+
+    async markDestroyed(billingKey, at) {
+      const result = await db
+        .updateTable('billing_keys')
+        .set({ destroyed_at: at })
+        .where('billing_key', '=', billingKey)
+        .where('destroyed_at', 'is', null)
+        .executeTakeFirst();
+      return result.numUpdatedRows > 0n;
+    },
+
+    openGatewayKey(row) {
+      return cipher.open(row.gateway_billing_key, gatewayKeyContext(row.billing_key));
+    },
+  };
 }
 
 function maskedCardOf(row: BillingKeyRow): MaskedCard {

@@ -12,95 +12,100 @@ export type ClaimResult =
   | { readonly kind: 'in_flight'; readonly requestHash: string; readonly requestSalt: string }
   | { readonly kind: 'complete'; readonly requestHash: string; readonly requestSalt: string; readonly response: StoredResponse };
 
-/**
- * Claims (project, key) atomically with insert-on-conflict, after dropping an expired record (or
- * an in-flight one older than `staleBefore`, left by a crashed process). When the key is taken,
- * returns the existing record so the caller can compare request hashes.
- */
-export async function claimIdempotencyKey(
-  db: Kysely<Tables>,
-  claim: {
-    applicationId: string;
-    key: string;
-    requestHash: string;
-    requestSalt: string;
-    now: Date;
-    expiresAt: Date;
-    staleBefore: Date;
-  },
-): Promise<ClaimResult> {
-  await db
-    .deleteFrom('idempotency_keys')
-    .where('application_id', '=', claim.applicationId)
-    .where('idempotency_key', '=', claim.key)
-    .where((eb) =>
-      eb.or([eb('expires_at', '<=', claim.now), eb.and([eb('state', '=', 'in_flight'), eb('created_at', '<', claim.staleBefore)])]),
-    )
-    .execute();
-  const inserted = await db
-    .insertInto('idempotency_keys')
-    .values({
-      application_id: claim.applicationId,
-      idempotency_key: claim.key,
-      request_hash: claim.requestHash,
-      request_salt: claim.requestSalt,
-      state: 'in_flight',
-      response_status: null,
-      response_body: null,
-      created_at: claim.now,
-      expires_at: claim.expiresAt,
-    })
-    .onConflict((oc) => oc.columns(['application_id', 'idempotency_key']).doNothing())
-    .returning('idempotency_key')
-    .executeTakeFirst();
-  if (inserted) return { kind: 'claimed' };
-
-  const existing = await db
-    .selectFrom('idempotency_keys')
-    .selectAll()
-    .where('application_id', '=', claim.applicationId)
-    .where('idempotency_key', '=', claim.key)
-    .executeTakeFirst();
-  // Deleted between our insert and select (expired by a concurrent claim): treat as in flight.
-  if (!existing) return { kind: 'in_flight', requestHash: claim.requestHash, requestSalt: claim.requestSalt };
-  if (existing.state === 'complete' && existing.response_status !== null && existing.response_body !== null) {
-    return {
-      kind: 'complete',
-      requestHash: existing.request_hash,
-      requestSalt: existing.request_salt,
-      response: { status: existing.response_status, body: existing.response_body },
-    };
-  }
-  return { kind: 'in_flight', requestHash: existing.request_hash, requestSalt: existing.request_salt };
+export interface NewClaim {
+  readonly applicationId: string;
+  readonly key: string;
+  readonly requestHash: string;
+  readonly requestSalt: string;
+  readonly now: Date;
+  readonly expiresAt: Date;
+  readonly staleBefore: Date;
 }
 
-export async function completeIdempotencyKey(
-  db: Kysely<Tables>,
-  applicationId: string,
-  key: string,
-  response: StoredResponse,
-): Promise<void> {
-  await db
-    .updateTable('idempotency_keys')
-    .set({ state: 'complete', response_status: response.status, response_body: response.body })
-    .where('application_id', '=', applicationId)
-    .where('idempotency_key', '=', key)
-    .where('state', '=', 'in_flight')
-    .execute();
+export interface IdempotencyStore {
+  /**
+   * Claims (project, key) atomically with insert-on-conflict, after dropping an expired record (or
+   * an in-flight one older than `staleBefore`, left by a crashed process). When the key is taken,
+   * returns the existing record so the caller can compare request hashes.
+   */
+  claim(claim: NewClaim): Promise<ClaimResult>;
+  complete(applicationId: string, key: string, response: StoredResponse): Promise<void>;
+  /** Frees a key whose request failed on our side (5xx), so a retry runs the request again. */
+  release(applicationId: string, key: string): Promise<void>;
+  /** Housekeeping: removes records past their 24 hours. */
+  purgeExpired(now: Date): Promise<number>;
 }
 
-/** Frees a key whose request failed on our side (5xx), so a retry runs the request again. */
-export async function releaseIdempotencyKey(db: Kysely<Tables>, applicationId: string, key: string): Promise<void> {
-  await db
-    .deleteFrom('idempotency_keys')
-    .where('application_id', '=', applicationId)
-    .where('idempotency_key', '=', key)
-    .where('state', '=', 'in_flight')
-    .execute();
-}
+export function createIdempotencyStore(db: Kysely<Tables>): IdempotencyStore {
+  return {
+    async claim(claim) {
+      await db
+        .deleteFrom('idempotency_keys')
+        .where('application_id', '=', claim.applicationId)
+        .where('idempotency_key', '=', claim.key)
+        .where((eb) =>
+          eb.or([eb('expires_at', '<=', claim.now), eb.and([eb('state', '=', 'in_flight'), eb('created_at', '<', claim.staleBefore)])]),
+        )
+        .execute();
+      const inserted = await db
+        .insertInto('idempotency_keys')
+        .values({
+          application_id: claim.applicationId,
+          idempotency_key: claim.key,
+          request_hash: claim.requestHash,
+          request_salt: claim.requestSalt,
+          state: 'in_flight',
+          response_status: null,
+          response_body: null,
+          created_at: claim.now,
+          expires_at: claim.expiresAt,
+        })
+        .onConflict((oc) => oc.columns(['application_id', 'idempotency_key']).doNothing())
+        .returning('idempotency_key')
+        .executeTakeFirst();
+      if (inserted) return { kind: 'claimed' };
 
-/** Housekeeping: removes records past their 24 hours. */
-export async function purgeExpiredIdempotencyKeys(db: Kysely<Tables>, now: Date): Promise<number> {
-  const result = await db.deleteFrom('idempotency_keys').where('expires_at', '<=', now).executeTakeFirst();
-  return Number(result.numDeletedRows);
+      const existing = await db
+        .selectFrom('idempotency_keys')
+        .selectAll()
+        .where('application_id', '=', claim.applicationId)
+        .where('idempotency_key', '=', claim.key)
+        .executeTakeFirst();
+      // Deleted between our insert and select (expired by a concurrent claim): treat as in flight.
+      if (!existing) return { kind: 'in_flight', requestHash: claim.requestHash, requestSalt: claim.requestSalt };
+      if (existing.state === 'complete' && existing.response_status !== null && existing.response_body !== null) {
+        return {
+          kind: 'complete',
+          requestHash: existing.request_hash,
+          requestSalt: existing.request_salt,
+          response: { status: existing.response_status, body: existing.response_body },
+        };
+      }
+      return { kind: 'in_flight', requestHash: existing.request_hash, requestSalt: existing.request_salt };
+    },
+
+    async complete(applicationId, key, response) {
+      await db
+        .updateTable('idempotency_keys')
+        .set({ state: 'complete', response_status: response.status, response_body: response.body })
+        .where('application_id', '=', applicationId)
+        .where('idempotency_key', '=', key)
+        .where('state', '=', 'in_flight')
+        .execute();
+    },
+
+    async release(applicationId, key) {
+      await db
+        .deleteFrom('idempotency_keys')
+        .where('application_id', '=', applicationId)
+        .where('idempotency_key', '=', key)
+        .where('state', '=', 'in_flight')
+        .execute();
+    },
+
+    async purgeExpired(now) {
+      const result = await db.deleteFrom('idempotency_keys').where('expires_at', '<=', now).executeTakeFirst();
+      return Number(result.numDeletedRows);
+    },
+  };
 }

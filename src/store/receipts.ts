@@ -25,163 +25,178 @@ export interface NewCharge {
 
 export type OrderClaim = { readonly kind: 'claimed'; readonly receiptId: string } | { readonly kind: 'taken'; readonly row: ReceiptRow };
 
-/**
- * Claims the order_id for a charge with a pending receipt (status 0) before the PG is called.
- * When the order_id is already used, returns that receipt: the caller re-drives a pending one with
- * the same charge_hash (a retry after a PG timeout) and refuses everything else.
- */
-export async function claimOrder(db: Kysely<Tables>, charge: NewCharge): Promise<OrderClaim> {
-  const inserted = await db
-    .insertInto('receipts')
-    .values({
-      receipt_id: charge.receiptId,
-      application_id: charge.applicationId,
-      order_id: charge.orderId,
-      order_name: charge.orderName,
-      billing_key: charge.billingKey,
-      charge_hash: charge.chargeHash,
-      pg: charge.pg,
-      method: charge.method,
-      method_symbol: charge.methodSymbol,
-      price: charge.price,
-      tax_free: charge.taxFree,
-      status: PAYMENT_PENDING,
-      card_masked_number: null,
-      card_company: null,
-      card_company_code: null,
-      card_type: null,
-      card_quota: charge.quota,
-      approval_no: null,
-      gateway_tid: null,
-      metadata: charge.metadata === undefined ? null : JSON.stringify(charge.metadata),
-      requested_at: charge.requestedAt,
-      purchased_at: null,
-      cancelled_at: null,
-      cancel_locked_until: null,
-    })
-    .onConflict((oc) => oc.columns(['application_id', 'order_id']).doNothing())
-    .returning('receipt_id')
-    .executeTakeFirst();
-  if (inserted) return { kind: 'claimed', receiptId: inserted.receipt_id };
-  const row = await db
-    .selectFrom('receipts')
-    .selectAll()
-    .where('application_id', '=', charge.applicationId)
-    .where('order_id', '=', charge.orderId)
-    .executeTakeFirstOrThrow();
-  return { kind: 'taken', row };
+export interface ReceiptStore {
+  /**
+   * Claims the order_id for a charge with a pending receipt (status 0) before the PG is called.
+   * When the order_id is already used, returns that receipt: the caller re-drives a pending one with
+   * the same charge_hash (a retry after a PG timeout) and refuses everything else.
+   */
+  claimOrder(charge: NewCharge): Promise<OrderClaim>;
+  /** Drops a pending receipt the PG refused, so the order_id is free again. */
+  deletePendingCharge(receiptId: string): Promise<void>;
+  /**
+   * Records the PG's approval: status 1 with the masked card and approval details. A concurrent
+   * re-drive of the same charge may have recorded it first; then its row is returned as it is.
+   */
+  completeCharge(receiptId: string, result: ChargeApproval, maskedNumber: string): Promise<ReceiptRow>;
+  /** Any project's receipt: callers check ownership (1225) with the row's application_id. */
+  find(receiptId: string): Promise<ReceiptRow | undefined>;
+  /**
+   * Takes the receipt's cancel lease until `until`, so two cancels cannot refund the same won while
+   * one waits for the PG. Returns the receipt as of taking the lease, or undefined when another
+   * cancel holds it.
+   */
+  acquireCancelLease(receiptId: string, now: Date, until: Date): Promise<ReceiptRow | undefined>;
+  releaseCancelLease(receiptId: string): Promise<void>;
+  /** The stored first response of a cancel_id on this receipt. */
+  findCancelResponse(receiptId: string, cancelId: string): Promise<Record<string, unknown> | undefined>;
+  /**
+   * In one transaction: applies a cancel to the receipt (status 20 when nothing remains, lease
+   * released) and records it with the response `render` makes of the updated receipt.
+   */
+  recordCancel(cancel: NewCancel, render: (updated: ReceiptRow) => Record<string, unknown>): Promise<Record<string, unknown>>;
 }
 
-/** Drops a pending receipt the PG refused, so the order_id is free again. */
-export async function deletePendingCharge(db: Kysely<Tables>, receiptId: string): Promise<void> {
-  await db.deleteFrom('receipts').where('receipt_id', '=', receiptId).where('status', '=', PAYMENT_PENDING).execute();
+export interface NewCancel {
+  readonly cancelKey: string;
+  readonly receipt: ReceiptRow;
+  readonly cancelId: string | undefined;
+  readonly plan: CancelPlan;
+  readonly gatewayCancelTid: string;
+  readonly cancelledAt: Date;
 }
 
-/**
- * Records the PG's approval: status 1 with the masked card and approval details. A concurrent
- * re-drive of the same charge may have recorded it first; then its row is returned as it is.
- */
-export async function completeCharge(db: Kysely<Tables>, receiptId: string, result: ChargeApproval, maskedNumber: string): Promise<ReceiptRow> {
-  const updated = await db
-    .updateTable('receipts')
-    .set({
-      status: PAYMENT_COMPLETE,
-      card_masked_number: maskedNumber,
-      card_company: result.card.cardCompany,
-      card_company_code: result.card.cardCompanyCode,
-      card_type: result.card.cardType,
-      card_quota: result.quota,
-      approval_no: result.approvalNo,
-      gateway_tid: result.gatewayTid,
-      purchased_at: result.approvedAt,
-    })
-    .where('receipt_id', '=', receiptId)
-    .where('status', '=', PAYMENT_PENDING)
-    .returningAll()
-    .executeTakeFirst();
-  return updated ?? db.selectFrom('receipts').selectAll().where('receipt_id', '=', receiptId).executeTakeFirstOrThrow();
-}
+export function createReceiptStore(db: Kysely<Tables>): ReceiptStore {
+  const byId = (receiptId: string) => db.selectFrom('receipts').selectAll().where('receipt_id', '=', receiptId);
+  return {
+    async claimOrder(charge) {
+      const inserted = await db
+        .insertInto('receipts')
+        .values({
+          receipt_id: charge.receiptId,
+          application_id: charge.applicationId,
+          order_id: charge.orderId,
+          order_name: charge.orderName,
+          billing_key: charge.billingKey,
+          charge_hash: charge.chargeHash,
+          pg: charge.pg,
+          method: charge.method,
+          method_symbol: charge.methodSymbol,
+          price: charge.price,
+          tax_free: charge.taxFree,
+          status: PAYMENT_PENDING,
+          card_masked_number: null,
+          card_company: null,
+          card_company_code: null,
+          card_type: null,
+          card_quota: charge.quota,
+          approval_no: null,
+          gateway_tid: null,
+          metadata: charge.metadata === undefined ? null : JSON.stringify(charge.metadata),
+          requested_at: charge.requestedAt,
+          purchased_at: null,
+          cancelled_at: null,
+          cancel_locked_until: null,
+        })
+        .onConflict((oc) => oc.columns(['application_id', 'order_id']).doNothing())
+        .returning('receipt_id')
+        .executeTakeFirst();
+      if (inserted) return { kind: 'claimed', receiptId: inserted.receipt_id };
+      const row = await db
+        .selectFrom('receipts')
+        .selectAll()
+        .where('application_id', '=', charge.applicationId)
+        .where('order_id', '=', charge.orderId)
+        .executeTakeFirstOrThrow();
+      return { kind: 'taken', row };
+    },
 
-/** Any project's receipt: callers check ownership (1225) with the row's application_id. */
-export async function findReceipt(db: Kysely<Tables>, receiptId: string): Promise<ReceiptRow | undefined> {
-  return db.selectFrom('receipts').selectAll().where('receipt_id', '=', receiptId).executeTakeFirst();
-}
+    async deletePendingCharge(receiptId) {
+      await db.deleteFrom('receipts').where('receipt_id', '=', receiptId).where('status', '=', PAYMENT_PENDING).execute();
+    },
 
-/**
- * Takes the receipt's cancel lease until `until`, so two cancels cannot refund the same won while
- * one waits for the PG. Returns the receipt as of taking the lease, or undefined when another
- * cancel holds it.
- */
-export async function acquireCancelLease(db: Kysely<Tables>, receiptId: string, now: Date, until: Date): Promise<ReceiptRow | undefined> {
-  return db
-    .updateTable('receipts')
-    .set({ cancel_locked_until: until })
-    .where('receipt_id', '=', receiptId)
-    .where((eb) => eb.or([eb('cancel_locked_until', 'is', null), eb('cancel_locked_until', '<=', now)]))
-    .returningAll()
-    .executeTakeFirst();
-}
+    async completeCharge(receiptId, result, maskedNumber) {
+      const updated = await db
+        .updateTable('receipts')
+        .set({
+          status: PAYMENT_COMPLETE,
+          card_masked_number: maskedNumber,
+          card_company: result.card.cardCompany,
+          card_company_code: result.card.cardCompanyCode,
+          card_type: result.card.cardType,
+          card_quota: result.quota,
+          approval_no: result.approvalNo,
+          gateway_tid: result.gatewayTid,
+          purchased_at: result.approvedAt,
+        })
+        .where('receipt_id', '=', receiptId)
+        .where('status', '=', PAYMENT_PENDING)
+        .returningAll()
+        .executeTakeFirst();
+      return updated ?? byId(receiptId).executeTakeFirstOrThrow();
+    },
 
-export async function releaseCancelLease(db: Kysely<Tables>, receiptId: string): Promise<void> {
-  await db.updateTable('receipts').set({ cancel_locked_until: null }).where('receipt_id', '=', receiptId).execute();
-}
+    async find(receiptId) {
+      return byId(receiptId).executeTakeFirst();
+    },
 
-export async function findCancelResponse(db: Kysely<Tables>, receiptId: string, cancelId: string): Promise<Record<string, unknown> | undefined> {
-  const row = await db
-    .selectFrom('receipt_cancels')
-    .select('response')
-    .where('receipt_id', '=', receiptId)
-    .where('cancel_id', '=', cancelId)
-    .executeTakeFirst();
-  return row?.response;
-}
+    async acquireCancelLease(receiptId, now, until) {
+      return db
+        .updateTable('receipts')
+        .set({ cancel_locked_until: until })
+        .where('receipt_id', '=', receiptId)
+        .where((eb) => eb.or([eb('cancel_locked_until', 'is', null), eb('cancel_locked_until', '<=', now)]))
+        .returningAll()
+        .executeTakeFirst();
+    },
 
-/** Applies a cancel to the receipt (status 20 when nothing remains) and releases the lease. */
-export async function applyCancel(
-  db: Kysely<Tables>,
-  receipt: ReceiptRow,
-  plan: CancelPlan,
-  at: Date,
-): Promise<ReceiptRow> {
-  return db
-    .updateTable('receipts')
-    .set({
-      cancelled_price: receipt.cancelled_price + plan.amount,
-      cancelled_tax_free: receipt.cancelled_tax_free + plan.taxFree,
-      cancelled_at: at,
-      status: plan.fullyCancelled ? PAYMENT_CANCELLED : receipt.status,
-      cancel_locked_until: null,
-    })
-    .where('receipt_id', '=', receipt.receipt_id)
-    .returningAll()
-    .executeTakeFirstOrThrow();
-}
+    async releaseCancelLease(receiptId) {
+      await db.updateTable('receipts').set({ cancel_locked_until: null }).where('receipt_id', '=', receiptId).execute();
+    },
 
-export async function insertCancel(
-  db: Kysely<Tables>,
-  cancel: {
-    cancelKey: string;
-    receiptId: string;
-    cancelId: string | undefined;
-    plan: CancelPlan;
-    gatewayCancelTid: string;
-    cancelledAt: Date;
-    response: Record<string, unknown>;
-  },
-): Promise<void> {
-  await db
-    .insertInto('receipt_cancels')
-    .values({
-      cancel_key: cancel.cancelKey,
-      receipt_id: cancel.receiptId,
-      cancel_id: cancel.cancelId ?? null,
-      amount: cancel.plan.amount,
-      tax_free: cancel.plan.taxFree,
-      gateway_cancel_tid: cancel.gatewayCancelTid,
-      cancelled_at: cancel.cancelledAt,
-      response: JSON.stringify(cancel.response),
-    })
-    .execute();
+    async findCancelResponse(receiptId, cancelId) {
+      const row = await db
+        .selectFrom('receipt_cancels')
+        .select('response')
+        .where('receipt_id', '=', receiptId)
+        .where('cancel_id', '=', cancelId)
+        .executeTakeFirst();
+      return row?.response;
+    },
+
+    async recordCancel(cancel, render) {
+      const { receipt, plan } = cancel;
+      return db.transaction().execute(async (trx) => {
+        const updated = await trx
+          .updateTable('receipts')
+          .set({
+            cancelled_price: receipt.cancelled_price + plan.amount,
+            cancelled_tax_free: receipt.cancelled_tax_free + plan.taxFree,
+            cancelled_at: cancel.cancelledAt,
+            status: plan.fullyCancelled ? PAYMENT_CANCELLED : receipt.status,
+            cancel_locked_until: null,
+          })
+          .where('receipt_id', '=', receipt.receipt_id)
+          .returningAll()
+          .executeTakeFirstOrThrow();
+        const response = render(updated);
+        await trx
+          .insertInto('receipt_cancels')
+          .values({
+            cancel_key: cancel.cancelKey,
+            receipt_id: receipt.receipt_id,
+            cancel_id: cancel.cancelId ?? null,
+            amount: plan.amount,
+            tax_free: plan.taxFree,
+            gateway_cancel_tid: cancel.gatewayCancelTid,
+            cancelled_at: cancel.cancelledAt,
+            response: JSON.stringify(response),
+          })
+          .execute();
+        return response;
+      });
+    },
+  };
 }
 
 export function receiptView(row: ReceiptRow, extra: { sandbox: boolean; companyName?: string | undefined }): ReceiptView {

@@ -2,7 +2,7 @@
 // three probe routes that declare the rules a real area route declares (scope, seller-only).
 import type { FastifyPluginAsync } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { assertOwnedBy } from '../../src/api/auth.js';
+import { assertOwnedBy } from '../../src/domain/access.js';
 import { ApiError } from '../../src/domain/errors.js';
 import { basicAuthHeader, buildTestApp, type TestApp, type TestProject } from '../helpers/app.js';
 

@@ -5,7 +5,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { BODY_LIMIT_BYTES } from '../../src/api/app.js';
-import { validate } from '../../src/api/errors.js';
+import { validate } from '../../src/domain/validation.js';
 import { ApiError, errorCatalog, type ErrorName } from '../../src/domain/errors.js';
 import { buildTestApp, TEST_ADMIN_TOKEN, type TestApp } from '../helpers/app.js';
 

@@ -11,7 +11,8 @@ import { startSandboxGateways } from '../../src/sandbox/server.js';
 import { createLogger } from '../../src/logger.js';
 import { createKeyring, generateKeyringSpec, parseKeyringSpec } from '../../src/security/keyring.js';
 import { dropSchema, openDatabase, type Database } from '../../src/store/db.js';
-import { createProject, type Project, type ProjectCreateInput } from '../../src/store/projects.js';
+import type { ProjectCreateInput } from '../../src/services/projects.js';
+import type { Project } from '../../src/store/projects.js';
 import { startTestTemporal, type TestTemporal } from './temporal.js';
 
 export const TEST_ADMIN_TOKEN = 'test-admin-token-0123456789abcdef';
@@ -154,10 +155,7 @@ export async function buildTestApp(overrides: TestAppOverrides = {}): Promise<Te
       ...(temporal ? { temporal } : {}),
       logs: () => logChunks.join(''),
       async createProject(opts = {}) {
-        const { project, secrets } = await createProject(
-          { db: database.db, knownPgs: gateways.names, now },
-          { name: 'test project', ...opts },
-        );
+        const { project, secrets } = await app.deps.services.projects.create({ name: 'test project', ...opts });
         return {
           applicationId: project.application_id,
           clientKey: secrets.client_key,

@@ -1,6 +1,6 @@
 // The real Temporal side of API tests: the project's embedded engine (bin/temporal-devserver) in
 // time-skipping mode through @temporalio/testing, a client with paygate's data converter and a worker
-// running paygate's workflows and verification activities on the test's own database and gateways.
+// running paygate's workflows and its one set of activities (createActivities) on the test's own database and gateways.
 import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import type { Client } from '@temporalio/client';
@@ -15,12 +15,11 @@ import {
   Worker,
   type WorkflowBundleWithSourceMap,
 } from '@temporalio/worker';
-import { createVerificationActivities } from '../../src/activities/verification.js';
+import { createActivities } from '../../src/activities/index.js';
 import type { GatewayRegistry } from '../../src/gateways/types.js';
-import { createFieldCipher } from '../../src/security/field-cipher.js';
 import type { Keyring } from '../../src/security/keyring.js';
 import type { Database } from '../../src/store/db.js';
-import { createVerificationStore } from '../../src/store/verifications.js';
+import { createStores } from '../../src/store/index.js';
 import { paygateDataConverter } from '../../src/temporal/data-converter.js';
 import { WORKFLOWS_PATH } from '../../src/temporal/worker.js';
 
@@ -124,10 +123,7 @@ export async function startTestTemporal(deps: TestTemporalDeps): Promise<TestTem
     const namespace = env.namespace ?? 'default';
     const taskQueue = `paygate-test-${randomUUID()}`;
     const client = new TemporalClient({ connection: env.connection, namespace, dataConverter: paygateDataConverter(deps.keyring) });
-    const activities = createVerificationActivities({
-      gateways: deps.gateways,
-      verifications: createVerificationStore(deps.database.db, createFieldCipher(deps.keyring)),
-    });
+    const activities = createActivities({ stores: createStores(deps.database.db, deps.keyring), gateways: deps.gateways });
     const startWorker = async () => {
       const created = await bounded(
         (async () =>

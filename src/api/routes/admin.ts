@@ -2,31 +2,18 @@
 // Secrets (secret_key, private_key) are returned once, by the create call.
 import type { FastifyPluginAsync } from 'fastify';
 import { z } from 'zod';
-import {
-  createProject,
-  getProject,
-  listProjects,
-  projectCreateSchema,
-  projectPatchSchema,
-  renderProject,
-  updateProject,
-  type ProjectServiceContext,
-} from '../../store/projects.js';
-import { validate } from '../errors.js';
+import { validate } from '../../domain/validation.js';
+import { projectCreateSchema, projectPatchSchema, renderProject } from '../../services/projects.js';
 
 const applicationIdParams = z.object({ application_id: z.string().regex(/^[0-9a-f]{24}$/) });
 
 export const adminRoutes: FastifyPluginAsync = async (app) => {
-  const context = (): ProjectServiceContext => ({
-    db: app.deps.database.db,
-    knownPgs: app.deps.gateways.names,
-    now: app.deps.clock,
-  });
+  const projects = app.deps.services.projects;
   const adminConfig = { auth: 'admin' } as const;
 
   app.post('/admin/v1/projects', { config: adminConfig }, async (request, reply) => {
     const input = validate(projectCreateSchema, request.body ?? {});
-    const { project, secrets } = await createProject(context(), input);
+    const { project, secrets } = await projects.create(input);
     request.log.info({ application_id: project.application_id }, 'project created');
     return reply.code(201).send({ ...renderProject(project), ...secrets });
   });
@@ -34,18 +21,18 @@ export const adminRoutes: FastifyPluginAsync = async (app) => {
   app.patch('/admin/v1/projects/:application_id', { config: adminConfig }, async (request) => {
     const { application_id } = validate(applicationIdParams, request.params);
     const patch = validate(projectPatchSchema, request.body ?? {});
-    const project = await updateProject(context(), application_id, patch);
+    const project = await projects.update(application_id, patch);
     request.log.info({ application_id }, 'project updated');
     return renderProject(project);
   });
 
   app.get('/admin/v1/projects/:application_id', { config: adminConfig }, async (request) => {
     const { application_id } = validate(applicationIdParams, request.params);
-    return renderProject(await getProject(app.deps.database.db, application_id));
+    return renderProject(await projects.get(application_id));
   });
 
   app.get('/admin/v1/projects', { config: adminConfig }, async () => {
-    const projects = await listProjects(app.deps.database.db);
-    return { list: projects.map(renderProject), count: projects.length };
+    const list = await projects.list();
+    return { list: list.map(renderProject), count: list.length };
   });
 };

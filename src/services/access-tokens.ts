@@ -1,0 +1,41 @@
+// Legacy access tokens: POST /v2/request/token trades (application_id, private_key) for a 30-minute
+// Bearer token.
+import { assertIpAllowed, keyExpired } from '../domain/access.js';
+import { ApiError } from '../domain/errors.js';
+import { secretMatches } from '../domain/ids.js';
+import { formatTimestamp } from '../domain/time.js';
+import { ACCESS_TOKEN_TTL_MINUTES } from '../store/access-tokens.js';
+import type { Stores } from '../store/index.js';
+
+export interface AccessTokenGrant {
+  readonly access_token: string;
+  readonly expired_at: string;
+  readonly expire_in: number;
+}
+
+export interface AccessTokenService {
+  /** 1216 unknown application, 1204 wrong private key, 1203 source IP, 1224 key expired. */
+  issue(applicationId: string, privateKey: string, sourceIp: string): Promise<AccessTokenGrant>;
+}
+
+export function createAccessTokenService(deps: {
+  readonly stores: Pick<Stores, 'projects' | 'accessTokens'>;
+  readonly clock: () => Date;
+}): AccessTokenService {
+  return {
+    async issue(applicationId, privateKey, sourceIp) {
+      const project = await deps.stores.projects.findById(applicationId);
+      if (!project) throw new ApiError('APP_CLIENT_KEY_NOT_FOUND');
+      if (!secretMatches(privateKey, project.private_key_hash)) throw new ApiError('APP_SK_NOT_MATCHED');
+      assertIpAllowed(project, sourceIp);
+      const now = deps.clock();
+      if (keyExpired(project, now)) throw new ApiError('APP_KEY_CHAIN_EXPIRED');
+      const { accessToken, expiresAt } = await deps.stores.accessTokens.issue(project.application_id, now);
+      return {
+        access_token: accessToken,
+        expired_at: formatTimestamp(expiresAt),
+        expire_in: ACCESS_TOKEN_TTL_MINUTES * 60,
+      };
+    },
+  };
+}

@@ -1,0 +1,56 @@
+// Every use case, built once per process from the stores and gateways. Routes and activities call
+// these; neither holds a use case of its own.
+import type { GatewayRegistry } from '../gateways/types.js';
+import type { Stores } from '../store/index.js';
+import { createAccessTokenService, type AccessTokenService } from './access-tokens.js';
+import { createBillingKeyService, type BillingKeyService } from './billing-keys.js';
+import { createCancelService, type CancelService } from './cancels.js';
+import { createChargeService, type ChargeService } from './charges.js';
+import { createProjectService, type ProjectService } from './projects.js';
+import { createReceiptService, type ReceiptService } from './receipts.js';
+import { createVerificationService, type VerificationService, type WorkflowRuntime } from './verifications.js';
+
+export interface Services {
+  readonly projects: ProjectService;
+  readonly accessTokens: AccessTokenService;
+  readonly billingKeys: BillingKeyService;
+  readonly charges: ChargeService;
+  readonly cancels: CancelService;
+  readonly receipts: ReceiptService;
+  readonly verifications: VerificationService;
+}
+
+export interface ServiceDeps {
+  readonly stores: Stores;
+  readonly gateways: GatewayRegistry;
+  /** the time source of every business timestamp (tests pass a controllable clock) */
+  readonly clock: () => Date;
+  /** where the long-running processes run; without it their use cases answer 9503 */
+  readonly workflows?: WorkflowRuntime;
+  /** how long a use case waits on a workflow before answering with an error instead */
+  readonly workflowCallTimeoutMs?: number;
+  /** the sandbox gateways' address, for the sandbox-only SMS inbox */
+  readonly sandboxUrl?: string;
+}
+
+export function createServices(deps: ServiceDeps): Services {
+  const { stores, gateways, clock } = deps;
+  const charges = createChargeService({ stores, gateways });
+  const cancels = createCancelService({ stores, gateways, clock });
+  return {
+    projects: createProjectService({ stores, knownPgs: gateways.names, clock }),
+    accessTokens: createAccessTokenService({ stores, clock }),
+    billingKeys: createBillingKeyService({ stores, gateways, clock, charges, cancels }),
+    charges,
+    cancels,
+    receipts: createReceiptService({ stores }),
+    verifications: createVerificationService({
+      stores,
+      gateways,
+      clock,
+      ...(deps.workflows ? { workflows: deps.workflows } : {}),
+      ...(deps.workflowCallTimeoutMs !== undefined ? { workflowCallTimeoutMs: deps.workflowCallTimeoutMs } : {}),
+      ...(deps.sandboxUrl ? { sandboxUrl: deps.sandboxUrl } : {}),
+    }),
+  };
+}

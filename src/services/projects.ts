@@ -1,0 +1,159 @@
+// Projects: creating and changing a merchant application and its keys, for the admin API and the admin
+// CLI alike. Secrets are generated here and returned once; only their hashes are stored.
+import { z } from 'zod';
+import { ApiError } from '../domain/errors.js';
+import { hashSecret, newId, newSecret } from '../domain/ids.js';
+import { isIpOrCidr } from '../domain/ip.js';
+import { SCOPES } from '../domain/scopes.js';
+import { formatOptionalTimestamp, formatTimestamp } from '../domain/time.js';
+import type { Stores } from '../store/index.js';
+import { toProject, type Project } from '../store/projects.js';
+
+const merchantSchema = z.strictObject({
+  company_name: z.string().max(200).optional(),
+  addr1: z.string().max(500).optional(),
+  addr2: z.string().max(500).optional(),
+  zipcode: z.string().max(20).optional(),
+  phone: z.string().max(40).optional(),
+});
+
+const projectFields = {
+  name: z.string().trim().min(1).max(200),
+  seller: z.boolean(),
+  scopes: z.array(z.enum(SCOPES)).max(SCOPES.length),
+  allowed_ips: z.array(z.string().refine(isIpOrCidr, { message: 'expected an IP address or CIDR' })).max(100),
+  api_version: z.string().regex(/^\d{1,2}\.\d{1,2}$/, 'expected a version like 2.5'),
+  webhook_url: z
+    .url({ protocol: /^https?$/ })
+    .max(2000)
+    .nullable(),
+  merchant: merchantSchema,
+  key_expires_at: z.iso.datetime({ offset: true }).nullable(),
+  pgs: z.array(z.string().min(1).max(100)).max(50),
+};
+
+export const projectCreateSchema = z.strictObject({
+  name: projectFields.name,
+  seller: projectFields.seller.optional(),
+  scopes: projectFields.scopes.optional(),
+  allowed_ips: projectFields.allowed_ips.optional(),
+  api_version: projectFields.api_version.optional(),
+  webhook_url: projectFields.webhook_url.optional(),
+  merchant: projectFields.merchant.optional(),
+  key_expires_at: projectFields.key_expires_at.optional(),
+  pgs: projectFields.pgs.optional(),
+});
+
+export const projectPatchSchema = projectCreateSchema.partial();
+
+export type ProjectCreateInput = z.infer<typeof projectCreateSchema>;
+export type ProjectPatchInput = z.infer<typeof projectPatchSchema>;
+
+export interface ProjectSecrets {
+  readonly client_key: string;
+  readonly secret_key: string;
+  readonly private_key: string;
+}
+
+function checkPgs(pgs: readonly string[], knownPgs: readonly string[]): void {
+  const unknown = pgs.filter((pg) => !knownPgs.includes(pg));
+  if (unknown.length > 0) {
+    throw new ApiError('INVALID_REQUEST', { payloadMessage: `pgs: unknown gateway ${unknown.join(', ')}` });
+  }
+}
+
+export interface ProjectService {
+  create(input: ProjectCreateInput): Promise<{ project: Project; secrets: ProjectSecrets }>;
+  update(applicationId: string, patch: ProjectPatchInput): Promise<Project>;
+  /** PROJECT_NOT_FOUND when there is none */
+  get(applicationId: string): Promise<Project>;
+  list(): Promise<Project[]>;
+}
+
+export function createProjectService(deps: {
+  readonly stores: Pick<Stores, 'projects'>;
+  /** the configured gateway names: the default `pgs` and what a project may be given */
+  readonly knownPgs: readonly string[];
+  readonly clock: () => Date;
+}): ProjectService {
+  const { projects } = deps.stores;
+  return {
+    async create(input) {
+      const pgs = input.pgs ?? [...deps.knownPgs];
+      checkPgs(pgs, deps.knownPgs);
+      const secrets: ProjectSecrets = {
+        client_key: newSecret(18),
+        secret_key: newSecret(32),
+        private_key: newSecret(32),
+      };
+      const now = deps.clock();
+      const project = await projects.insert({
+        application_id: newId(),
+        name: input.name,
+        client_key: secrets.client_key,
+        secret_key_hash: hashSecret(secrets.secret_key),
+        private_key_hash: hashSecret(secrets.private_key),
+        seller: input.seller ?? true,
+        scopes: JSON.stringify(input.scopes ?? SCOPES),
+        allowed_ips: JSON.stringify(input.allowed_ips ?? []),
+        api_version: input.api_version ?? '2.5',
+        webhook_url: input.webhook_url ?? null,
+        merchant: JSON.stringify(input.merchant ?? {}),
+        key_expires_at: input.key_expires_at ? new Date(input.key_expires_at) : null,
+        pgs: JSON.stringify(pgs),
+        created_at: now,
+        updated_at: now,
+      });
+      return { project, secrets };
+    },
+
+    async update(applicationId, patch) {
+      if (patch.pgs !== undefined) checkPgs(patch.pgs, deps.knownPgs);
+      const project = await projects.update(applicationId, {
+        ...(patch.name !== undefined ? { name: patch.name } : {}),
+        ...(patch.seller !== undefined ? { seller: patch.seller } : {}),
+        ...(patch.scopes !== undefined ? { scopes: JSON.stringify(patch.scopes) } : {}),
+        ...(patch.allowed_ips !== undefined ? { allowed_ips: JSON.stringify(patch.allowed_ips) } : {}),
+        ...(patch.api_version !== undefined ? { api_version: patch.api_version } : {}),
+        ...(patch.webhook_url !== undefined ? { webhook_url: patch.webhook_url } : {}),
+        ...(patch.merchant !== undefined ? { merchant: JSON.stringify(patch.merchant) } : {}),
+        ...(patch.key_expires_at !== undefined
+          ? { key_expires_at: patch.key_expires_at === null ? null : new Date(patch.key_expires_at) }
+          : {}),
+        ...(patch.pgs !== undefined ? { pgs: JSON.stringify(patch.pgs) } : {}),
+        updated_at: deps.clock(),
+      });
+      if (!project) throw new ApiError('PROJECT_NOT_FOUND');
+      return project;
+    },
+
+    async get(applicationId) {
+      const row = await projects.findById(applicationId);
+      if (!row) throw new ApiError('PROJECT_NOT_FOUND');
+      return toProject(row);
+    },
+
+    list: () => projects.list(),
+  };
+}
+
+/** The admin view of a project (no secrets; they are shown once, at creation). */
+export function renderProject(project: Project): Record<string, unknown> {
+  const view: Record<string, unknown> = {
+    application_id: project.application_id,
+    name: project.name,
+    client_key: project.client_key,
+    seller: project.seller,
+    scopes: project.scopes,
+    allowed_ips: project.allowed_ips,
+    api_version: project.api_version,
+    merchant: project.merchant,
+    pgs: project.pgs,
+    created_at: formatTimestamp(project.created_at),
+    updated_at: formatTimestamp(project.updated_at),
+  };
+  if (project.webhook_url !== null) view.webhook_url = project.webhook_url;
+  const expires = formatOptionalTimestamp(project.key_expires_at);
+  if (expires !== undefined) view.key_expires_at = expires;
+  return view;
+}

@@ -1,0 +1,228 @@
+// REST identity verification: request, resend (realarm), confirm, certificate lookup. Each verification
+// is a workflow (src/workflows/verification.ts); this service checks what the database can answer, then
+// drives the workflow with updates under a deadline and returns the stored row.
+import { status as grpcStatus } from '@grpc/grpc-js';
+import {
+  WorkflowNotFoundError,
+  WorkflowUpdateFailedError,
+  WorkflowUpdateRPCTimeoutOrCancelledError,
+  isGrpcServiceError,
+  type Client,
+  type WorkflowHandle,
+} from '@temporalio/client';
+import { ApplicationFailure } from '@temporalio/common';
+import {
+  VERIFICATION_WINDOW_MS,
+  VERIFICATION_WORKFLOW_TYPE,
+  VerificationStatus,
+  confirmOtpUpdate,
+  otpSentUpdate,
+  resendOtpUpdate,
+  verificationWorkflowId,
+  type VerificationFailureDetails,
+} from '../contracts/verification.js';
+import { assertOwnedBy } from '../domain/access.js';
+import { ApiError, isErrorName } from '../domain/errors.js';
+import { newId } from '../domain/ids.js';
+import { parseOtp, type VerificationRequest, type VerificationView } from '../domain/verification.js';
+import { fetchSandboxSms, type SandboxSms } from '../gateways/sandbox-inbox.js';
+import type { GatewayRegistry } from '../gateways/types.js';
+import type { Stores } from '../store/index.js';
+import type { Project } from '../store/projects.js';
+import type { VerificationRow } from '../store/verifications.js';
+import type { verificationWorkflow } from '../workflows/verification.js';
+
+const MAX_ID_LENGTH = 100;
+export const DEFAULT_WORKFLOW_CALL_TIMEOUT_MS = 60_000;
+
+/** Where the long-running processes run. */
+export interface WorkflowRuntime {
+  readonly client: Client;
+  readonly taskQueue: string;
+}
+
+/** The workflow did not answer within the deadline (no worker polling, engine overloaded). */
+function timedOut(err: unknown): boolean {
+  return (
+    err instanceof WorkflowUpdateRPCTimeoutOrCancelledError ||
+    (isGrpcServiceError(err) && err.code === grpcStatus.DEADLINE_EXCEEDED)
+  );
+}
+
+/** A workflow's refusal (ApplicationFailure typed with a catalog name) as the API error it stands for. */
+function workflowError(err: unknown): unknown {
+  if (err instanceof WorkflowUpdateFailedError && err.cause instanceof ApplicationFailure) {
+    const { type, message } = err.cause;
+    if (type && isErrorName(type)) {
+      const details = (err.cause.details?.[0] ?? {}) as VerificationFailureDetails;
+      return new ApiError(type, {
+        message,
+        ...(details.pgErrorCode !== undefined ? { pgErrorCode: details.pgErrorCode } : {}),
+        ...(details.payloadMessage !== undefined ? { payloadMessage: details.payloadMessage } : {}),
+      });
+    }
+  }
+  // The workflow has ended (window closed, purged): nothing is awaiting an OTP any more.
+  if (err instanceof WorkflowNotFoundError) return new ApiError('AUTH_NOT_READY');
+  return err;
+}
+
+export interface VerificationService {
+  /** Step 1, once pg and method are present: 2406 for a PG without REST verification, 2001 when not enabled. */
+  checkPg(project: Project, pg: string): void;
+  /** Starts the verification and waits until the SMS / push was sent; `sourceIp` is the default client_ip. */
+  request(project: Project, request: VerificationRequest, sourceIp: string): Promise<VerificationRow>;
+  resend(project: Project, receiptId: string): Promise<VerificationRow>;
+  /** `body` is the confirm request's body: its otp must be 6 digits for SMS (2405), anything for pass. */
+  confirm(project: Project, receiptId: string, body: unknown): Promise<VerificationRow>;
+  /** The result within 30 minutes of authenticated_at: 2408 before, 2409 after. */
+  certificate(project: Project, receiptId: string): Promise<VerificationRow>;
+  /** What a response is rendered from; `withPerson` opens the sealed personal data. */
+  view(row: VerificationRow, gatewayUrl: string, withPerson: boolean): VerificationView;
+  /** Sandbox mode: the messages the sandbox identity PG sent to `phone`, newest first. */
+  sandboxInbox(phone: string): Promise<SandboxSms[]>;
+}
+
+export function createVerificationService(deps: {
+  readonly stores: Pick<Stores, 'verifications' | 'receipts'>;
+  readonly gateways: GatewayRegistry;
+  readonly clock: () => Date;
+  readonly workflows?: WorkflowRuntime;
+  readonly workflowCallTimeoutMs?: number;
+  readonly sandboxUrl?: string;
+}): VerificationService {
+  const store = deps.stores.verifications;
+  const callTimeoutMs = deps.workflowCallTimeoutMs ?? DEFAULT_WORKFLOW_CALL_TIMEOUT_MS;
+
+  const workflows = (): WorkflowRuntime => {
+    if (!deps.workflows) throw new ApiError('SERVICE_UNAVAILABLE', { message: 'The workflow engine is not configured.' });
+    return deps.workflows;
+  };
+  /** Runs workflow calls under a deadline; a timeout becomes `onTimeout`, a workflow refusal its catalog error. */
+  const callWorkflow = async <T>(fn: () => Promise<T>, onTimeout: () => ApiError): Promise<T> => {
+    try {
+      return await workflows().client.withDeadline(Date.now() + callTimeoutMs, fn);
+    } catch (err) {
+      if (timedOut(err)) throw onTimeout();
+      throw workflowError(err);
+    }
+  };
+  const notAnswering = () =>
+    new ApiError('SERVICE_UNAVAILABLE', { message: 'The verification workflow did not answer in time; retry later.' });
+
+  const handleOf = (receiptId: string): WorkflowHandle<typeof verificationWorkflow> =>
+    workflows().client.workflow.getHandle<typeof verificationWorkflow>(verificationWorkflowId(receiptId));
+
+  /** The caller's verification, or the catalog error for an unknown / foreign / non-verification receipt. */
+  const ownVerification = async (receiptId: string, project: Project, unknown: 'RC_NOT_FOUND' | 'AUTH_NOT_FOUND') => {
+    if (receiptId.length > MAX_ID_LENGTH) throw new ApiError(unknown);
+    const row = await store.find(receiptId);
+    if (row) {
+      assertOwnedBy(project, row.application_id);
+      return row;
+    }
+    const other = await deps.stores.receipts.find(receiptId);
+    if (!other) throw new ApiError(unknown);
+    assertOwnedBy(project, other.application_id);
+    throw new ApiError('RC_NOT_AUTH');
+  };
+
+  const reload = async (receiptId: string) => {
+    const row = await store.find(receiptId);
+    if (!row) throw new ApiError('INTERNAL_ERROR', { cause: new Error(`verification ${receiptId} vanished`) });
+    return row;
+  };
+
+  return {
+    checkPg(project, pg) {
+      if (!deps.gateways.get(pg)?.identity) throw new ApiError('AUTH_CONFIRM_METHOD_NOT_FOUND');
+      if (!project.pgs.includes(pg)) throw new ApiError('RC_PG_NOT_FOUND', { message: `PG '${pg}' is not enabled for this project.` });
+    },
+
+    async request(project, req, sourceIp) {
+      const { client, taskQueue } = workflows();
+      const receiptId = newId();
+      const requestedAt = deps.clock();
+      const clientIp = req.clientIp ?? sourceIp;
+      await store.create({
+        receiptId,
+        applicationId: project.application_id,
+        authenticationId: req.authenticationId,
+        orderName: req.orderName,
+        pg: req.pg,
+        type: req.type,
+        metadata: req.metadata,
+        extra: req.extra,
+        clientIp,
+        ...(req.siteUrl !== undefined ? { siteUrl: req.siteUrl } : {}),
+        requestedAt,
+      });
+
+      await callWorkflow(async () => {
+        const handle = await client.workflow.start<typeof verificationWorkflow>(VERIFICATION_WORKFLOW_TYPE, {
+          workflowId: verificationWorkflowId(receiptId),
+          taskQueue,
+          args: [
+            {
+              receiptId,
+              merchantId: project.application_id,
+              pg: req.pg,
+              type: req.type,
+              requestedAt: requestedAt.toISOString(),
+              clientIp,
+              ...(req.siteUrl !== undefined ? { siteUrl: req.siteUrl } : {}),
+              person: req.person,
+            },
+          ],
+        });
+        await handle.executeUpdate(otpSentUpdate);
+      }, () => new ApiError('AUTH_REQUEST_FAILED', { message: 'The verification workflow did not answer in time.' }));
+      return reload(receiptId);
+    },
+
+    async resend(project, receiptId) {
+      const row = await ownVerification(receiptId, project, 'AUTH_NOT_FOUND');
+      if (row.authenticate_type !== 'sms') throw new ApiError('AUTH_REALARM_NOT_ABLE');
+      if (row.status !== VerificationStatus.AwaitingOtp) throw new ApiError('AUTH_NOT_READY');
+      await callWorkflow(() => handleOf(receiptId).executeUpdate(resendOtpUpdate), notAnswering);
+      return reload(receiptId);
+    },
+
+    async confirm(project, receiptId, body) {
+      const row = await ownVerification(receiptId, project, 'AUTH_NOT_FOUND');
+      if (row.status !== VerificationStatus.AwaitingOtp) throw new ApiError('AUTH_NOT_READY');
+      const otp = parseOtp(body, row.authenticate_type);
+      await callWorkflow(() => handleOf(receiptId).executeUpdate(confirmOtpUpdate, { args: [{ otp }] }), notAnswering);
+      return reload(receiptId);
+    },
+
+    async certificate(project, receiptId) {
+      const row = await ownVerification(receiptId, project, 'RC_NOT_FOUND');
+      if (row.status !== VerificationStatus.Verified || !row.authenticated_at) throw new ApiError('AUTH_NOT_CONFIRMED');
+      const windowOver = deps.clock().getTime() > row.authenticated_at.getTime() + VERIFICATION_WINDOW_MS;
+      if (windowOver || row.identifiers_purged_at) throw new ApiError('AUTH_EXPIRED');
+      return row;
+    },
+
+    view(row, gatewayUrl, withPerson) {
+      return {
+        receiptId: row.receipt_id,
+        authenticationId: row.authentication_id,
+        pg: row.pg,
+        status: row.status,
+        metadata: row.metadata,
+        requestedAt: row.requested_at,
+        authenticatedAt: row.authenticated_at,
+        tid: row.tid,
+        numberOfRealarms: row.number_of_realarms,
+        gatewayUrl,
+        ...(withPerson ? { person: store.openPerson(row) } : {}),
+      };
+    },
+
+    async sandboxInbox(phone) {
+      if (!deps.sandboxUrl) throw new ApiError('NOT_FOUND');
+      return fetchSandboxSms(deps.sandboxUrl, phone);
+    },
+  };
+}

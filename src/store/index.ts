@@ -1,0 +1,33 @@
+// Every repository over one database, built once per process. Repositories are object factories over
+// a Kysely handle (and a field cipher where a column is sealed); nothing above the store sees SQL.
+import type { Kysely } from 'kysely';
+import { createFieldCipher } from '../security/field-cipher.js';
+import type { Keyring } from '../security/keyring.js';
+import { createAccessTokenStore, type AccessTokenStore } from './access-tokens.js';
+import { createBillingKeyStore, type BillingKeyStore } from './billing-keys.js';
+import type { Tables } from './db.js';
+import { createIdempotencyStore, type IdempotencyStore } from './idempotency.js';
+import { createProjectStore, type ProjectStore } from './projects.js';
+import { createReceiptStore, type ReceiptStore } from './receipts.js';
+import { createVerificationStore, type VerificationStore } from './verifications.js';
+
+export interface Stores {
+  readonly projects: ProjectStore;
+  readonly accessTokens: AccessTokenStore;
+  readonly idempotency: IdempotencyStore;
+  readonly billingKeys: BillingKeyStore;
+  readonly receipts: ReceiptStore;
+  readonly verifications: VerificationStore;
+}
+
+export function createStores(db: Kysely<Tables>, keyring: Keyring): Stores {
+  const cipher = createFieldCipher(keyring);
+  return {
+    projects: createProjectStore(db),
+    accessTokens: createAccessTokenStore(db),
+    idempotency: createIdempotencyStore(db),
+    billingKeys: createBillingKeyStore(db, cipher),
+    receipts: createReceiptStore(db),
+    verifications: createVerificationStore(db, cipher),
+  };
+}

@@ -1,0 +1,111 @@
+// What every entry point builds from the configuration: keyring, database, gateways, repositories,
+// the Temporal client and the worker. Used by `npm start` (src/main.ts), the standalone API
+// (src/api/server.ts), the standalone worker (worker.ts) and the admin CLI. Nothing here imports
+// Fastify: the worker process never loads the HTTP app.
+import { resolve } from 'node:path';
+import { createActivities } from './activities/index.js';
+import type { Config } from './config/index.js';
+import { loadKeyring } from './config/keys.js';
+import { createGatewayRegistry } from './gateways/registry.js';
+import type { GatewayRegistry } from './gateways/types.js';
+import type { Logger } from './logger.js';
+import type { Keyring } from './security/keyring.js';
+import { openDatabase, type Database } from './store/db.js';
+import { createStores, type Stores } from './store/index.js';
+import { connectTemporalClient, type TemporalClient } from './temporal/client.js';
+import { createPaygateWorker, type PaygateWorker } from './temporal/worker.js';
+
+/** Opens the database the config names: a Postgres server, or PGlite under DATA_DIR. */
+export function openConfiguredDatabase(config: Config): Promise<Database> {
+  return config.databaseUrl ? openDatabase({ databaseUrl: config.databaseUrl }) : openDatabase({ dataDir: resolve(config.dataDir, 'pglite') });
+}
+
+export interface ConfiguredGateways {
+  readonly gateways: GatewayRegistry;
+  readonly sandboxUrl?: string;
+  close(): Promise<void>;
+}
+
+/** The sandbox gateways (served on loopback) when sandbox mode is on; otherwise no gateways. */
+export async function startConfiguredGateways(config: Config, logger: Logger): Promise<ConfiguredGateways> {
+  if (!config.sandbox) {
+    return { gateways: { get: () => undefined, names: [] }, close: async () => undefined };
+  }
+  if (config.sandboxGatewayUrl) {
+    // a sandbox server of its own (split deployments: API and worker must see the same sandbox)
+    const registry = createGatewayRegistry({ sandboxUrl: config.sandboxGatewayUrl });
+    return { gateways: registry, sandboxUrl: config.sandboxGatewayUrl, close: () => registry.close() };
+  }
+  // Loaded only here: the fake PGs are an HTTP server of their own, not part of paygate's processes.
+  const { startSandboxGateways } = await import('./sandbox/server.js');
+  const sandbox = await startSandboxGateways({ host: '127.0.0.1', port: 0, logger: logger.child({ component: 'sandbox-pg' }) });
+  const registry = createGatewayRegistry({ sandboxUrl: sandbox.url });
+  return {
+    gateways: registry,
+    sandboxUrl: sandbox.url,
+    async close() {
+      await registry.close();
+      await sandbox.close();
+    },
+  };
+}
+
+/** Prints the generated ADMIN_TOKEN once; it is the only secret ever written to the log. */
+export function announceAdminToken(config: Config, logger: Logger): void {
+  if (config.adminTokenGenerated) {
+    logger.warn(`ADMIN_TOKEN is not set; generated for this run: ${config.adminToken} (set ADMIN_TOKEN to keep one)`);
+  }
+}
+
+/** The parts every process shares: keyring, database, gateways and the repositories over them. */
+export interface Core {
+  readonly config: Config;
+  readonly keyring: Keyring;
+  readonly database: Database;
+  readonly gateways: ConfiguredGateways;
+  readonly stores: Stores;
+  /** closes the gateways, then the database */
+  close(): Promise<void>;
+}
+
+export async function openCore(config: Config, logger: Logger): Promise<Core> {
+  const { keyring, source } = await loadKeyring(config);
+  if (source === 'data-dir' && config.databaseUrl) {
+    logger.warn('ENCRYPTION_KEYS is not set: sealing with a key kept in DATA_DIR; every process sharing this database needs the same key');
+  }
+  const database = await openConfiguredDatabase(config);
+  let gateways: ConfiguredGateways;
+  try {
+    gateways = await startConfiguredGateways(config, logger);
+  } catch (err) {
+    await database.close();
+    throw err;
+  }
+  return {
+    config,
+    keyring,
+    database,
+    gateways,
+    stores: createStores(database.db, keyring),
+    async close() {
+      await gateways.close();
+      await database.close();
+    },
+  };
+}
+
+/** The client the API uses to start and drive workflows, with paygate's payload codec. */
+export function connectTemporal(core: Core, address: string): Promise<TemporalClient> {
+  return connectTemporalClient({ address, namespace: core.config.temporalNamespace, keyring: core.keyring });
+}
+
+/** The worker that runs paygate's workflows and its one set of activities. */
+export function createWorker(core: Core, address: string): Promise<PaygateWorker> {
+  return createPaygateWorker({
+    address,
+    namespace: core.config.temporalNamespace,
+    taskQueue: core.config.taskQueue,
+    keyring: core.keyring,
+    activities: createActivities({ stores: core.stores, gateways: core.gateways.gateways }),
+  });
+}

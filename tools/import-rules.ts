@@ -1,0 +1,196 @@
+// The layering rules of ARCHITECTURE.md, checked on the import statements of every source file.
+// `npm run lint` prints the violations; test/architecture/imports.test.ts fails on any.
+// Static imports only: a dynamic import() is how an entry point loads something on demand (the
+// in-process sandbox PGs), and is checked where it stands.
+import { readdirSync, readFileSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+
+export interface Import {
+  /** the specifier as written */
+  readonly specifier: string;
+  /** repository-relative path of a local import ('src/domain/errors.ts'), or the package name */
+  readonly target: string;
+  readonly local: boolean;
+  /** `import type` / `export type`: erased at run time */
+  readonly typeOnly: boolean;
+}
+
+export interface Violation {
+  readonly file: string;
+  readonly target: string;
+  readonly rule: string;
+}
+
+const STATIC_IMPORT = /^\s*(import|export)\s+(type\s+)?(?:[^'";]*?\s+from\s+)?['"]([^'"]+)['"]/gm;
+
+function packageName(specifier: string): string {
+  const parts = specifier.split('/');
+  return specifier.startsWith('@') ? parts.slice(0, 2).join('/') : (parts[0] ?? specifier);
+}
+
+/** The static imports of one file (repository-relative path). */
+export function importsOf(file: string): Import[] {
+  const text = readFileSync(join(ROOT, file), 'utf8');
+  const found: Import[] = [];
+  for (const match of text.matchAll(STATIC_IMPORT)) {
+    const specifier = match[3]!;
+    const typeOnly = match[2] !== undefined;
+    if (specifier.startsWith('.')) {
+      const target = relative(ROOT, resolve(ROOT, dirname(file), specifier)).replace(/\.js$/, '.ts');
+      found.push({ specifier, target, local: true, typeOnly });
+    } else {
+      found.push({ specifier, target: packageName(specifier), local: false, typeOnly });
+    }
+  }
+  return found;
+}
+
+function sourceFiles(dir: string): string[] {
+  const out: string[] = [];
+  for (const entry of readdirSync(join(ROOT, dir), { withFileTypes: true })) {
+    const path = `${dir}/${entry.name}`;
+    if (entry.isDirectory()) out.push(...sourceFiles(path));
+    else if (entry.name.endsWith('.ts')) out.push(path);
+  }
+  return out;
+}
+
+const inFolder = (path: string, folder: string) => path.startsWith(`src/${folder}/`) || path === `src/${folder}.ts`;
+
+/** Modules that do I/O or belong to a framework: never imported by the pure domain. */
+const IO_MODULES = [
+  'fastify',
+  'undici',
+  'pg',
+  'kysely',
+  'pino',
+  '@electric-sql/pglite',
+  '@grpc/grpc-js',
+  'node:fs',
+  'node:fs/promises',
+  'node:net',
+  'node:http',
+  'node:https',
+  'node:child_process',
+  'node:dns',
+];
+
+/** Pure functions of an I/O module that domain code may use, by file: node:net's isIP is the canonical address parser. */
+const PURE_USES: Readonly<Record<string, readonly string[]>> = { 'src/domain/ip.ts': ['node:net'] };
+
+interface Rule {
+  readonly name: string;
+  readonly applies: (file: string) => boolean;
+  readonly forbids: (imp: Import, file: string) => boolean;
+}
+
+const RULES: readonly Rule[] = [
+  {
+    name: 'domain is pure: no I/O, no framework, no other layer',
+    applies: (f) => inFolder(f, 'domain'),
+    forbids: (imp, file) =>
+      imp.local
+        ? !inFolder(imp.target, 'domain')
+        : (IO_MODULES.includes(imp.specifier) && !PURE_USES[file]?.includes(imp.specifier)) || imp.target.startsWith('@temporalio/'),
+  },
+  {
+    name: 'contracts import only domain, other contracts and @temporalio/workflow',
+    applies: (f) => inFolder(f, 'contracts'),
+    forbids: (imp) =>
+      imp.local ? !(inFolder(imp.target, 'domain') || inFolder(imp.target, 'contracts')) : imp.target !== '@temporalio/workflow',
+  },
+  {
+    name: 'store imports nothing from activities, workflows, api, services, gateways or sandbox',
+    applies: (f) => inFolder(f, 'store'),
+    forbids: (imp) => imp.local && ['activities', 'workflows', 'api', 'services', 'gateways', 'sandbox', 'wiring'].some((l) => inFolder(imp.target, l)),
+  },
+  {
+    name: 'gateways (our adapters) import only domain, contracts and their own folder',
+    applies: (f) => inFolder(f, 'gateways'),
+    forbids: (imp) => imp.local && !['domain', 'contracts', 'gateways', 'logger'].some((l) => inFolder(imp.target, l)),
+  },
+  {
+    name: 'services are Fastify-free and call no route, activity or workflow code',
+    applies: (f) => inFolder(f, 'services'),
+    forbids: (imp) =>
+      imp.local
+        ? inFolder(imp.target, 'api') || inFolder(imp.target, 'activities') || (inFolder(imp.target, 'workflows') && !imp.typeOnly)
+        : imp.target === 'fastify',
+  },
+  {
+    name: 'activities are Fastify-free and reach the outside through gateways, stores and services',
+    applies: (f) => inFolder(f, 'activities'),
+    forbids: (imp) => (imp.local ? inFolder(imp.target, 'api') || inFolder(imp.target, 'workflows') : imp.target === 'fastify'),
+  },
+  {
+    name: 'workflows import @temporalio/workflow, contracts, domain, and activity types only',
+    applies: (f) => inFolder(f, 'workflows'),
+    forbids: (imp) =>
+      imp.local
+        ? !(inFolder(imp.target, 'workflows') || inFolder(imp.target, 'contracts') || inFolder(imp.target, 'domain') || (inFolder(imp.target, 'activities') && imp.typeOnly))
+        : imp.target !== '@temporalio/workflow',
+  },
+  {
+    name: 'a route module imports no other route module',
+    applies: (f) => f.startsWith('src/api/routes/'),
+    forbids: (imp) => imp.local && imp.target.startsWith('src/api/routes/'),
+  },
+  {
+    name: 'the sandbox PGs are another system: only tests and the sandbox itself import them statically',
+    applies: (f) => f.startsWith('src/') && !inFolder(f, 'sandbox'),
+    forbids: (imp) => imp.local && inFolder(imp.target, 'sandbox'),
+  },
+  {
+    name: 'the engine is independent of the application',
+    applies: (f) => f.startsWith('engine/'),
+    forbids: (imp) => imp.local && imp.target.startsWith('src/'),
+  },
+];
+
+/** Every file reachable from `entry` through static runtime imports (type-only imports are erased). */
+export function runtimeClosure(entry: string): { files: Set<string>; packages: Set<string> } {
+  const files = new Set<string>();
+  const packages = new Set<string>();
+  const pending = [entry];
+  while (pending.length > 0) {
+    const file = pending.pop()!;
+    if (files.has(file)) continue;
+    files.add(file);
+    for (const imp of importsOf(file)) {
+      if (imp.typeOnly) continue;
+      if (imp.local) pending.push(imp.target);
+      else packages.add(imp.target);
+    }
+  }
+  return { files, packages };
+}
+
+/** The rules `file` breaks with `imports`. */
+export function checkFileImports(file: string, imports: readonly Import[]): Violation[] {
+  const violations: Violation[] = [];
+  for (const rule of RULES.filter((r) => r.applies(file))) {
+    for (const imp of imports) if (rule.forbids(imp, file)) violations.push({ file, target: imp.target, rule: rule.name });
+  }
+  return violations;
+}
+
+export function checkImports(): Violation[] {
+  const files = [...sourceFiles('src'), ...sourceFiles('engine/src'), 'worker.ts'];
+  const violations = files.flatMap((file) => checkFileImports(file, importsOf(file)));
+  const worker = runtimeClosure('worker.ts');
+  for (const file of worker.files) {
+    if (inFolder(file, 'api')) violations.push({ file: 'worker.ts', target: file, rule: 'the worker process does not load the HTTP API' });
+  }
+  if (worker.packages.has('fastify')) violations.push({ file: 'worker.ts', target: 'fastify', rule: 'the worker process does not import Fastify' });
+  return violations;
+}
+
+if (process.argv[1] !== undefined && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  const violations = checkImports();
+  for (const v of violations) process.stderr.write(`${v.file} -> ${v.target}: ${v.rule}\n`);
+  process.stdout.write(`import rules: ${violations.length === 0 ? 'ok' : `${violations.length} violation(s)`}\n`);
+  process.exitCode = violations.length === 0 ? 0 : 1;
+}
