@@ -266,7 +266,7 @@ async function run(mode: Mode, driver: Driver): Promise<Figures> {
       if (values.threads) {
         process.stdout.write(`${mode} / ${driver}:\n`);
         printThreadCpu('load', threadsBefore[0]!, threadCpuMs(process.pid));
-        servers.forEach((pid, i) => printThreadCpu('server', threadsBefore[i + 1]!, threadCpuMs(pid)));
+        for (const [i, pid] of servers.entries()) printThreadCpu('server', threadsBefore[i + 1]!, threadCpuMs(pid));
       }
       if (mode === 'time-skipping') await env.connection.testService?.lockTimeSkipping({});
       return result;

@@ -18,13 +18,12 @@ import { clientErrorHandler, installErrorHandling, sendApiError, toApiError } fr
 import { adminRoutes } from './routes/admin.js';
 import { billingRoutes } from './routes/billing.js';
 import { cancelRoutes } from './routes/cancel.js';
-import { healthRoutes } from './routes/health.js';
+import { healthRoutes, type ReadinessProbe } from './routes/health.js';
 import { receiptRoutes } from './routes/receipt.js';
 import { tokenRoutes } from './routes/token.js';
 import { verificationRoutes } from './routes/verification.js';
 
-/** A readiness probe: resolves when the component is ready, throws (or resolves false) when not. */
-export type ReadinessProbe = () => Promise<boolean | void> | boolean | void;
+export type { ReadinessProbe } from './routes/health.js';
 
 export interface AppDeps {
   readonly config: Config;

@@ -13,7 +13,7 @@ import { enforceMasked } from '../domain/card.js';
 import { ApiError } from '../domain/errors.js';
 import { newId } from '../domain/ids.js';
 import { isResourceId } from '../domain/receipt.js';
-import { GatewayDeclinedError, type GatewayRegistry } from '../gateways/types.js';
+import { GatewayDeclinedError, type GatewayRegistry, type IssuedBillingKey } from '../gateways/types.js';
 import { billingKeyView, type BillingKeyRow } from '../store/billing-keys.js';
 import type { Stores } from '../store/index.js';
 import type { Project } from '../store/projects.js';
@@ -130,7 +130,7 @@ export function createBillingKeyService(deps: {
       const { subscriptionId, orderName, card, verificationCharge } = request;
       const applicationId = project.application_id;
       const receiptId = newId();
-      let issued;
+      let issued: IssuedBillingKey;
       try {
         issued = await gateway.issueBillingKey({
           idempotencyKey: issuanceIdempotencyKey(applicationId, receiptId),

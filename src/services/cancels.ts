@@ -4,7 +4,7 @@ import { assertOwnedBy } from '../domain/access.js';
 import { ApiError } from '../domain/errors.js';
 import { newId } from '../domain/ids.js';
 import { cancelIdempotencyKey, planCancel, type CancelRequest } from '../domain/receipt.js';
-import type { GatewayRegistry } from '../gateways/types.js';
+import type { GatewayCancelResult, GatewayRegistry } from '../gateways/types.js';
 import type { Stores } from '../store/index.js';
 import type { Project } from '../store/projects.js';
 import { gatewayFailure } from './gateways.js';
@@ -65,7 +65,7 @@ export function createCancelService(deps: {
         if (!gateway) throw new ApiError('RC_PG_NOT_FOUND');
         if (receipt.gateway_tid === null) throw new ApiError('RECEIPT_NOT_CANCELLABLE');
 
-        let result;
+        let result: GatewayCancelResult;
         try {
           result = await gateway.cancel({
             idempotencyKey: cancelIdempotencyKey(receipt.receipt_id, cancel.cancelId, receipt.cancelled_price, plan.amount),

@@ -5,7 +5,7 @@ import { enforceMasked } from '../domain/card.js';
 import { ApiError } from '../domain/errors.js';
 import { newId } from '../domain/ids.js';
 import { PAYMENT_PENDING } from '../domain/receipt.js';
-import type { GatewayRegistry } from '../gateways/types.js';
+import type { ChargeResult, GatewayRegistry } from '../gateways/types.js';
 import type { BillingKeyRow } from '../store/billing-keys.js';
 import type { Stores } from '../store/index.js';
 import type { Project } from '../store/projects.js';
@@ -63,7 +63,7 @@ export function createChargeService(deps: {
         throw new ApiError('ORDER_ID_DUPLICATED');
       }
 
-      let result;
+      let result: ChargeResult;
       try {
         result = await gateway.charge({
           idempotencyKey: chargeIdempotencyKey(project.application_id, params.orderId),

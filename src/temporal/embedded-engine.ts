@@ -31,7 +31,10 @@ async function waitForPort(port: number, child: ChildProcess, timeoutMs: number)
     if (child.exitCode !== null) throw new Error(`the embedded Temporal engine exited with code ${child.exitCode}`);
     const open = await new Promise<boolean>((resolve) => {
       const socket = connect(port, '127.0.0.1');
-      socket.once('connect', () => (socket.destroy(), resolve(true)));
+      socket.once('connect', () => {
+        socket.destroy();
+        resolve(true);
+      });
       socket.once('error', () => resolve(false));
     });
     if (open) return;

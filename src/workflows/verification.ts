@@ -8,6 +8,7 @@ import {
   sleep,
 } from '@temporalio/workflow';
 import type { VerificationActivities } from '../activities/verification.js';
+import type { VerifiedPerson } from '../domain/verification.js';
 import { GATEWAY_DECLINED, type GatewayDeclinedDetails } from '../contracts/gateway-failures.js';
 import {
   type ConfirmResult,
@@ -153,7 +154,7 @@ export async function verificationWorkflow(input: VerificationInput): Promise<vo
       v.exclusively(
         () => v.assertAwaitingOtp(),
         async () => {
-          let person;
+          let person: VerifiedPerson;
           try {
             person = await gateway.confirmIdentityOtp({ pg: input.pg, tid: v.tid!, otp });
           } catch (err) {

@@ -154,7 +154,7 @@ describe('Idempotency-Key while the first request is in flight', () => {
     const firstPromise = c.post('/v2/subscribe/payment', body, { 'idempotency-key': 'slow-1' });
 
     // poll (bounded) until the first request has claimed the key, then collide with it
-    let concurrent;
+    let concurrent: Awaited<ReturnType<typeof c.post>> | undefined;
     for (let i = 0; i < 200; i++) {
       const claimed = await slow.deps.database.db
         .selectFrom('idempotency_keys')

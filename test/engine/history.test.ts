@@ -324,7 +324,7 @@ describe('history paging', () => {
       expect(pages.length).toBeGreaterThan(1);
       for (const page of pages) expect(page.length).toBeLessThanOrEqual(pageSize);
       expect(paged.length).toBeGreaterThan(5 * timers);
-      paged.forEach((event, i) => expect(Number(event.eventId)).toBe(i + 1));
+      for (const [i, event] of paged.entries()) expect(Number(event.eventId)).toBe(i + 1);
       expect(paged.length).toBe((await handle.describe()).historyLength);
       expect(paged.length).toBe((await historyEvents(handle)).length);
       expect(typesOf(paged).at(-1)).toBe('WORKFLOW_EXECUTION_COMPLETED');

@@ -4,9 +4,12 @@ import type { FastifyPluginAsync } from 'fastify';
 import { ApiError } from '../../domain/errors.js';
 import { pingDatabase } from '../../store/db.js';
 
+/** A readiness probe: returns or resolves when the component is ready; throws, rejects or gives `false` when not. */
+export type ReadinessProbe = () => unknown;
+
 const PROBE_TIMEOUT_MS = 2_000;
 
-async function probe(check: () => Promise<boolean | void> | boolean | void): Promise<boolean> {
+async function probe(check: ReadinessProbe): Promise<boolean> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<boolean>((resolve) => {
     timer = setTimeout(() => resolve(false), PROBE_TIMEOUT_MS);
@@ -24,7 +27,7 @@ async function probe(check: () => Promise<boolean | void> | boolean | void): Pro
 
 export const healthRoutes: FastifyPluginAsync = async (app) => {
   app.get('/health', { config: { auth: 'none' }, schema: { hide: true } }, async (request, reply) => {
-    const checks: Record<string, () => Promise<boolean | void> | boolean | void> = {
+    const checks: Record<string, ReadinessProbe> = {
       database: () => pingDatabase(app.deps.database),
       ...app.deps.readiness,
     };
