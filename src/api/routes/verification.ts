@@ -16,18 +16,17 @@ export async function verificationRoutes(app: FastifyInstance): Promise<void> {
   const { deps } = app;
   const verifications = deps.services.verifications;
   const gatewayUrl = (request: FastifyRequest) => deps.config.publicBaseUrl ?? `${request.protocol}://${request.host}`;
+  const documented = (summary: string, description: string) => ({
+    config: { auth: 'project' as const },
+    schema: { summary, description, tags: ['verification'] },
+  });
 
   app.post(
     '/v2/request/authentication',
-    {
-      config: { auth: 'project' },
-      schema: {
-        summary: 'Request an identity verification (SMS OTP or pass push)',
-        description:
-          'Starts the verification workflow and answers once the gateway has sent the SMS / push: status 51 with authenticate_data.tid and number_of_realarms 0.',
-        tags: ['verification'],
-      },
-    },
+    documented(
+      'Request an identity verification (SMS OTP or pass push)',
+      'Starts the verification workflow and answers once the gateway has sent the SMS / push: status 51 with authenticate_data.tid and number_of_realarms 0.',
+    ),
     async (request) => {
       const { pg } = parseVerificationPg(request.body);
       verifications.checkPg(request.project, pg);
@@ -38,15 +37,10 @@ export async function verificationRoutes(app: FastifyInstance): Promise<void> {
 
   app.post(
     '/v2/authenticate/realarm',
-    {
-      config: { auth: 'project' },
-      schema: {
-        summary: 'Resend the SMS OTP',
-        description:
-          'number_of_realarms grows before the gateway answers, so it also counts a failed resend (2411). Only for SMS verifications (2412).',
-        tags: ['verification'],
-      },
-    },
+    documented(
+      'Resend the SMS OTP',
+      'number_of_realarms grows before the gateway answers, so it also counts a failed resend (2411). Only for SMS verifications (2412).',
+    ),
     async (request) => {
       const { receiptId } = parseReceiptIdBody(request.body);
       const row = await verifications.resend(request.project, receiptId);
@@ -56,15 +50,10 @@ export async function verificationRoutes(app: FastifyInstance): Promise<void> {
 
   app.post(
     '/v2/authenticate/confirm',
-    {
-      config: { auth: 'project' },
-      schema: {
-        summary: 'Confirm the OTP',
-        description:
-          'Within 30 minutes of the request. A wrong OTP gives 2405 (HTTP 500); a verification not awaiting an OTP (verified, expired, failed) gives 2404.',
-        tags: ['verification'],
-      },
-    },
+    documented(
+      'Confirm the OTP',
+      'Within 30 minutes of the request. A wrong OTP gives 2405 (HTTP 500); a verification not awaiting an OTP (verified, expired, failed) gives 2404.',
+    ),
     async (request) => {
       const { receiptId } = parseReceiptIdBody(request.body);
       const row = await verifications.confirm(request.project, receiptId, request.body);
@@ -74,14 +63,10 @@ export async function verificationRoutes(app: FastifyInstance): Promise<void> {
 
   app.get<{ Params: { receipt_id: string } }>(
     '/v2/certificate/:receipt_id',
-    {
-      config: { auth: 'project' },
-      schema: {
-        summary: 'Look up a verification result',
-        description: 'Only within 30 minutes after authenticated_at (2409 afterwards); 2408 before confirmation.',
-        tags: ['verification'],
-      },
-    },
+    documented(
+      'Look up a verification result',
+      'Only within 30 minutes after authenticated_at (2409 afterwards); 2408 before confirmation.',
+    ),
     async (request) => {
       const row = await verifications.certificate(request.project, request.params.receipt_id);
       return renderVerificationResult(verifications.view(row, gatewayUrl(request), true));
