@@ -1,0 +1,123 @@
+// Starting workflows: StartWorkflowExecution and SignalWithStartWorkflowExecution, with request-id dedupe and
+// the workflow id reuse / conflict policies (also applied to child workflows).
+import type { EngineCore } from './core.js';
+import { Code, RpcError, invalid } from './errors.js';
+import { terminate } from './lifecycle.js';
+import { Status, durationMs, enums, type Req } from './proto.js';
+import { newRun, type NewRunParams } from './runs.js';
+import { signal } from './signals-updates.js';
+import type { Execution } from './state.js';
+
+function startRequestParams(r: Req<'StartWorkflowExecutionRequest'>): NewRunParams {
+  if (!r.workflowId) throw invalid('WorkflowId is not set on request.');
+  if (!r.workflowType?.name) throw invalid('WorkflowType is not set on request.');
+  if (!r.taskQueue?.name) throw invalid('TaskQueue is not set on request.');
+  return {
+    workflowId: r.workflowId,
+    workflowType: r.workflowType.name,
+    taskQueue: r.taskQueue.name,
+    input: r.input,
+    header: r.header,
+    executionTimeoutMs: durationMs(r.workflowExecutionTimeout),
+    runTimeoutMs: durationMs(r.workflowRunTimeout),
+    workflowTaskTimeoutMs: durationMs(r.workflowTaskTimeout),
+    identity: r.identity ?? '',
+    requestId: r.requestId ?? '',
+    memo: r.memo,
+    searchAttributes: r.searchAttributes,
+    retryPolicy: r.retryPolicy,
+    parent: null,
+    startDelayMs: durationMs(r.workflowStartDelay),
+    userMetadata: r.userMetadata,
+    lastCompletionResult: r.lastCompletionResult,
+    continuedFailure: r.continuedFailure,
+  };
+}
+
+/** Applies request-id dedupe and the id reuse/conflict policies; returns an existing run to answer with, if any. */
+export function admitStart(
+  core: EngineCore,
+  namespace: string,
+  workflowId: string,
+  requestId: string,
+  reuse: number,
+  conflict: number,
+  identity: string,
+): { existing?: Execution; deduped?: boolean } {
+  const prev = core.latestRun(namespace, workflowId);
+  if (!prev) return {};
+  if (requestId && prev.s.requestIds.includes(requestId)) return { existing: prev, deduped: true };
+  if (core.isOpen(prev)) {
+    const P = enums.WorkflowIdConflictPolicy;
+    if (conflict === P.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING) return { existing: prev };
+    if (
+      conflict === P.WORKFLOW_ID_CONFLICT_POLICY_TERMINATE_EXISTING ||
+      reuse === enums.WorkflowIdReusePolicy.WORKFLOW_ID_REUSE_POLICY_TERMINATE_IF_RUNNING
+    ) {
+      terminate(core, prev, 'terminated by a new start with the same workflow id', null, identity);
+      return {};
+    }
+    throw new RpcError(Code.ALREADY_EXISTS, `Workflow execution is already running. WorkflowId: ${workflowId}, RunId: ${prev.s.runId}.`);
+  }
+  const R = enums.WorkflowIdReusePolicy;
+  if (reuse === R.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE) {
+    throw new RpcError(Code.ALREADY_EXISTS, `Workflow execution already finished and the reuse policy rejects duplicates. WorkflowId: ${workflowId}.`);
+  }
+  if (reuse === R.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE_FAILED_ONLY) {
+    const s = prev.s.status;
+    if (s === Status.WORKFLOW_EXECUTION_STATUS_COMPLETED || s === Status.WORKFLOW_EXECUTION_STATUS_CONTINUED_AS_NEW) {
+      throw new RpcError(Code.ALREADY_EXISTS, `Workflow execution already completed successfully. WorkflowId: ${workflowId}.`);
+    }
+  }
+  return {};
+}
+
+export async function startWorkflowExecution(
+  core: EngineCore,
+  r: Req<'StartWorkflowExecutionRequest'>,
+): Promise<Req<'StartWorkflowExecutionResponse'>> {
+  const namespace = core.ns(r.namespace);
+  const params = startRequestParams(r);
+  const { existing, deduped } = admitStart(
+    core,
+    namespace,
+    params.workflowId,
+    params.requestId,
+    r.workflowIdReusePolicy ?? 0,
+    r.workflowIdConflictPolicy ?? 0,
+    params.identity,
+  );
+  if (existing) {
+    if (!deduped && r.onConflictOptions?.attachRequestId && params.requestId) existing.s.requestIds.push(params.requestId);
+    await core.commit();
+    return { runId: existing.s.runId, started: !!deduped, status: existing.s.status };
+  }
+  const ex = newRun(core, namespace, params);
+  await core.commit();
+  return { runId: ex.s.runId, started: true, status: ex.s.status };
+}
+
+export async function signalWithStartWorkflowExecution(
+  core: EngineCore,
+  r: Req<'SignalWithStartWorkflowExecutionRequest'>,
+): Promise<Req<'SignalWithStartWorkflowExecutionResponse'>> {
+  const namespace = core.ns(r.namespace);
+  if (!r.signalName) throw invalid('SignalName is not set on request.');
+  const params = startRequestParams(r);
+  const prev = core.latestRun(namespace, params.workflowId);
+  const conflict = r.workflowIdConflictPolicy || enums.WorkflowIdConflictPolicy.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING;
+  if (prev && core.isOpen(prev) && conflict === enums.WorkflowIdConflictPolicy.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING) {
+    signal(core, prev, r.signalName, r.signalInput, r.header, r.identity ?? '', null);
+    await core.commit();
+    return { runId: prev.s.runId, started: false };
+  }
+  admitStart(core, namespace, params.workflowId, '', r.workflowIdReusePolicy ?? 0, conflict, params.identity);
+  const ex = newRun(core, namespace, params, {
+    name: r.signalName,
+    input: r.signalInput,
+    header: r.header,
+    identity: r.identity ?? '',
+  });
+  await core.commit();
+  return { runId: ex.s.runId, started: true };
+}

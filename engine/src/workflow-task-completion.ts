@@ -1,0 +1,183 @@
+// RespondWorkflowTaskCompleted: query answers, then either a refusal (invalid commands; closing over events the
+// workflow has not seen; a speculative update task whose updates were all rejected, which leaves no trace), or
+// the WorkflowTaskCompleted event, the commands and protocol messages in order, and eager activity tasks.
+import { startActivity } from './activity-tasks.js';
+import { applyCommand, invalidCommand, isClosingCommand } from './commands.js';
+import type { EngineCore } from './core.js';
+import { invalid } from './errors.js';
+import { log } from './log.js';
+import { CommandType, EventType, enums, num, type Command, type Message, type Req } from './proto.js';
+import { answerAttachedQueries, dispatchPendingQueries } from './queries.js';
+import { processMessage } from './signals-updates.js';
+import type { ActivityState, Execution } from './state.js';
+import { decodeToken } from './tokens.js';
+import {
+  applySticky,
+  retryWorkflowTask,
+  scheduleIfPendingUpdates,
+  scheduleWorkflowTask,
+  startedWorkflowTask,
+  workflowTaskDone,
+} from './workflow-tasks.js';
+
+type CompletedRequest = Req<'RespondWorkflowTaskCompletedRequest'>;
+
+export async function respondWorkflowTaskCompleted(core: EngineCore, r: CompletedRequest): Promise<Req<'RespondWorkflowTaskCompletedResponse'>> {
+  const ex = startedWorkflowTask(core, decodeToken(r.taskToken));
+  const s = ex.s;
+  answerAttachedQueries(core, ex, r.queryResults ?? {});
+  const commands = r.commands ?? [];
+  if (log.debugEnabled) log.debug('workflow task completed', {
+    commands: commands.map((c) => c.commandType),
+    messages: (r.messages ?? []).map((m) => m.body?.type_url),
+    sticky: r.stickyAttributes?.workerTaskQueue?.name,
+  });
+  const messages = new Map((r.messages ?? []).map((m) => [m.id ?? '', m]));
+  const bad = invalidCommand(ex, commands);
+  if (bad) {
+    failInvalidCompletion(core, ex, r, bad);
+    await core.commit();
+    throw invalid(bad.message);
+  }
+  if (commands.some((c) => isClosingCommand(c.commandType ?? 0)) && hasNewWork(ex)) {
+    failUnhandledCommand(core, ex, r);
+    await core.commit();
+    return {};
+  }
+  if (s.wft.speculativeFrom !== null && onlyRejections(commands, messages) && s.buffered.length === 0) {
+    discardSpeculativeTask(core, ex, r, messages);
+    await core.commit();
+    // Tells the worker to forget the discarded task's events (it resets its last started event id).
+    return { resetHistoryEventId: s.lastCompletedStartedEventId };
+  }
+  const activityTasks = completeWorkflowTask(core, ex, r, commands, messages);
+  await core.commit();
+  return { activityTasks };
+}
+
+/** As the server does: the task fails with the cause, nothing of it is applied, and the caller hears why. */
+function failInvalidCompletion(core: EngineCore, ex: Execution, r: CompletedRequest, bad: { cause: number; message: string }): void {
+  const s = ex.s;
+  core.appendNow(
+    ex,
+    core.event(ex, EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED, 'workflowTaskFailedEventAttributes', {
+      scheduledEventId: s.wft.scheduledEventId,
+      startedEventId: s.wft.startedEventId,
+      cause: bad.cause,
+      failure: { message: bad.message, source: 'Server' },
+      identity: r.identity,
+    }),
+  );
+  retryWorkflowTask(core, ex);
+}
+
+/** Events or updates arrived while the task ran: a run cannot close over what it has not seen yet. */
+function hasNewWork(ex: Execution): boolean {
+  return ex.s.buffered.length > 0 || Object.values(ex.s.updates).some((u) => u.phase === 'admitted');
+}
+
+/** The task fails with UNHANDLED_COMMAND and a new one makes the workflow look at the new events first. */
+function failUnhandledCommand(core: EngineCore, ex: Execution, r: CompletedRequest): void {
+  const s = ex.s;
+  core.appendNow(
+    ex,
+    core.event(ex, EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED, 'workflowTaskFailedEventAttributes', {
+      scheduledEventId: s.wft.scheduledEventId,
+      startedEventId: s.wft.startedEventId,
+      cause: enums.WorkflowTaskFailedCause.WORKFLOW_TASK_FAILED_CAUSE_UNHANDLED_COMMAND,
+      identity: r.identity,
+    }),
+  );
+  workflowTaskDone(core, ex);
+  s.wft.speculativeFrom = null;
+  s.sticky = null;
+  core.flushBuffered(ex);
+  scheduleWorkflowTask(core, ex);
+}
+
+function onlyRejections(commands: Command[], messages: Map<string, Message>): boolean {
+  return commands.length === 0 && [...messages.values()].every((m) => (m.body?.type_url ?? '').endsWith('update.v1.Rejection'));
+}
+
+/** A task that only delivered updates the workflow rejected leaves no trace in history. */
+function discardSpeculativeTask(core: EngineCore, ex: Execution, r: CompletedRequest, messages: Map<string, Message>): void {
+  const s = ex.s;
+  for (const m of messages.values()) processMessage(core, ex, m, 0);
+  ex.history.length = s.wft.speculativeFrom!;
+  workflowTaskDone(core, ex);
+  s.wft.speculativeFrom = null;
+  applySticky(ex, r);
+  scheduleIfPendingUpdates(core, ex);
+  dispatchPendingQueries(core, ex);
+  core.notify(ex);
+  core.markDirty(ex);
+}
+
+/** Records the completion, applies commands and messages in order; returns the eager activity tasks it started. */
+function completeWorkflowTask(
+  core: EngineCore,
+  ex: Execution,
+  r: CompletedRequest,
+  commands: Command[],
+  messages: Map<string, Message>,
+): Req<'PollActivityTaskQueueResponse'>[] {
+  const s = ex.s;
+  const completedId = recordCompletion(core, ex, r);
+  const after: Array<() => void> = [];
+  const eager: ActivityState[] = [];
+  for (const c of commands) {
+    if (!core.isOpen(ex)) break;
+    if (c.commandType === CommandType.COMMAND_TYPE_PROTOCOL_MESSAGE) {
+      const id = c.protocolMessageCommandAttributes?.messageId ?? '';
+      const m = messages.get(id);
+      if (m) {
+        messages.delete(id);
+        processMessage(core, ex, m, completedId);
+      }
+      continue;
+    }
+    applyCommand(core, ex, c, completedId, after, eager);
+  }
+  for (const m of messages.values()) processMessage(core, ex, m, completedId);
+  if (core.isOpen(ex)) {
+    const wake = core.flushBuffered(ex);
+    for (const f of after) f();
+    if (wake || r.forceCreateNewWorkflowTask) scheduleWorkflowTask(core, ex);
+    scheduleIfPendingUpdates(core, ex);
+  }
+  const activityTasks = [];
+  for (const a of eager) {
+    if (core.isOpen(ex) && s.activities[a.scheduledEventId] === a && a.phase === 'scheduled') {
+      activityTasks.push(startActivity(core, ex, a, r.identity ?? ''));
+    }
+  }
+  dispatchPendingQueries(core, ex);
+  core.notify(ex);
+  core.markDirty(ex);
+  return activityTasks;
+}
+
+/** The WorkflowTaskCompleted event; the task is done and the worker's sticky queue recorded. Returns the event id. */
+function recordCompletion(core: EngineCore, ex: Execution, r: CompletedRequest): number {
+  const s = ex.s;
+  const completed = core.appendNow(
+    ex,
+    core.event(ex, EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED, 'workflowTaskCompletedEventAttributes', {
+      scheduledEventId: s.wft.scheduledEventId,
+      startedEventId: s.wft.startedEventId,
+      identity: r.identity,
+      binaryChecksum: r.binaryChecksum,
+      sdkMetadata: r.sdkMetadata,
+      meteringMetadata: r.meteringMetadata,
+      workerVersion: r.workerVersionStamp,
+    }),
+  );
+  const completedId = num(completed.eventId);
+  s.lastCompletedStartedEventId = s.wft.startedEventId;
+  s.lastWftCompletedEventId = completedId;
+  s.wft.attempt = 1;
+  s.wft.speculativeFrom = null;
+  workflowTaskDone(core, ex);
+  applySticky(ex, r);
+  return completedId;
+}
