@@ -2,7 +2,7 @@
 // to pollers, starting it, heartbeats, completion / failure / cancellation by task token or by id, timeouts and
 // retries under the activity's retry policy.
 import { randomUUID } from 'node:crypto';
-import type { EngineCore, OnCancel, TaskRef } from './core.js';
+import type { EngineCore, Rpc, RpcName, RpcRequest, RpcResponse, TaskRef } from './core.js';
 import { invalid, notFound } from './errors.js';
 import { longPoll } from './long-poll.js';
 import {
@@ -193,16 +193,7 @@ export function activityTimedOut(core: EngineCore, ex: Execution, a: ActivitySta
   failAttempt(core, ex, a, failure, type, null);
 }
 
-export async function pollActivityTaskQueue(
-  core: EngineCore,
-  r: Req<'PollActivityTaskQueueRequest'>,
-  onCancel: OnCancel,
-): Promise<Req<'PollActivityTaskQueueResponse'>> {
-  const namespace = core.ns(r.namespace);
-  const name = r.taskQueue?.name;
-  if (!name) throw invalid('task queue is required');
-  return longPoll(core, core.queueKey(namespace, name, 'act'), r, onCancel, takeActivityTask);
-}
+export const pollActivityTaskQueue: Rpc<'PollActivityTaskQueue'> = (core, r, onCancel) => longPoll(core, r, 'act', onCancel, takeActivityTask);
 
 /** A polled reference: the activity's attempt, if it is still the scheduled one. */
 function takeActivityTask(core: EngineCore, ref: TaskRef, r: Req<'PollActivityTaskQueueRequest'>): Req<'PollActivityTaskQueueResponse'> | null {
@@ -248,8 +239,32 @@ export function startActivity(core: EngineCore, ex: Execution, a: ActivityState,
   };
 }
 
-function activityByToken(core: EngineCore, raw: Uint8Array | null | undefined): { ex: Execution; a: ActivityState } {
-  const t = decodeToken(raw);
+// ---------------------------------------------------------------- reports on a started attempt: by task token or by id
+
+/** The started attempt an RPC reports on. */
+interface Found {
+  ex: Execution;
+  a: ActivityState;
+}
+
+/**
+ * An RPC reporting on a started activity attempt: `find` locates the attempt (by task token or by workflow id
+ * + activity id), `apply` records the report, and the change is journaled before the caller is answered.
+ */
+function reportRpc<M extends RpcName>(
+  find: (core: EngineCore, r: RpcRequest<M>) => Found,
+  apply: (core: EngineCore, ex: Execution, a: ActivityState, r: RpcRequest<M>) => RpcResponse<M>,
+): Rpc<M> {
+  return async (core, r) => {
+    const { ex, a } = find(core, r);
+    const resp = apply(core, ex, a, r);
+    await core.commit();
+    return resp;
+  };
+}
+
+function byToken(core: EngineCore, r: { taskToken?: Uint8Array | null }): Found {
+  const t = decodeToken(r.taskToken);
   if (t.k !== 'act') throw invalid('not an activity task token');
   const ex = core.runs.get(execKey(t.ns, t.r));
   const a = ex && core.isOpen(ex) ? ex.s.activities[t.s] : undefined;
@@ -257,10 +272,7 @@ function activityByToken(core: EngineCore, raw: Uint8Array | null | undefined): 
   return { ex, a };
 }
 
-function activityById(
-  core: EngineCore,
-  r: { namespace?: string | null; workflowId?: string | null; runId?: string | null; activityId?: string | null },
-): { ex: Execution; a: ActivityState } {
+function byId(core: EngineCore, r: { namespace?: string | null; workflowId?: string | null; runId?: string | null; activityId?: string | null }): Found {
   const ex = core.findOpenRun(core.ns(r.namespace), { workflowId: r.workflowId, runId: r.runId });
   const a = Object.values(ex.s.activities).find((x) => x.activityId === r.activityId);
   if (!a) throw notFound('activity task not found');
@@ -272,103 +284,52 @@ function activityById(
   return { ex, a };
 }
 
-function completeActivity(core: EngineCore, ex: Execution, a: ActivityState, result: Payloads | null | undefined, identity: string): void {
-  const events = [
-    startedEvent(core, ex, a),
-    core.event(ex, EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED, 'activityTaskCompletedEventAttributes', {
-      result,
-      scheduledEventId: a.scheduledEventId,
-      startedEventId: 0,
-      identity,
-    }),
-  ];
+/** Closes the started attempt: its started event and the closing event (`type`, `attrs`) are written together. */
+function closeStarted(core: EngineCore, ex: Execution, a: ActivityState, type: number, field: string, attrs: object): object {
+  const events = [startedEvent(core, ex, a), core.event(ex, type, field, attrs)];
   closeActivity(core, ex, a);
   addExternal(core, ex, events, true);
+  return {};
 }
 
-function cancelActivity(core: EngineCore, ex: Execution, a: ActivityState, details: Payloads | null | undefined, identity: string): void {
-  const events = [
-    startedEvent(core, ex, a),
-    core.event(ex, EventType.EVENT_TYPE_ACTIVITY_TASK_CANCELED, 'activityTaskCanceledEventAttributes', {
-      details,
-      latestCancelRequestedEventId: a.cancelRequestedEventId,
-      scheduledEventId: a.scheduledEventId,
-      startedEventId: 0,
-      identity,
-    }),
-  ];
-  closeActivity(core, ex, a);
-  addExternal(core, ex, events, true);
+function completed(core: EngineCore, ex: Execution, a: ActivityState, r: { result?: Payloads | null; identity?: string | null }): object {
+  return closeStarted(core, ex, a, EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED, 'activityTaskCompletedEventAttributes', {
+    result: r.result,
+    scheduledEventId: a.scheduledEventId,
+    startedEventId: 0,
+    identity: r.identity ?? '',
+  });
 }
 
-function heartbeat(core: EngineCore, ex: Execution, a: ActivityState, details: Payloads | null | undefined): Req<'RecordActivityTaskHeartbeatResponse'> {
-  if (details) a.heartbeatDetails = details;
+function failed(core: EngineCore, ex: Execution, a: ActivityState, r: { failure?: Failure | null; lastHeartbeatDetails?: Payloads | null }): object {
+  failAttempt(core, ex, a, r.failure ?? { message: 'activity failed' }, 0, r.lastHeartbeatDetails ?? null);
+  return {};
+}
+
+function canceled(core: EngineCore, ex: Execution, a: ActivityState, r: { details?: Payloads | null; identity?: string | null }): object {
+  return closeStarted(core, ex, a, EventType.EVENT_TYPE_ACTIVITY_TASK_CANCELED, 'activityTaskCanceledEventAttributes', {
+    details: r.details,
+    latestCancelRequestedEventId: a.cancelRequestedEventId,
+    scheduledEventId: a.scheduledEventId,
+    startedEventId: 0,
+    identity: r.identity ?? '',
+  });
+}
+
+/** Keeps the details for the next attempt, pushes the heartbeat deadline out, and tells the worker of a cancel request. */
+function heartbeat(core: EngineCore, ex: Execution, a: ActivityState, r: { details?: Payloads | null }): { cancelRequested: boolean } {
+  if (r.details) a.heartbeatDetails = r.details;
   a.lastHeartbeatTime = core.clock.now();
   if (a.heartbeatMs) core.setDeadline(ex, `act:${a.scheduledEventId}:hb`, a.lastHeartbeatTime + a.heartbeatMs);
   core.markDirty(ex);
   return { cancelRequested: a.cancelRequested };
 }
 
-// ---------------------------------------------------------------- RPCs (by task token and by workflow id + activity id)
-
-export async function respondActivityTaskCompleted(core: EngineCore, r: Req<'RespondActivityTaskCompletedRequest'>): Promise<object> {
-  const { ex, a } = activityByToken(core, r.taskToken);
-  completeActivity(core, ex, a, r.result, r.identity ?? '');
-  await core.commit();
-  return {};
-}
-
-export async function respondActivityTaskCompletedById(core: EngineCore, r: Req<'RespondActivityTaskCompletedByIdRequest'>): Promise<object> {
-  const { ex, a } = activityById(core, r);
-  completeActivity(core, ex, a, r.result, r.identity ?? '');
-  await core.commit();
-  return {};
-}
-
-export async function respondActivityTaskFailed(core: EngineCore, r: Req<'RespondActivityTaskFailedRequest'>): Promise<object> {
-  const { ex, a } = activityByToken(core, r.taskToken);
-  failAttempt(core, ex, a, r.failure ?? { message: 'activity failed' }, 0, r.lastHeartbeatDetails ?? null);
-  await core.commit();
-  return {};
-}
-
-export async function respondActivityTaskFailedById(core: EngineCore, r: Req<'RespondActivityTaskFailedByIdRequest'>): Promise<object> {
-  const { ex, a } = activityById(core, r);
-  failAttempt(core, ex, a, r.failure ?? { message: 'activity failed' }, 0, r.lastHeartbeatDetails ?? null);
-  await core.commit();
-  return {};
-}
-
-export async function respondActivityTaskCanceled(core: EngineCore, r: Req<'RespondActivityTaskCanceledRequest'>): Promise<object> {
-  const { ex, a } = activityByToken(core, r.taskToken);
-  cancelActivity(core, ex, a, r.details, r.identity ?? '');
-  await core.commit();
-  return {};
-}
-
-export async function respondActivityTaskCanceledById(core: EngineCore, r: Req<'RespondActivityTaskCanceledByIdRequest'>): Promise<object> {
-  const { ex, a } = activityById(core, r);
-  cancelActivity(core, ex, a, r.details, r.identity ?? '');
-  await core.commit();
-  return {};
-}
-
-export async function recordActivityTaskHeartbeat(
-  core: EngineCore,
-  r: Req<'RecordActivityTaskHeartbeatRequest'>,
-): Promise<Req<'RecordActivityTaskHeartbeatResponse'>> {
-  const { ex, a } = activityByToken(core, r.taskToken);
-  const resp = heartbeat(core, ex, a, r.details);
-  await core.commit();
-  return resp;
-}
-
-export async function recordActivityTaskHeartbeatById(
-  core: EngineCore,
-  r: Req<'RecordActivityTaskHeartbeatByIdRequest'>,
-): Promise<Req<'RecordActivityTaskHeartbeatByIdResponse'>> {
-  const { ex, a } = activityById(core, r);
-  const resp = heartbeat(core, ex, a, r.details);
-  await core.commit();
-  return resp;
-}
+export const respondActivityTaskCompleted = reportRpc<'RespondActivityTaskCompleted'>(byToken, completed);
+export const respondActivityTaskCompletedById = reportRpc<'RespondActivityTaskCompletedById'>(byId, completed);
+export const respondActivityTaskFailed = reportRpc<'RespondActivityTaskFailed'>(byToken, failed);
+export const respondActivityTaskFailedById = reportRpc<'RespondActivityTaskFailedById'>(byId, failed);
+export const respondActivityTaskCanceled = reportRpc<'RespondActivityTaskCanceled'>(byToken, canceled);
+export const respondActivityTaskCanceledById = reportRpc<'RespondActivityTaskCanceledById'>(byId, canceled);
+export const recordActivityTaskHeartbeat = reportRpc<'RecordActivityTaskHeartbeat'>(byToken, heartbeat);
+export const recordActivityTaskHeartbeatById = reportRpc<'RecordActivityTaskHeartbeatById'>(byId, heartbeat);

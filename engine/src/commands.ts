@@ -86,18 +86,11 @@ export function isClosingCommand(t: number): boolean {
 }
 
 /** Writes the command's event(s) through its handler; unknown command types are logged and ignored. */
-export function applyCommand(
-  core: EngineCore,
-  ex: Execution,
-  c: Command,
-  completedId: number,
-  after: Array<() => void>,
-  eager: ActivityState[],
-): void {
+export const applyCommand: CommandHandler = (core, ex, c, completedId, after, eager) => {
   const handler = c.commandType ? COMMAND_HANDLERS[c.commandType] : undefined;
   if (handler) handler(core, ex, c, completedId, after, eager);
   else log.warn('unsupported command ignored', { commandType: c.commandType });
-}
+};
 
 // ---------------------------------------------------------------- activities
 
@@ -204,59 +197,51 @@ const modifyWorkflowProperties: CommandHandler = (core, ex, c, completedId) => {
 
 // ---------------------------------------------------------------- closing the run
 
+/** Writes the command's close event and closes the run (`continued`: a next run carries on). */
+function closeByCommand(core: EngineCore, ex: Execution, c: Command, status: number, type: number, field: string, attrs: object, continued = false) {
+  core.appendCommandEvent(ex, c, type, field, attrs);
+  closeRun(core, ex, status, continued);
+}
+
 const completeWorkflowExecution: CommandHandler = (core, ex, c, completedId) => {
-  core.appendCommandEvent(ex, c, EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED, 'workflowExecutionCompletedEventAttributes', {
+  closeByCommand(core, ex, c, Status.WORKFLOW_EXECUTION_STATUS_COMPLETED, EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED, 'workflowExecutionCompletedEventAttributes', {
     result: c.completeWorkflowExecutionCommandAttributes?.result,
     workflowTaskCompletedEventId: completedId,
   });
-  closeRun(core, ex, Status.WORKFLOW_EXECUTION_STATUS_COMPLETED);
 };
 
 /** The run fails; under a retry policy with attempts left, a new run retries it (its id is in the failed event). */
 const failWorkflowExecution: CommandHandler = (core, ex, c, completedId) => {
   const s = ex.s;
   const failure = c.failWorkflowExecutionCommandAttributes?.failure ?? null;
-  if (s.retryPolicy) {
-    const spec = retrySpec(s.retryPolicy);
-    const next = nextRetry(spec, s.attempt, failure, core.clock.now(), s.executionExpirationTime);
-    if ('delay' in next) {
-      // As the server does: the run fails (status FAILED) and names the run that retries it.
-      const retry = startNextRun(core, ex, null, {
-        initiator: enums.ContinueAsNewInitiator.CONTINUE_AS_NEW_INITIATOR_RETRY,
-        failure,
-        backoffMs: next.delay,
-        attempt: s.attempt + 1,
-      });
-      core.appendCommandEvent(ex, c, EventType.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED, 'workflowExecutionFailedEventAttributes', {
-        failure,
-        retryState: RetryState.RETRY_STATE_IN_PROGRESS,
-        workflowTaskCompletedEventId: completedId,
-        newExecutionRunId: retry.s.runId,
-      });
-      closeRun(core, ex, Status.WORKFLOW_EXECUTION_STATUS_FAILED, true);
-      return;
-    }
-    core.appendCommandEvent(ex, c, EventType.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED, 'workflowExecutionFailedEventAttributes', {
+  const next = s.retryPolicy
+    ? nextRetry(retrySpec(s.retryPolicy), s.attempt, failure, core.clock.now(), s.executionExpirationTime)
+    : { retryState: RetryState.RETRY_STATE_RETRY_POLICY_NOT_SET };
+  const FAILED = Status.WORKFLOW_EXECUTION_STATUS_FAILED;
+  const type = EventType.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED;
+  if (!('delay' in next)) {
+    closeByCommand(core, ex, c, FAILED, type, 'workflowExecutionFailedEventAttributes', {
       failure,
       retryState: next.retryState,
       workflowTaskCompletedEventId: completedId,
     });
-  } else {
-    core.appendCommandEvent(ex, c, EventType.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED, 'workflowExecutionFailedEventAttributes', {
-      failure,
-      retryState: RetryState.RETRY_STATE_RETRY_POLICY_NOT_SET,
-      workflowTaskCompletedEventId: completedId,
-    });
+    return;
   }
-  closeRun(core, ex, Status.WORKFLOW_EXECUTION_STATUS_FAILED);
+  // As the server does: the run fails (status FAILED) and names the run that retries it.
+  const retry = startNextRun(core, ex, null, {
+    initiator: enums.ContinueAsNewInitiator.CONTINUE_AS_NEW_INITIATOR_RETRY,
+    failure,
+    backoffMs: next.delay,
+    attempt: s.attempt + 1,
+  });
+  const attrs = { failure, retryState: RetryState.RETRY_STATE_IN_PROGRESS, workflowTaskCompletedEventId: completedId, newExecutionRunId: retry.s.runId };
+  closeByCommand(core, ex, c, FAILED, type, 'workflowExecutionFailedEventAttributes', attrs, true);
 };
 
 const cancelWorkflowExecution: CommandHandler = (core, ex, c, completedId) => {
-  core.appendCommandEvent(ex, c, EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CANCELED, 'workflowExecutionCanceledEventAttributes', {
-    details: c.cancelWorkflowExecutionCommandAttributes?.details,
-    workflowTaskCompletedEventId: completedId,
-  });
-  closeRun(core, ex, Status.WORKFLOW_EXECUTION_STATUS_CANCELED);
+  const details = c.cancelWorkflowExecutionCommandAttributes?.details;
+  const attrs = { details, workflowTaskCompletedEventId: completedId };
+  closeByCommand(core, ex, c, Status.WORKFLOW_EXECUTION_STATUS_CANCELED, EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CANCELED, 'workflowExecutionCanceledEventAttributes', attrs);
 };
 
 const continueAsNewWorkflowExecution: CommandHandler = (core, ex, c, completedId) => {
@@ -269,52 +254,52 @@ const startChildWorkflowExecution: CommandHandler = (core, ex, c, completedId, a
   startChild(core, ex, c, completedId, after);
 };
 
+type SignalExternalAttributes = NonNullable<Command['signalExternalWorkflowExecutionCommandAttributes']>;
+type CancelExternalAttributes = NonNullable<Command['requestCancelExternalWorkflowExecutionCommandAttributes']>;
+type ExecutionRef = { workflowId?: string | null; runId?: string | null } | null | undefined;
+
 const signalExternalWorkflowExecution: CommandHandler = (core, ex, c, completedId, after) => {
-  const s = ex.s;
   const a = c.signalExternalWorkflowExecutionCommandAttributes!;
-  const ns = a.namespace || s.namespace;
+  const { execution, signalName, input, control, childWorkflowOnly, header } = a;
+  const ns = a.namespace || ex.s.namespace;
   const e = core.appendCommandEvent(ex, c, EventType.EVENT_TYPE_SIGNAL_EXTERNAL_WORKFLOW_EXECUTION_INITIATED, 'signalExternalWorkflowExecutionInitiatedEventAttributes', {
     namespace: ns,
-    workflowExecution: a.execution,
-    signalName: a.signalName,
-    input: a.input,
-    control: a.control,
-    childWorkflowOnly: a.childWorkflowOnly,
-    header: a.header,
+    workflowExecution: execution,
+    signalName,
+    input,
+    control,
+    childWorkflowOnly,
+    header,
     workflowTaskCompletedEventId: completedId,
   });
   const initiatedEventId = num(e.eventId);
-  after.push(() => {
-    const target = core.openRunOrUndefined(ns, a.execution);
-    if (target) {
-      signal(core, target, a.signalName ?? '', a.input, a.header, '', { workflowId: s.workflowId, runId: s.runId });
-      addExternal(core, ex, [
-        core.event(ex, EventType.EVENT_TYPE_EXTERNAL_WORKFLOW_EXECUTION_SIGNALED, 'externalWorkflowExecutionSignaledEventAttributes', {
-          initiatedEventId,
-          namespace: ns,
-          workflowExecution: { workflowId: target.s.workflowId, runId: a.execution?.runId ?? '' },
-          control: a.control,
-        }),
-      ]);
-    } else {
-      addExternal(core, ex, [
-        core.event(ex, EventType.EVENT_TYPE_SIGNAL_EXTERNAL_WORKFLOW_EXECUTION_FAILED, 'signalExternalWorkflowExecutionFailedEventAttributes', {
-          cause: enums.SignalExternalWorkflowExecutionFailedCause.SIGNAL_EXTERNAL_WORKFLOW_EXECUTION_FAILED_CAUSE_EXTERNAL_WORKFLOW_EXECUTION_NOT_FOUND,
-          initiatedEventId,
-          namespace: ns,
-          workflowExecution: a.execution,
-          control: a.control,
-          workflowTaskCompletedEventId: completedId,
-        }),
-      ]);
-    }
-  });
+  after.push(() => signalExternal(core, ex, a, ns, initiatedEventId, completedId));
 };
 
-const requestCancelExternalWorkflowExecution: CommandHandler = (core, ex, c, completedId, after) => {
+/** Signals the target run if it is open, else the signalling workflow hears that it failed. */
+function signalExternal(core: EngineCore, ex: Execution, a: SignalExternalAttributes, ns: string, initiatedEventId: number, completedId: number): void {
   const s = ex.s;
+  const target = core.openRunOrUndefined(ns, a.execution);
+  if (!target) {
+    const cause = enums.SignalExternalWorkflowExecutionFailedCause.SIGNAL_EXTERNAL_WORKFLOW_EXECUTION_FAILED_CAUSE_EXTERNAL_WORKFLOW_EXECUTION_NOT_FOUND;
+    const type = EventType.EVENT_TYPE_SIGNAL_EXTERNAL_WORKFLOW_EXECUTION_FAILED;
+    externalFailed(core, ex, type, 'signalExternalWorkflowExecutionFailedEventAttributes', cause, initiatedEventId, ns, a.execution, a.control, completedId);
+    return;
+  }
+  signal(core, target, a.signalName ?? '', a.input, a.header, '', { workflowId: s.workflowId, runId: s.runId });
+  addExternal(core, ex, [
+    core.event(ex, EventType.EVENT_TYPE_EXTERNAL_WORKFLOW_EXECUTION_SIGNALED, 'externalWorkflowExecutionSignaledEventAttributes', {
+      initiatedEventId,
+      namespace: ns,
+      workflowExecution: { workflowId: target.s.workflowId, runId: a.execution?.runId ?? '' },
+      control: a.control,
+    }),
+  ]);
+}
+
+const requestCancelExternalWorkflowExecution: CommandHandler = (core, ex, c, completedId, after) => {
   const a = c.requestCancelExternalWorkflowExecutionCommandAttributes!;
-  const ns = a.namespace || s.namespace;
+  const ns = a.namespace || ex.s.namespace;
   const execution = { workflowId: a.workflowId, runId: a.runId };
   const e = core.appendCommandEvent(
     ex,
@@ -331,31 +316,54 @@ const requestCancelExternalWorkflowExecution: CommandHandler = (core, ex, c, com
     },
   );
   const initiatedEventId = num(e.eventId);
-  after.push(() => {
-    const target = core.openRunOrUndefined(ns, execution);
-    if (target) {
-      requestCancel(core, target, a.reason ?? '', '', { workflowId: s.workflowId, runId: s.runId }, initiatedEventId);
-      addExternal(core, ex, [
-        core.event(ex, EventType.EVENT_TYPE_EXTERNAL_WORKFLOW_EXECUTION_CANCEL_REQUESTED, 'externalWorkflowExecutionCancelRequestedEventAttributes', {
-          initiatedEventId,
-          namespace: ns,
-          workflowExecution: execution,
-        }),
-      ]);
-    } else {
-      addExternal(core, ex, [
-        core.event(ex, EventType.EVENT_TYPE_REQUEST_CANCEL_EXTERNAL_WORKFLOW_EXECUTION_FAILED, 'requestCancelExternalWorkflowExecutionFailedEventAttributes', {
-          cause: enums.CancelExternalWorkflowExecutionFailedCause.CANCEL_EXTERNAL_WORKFLOW_EXECUTION_FAILED_CAUSE_EXTERNAL_WORKFLOW_EXECUTION_NOT_FOUND,
-          initiatedEventId,
-          namespace: ns,
-          workflowExecution: execution,
-          control: a.control,
-          workflowTaskCompletedEventId: completedId,
-        }),
-      ]);
-    }
-  });
+  after.push(() => cancelExternal(core, ex, a, ns, execution, initiatedEventId, completedId));
 };
+
+/** Requests cancellation of the target run if it is open, else the requesting workflow hears that it failed. */
+function cancelExternal(
+  core: EngineCore,
+  ex: Execution,
+  a: CancelExternalAttributes,
+  ns: string,
+  execution: ExecutionRef,
+  initiatedEventId: number,
+  completedId: number,
+): void {
+  const s = ex.s;
+  const target = core.openRunOrUndefined(ns, execution);
+  if (!target) {
+    const cause = enums.CancelExternalWorkflowExecutionFailedCause.CANCEL_EXTERNAL_WORKFLOW_EXECUTION_FAILED_CAUSE_EXTERNAL_WORKFLOW_EXECUTION_NOT_FOUND;
+    const type = EventType.EVENT_TYPE_REQUEST_CANCEL_EXTERNAL_WORKFLOW_EXECUTION_FAILED;
+    externalFailed(core, ex, type, 'requestCancelExternalWorkflowExecutionFailedEventAttributes', cause, initiatedEventId, ns, execution, a.control, completedId);
+    return;
+  }
+  requestCancel(core, target, a.reason ?? '', '', { workflowId: s.workflowId, runId: s.runId }, initiatedEventId);
+  addExternal(core, ex, [
+    core.event(ex, EventType.EVENT_TYPE_EXTERNAL_WORKFLOW_EXECUTION_CANCEL_REQUESTED, 'externalWorkflowExecutionCancelRequestedEventAttributes', {
+      initiatedEventId,
+      namespace: ns,
+      workflowExecution: execution,
+    }),
+  ]);
+}
+
+/** The target of an external signal or cancel request is not an open run. */
+function externalFailed(
+  core: EngineCore,
+  ex: Execution,
+  type: number,
+  field: string,
+  cause: number,
+  initiatedEventId: number,
+  ns: string,
+  execution: ExecutionRef,
+  control: string | null | undefined,
+  completedId: number,
+): void {
+  addExternal(core, ex, [
+    core.event(ex, type, field, { cause, initiatedEventId, namespace: ns, workflowExecution: execution, control, workflowTaskCompletedEventId: completedId }),
+  ]);
+}
 
 const COMMAND_HANDLERS: Record<number, CommandHandler> = {
   [CommandType.COMMAND_TYPE_SCHEDULE_ACTIVITY_TASK]: scheduleActivityTask,

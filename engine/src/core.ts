@@ -68,6 +68,17 @@ interface Waiter {
 /** How an RPC handler learns that its caller went away. */
 export type OnCancel = (c: () => void) => void;
 
+type WorkflowService = typeof temporal.api.workflowservice.v1;
+/** WorkflowService method names (those with a `<name>Request` and a `<name>Response` message), e.g. 'StartWorkflowExecution'. */
+export type RpcName = {
+  [K in keyof WorkflowService]: K extends `${infer M}Request` ? (`${M}Response` extends keyof WorkflowService ? M : never) : never;
+}[keyof WorkflowService];
+type Message<K extends string> = K extends keyof WorkflowService ? Req<K> : never;
+export type RpcRequest<M extends RpcName> = Message<`${M}Request`>;
+export type RpcResponse<M extends RpcName> = Message<`${M}Response`>;
+/** The handler of WorkflowService method M over the shared core. */
+export type Rpc<M extends RpcName> = (core: EngineCore, r: RpcRequest<M>, onCancel: OnCancel) => Promise<RpcResponse<M>>;
+
 /** What happens when a named deadline of a run comes due (deadlines.ts). */
 export type DeadlineHandler = (core: EngineCore, ex: Execution, name: string) => void;
 

@@ -1,8 +1,8 @@
 // Reading history: GetWorkflowExecutionHistory (pages, the `waitNewEvent` long poll, the close-event filter)
 // and GetWorkflowExecutionHistoryReverse. Poll responses page their history with the same tokens.
-import { CALL_WAIT_MS, type EngineCore, type OnCancel } from './core.js';
+import { CALL_WAIT_MS, type Rpc } from './core.js';
 import { notFound } from './errors.js';
-import { enums, type Req } from './proto.js';
+import { enums } from './proto.js';
 import { execKey, type Execution } from './state.js';
 
 /** Events per history page (polls and GetWorkflowExecutionHistory). */
@@ -12,11 +12,7 @@ export function pageToken(runId: string, offset: number, upTo: number): Uint8Arr
   return Buffer.from(JSON.stringify({ runId, offset, upTo }));
 }
 
-export async function getWorkflowExecutionHistory(
-  core: EngineCore,
-  r: Req<'GetWorkflowExecutionHistoryRequest'>,
-  onCancel: OnCancel,
-): Promise<Req<'GetWorkflowExecutionHistoryResponse'>> {
+export const getWorkflowExecutionHistory: Rpc<'GetWorkflowExecutionHistory'> = async (core, r, onCancel) => {
   const namespace = core.ns(r.namespace);
   let ex: Execution;
   let offset = 0;
@@ -57,12 +53,9 @@ export async function getWorkflowExecutionHistory(
     history: { events },
     nextPageToken: more ? pageToken(ex.s.runId, end, upTo === Infinity ? 0 : upTo) : undefined,
   };
-}
+};
 
-export async function getWorkflowExecutionHistoryReverse(
-  core: EngineCore,
-  r: Req<'GetWorkflowExecutionHistoryReverseRequest'>,
-): Promise<Req<'GetWorkflowExecutionHistoryReverseResponse'>> {
+export const getWorkflowExecutionHistoryReverse: Rpc<'GetWorkflowExecutionHistoryReverse'> = async (core, r) => {
   const ex = core.findRun(core.ns(r.namespace), r.execution);
   const pageSize = r.maximumPageSize && r.maximumPageSize > 0 ? r.maximumPageSize : HISTORY_PAGE;
   const start = r.nextPageToken?.length ? Number(Buffer.from(r.nextPageToken).toString()) : ex.history.length;
@@ -71,4 +64,4 @@ export async function getWorkflowExecutionHistoryReverse(
     history: { events: ex.history.slice(from, start).reverse() },
     nextPageToken: from > 0 ? Buffer.from(String(from)) : undefined,
   };
-}
+};

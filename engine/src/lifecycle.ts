@@ -1,7 +1,7 @@
 // How runs end and carry on: closing a run (and what that tells its parent and does to its children under their
 // parent-close policies), run / execution timeouts, terminate, cancel requests, and the next run of a
 // continue-as-new or a retry.
-import type { EngineCore } from './core.js';
+import type { EngineCore, Rpc } from './core.js';
 import {
   EventType,
   RetryState,
@@ -15,7 +15,6 @@ import {
   type HistoryEvent,
   type Payloads,
   type Plain,
-  type Req,
 } from './proto.js';
 import { nextRetry, retrySpec } from './retry.js';
 import { newRun } from './runs.js';
@@ -64,37 +63,39 @@ function notifyParent(core: EngineCore, ex: Execution, status: number): void {
     initiatedEventId: child.initiatedEventId,
     startedEventId: child.startedEventId,
   };
-  let e: HistoryEvent;
+  const [type, field] = CHILD_CLOSED[status] ?? CHILD_TERMINATED;
+  addExternal(core, parent, [core.event(parent, type, field, { ...base, ...childOutcome(status, last) })]);
+}
+
+/** The parent's event for each way a child run closes; any other status is a termination. */
+const CHILD_CLOSED: Record<number, [type: number, field: string]> = {
+  [Status.WORKFLOW_EXECUTION_STATUS_COMPLETED]: [EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_COMPLETED, 'childWorkflowExecutionCompletedEventAttributes'],
+  [Status.WORKFLOW_EXECUTION_STATUS_FAILED]: [EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_FAILED, 'childWorkflowExecutionFailedEventAttributes'],
+  [Status.WORKFLOW_EXECUTION_STATUS_CANCELED]: [EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_CANCELED, 'childWorkflowExecutionCanceledEventAttributes'],
+  [Status.WORKFLOW_EXECUTION_STATUS_TIMED_OUT]: [EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_TIMED_OUT, 'childWorkflowExecutionTimedOutEventAttributes'],
+};
+const CHILD_TERMINATED: [type: number, field: string] = [
+  EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_TERMINATED,
+  'childWorkflowExecutionTerminatedEventAttributes',
+];
+
+/** What the parent's event carries beyond the child's identity: the result, failure or details of its close event. */
+function childOutcome(status: number, last: HistoryEvent | undefined): object {
   switch (status) {
     case Status.WORKFLOW_EXECUTION_STATUS_COMPLETED:
-      e = core.event(parent, EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_COMPLETED, 'childWorkflowExecutionCompletedEventAttributes', {
-        ...base,
-        result: last?.workflowExecutionCompletedEventAttributes?.result,
-      });
-      break;
+      return { result: last?.workflowExecutionCompletedEventAttributes?.result };
     case Status.WORKFLOW_EXECUTION_STATUS_FAILED:
-      e = core.event(parent, EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_FAILED, 'childWorkflowExecutionFailedEventAttributes', {
-        ...base,
+      return {
         failure: last?.workflowExecutionFailedEventAttributes?.failure,
         retryState: last?.workflowExecutionFailedEventAttributes?.retryState,
-      });
-      break;
+      };
     case Status.WORKFLOW_EXECUTION_STATUS_CANCELED:
-      e = core.event(parent, EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_CANCELED, 'childWorkflowExecutionCanceledEventAttributes', {
-        ...base,
-        details: last?.workflowExecutionCanceledEventAttributes?.details,
-      });
-      break;
+      return { details: last?.workflowExecutionCanceledEventAttributes?.details };
     case Status.WORKFLOW_EXECUTION_STATUS_TIMED_OUT:
-      e = core.event(parent, EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_TIMED_OUT, 'childWorkflowExecutionTimedOutEventAttributes', {
-        ...base,
-        retryState: RetryState.RETRY_STATE_TIMEOUT,
-      });
-      break;
+      return { retryState: RetryState.RETRY_STATE_TIMEOUT };
     default:
-      e = core.event(parent, EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_TERMINATED, 'childWorkflowExecutionTerminatedEventAttributes', base);
+      return {};
   }
-  addExternal(core, parent, [e]);
 }
 
 function applyParentClosePolicy(core: EngineCore, ex: Execution): void {
@@ -176,19 +177,19 @@ export function requestCancel(
   ]);
 }
 
-export async function requestCancelWorkflowExecution(core: EngineCore, r: Req<'RequestCancelWorkflowExecutionRequest'>): Promise<object> {
+export const requestCancelWorkflowExecution: Rpc<'RequestCancelWorkflowExecution'> = async (core, r) => {
   const ex = core.findOpenRun(core.ns(r.namespace), r.workflowExecution);
   requestCancel(core, ex, r.reason ?? '', r.identity ?? '', null, 0);
   await core.commit();
   return {};
-}
+};
 
-export async function terminateWorkflowExecution(core: EngineCore, r: Req<'TerminateWorkflowExecutionRequest'>): Promise<object> {
+export const terminateWorkflowExecution: Rpc<'TerminateWorkflowExecution'> = async (core, r) => {
   const ex = core.findOpenRun(core.ns(r.namespace), r.workflowExecution);
   terminate(core, ex, r.reason ?? '', r.details, r.identity ?? '');
   await core.commit();
   return {};
-}
+};
 
 /** Starts the run that continues this one (continue-as-new or a retry): same id, parent and first run. */
 export function startNextRun(

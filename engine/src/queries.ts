@@ -1,13 +1,13 @@
 // Queries: carried by the pending workflow task and answered from its `queryResults`, otherwise sent out as
 // legacy query tasks (with full history) on the workflow's task queue.
 import { randomUUID } from 'node:crypto';
-import type { EngineCore, OnCancel, PendingQuery } from './core.js';
+import type { EngineCore, PendingQuery, Rpc } from './core.js';
 import { Code, RpcError, notFound } from './errors.js';
 import { Status, enums, type temporal, type Plain, type Req } from './proto.js';
 import { execKey, type Execution } from './state.js';
 import { decodeToken, encodeToken } from './tokens.js';
 
-export async function queryWorkflow(core: EngineCore, r: Req<'QueryWorkflowRequest'>, onCancel: OnCancel): Promise<Req<'QueryWorkflowResponse'>> {
+export const queryWorkflow: Rpc<'QueryWorkflow'> = async (core, r, onCancel) => {
   const ex = core.findRun(core.ns(r.namespace), r.execution);
   const C = enums.QueryRejectCondition;
   const status = ex.s.status;
@@ -46,7 +46,7 @@ export async function queryWorkflow(core: EngineCore, r: Req<'QueryWorkflowReque
     onCancel(() => q.reject(new RpcError(Code.CANCELLED, 'query cancelled')));
     dispatchPendingQueries(core, ex);
   });
-}
+};
 
 /**
  * Queries go out as legacy query tasks when no workflow task is pending and the workflow has run once;
@@ -115,7 +115,7 @@ export function answerAttachedQueries(
   }
 }
 
-export async function respondQueryTaskCompleted(core: EngineCore, r: Req<'RespondQueryTaskCompletedRequest'>): Promise<object> {
+export const respondQueryTaskCompleted: Rpc<'RespondQueryTaskCompleted'> = async (core, r) => {
   const t = decodeToken(r.taskToken);
   const q = t.q ? core.queries.get(t.q) : undefined;
   if (!q) throw notFound('query not found');
@@ -125,4 +125,4 @@ export async function respondQueryTaskCompleted(core: EngineCore, r: Req<'Respon
     q.reject(new RpcError(Code.INVALID_ARGUMENT, r.errorMessage || r.failure?.message || 'query failed'));
   }
   return {};
-}
+};

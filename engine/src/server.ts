@@ -55,7 +55,7 @@ export async function startDevServer(opts: DevServerOptions): Promise<DevServer>
     // Channelz bookkeeping (per-call counters and timestamps) serves no one here and costs on every call.
     'grpc.enable_channelz': 0,
   });
-  addService(server, 'temporal.api.workflowservice.v1.WorkflowService', engine, new VisibilityService(engine));
+  addService(server, 'temporal.api.workflowservice.v1.WorkflowService', engine.workflowService(), new VisibilityService(engine));
   addService(server, 'temporal.api.operatorservice.v1.OperatorService', new OperatorService(engine));
   addService(server, 'grpc.health.v1.Health', new HealthService());
   if (opts.timeSkipping) addService(server, 'temporal.api.testservice.v1.TestService', new TestService(engine.clock));

@@ -2,7 +2,7 @@
 // workflow task as protocol messages, accepted / rejected / completed by the worker's messages, and awaited
 // by callers up to the lifecycle stage they asked for.
 import { randomUUID } from 'node:crypto';
-import { CALL_WAIT_MS, type EngineCore, type OnCancel } from './core.js';
+import { CALL_WAIT_MS, type EngineCore, type OnCancel, type Rpc } from './core.js';
 import { invalid, notFound } from './errors.js';
 import { log } from './log.js';
 import { EventType, decodePlain, enums, num, pb, type temporal, type Message, type Payloads, type Plain, type Req } from './proto.js';
@@ -29,7 +29,7 @@ export function signal(
   ]);
 }
 
-export async function signalWorkflowExecution(core: EngineCore, r: Req<'SignalWorkflowExecutionRequest'>): Promise<object> {
+export const signalWorkflowExecution: Rpc<'SignalWorkflowExecution'> = async (core, r) => {
   const ex = core.findOpenRun(core.ns(r.namespace), r.workflowExecution);
   if (!r.signalName) throw invalid('SignalName is not set on request.');
   if (r.requestId && ex.s.signalRequestIds.includes(r.requestId)) return {};
@@ -40,7 +40,7 @@ export async function signalWorkflowExecution(core: EngineCore, r: Req<'SignalWo
   signal(core, ex, r.signalName, r.input, r.header, r.identity ?? '', null);
   await core.commit();
   return {};
-}
+};
 
 /** A protocol message of a workflow task completion: an update's acceptance, rejection or response. */
 export function processMessage(core: EngineCore, ex: Execution, m: Message, completedId: number): void {
@@ -123,11 +123,7 @@ async function awaitUpdate(
   return updateResponse(ex, ex.s.updates[u.updateId] ?? u);
 }
 
-export async function updateWorkflowExecution(
-  core: EngineCore,
-  r: Req<'UpdateWorkflowExecutionRequest'>,
-  onCancel: OnCancel,
-): Promise<Req<'UpdateWorkflowExecutionResponse'>> {
+export const updateWorkflowExecution: Rpc<'UpdateWorkflowExecution'> = async (core, r, onCancel) => {
   const namespace = core.ns(r.namespace);
   const ex = core.findRun(namespace, r.workflowExecution);
   const updateId = r.request?.meta?.updateId || randomUUID();
@@ -148,17 +144,13 @@ export async function updateWorkflowExecution(
   }
   const stage = r.waitPolicy?.lifecycleStage || enums.UpdateWorkflowExecutionLifecycleStage.UPDATE_WORKFLOW_EXECUTION_LIFECYCLE_STAGE_ACCEPTED;
   return awaitUpdate(core, ex, u, stage, onCancel);
-}
+};
 
-export async function pollWorkflowExecutionUpdate(
-  core: EngineCore,
-  r: Req<'PollWorkflowExecutionUpdateRequest'>,
-  onCancel: OnCancel,
-): Promise<Req<'PollWorkflowExecutionUpdateResponse'>> {
+export const pollWorkflowExecutionUpdate: Rpc<'PollWorkflowExecutionUpdate'> = async (core, r, onCancel) => {
   const ex = core.findRun(core.ns(r.namespace), r.updateRef?.workflowExecution);
   const u = ex.s.updates[r.updateRef?.updateId ?? ''];
   if (!u) throw notFound(`update ${r.updateRef?.updateId ?? ''} not found`);
   const stage = r.waitPolicy?.lifecycleStage || enums.UpdateWorkflowExecutionLifecycleStage.UPDATE_WORKFLOW_EXECUTION_LIFECYCLE_STAGE_COMPLETED;
   const resp = await awaitUpdate(core, ex, u, stage, onCancel);
   return { outcome: resp.outcome, stage: resp.stage, updateRef: resp.updateRef };
-}
+};

@@ -1,6 +1,6 @@
 // Starting workflows: StartWorkflowExecution and SignalWithStartWorkflowExecution, with request-id dedupe and
 // the workflow id reuse / conflict policies (also applied to child workflows).
-import type { EngineCore } from './core.js';
+import type { EngineCore, Rpc } from './core.js';
 import { Code, RpcError, invalid } from './errors.js';
 import { terminate } from './lifecycle.js';
 import { Status, durationMs, enums, type Req } from './proto.js';
@@ -72,10 +72,7 @@ export function admitStart(
   return {};
 }
 
-export async function startWorkflowExecution(
-  core: EngineCore,
-  r: Req<'StartWorkflowExecutionRequest'>,
-): Promise<Req<'StartWorkflowExecutionResponse'>> {
+export const startWorkflowExecution: Rpc<'StartWorkflowExecution'> = async (core, r) => {
   const namespace = core.ns(r.namespace);
   const params = startRequestParams(r);
   const { existing, deduped } = admitStart(
@@ -95,12 +92,9 @@ export async function startWorkflowExecution(
   const ex = newRun(core, namespace, params);
   await core.commit();
   return { runId: ex.s.runId, started: true, status: ex.s.status };
-}
+};
 
-export async function signalWithStartWorkflowExecution(
-  core: EngineCore,
-  r: Req<'SignalWithStartWorkflowExecutionRequest'>,
-): Promise<Req<'SignalWithStartWorkflowExecutionResponse'>> {
+export const signalWithStartWorkflowExecution: Rpc<'SignalWithStartWorkflowExecution'> = async (core, r) => {
   const namespace = core.ns(r.namespace);
   if (!r.signalName) throw invalid('SignalName is not set on request.');
   const params = startRequestParams(r);
@@ -120,4 +114,4 @@ export async function signalWithStartWorkflowExecution(
   });
   await core.commit();
   return { runId: ex.s.runId, started: true };
-}
+};

@@ -3,7 +3,7 @@
 // the WorkflowTaskCompleted event, the commands and protocol messages in order, and eager activity tasks.
 import { startActivity } from './activity-tasks.js';
 import { applyCommand, invalidCommand, isClosingCommand } from './commands.js';
-import type { EngineCore } from './core.js';
+import type { EngineCore, Rpc } from './core.js';
 import { invalid } from './errors.js';
 import { log } from './log.js';
 import { CommandType, EventType, enums, num, type Command, type Message, type Req } from './proto.js';
@@ -12,6 +12,7 @@ import { processMessage } from './signals-updates.js';
 import type { ActivityState, Execution } from './state.js';
 import { decodeToken } from './tokens.js';
 import {
+  appendTaskOutcome,
   applySticky,
   retryWorkflowTask,
   scheduleIfPendingUpdates,
@@ -22,7 +23,7 @@ import {
 
 type CompletedRequest = Req<'RespondWorkflowTaskCompletedRequest'>;
 
-export async function respondWorkflowTaskCompleted(core: EngineCore, r: CompletedRequest): Promise<Req<'RespondWorkflowTaskCompletedResponse'>> {
+export const respondWorkflowTaskCompleted: Rpc<'RespondWorkflowTaskCompleted'> = async (core, r) => {
   const ex = startedWorkflowTask(core, decodeToken(r.taskToken));
   const s = ex.s;
   answerAttachedQueries(core, ex, r.queryResults ?? {});
@@ -53,21 +54,15 @@ export async function respondWorkflowTaskCompleted(core: EngineCore, r: Complete
   const activityTasks = completeWorkflowTask(core, ex, r, commands, messages);
   await core.commit();
   return { activityTasks };
-}
+};
 
 /** As the server does: the task fails with the cause, nothing of it is applied, and the caller hears why. */
 function failInvalidCompletion(core: EngineCore, ex: Execution, r: CompletedRequest, bad: { cause: number; message: string }): void {
-  const s = ex.s;
-  core.appendNow(
-    ex,
-    core.event(ex, EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED, 'workflowTaskFailedEventAttributes', {
-      scheduledEventId: s.wft.scheduledEventId,
-      startedEventId: s.wft.startedEventId,
-      cause: bad.cause,
-      failure: { message: bad.message, source: 'Server' },
-      identity: r.identity,
-    }),
-  );
+  appendTaskOutcome(core, ex, EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED, 'workflowTaskFailedEventAttributes', {
+    cause: bad.cause,
+    failure: { message: bad.message, source: 'Server' },
+    identity: r.identity,
+  });
   retryWorkflowTask(core, ex);
 }
 
@@ -79,15 +74,10 @@ function hasNewWork(ex: Execution): boolean {
 /** The task fails with UNHANDLED_COMMAND and a new one makes the workflow look at the new events first. */
 function failUnhandledCommand(core: EngineCore, ex: Execution, r: CompletedRequest): void {
   const s = ex.s;
-  core.appendNow(
-    ex,
-    core.event(ex, EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED, 'workflowTaskFailedEventAttributes', {
-      scheduledEventId: s.wft.scheduledEventId,
-      startedEventId: s.wft.startedEventId,
-      cause: enums.WorkflowTaskFailedCause.WORKFLOW_TASK_FAILED_CAUSE_UNHANDLED_COMMAND,
-      identity: r.identity,
-    }),
-  );
+  appendTaskOutcome(core, ex, EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED, 'workflowTaskFailedEventAttributes', {
+    cause: enums.WorkflowTaskFailedCause.WORKFLOW_TASK_FAILED_CAUSE_UNHANDLED_COMMAND,
+    identity: r.identity,
+  });
   workflowTaskDone(core, ex);
   s.wft.speculativeFrom = null;
   s.sticky = null;

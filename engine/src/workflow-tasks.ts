@@ -2,8 +2,8 @@
 // it to pollers, starting it (history, update requests and queries it carries), failing, timing out and
 // retrying it, and the sticky queues of workers that go away. Completion is workflow-task-completion.ts.
 import { randomUUID } from 'node:crypto';
-import type { EngineCore, OnCancel, TaskRef } from './core.js';
-import { invalid, notFound } from './errors.js';
+import type { EngineCore, Rpc, TaskRef } from './core.js';
+import { notFound } from './errors.js';
 import { HISTORY_PAGE, pageToken } from './history.js';
 import { log } from './log.js';
 import { longPoll } from './long-poll.js';
@@ -113,16 +113,14 @@ export function workflowTaskDone(core: EngineCore, ex: Execution): void {
   clearStickyTimer(core, runKey);
 }
 
+/** Writes the event ending the started workflow task without a completion (failed, timed out): its ids, then `attrs`. */
+export function appendTaskOutcome(core: EngineCore, ex: Execution, type: number, field: string, attrs: object): void {
+  const w = ex.s.wft;
+  core.appendNow(ex, core.event(ex, type, field, { scheduledEventId: w.scheduledEventId, startedEventId: w.startedEventId, ...attrs }));
+}
+
 export function workflowTaskTimedOut(core: EngineCore, ex: Execution, timeoutType: number): void {
-  const s = ex.s;
-  core.appendNow(
-    ex,
-    core.event(ex, EventType.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT, 'workflowTaskTimedOutEventAttributes', {
-      scheduledEventId: s.wft.scheduledEventId,
-      startedEventId: s.wft.startedEventId,
-      timeoutType,
-    }),
-  );
+  appendTaskOutcome(core, ex, EventType.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT, 'workflowTaskTimedOutEventAttributes', { timeoutType });
   retryWorkflowTask(core, ex);
 }
 
@@ -146,16 +144,7 @@ export function retryWorkflowTask(core: EngineCore, ex: Execution): void {
   core.markDirty(ex);
 }
 
-export async function pollWorkflowTaskQueue(
-  core: EngineCore,
-  r: Req<'PollWorkflowTaskQueueRequest'>,
-  onCancel: OnCancel,
-): Promise<Req<'PollWorkflowTaskQueueResponse'>> {
-  const namespace = core.ns(r.namespace);
-  const name = r.taskQueue?.name;
-  if (!name) throw invalid('task queue is required');
-  return longPoll(core, core.queueKey(namespace, name, 'wf'), r, onCancel, takeWorkflowTask);
-}
+export const pollWorkflowTaskQueue: Rpc<'PollWorkflowTaskQueue'> = (core, r, onCancel) => longPoll(core, r, 'wf', onCancel, takeWorkflowTask);
 
 /** A polled reference: a query task, or the run's scheduled workflow task if it is still the one queued here. */
 function takeWorkflowTask(core: EngineCore, ref: TaskRef, r: Req<'PollWorkflowTaskQueueRequest'>): Req<'PollWorkflowTaskQueueResponse'> | null {
@@ -248,26 +237,17 @@ export function startedWorkflowTask(core: EngineCore, token: TaskToken): Executi
   return ex;
 }
 
-export async function respondWorkflowTaskFailed(
-  core: EngineCore,
-  r: Req<'RespondWorkflowTaskFailedRequest'>,
-): Promise<Req<'RespondWorkflowTaskFailedResponse'>> {
+export const respondWorkflowTaskFailed: Rpc<'RespondWorkflowTaskFailed'> = async (core, r) => {
   const ex = startedWorkflowTask(core, decodeToken(r.taskToken));
-  const s = ex.s;
-  core.appendNow(
-    ex,
-    core.event(ex, EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED, 'workflowTaskFailedEventAttributes', {
-      scheduledEventId: s.wft.scheduledEventId,
-      startedEventId: s.wft.startedEventId,
-      cause: r.cause,
-      failure: r.failure,
-      identity: r.identity,
-    }),
-  );
+  appendTaskOutcome(core, ex, EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED, 'workflowTaskFailedEventAttributes', {
+    cause: r.cause,
+    failure: r.failure,
+    identity: r.identity,
+  });
   retryWorkflowTask(core, ex);
   await core.commit();
   return {};
-}
+};
 
 /** The worker's sticky queue for the run's next tasks, as its completion asked. */
 export function applySticky(ex: Execution, r: Req<'RespondWorkflowTaskCompletedRequest'>): void {
@@ -279,7 +259,7 @@ export function scheduleIfPendingUpdates(core: EngineCore, ex: Execution): void 
   if (Object.values(ex.s.updates).some((u) => u.phase === 'admitted')) scheduleWorkflowTask(core, ex, ex.s.wft.phase === 'none');
 }
 
-export async function shutdownWorker(core: EngineCore, r: Req<'ShutdownWorkerRequest'>): Promise<object> {
+export const shutdownWorker: Rpc<'ShutdownWorker'> = async (core, r) => {
   const namespace = core.ns(r.namespace);
   const sticky = r.stickyTaskQueue;
   if (!sticky) return {};
@@ -292,12 +272,12 @@ export async function shutdownWorker(core: EngineCore, r: Req<'ShutdownWorkerReq
   }
   await core.commit();
   return {};
-}
+};
 
-export async function resetStickyTaskQueue(core: EngineCore, r: Req<'ResetStickyTaskQueueRequest'>): Promise<object> {
+export const resetStickyTaskQueue: Rpc<'ResetStickyTaskQueue'> = async (core, r) => {
   const ex = core.findRun(core.ns(r.namespace), r.execution);
   ex.s.sticky = null;
   if (ex.s.wft.phase === 'scheduled' && ex.s.wft.sticky) moveToNormalQueue(core, ex);
   await core.commit();
   return {};
-}
+};
