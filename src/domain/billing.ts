@@ -1,6 +1,7 @@
 // Key-in billing rules: request validation in a fixed, documented order, the issuance response
 // shape, and the derived idempotency keys sent to gateways. Pure code: no I/O.
 import { createHash } from 'node:crypto';
+import { z } from 'zod';
 import type { CardDetails, MaskedCard } from './card.js';
 import {
   isCardExpired,
@@ -10,9 +11,10 @@ import {
   isExpireYearWellFormed,
   isIdentityNoWellFormed,
 } from './card.js';
-import { ApiError, type ErrorName } from './errors.js';
+import type { ErrorName } from './errors.js';
 import { formatTimestamp } from './time.js';
 import { BILLING_KEY_ISSUED, isResourceId, statusLocale } from './receipt.js';
+import { fails, fields, isBlank, isRecord, validate } from './validation.js';
 
 /** The only method that can issue a billing key over REST. */
 export const KEY_IN_METHOD = '카드자동(REST)';
@@ -23,40 +25,31 @@ const MAX_ID_LENGTH = 100;
 const MAX_NAME_LENGTH = 200;
 const MAX_METADATA_BYTES = 8 * 1024;
 
-type Body = Record<string, unknown>;
-
-/** Any JSON value as a field map; arrays and scalars have no fields. */
-function asFields(body: unknown): Body {
-  return typeof body === 'object' && body !== null && !Array.isArray(body) ? (body as Body) : {};
-}
-
-/** A present, non-blank string, or undefined for missing / blank / non-string values. */
-function presentString(value: unknown): string | undefined {
-  return typeof value === 'string' && value.trim() !== '' ? value : undefined;
-}
-
-function required(body: Body, field: string, error: ErrorName): string {
-  const value = body[field];
-  if (value === undefined || value === null || (typeof value === 'string' && value.trim() === '')) {
-    throw new ApiError(error);
-  }
-  if (typeof value !== 'string') throw new ApiError(error, { message: `${field} must be a string.` });
-  return value;
-}
-
-function bounded(value: string, field: string, max: number): string {
-  if (value.length > max) throw new ApiError('INVALID_REQUEST', { message: `${field} is longer than ${max} characters.` });
-  return value;
-}
+const invalid = (message: string) => fails('INVALID_REQUEST', { message });
 
 /** A card refused before it reaches any gateway: 2304 without pg_error_code (no PG was asked). */
-function localRefusal(message: string): ApiError {
-  return new ApiError('SUBSCRIBE_PUBLISH_FAILED', { message });
+const localRefusal = (message: string) => fails('SUBSCRIBE_PUBLISH_FAILED', { message });
+
+/** A required string, not trimmed: blank -> `blank` with its catalog message; another type -> `blank` saying so. */
+function requiredString(field: string, blank: ErrorName) {
+  return z
+    .custom<string>((value) => !isBlank(value), fails(blank))
+    .refine((value) => typeof value === 'string', fails(blank, { message: `${field} must be a string.` }));
+}
+
+function atMost(field: string, max: number) {
+  return z.string().refine((value) => value.length <= max, invalid(`${field} is longer than ${max} characters.`));
 }
 
 export interface PgSelection {
   readonly pg: string;
 }
+
+// pg's length is checked only once the method is known to be the REST one.
+const pgAndMethod = fields({
+  pg: z.custom<string>((pg) => typeof pg === 'string' && pg.trim() !== '', fails('SUBSCRIBE_NEED_PG_METHOD')),
+  method: z.custom<typeof KEY_IN_METHOD>((method) => method === KEY_IN_METHOD, fails('RC_ONLY_REST_API')),
+}).refine((body) => body.pg.length <= MAX_ID_LENGTH, invalid(`pg is longer than ${MAX_ID_LENGTH} characters.`));
 
 /**
  * Step 1 of POST /v2/request/subscribe: pg missing -> 2300; method missing or not
@@ -65,11 +58,7 @@ export interface PgSelection {
  * billing-key capability -> 2057.
  */
 export function parsePgAndMethod(rawBody: unknown): PgSelection {
-  const body = asFields(rawBody);
-  const pg = presentString(body.pg);
-  if (pg === undefined) throw new ApiError('SUBSCRIBE_NEED_PG_METHOD');
-  if (body.method !== KEY_IN_METHOD) throw new ApiError('RC_ONLY_REST_API');
-  return { pg: bounded(pg, 'pg', MAX_ID_LENGTH) };
+  return { pg: validate(pgAndMethod, rawBody).pg };
 }
 
 /** extra.subscribe_test_payment: a charge of this many won, refunded at once, proves the card works. */
@@ -84,6 +73,57 @@ export interface BillingKeyRequest {
   readonly card: CardDetails;
 }
 
+// The issuance checks come in three stages, as the spec orders them: every blank first, then the card
+// itself (month range before the local refusals, expiry last), then the merchant's own fields.
+const issuanceBlanks = fields({
+  card_no: requiredString('card_no', 'SUBSCRIBE_CARD_NO_BLANK'),
+  card_pw: requiredString('card_pw', 'SUBSCRIBE_CARD_PW_BLANK'),
+  card_identity_no: requiredString('card_identity_no', 'SUBSCRIBE_CARD_IDENTITY_BLANK'),
+  card_expire_year: requiredString('card_expire_year', 'SUBSCRIBE_CARD_EX_YEAR_BLANK'),
+  card_expire_month: requiredString('card_expire_month', 'SUBSCRIBE_CARD_EX_MONTH_BLANK'),
+  order_name: requiredString('order_name', 'RC_NAME_BLANK'),
+  subscription_id: requiredString('subscription_id', 'RC_O_ID_BLANK'),
+});
+
+const cardRules = fields({
+  card_expire_month: z.string().refine(isExpireMonthValid, fails('RC_INVALID_EXP_MONTH')),
+  card_no: z
+    .string()
+    .refine(isCardNumberWellFormed, localRefusal('card_no must be a valid 15-16 digit card number without separators.')),
+  card_pw: z.string().refine(isCardPasswordWellFormed, localRefusal('card_pw must be the first 2 digits of the card password.')),
+  card_identity_no: z
+    .string()
+    .refine(
+      isIdentityNoWellFormed,
+      localRefusal('card_identity_no must be a 6-digit birth date or a 10-digit business registration number.'),
+    ),
+  card_expire_year: z.string().refine(isExpireYearWellFormed, localRefusal('card_expire_year must be 2 digits (YY).')),
+});
+
+const cardRulesAt = (now: Date) =>
+  cardRules.refine(
+    (card) => !isCardExpired(card.card_expire_year, card.card_expire_month, now),
+    localRefusal('The card has expired.'),
+  );
+
+/** extra.subscribe_test_payment: absent or null (or no extra at all) is no verification charge. */
+const verificationOption = z
+  .custom<Record<string, unknown>>(isRecord, invalid('extra must be an object.'))
+  .transform((extra) => extra.subscribe_test_payment)
+  .pipe(
+    z
+      .custom<boolean>((option) => typeof option === 'boolean', invalid('extra.subscribe_test_payment must be a boolean.'))
+      .nullish(),
+  )
+  .nullish()
+  .transform((option) => option ?? false);
+
+const issuanceMerchantFields = fields({
+  subscription_id: atMost('subscription_id', MAX_ID_LENGTH),
+  order_name: atMost('order_name', MAX_NAME_LENGTH),
+  extra: verificationOption,
+});
+
 /**
  * Step 2 of POST /v2/request/subscribe, after the PG is known:
  * blanks in the order 2311 card_no, 2312 card_pw, 2313 card_identity_no, 2314 card_expire_year,
@@ -94,41 +134,21 @@ export interface BillingKeyRequest {
  * card values.
  */
 export function parseBillingKeyRequest(rawBody: unknown, now: Date): BillingKeyRequest {
-  const body = asFields(rawBody);
-  const number = required(body, 'card_no', 'SUBSCRIBE_CARD_NO_BLANK');
-  const password2 = required(body, 'card_pw', 'SUBSCRIBE_CARD_PW_BLANK');
-  const identityNo = required(body, 'card_identity_no', 'SUBSCRIBE_CARD_IDENTITY_BLANK');
-  const expireYear = required(body, 'card_expire_year', 'SUBSCRIBE_CARD_EX_YEAR_BLANK');
-  const expireMonth = required(body, 'card_expire_month', 'SUBSCRIBE_CARD_EX_MONTH_BLANK');
-  const orderName = required(body, 'order_name', 'RC_NAME_BLANK');
-  const subscriptionId = required(body, 'subscription_id', 'RC_O_ID_BLANK');
-
-  if (!isExpireMonthValid(expireMonth)) throw new ApiError('RC_INVALID_EXP_MONTH');
-  if (!isCardNumberWellFormed(number)) {
-    throw localRefusal('card_no must be a valid 15-16 digit card number without separators.');
-  }
-  if (!isCardPasswordWellFormed(password2)) throw localRefusal('card_pw must be the first 2 digits of the card password.');
-  if (!isIdentityNoWellFormed(identityNo)) {
-    throw localRefusal('card_identity_no must be a 6-digit birth date or a 10-digit business registration number.');
-  }
-  if (!isExpireYearWellFormed(expireYear)) throw localRefusal('card_expire_year must be 2 digits (YY).');
-  if (isCardExpired(expireYear, expireMonth, now)) throw localRefusal('The card has expired.');
-
+  const body = validate(issuanceBlanks, rawBody);
+  validate(cardRulesAt(now), body);
+  const merchant = validate(issuanceMerchantFields, body);
   return {
-    subscriptionId: bounded(subscriptionId, 'subscription_id', MAX_ID_LENGTH),
-    orderName: bounded(orderName, 'order_name', MAX_NAME_LENGTH),
-    verificationCharge: parseVerificationOption(body.extra),
-    card: { number, password2, identityNo, expireYear, expireMonth },
+    subscriptionId: merchant.subscription_id,
+    orderName: merchant.order_name,
+    verificationCharge: merchant.extra,
+    card: {
+      number: body.card_no,
+      password2: body.card_pw,
+      identityNo: body.card_identity_no,
+      expireYear: body.card_expire_year,
+      expireMonth: body.card_expire_month,
+    },
   };
-}
-
-function parseVerificationOption(extra: unknown): boolean {
-  if (extra === undefined || extra === null) return false;
-  if (typeof extra !== 'object' || Array.isArray(extra)) throw new ApiError('INVALID_REQUEST', { message: 'extra must be an object.' });
-  const option = (extra as Record<string, unknown>).subscribe_test_payment;
-  if (option === undefined || option === null) return false;
-  if (typeof option !== 'boolean') throw new ApiError('INVALID_REQUEST', { message: 'extra.subscribe_test_payment must be a boolean.' });
-  return option;
 }
 
 /** The order_id of an issuance's verification charge: derived from the issuance receipt, so unique. */
@@ -214,12 +234,53 @@ export interface ChargeParams {
   readonly metadata: Record<string, unknown> | undefined;
 }
 
-function nonNegativeWon(value: unknown, field: string): number {
-  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) {
-    throw new ApiError('INVALID_REQUEST', { message: `${field} must be a non-negative integer amount in won.` });
-  }
-  return value;
+function nonNegativeWon(field: string) {
+  return z.custom<number>(
+    (value) => typeof value === 'number' && Number.isSafeInteger(value) && value >= 0,
+    invalid(`${field} must be a non-negative integer amount in won.`),
+  );
 }
+
+// The identifiers and amounts first (tax_free against price once both are known), then the rest.
+const chargeAmounts = fields({
+  billing_key: requiredString('billing_key', 'SUBSCRIBE_BK_NOT_FOUND').refine(isResourceId, fails('SUBSCRIBE_BK_NOT_FOUND')),
+  order_name: requiredString('order_name', 'RC_NAME_BLANK'),
+  order_id: requiredString('order_id', 'RC_O_ID_BLANK'),
+  price: nonNegativeWon('price').refine((price) => price !== 0, invalid('price must be at least 1 won.')),
+  tax_free: nonNegativeWon('tax_free')
+    .nullish()
+    .transform((taxFree) => taxFree ?? 0),
+}).refine((charge) => charge.tax_free <= charge.price, invalid('tax_free cannot exceed price.'));
+
+/** Instalment months, 0 to 24, as a number or its digits ('03'); absent, null or '' is a lump sum. */
+const quota = z
+  .custom<number | string>(
+    (value) => value === '' || ((typeof value === 'number' || typeof value === 'string') && isQuota(String(value))),
+    invalid('card_quota must be the instalment months, 0 to 24.'),
+  )
+  .nullish()
+  .transform((value) => (value === undefined || value === null || value === '' ? 0 : Number(String(value))));
+
+function isQuota(text: string): boolean {
+  return /^\d{1,2}$/.test(text) && Number(text) <= 24;
+}
+
+/** An object of at most 8 KB as UTF-8 JSON, kept as given; absent or null is none. */
+const metadata = z
+  .custom<Record<string, unknown>>(isRecord, invalid('metadata must be an object.'))
+  .refine(
+    (value) => Buffer.byteLength(JSON.stringify(value)) <= MAX_METADATA_BYTES,
+    invalid(`metadata is larger than ${MAX_METADATA_BYTES} bytes.`),
+  )
+  .nullish()
+  .transform((value) => value ?? undefined);
+
+const chargeOptions = fields({
+  order_name: atMost('order_name', MAX_NAME_LENGTH),
+  order_id: atMost('order_id', MAX_ID_LENGTH),
+  card_quota: quota,
+  metadata,
+});
 
 /**
  * POST /v2/subscribe/payment: billing_key blank -> 2309; order_name blank -> 2003; order_id blank
@@ -227,44 +288,17 @@ function nonNegativeWon(value: unknown, field: string): number {
  * a number), metadata (an object of at most 8 KB) -> INVALID_REQUEST.
  */
 export function parseChargeRequest(rawBody: unknown): ChargeParams {
-  const body = asFields(rawBody);
-  const billingKey = required(body, 'billing_key', 'SUBSCRIBE_BK_NOT_FOUND');
-  if (!isResourceId(billingKey)) throw new ApiError('SUBSCRIBE_BK_NOT_FOUND');
-  const orderName = required(body, 'order_name', 'RC_NAME_BLANK');
-  const orderId = required(body, 'order_id', 'RC_O_ID_BLANK');
-  const price = nonNegativeWon(body.price, 'price');
-  if (price === 0) throw new ApiError('INVALID_REQUEST', { message: 'price must be at least 1 won.' });
-  const taxFree = body.tax_free === undefined || body.tax_free === null ? 0 : nonNegativeWon(body.tax_free, 'tax_free');
-  if (taxFree > price) throw new ApiError('INVALID_REQUEST', { message: 'tax_free cannot exceed price.' });
+  const charge = validate(chargeAmounts, rawBody);
+  const options = validate(chargeOptions, charge);
   return {
-    billingKey,
-    orderName: bounded(orderName, 'order_name', MAX_NAME_LENGTH),
-    orderId: bounded(orderId, 'order_id', MAX_ID_LENGTH),
-    price,
-    taxFree,
-    quota: parseQuota(body.card_quota),
-    metadata: parseMetadata(body.metadata),
+    billingKey: charge.billing_key,
+    orderName: options.order_name,
+    orderId: options.order_id,
+    price: charge.price,
+    taxFree: charge.tax_free,
+    quota: options.card_quota,
+    metadata: options.metadata,
   };
-}
-
-function parseQuota(value: unknown): number {
-  if (value === undefined || value === null || value === '') return 0;
-  const text = typeof value === 'number' ? String(value) : value;
-  if (typeof text !== 'string' || !/^\d{1,2}$/.test(text) || Number(text) > 24) {
-    throw new ApiError('INVALID_REQUEST', { message: 'card_quota must be the instalment months, 0 to 24.' });
-  }
-  return Number(text);
-}
-
-function parseMetadata(value: unknown): Record<string, unknown> | undefined {
-  if (value === undefined || value === null) return undefined;
-  if (typeof value !== 'object' || Array.isArray(value)) {
-    throw new ApiError('INVALID_REQUEST', { message: 'metadata must be an object.' });
-  }
-  if (Buffer.byteLength(JSON.stringify(value)) > MAX_METADATA_BYTES) {
-    throw new ApiError('INVALID_REQUEST', { message: `metadata is larger than ${MAX_METADATA_BYTES} bytes.` });
-  }
-  return value as Record<string, unknown>;
 }
 
 /**

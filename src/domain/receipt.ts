@@ -1,9 +1,11 @@
 // Payment receipts: status numbers and their labels, the receipt response shape, cancel rules.
 // Pure code: no I/O.
 import { createHash } from 'node:crypto';
+import { z } from 'zod';
 import type { MaskedCard } from './card.js';
 import { ApiError } from './errors.js';
 import { formatOptionalTimestamp, formatTimestamp } from './time.js';
+import { fails, fields, isRecord, validate } from './validation.js';
 
 /** Charge accepted locally, gateway answer not yet recorded (a retry with the same order_id re-drives it). */
 export const PAYMENT_PENDING = 0;
@@ -151,21 +153,44 @@ export interface CancelRequest {
 const MAX_CANCEL_ID_LENGTH = 100;
 const MAX_CANCEL_MESSAGE_LENGTH = 500;
 
-function optionalWon(value: unknown, field: string): number | undefined {
-  if (value === undefined || value === null) return undefined;
-  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value <= 0) {
-    throw new ApiError('INVALID_REQUEST', { message: `${field} must be a positive integer amount in won.` });
-  }
-  return value;
+const invalid = (message: string) => fails('INVALID_REQUEST', { message });
+
+/** A positive integer amount in won, or undefined when absent or null; `zero` also lets 0 (and -0) through, as 0. */
+function optionalWon(field: string, { zero = false } = {}) {
+  return z
+    .custom<number>(
+      (value) => (zero && value === 0) || (typeof value === 'number' && Number.isSafeInteger(value) && value > 0),
+      invalid(`${field} must be a positive integer amount in won.`),
+    )
+    .nullish()
+    .transform((value) => (value === 0 ? 0 : (value ?? undefined)));
 }
 
-function optionalText(value: unknown, field: string, max: number): string | undefined {
-  if (value === undefined || value === null || value === '') return undefined;
-  if (typeof value !== 'string' || value.length > max) {
-    throw new ApiError('INVALID_REQUEST', { message: `${field} must be a string of at most ${max} characters.` });
-  }
-  return value;
+/** A string of at most `max` characters, or undefined when absent, null or ''. */
+function optionalText(field: string, max: number) {
+  return z
+    .custom<string>(
+      (value) => typeof value === 'string' && value.length <= max,
+      invalid(`${field} must be a string of at most ${max} characters.`),
+    )
+    .nullish()
+    .transform((value) => (value === '' || value === null ? undefined : value));
 }
+
+const cancelBody = fields({
+  receipt_id: z
+    .custom<string>(
+      (id) => typeof id === 'string' && id.trim() !== '',
+      fails('RC_NOT_FOUND', { message: 'receipt_id is required.' }),
+    )
+    .refine(isResourceId, fails('RC_NOT_FOUND')),
+  cancel_username: optionalText('cancel_username', MAX_CANCEL_ID_LENGTH),
+  refund: z.custom(isRecord, invalid('refund must be an object.')).nullish(),
+  cancel_price: optionalWon('cancel_price'),
+  cancel_tax_free: optionalWon('cancel_tax_free', { zero: true }),
+  cancel_id: optionalText('cancel_id', MAX_CANCEL_ID_LENGTH),
+  cancel_message: optionalText('cancel_message', MAX_CANCEL_MESSAGE_LENGTH),
+});
 
 /**
  * POST /v2/cancel body. receipt_id blank -> RC_NOT_FOUND; wrong types or over-long strings ->
@@ -173,22 +198,13 @@ function optionalText(value: unknown, field: string, max: number): string | unde
  * bank account are not stored; card refunds go back to the card).
  */
 export function parseCancelRequest(rawBody: unknown): CancelRequest {
-  const body = typeof rawBody === 'object' && rawBody !== null && !Array.isArray(rawBody) ? (rawBody as Record<string, unknown>) : {};
-  const receiptId = body.receipt_id;
-  if (typeof receiptId !== 'string' || receiptId.trim() === '') {
-    throw new ApiError('RC_NOT_FOUND', { message: 'receipt_id is required.' });
-  }
-  if (!isResourceId(receiptId)) throw new ApiError('RC_NOT_FOUND');
-  optionalText(body.cancel_username, 'cancel_username', MAX_CANCEL_ID_LENGTH);
-  if (body.refund !== undefined && body.refund !== null && (typeof body.refund !== 'object' || Array.isArray(body.refund))) {
-    throw new ApiError('INVALID_REQUEST', { message: 'refund must be an object.' });
-  }
+  const body = validate(cancelBody, rawBody);
   return {
-    receiptId,
-    cancelPrice: optionalWon(body.cancel_price, 'cancel_price'),
-    cancelTaxFree: body.cancel_tax_free === 0 ? 0 : optionalWon(body.cancel_tax_free, 'cancel_tax_free'),
-    cancelId: optionalText(body.cancel_id, 'cancel_id', MAX_CANCEL_ID_LENGTH),
-    cancelMessage: optionalText(body.cancel_message, 'cancel_message', MAX_CANCEL_MESSAGE_LENGTH),
+    receiptId: body.receipt_id,
+    cancelPrice: body.cancel_price,
+    cancelTaxFree: body.cancel_tax_free,
+    cancelId: body.cancel_id,
+    cancelMessage: body.cancel_message,
   };
 }
 

@@ -1,7 +1,8 @@
-// Validation at the edge: a zod schema's issues become one catalog error, chosen per field so the
+// Validation at the edge: a zod schema's issues become one catalog error. A check that is itself a spec
+// rule says which catalog error it is (`fails(...)`); otherwise the error is chosen per field so the
 // spec's codes (blank vs invalid) come out in the order the spec checks fields. Pure code.
-import type { z } from 'zod';
-import { ApiError, type ErrorName } from './errors.js';
+import { z } from 'zod';
+import { ApiError, type ErrorName, isErrorName } from './errors.js';
 
 /**
  * Per-field error names for validation failures. `blank` when the field is missing, null or an
@@ -13,10 +14,53 @@ export type FieldErrors = Readonly<Record<string, { readonly blank: ErrorName; r
 export interface IssueLike {
   readonly path: readonly PropertyKey[];
   readonly message: string;
+  /** a custom issue's params; `fails()` puts the catalog error there */
+  readonly params?: Readonly<Record<string, unknown>> | undefined;
 }
 
-function isBlank(value: unknown): boolean {
+/** The catalog error a failed check stands for, with the exact texts the client sees. */
+export interface CatalogFailure {
+  readonly error: ErrorName;
+  /** replaces the catalog message; never card data */
+  readonly message?: string;
+  readonly payloadMessage?: string;
+}
+
+/**
+ * Params of a zod refinement that is one spec rule: `.refine(ok, fails('RC_NAME_BLANK'))`. The issue
+ * carries the catalog error to `validate`, and the schema it belongs to stops there (abort), so a
+ * later check of the same field never runs and a later stage (`.pipe`) never starts.
+ */
+export function fails(error: ErrorName, texts: Omit<CatalogFailure, 'error'> = {}) {
+  const failure: CatalogFailure = { error, ...texts };
+  return { params: { catalog: failure }, abort: true };
+}
+
+function catalogFailure(issue: IssueLike): CatalogFailure | undefined {
+  const failure = issue.params?.catalog as Partial<CatalogFailure> | undefined;
+  return typeof failure?.error === 'string' && isErrorName(failure.error) ? (failure as CatalogFailure) : undefined;
+}
+
+export function isBlank(value: unknown): boolean {
   return value === undefined || value === null || (typeof value === 'string' && value.trim() === '');
+}
+
+/** A JSON object (not an array): the only value with fields. */
+export function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/**
+ * One stage of a request body's checks: a loose object whose every listed field sees `body[field]`
+ * (undefined when absent, so each field reports its own blank error), where an array or a scalar is
+ * a body without fields, and every other key is passed on to a later stage (`stage1.pipe(stage2)`).
+ * Issues come out in the shape's key order, so list the fields in the order the spec checks them.
+ */
+export function fields<S extends z.core.$ZodLooseShape>(shape: S) {
+  return z.preprocess((input) => {
+    const body = isRecord(input) ? input : {};
+    return { ...body, ...Object.fromEntries(Object.keys(shape).map((key) => [key, body[key]])) };
+  }, z.looseObject(shape));
 }
 
 function describeIssue(issue: IssueLike): string {
@@ -24,9 +68,16 @@ function describeIssue(issue: IssueLike): string {
   return path ? `${path}: ${issue.message}` : issue.message;
 }
 
-/** Turns validation issues into one catalog error (the first mapped field wins). */
+/**
+ * Turns validation issues into one catalog error: the first issue raised with `fails()` is that error;
+ * otherwise the first mapped field wins.
+ */
 export function issuesToApiError(issues: readonly IssueLike[], input: unknown, fieldErrors: FieldErrors = {}): ApiError {
-  const record = typeof input === 'object' && input !== null && !Array.isArray(input) ? (input as Record<string, unknown>) : undefined;
+  for (const issue of issues) {
+    const failure = catalogFailure(issue);
+    if (failure) return new ApiError(failure.error, { message: failure.message, payloadMessage: failure.payloadMessage });
+  }
+  const record = isRecord(input) ? input : undefined;
   if (record === undefined) {
     return new ApiError('INVALID_REQUEST', { payloadMessage: 'the request body must be a JSON object' });
   }
@@ -41,13 +92,12 @@ export function issuesToApiError(issues: readonly IssueLike[], input: unknown, f
 }
 
 /**
- * Validates `input` with a zod schema; on failure throws the catalog error chosen by `fieldErrors`
- * (or INVALID_REQUEST). Use in handlers: `const body = validate(schema, request.body, { card_no:
- * { blank: 'SUBSCRIBE_CARD_NO_BLANK' } })`.
+ * Validates `input` with a zod schema; on failure throws the catalog error of the first `fails()` issue,
+ * or the one chosen by `fieldErrors` (or INVALID_REQUEST). Use in handlers: `const body = validate(schema,
+ * request.body, { card_no: { blank: 'SUBSCRIBE_CARD_NO_BLANK' } })`.
  */
 export function validate<S extends z.ZodType>(schema: S, input: unknown, fieldErrors: FieldErrors = {}): z.output<S> {
   const result = schema.safeParse(input);
   if (result.success) return result.data;
   throw issuesToApiError(result.error.issues, input, fieldErrors);
 }
-

@@ -1,8 +1,9 @@
 // REST identity verification rules: request validation in a fixed, documented order and the response
 // shapes of request / resend / confirm / lookup. Pure code: no I/O.
-import { ApiError } from './errors.js';
+import { z } from 'zod';
 import { isIpOrCidr } from './ip.js';
 import { formatOptionalTimestamp, formatTimestamp } from './time.js';
+import { fails, fields, isRecord, validate } from './validation.js';
 
 /** The only method of a REST identity verification. */
 export const VERIFICATION_METHOD = '본인인증';
@@ -18,31 +19,33 @@ const MAX_OBJECT_BYTES = 8 * 1024;
 
 type Fields = Record<string, unknown>;
 
-const fieldsOf = (value: unknown): Fields =>
-  typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Fields) : {};
-
-const text = (value: unknown): string | undefined =>
-  typeof value === 'string' && value.trim() !== '' ? value.trim() : undefined;
-
-function optionalObject(body: Fields, field: string): Fields | undefined {
-  const value = body[field];
-  if (value === undefined || value === null) return undefined;
-  if (typeof value !== 'object' || Array.isArray(value)) {
-    throw new ApiError('INVALID_REQUEST', { message: `${field} must be an object.` });
-  }
-  if (JSON.stringify(value).length > MAX_OBJECT_BYTES) {
-    throw new ApiError('INVALID_REQUEST', { message: `${field} is larger than ${MAX_OBJECT_BYTES} bytes.` });
-  }
-  return value as Fields;
-}
-
-function bounded(value: string, field: string): string {
-  if (value.length > MAX_TEXT) throw new ApiError('INVALID_REQUEST', { message: `${field} is longer than ${MAX_TEXT} characters.` });
-  return value;
-}
+const invalid = (message: string) => fails('INVALID_REQUEST', { message });
 
 /** A local refusal before any gateway call: 2402 with the reason in payload.message and no pg_error_code. */
-const localRefusal = (reason: string) => new ApiError('AUTH_CONFIRM_READY_FAILED', { payloadMessage: reason });
+const localRefusal = (reason: string) => fails('AUTH_CONFIRM_READY_FAILED', { payloadMessage: reason });
+
+const isPresent = (value: unknown): value is string => typeof value === 'string' && value.trim() !== '';
+
+/** A non-blank string, trimmed; anything else fails with `failure`. */
+function trimmedText(failure: ReturnType<typeof fails>) {
+  return z.custom<string>(isPresent, failure).transform((value) => value.trim());
+}
+
+/** An object of at most 8 KB of JSON text, kept as given; absent or null is {}. */
+function optionalObject(field: string) {
+  return z
+    .custom<Fields>(isRecord, invalid(`${field} must be an object.`))
+    .refine(
+      (value) => JSON.stringify(value).length <= MAX_OBJECT_BYTES,
+      invalid(`${field} is larger than ${MAX_OBJECT_BYTES} bytes.`),
+    )
+    .nullish()
+    .transform((value) => value ?? {});
+}
+
+function atMost(field: string) {
+  return z.string().refine((value) => value.length <= MAX_TEXT, invalid(`${field} is longer than ${MAX_TEXT} characters.`));
+}
 
 export interface VerificationRequest {
   readonly pg: string;
@@ -56,16 +59,77 @@ export interface VerificationRequest {
   readonly extra: Fields;
 }
 
+// pg's length is checked only once both pg and method are there.
+const pgAndMethod = fields({
+  pg: trimmedText(fails('AUTH_NEED_PG_METHOD')),
+  method: trimmedText(fails('AUTH_NEED_PG_METHOD')),
+}).refine((body) => body.pg.length <= MAX_TEXT, invalid(`pg is longer than ${MAX_TEXT} characters.`));
+
 /**
  * Step 1: pg or method empty -> 2400. The caller then resolves the PG: anything but a PG with REST
  * identity verification -> 2406 (HTTP 404); such a PG not enabled for the project -> 2001.
  */
 export function parseVerificationPg(rawBody: unknown): { pg: string } {
-  const body = fieldsOf(rawBody);
-  const pg = text(body.pg);
-  if (pg === undefined || text(body.method) === undefined) throw new ApiError('AUTH_NEED_PG_METHOD');
-  return { pg: bounded(pg, 'pg') };
+  return { pg: validate(pgAndMethod, rawBody).pg };
 }
+
+// The request checks come in three stages, as the spec orders them: the request's own fields, then the
+// person (username and phone fall back to user.username / user.phone), then the lengths of the texts kept.
+const requestFields = fields({
+  method: z.custom(
+    (method) => isPresent(method) && method.trim() === VERIFICATION_METHOD,
+    fails('RC_PM_NOT_FOUND', { message: `The method of an identity verification is '${VERIFICATION_METHOD}'.` }),
+  ),
+  order_name: trimmedText(fails('RC_NAME_BLANK')),
+  authentication_id: trimmedText(fails('RC_O_ID_BLANK', { message: 'authentication_id is empty.' })),
+  metadata: optionalObject('metadata'),
+  extra: optionalObject('extra'),
+  user: optionalObject('user'),
+}).transform(({ user, ...body }) => ({
+  ...body,
+  username: isPresent(body.username) ? body.username : user.username,
+  phone: isPresent(body.phone) ? body.phone : user.phone,
+}));
+
+const personFields = fields({
+  username: trimmedText(localRefusal('username is empty (neither username nor user.username was given).')),
+  phone: trimmedText(localRefusal('phone is empty (neither phone nor user.phone was given).')).refine(
+    (phone) => /^01\d{8,9}$/.test(phone),
+    localRefusal('phone must be a mobile number of 10-11 digits without hyphens.'),
+  ),
+  identity_no: z
+    .custom<string>(
+      (identityNo) => typeof identityNo === 'string' && identityNo.length === 7,
+      localRefusal('identity_no must be exactly 7 characters: birth date YYMMDD and the first digit of the back part.'),
+    )
+    .refine((identityNo) => /^\d{7}$/.test(identityNo), localRefusal('identity_no must be 7 digits.')),
+  carrier: z.custom<Carrier>(
+    (carrier) => typeof carrier === 'string' && (CARRIERS as readonly string[]).includes(carrier),
+    localRefusal(`carrier must be one of ${CARRIERS.join(', ')}.`),
+  ),
+  authenticate_type: z
+    .custom<'sms' | 'pass'>(
+      (type) => type === 'sms' || type === 'pass',
+      localRefusal("authenticate_type must be 'sms' or 'pass'."),
+    )
+    .nullish()
+    .transform((type) => type ?? 'sms'),
+  client_ip: trimmedText(localRefusal('client_ip must be an IP address.'))
+    .refine((ip) => !ip.includes('/') && isIpOrCidr(ip), localRefusal('client_ip must be an IP address.'))
+    .nullish()
+    .transform((ip) => ip ?? undefined),
+  site_url: z
+    .custom<string>((url) => typeof url === 'string', invalid('site_url must be a string.'))
+    .pipe(atMost('site_url'))
+    .nullish()
+    .transform((url) => url ?? undefined),
+});
+
+const keptTexts = fields({
+  order_name: atMost('order_name'),
+  authentication_id: atMost('authentication_id'),
+  username: atMost('username'),
+});
 
 /**
  * Step 2, after the PG: method not '본인인증' -> 2002; order_name blank -> 2003; authentication_id blank
@@ -74,78 +138,44 @@ export function parseVerificationPg(rawBody: unknown): { pg: string } {
  * six, authenticate_type 'sms' | 'pass', client_ip an IP address.
  */
 export function parseVerificationRequest(rawBody: unknown, pg: string): VerificationRequest {
-  const body = fieldsOf(rawBody);
-  if (text(body.method) !== VERIFICATION_METHOD) {
-    throw new ApiError('RC_PM_NOT_FOUND', { message: `The method of an identity verification is '${VERIFICATION_METHOD}'.` });
-  }
-  const orderName = text(body.order_name);
-  if (orderName === undefined) throw new ApiError('RC_NAME_BLANK');
-  const authenticationId = text(body.authentication_id);
-  if (authenticationId === undefined) throw new ApiError('RC_O_ID_BLANK', { message: 'authentication_id is empty.' });
-
-  const metadata = optionalObject(body, 'metadata') ?? {};
-  const extra = optionalObject(body, 'extra') ?? {};
-  const user = optionalObject(body, 'user') ?? {};
-
-  const name = text(body.username) ?? text(user.username);
-  if (name === undefined) throw localRefusal('username is empty (neither username nor user.username was given).');
-  const phone = text(body.phone) ?? text(user.phone);
-  if (phone === undefined) throw localRefusal('phone is empty (neither phone nor user.phone was given).');
-  if (!/^01\d{8,9}$/.test(phone)) throw localRefusal('phone must be a mobile number of 10-11 digits without hyphens.');
-
-  const identityNo = typeof body.identity_no === 'string' ? body.identity_no : undefined;
-  if (identityNo === undefined || identityNo.length !== 7) {
-    throw localRefusal('identity_no must be exactly 7 characters: birth date YYMMDD and the first digit of the back part.');
-  }
-  if (!/^\d{7}$/.test(identityNo)) throw localRefusal('identity_no must be 7 digits.');
-
-  const carrier = body.carrier;
-  if (typeof carrier !== 'string' || !(CARRIERS as readonly string[]).includes(carrier)) {
-    throw localRefusal(`carrier must be one of ${CARRIERS.join(', ')}.`);
-  }
-
-  const type = body.authenticate_type === undefined || body.authenticate_type === null ? 'sms' : body.authenticate_type;
-  if (type !== 'sms' && type !== 'pass') throw localRefusal("authenticate_type must be 'sms' or 'pass'.");
-
-  let clientIp: string | undefined;
-  if (body.client_ip !== undefined && body.client_ip !== null) {
-    clientIp = text(body.client_ip);
-    if (clientIp === undefined || clientIp.includes('/') || !isIpOrCidr(clientIp)) throw localRefusal('client_ip must be an IP address.');
-  }
-  let siteUrl: string | undefined;
-  if (body.site_url !== undefined && body.site_url !== null) {
-    if (typeof body.site_url !== 'string') throw new ApiError('INVALID_REQUEST', { message: 'site_url must be a string.' });
-    siteUrl = bounded(body.site_url, 'site_url');
-  }
-
+  const request = validate(requestFields, rawBody);
+  const person = validate(personFields, request);
+  const texts = validate(keptTexts, person);
   return {
     pg,
-    orderName: bounded(orderName, 'order_name'),
-    authenticationId: bounded(authenticationId, 'authentication_id'),
-    type,
-    person: { name: bounded(name, 'username'), phone, identityNo, carrier: carrier as Carrier },
-    clientIp,
-    siteUrl,
-    metadata,
-    extra,
+    orderName: texts.order_name,
+    authenticationId: texts.authentication_id,
+    type: person.authenticate_type,
+    person: { name: texts.username, phone: person.phone, identityNo: person.identity_no, carrier: person.carrier },
+    clientIp: person.client_ip,
+    siteUrl: person.site_url,
+    metadata: request.metadata,
+    extra: request.extra,
   };
 }
 
+const receiptIdBody = fields({
+  receipt_id: trimmedText(fails('RC_NOT_FOUND', { message: 'receipt_id is empty.' })).pipe(atMost('receipt_id')),
+});
+
 /** receipt_id of resend / confirm bodies. */
 export function parseReceiptIdBody(rawBody: unknown): { receiptId: string } {
-  const receiptId = text(fieldsOf(rawBody).receipt_id);
-  if (receiptId === undefined) throw new ApiError('RC_NOT_FOUND', { message: 'receipt_id is empty.' });
-  return { receiptId: bounded(receiptId, 'receipt_id') };
+  return { receiptId: validate(receiptIdBody, rawBody).receipt_id };
 }
+
+/** A pass confirm carries no code: any string is passed on, anything else is ''. */
+const passOtp = fields({ otp: z.unknown().transform((otp) => (typeof otp === 'string' ? otp : '')) });
+
+const smsOtp = fields({
+  otp: z.custom<string>(
+    (otp) => typeof otp === 'string' && /^\d{6}$/.test(otp),
+    fails('AUTH_CONFIRM_FAILED', { message: 'The verification code must be 6 digits.' }),
+  ),
+});
 
 /** The OTP of a confirm body: 6 digits for SMS; empty or null for pass. */
 export function parseOtp(rawBody: unknown, type: 'sms' | 'pass'): string {
-  const otp = fieldsOf(rawBody).otp;
-  if (type === 'pass') return typeof otp === 'string' ? otp : '';
-  if (typeof otp !== 'string' || !/^\d{6}$/.test(otp)) {
-    throw new ApiError('AUTH_CONFIRM_FAILED', { message: 'The verification code must be 6 digits.' });
-  }
-  return otp;
+  return validate(type === 'pass' ? passOtp : smsOtp, rawBody).otp;
 }
 
 export interface VerifiedPerson {
