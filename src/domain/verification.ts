@@ -194,6 +194,19 @@ export interface VerifiedPerson {
   readonly di: string;
 }
 
+/** The verified person as stored, opened for the one response that shows it. */
+export interface OpenedPerson {
+  readonly name?: string;
+  readonly phone?: string;
+  readonly birth?: string;
+  readonly gender?: number;
+  readonly foreigner?: string;
+  readonly carrier?: string;
+  /** absent once purged */
+  readonly unique?: string;
+  readonly di?: string;
+}
+
 /** What a response is rendered from: the stored receipt, with personal data already opened. */
 export interface VerificationView {
   readonly receiptId: string;
@@ -206,16 +219,7 @@ export interface VerificationView {
   readonly tid?: string | null;
   readonly numberOfRealarms: number;
   readonly gatewayUrl: string;
-  readonly person?: {
-    readonly name?: string;
-    readonly phone?: string;
-    readonly birth?: string;
-    readonly gender?: number;
-    readonly foreigner?: string;
-    readonly carrier?: string;
-    readonly unique?: string;
-    readonly di?: string;
-  };
+  readonly person?: OpenedPerson;
 }
 
 const methodFields = {

@@ -1,7 +1,7 @@
 // Verification receipts. Every status change is guarded by the status it leaves, so a retried
 // activity (Temporal retries on timeouts) changes nothing the second time.
 import { sql, type Kysely, type Selectable } from 'kysely';
-import type { VerifiedPerson } from '../domain/verification.js';
+import type { OpenedPerson, VerifiedPerson } from '../domain/verification.js';
 import type { FieldCipher } from '../security/field-cipher.js';
 import { VerificationStatus, type VerificationRecords } from '../contracts/verification.js';
 import type { Tables } from './db.js';
@@ -21,19 +21,6 @@ export interface NewVerification {
   readonly clientIp: string;
   readonly siteUrl?: string;
   readonly requestedAt: Date;
-}
-
-/** The verified person as stored, opened for the one response that shows it. */
-export interface OpenedPerson {
-  readonly name?: string;
-  readonly phone?: string;
-  readonly birth?: string;
-  readonly gender?: number;
-  readonly foreigner?: string;
-  readonly carrier?: string;
-  /** absent once purged */
-  readonly unique?: string;
-  readonly di?: string;
 }
 
 export interface VerificationStore extends VerificationRecords {
