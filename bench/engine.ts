@@ -290,7 +290,18 @@ function percentile(sorted: number[], p: number): number {
 const fixed = (n: number, digits: number) => (Number.isNaN(n) ? '-' : n.toFixed(digits));
 
 function printTable(rows: Figures[]): void {
-  const header = ['mode', 'driver', 'workflows', 'failed', 'wall s', 'workflows/s', 'p50 ms', 'p99 ms', 'load cpu ms/wf', 'server cpu ms/wf'];
+  const header = [
+    'mode',
+    'driver',
+    'workflows',
+    'failed',
+    'wall s',
+    'workflows/s',
+    'p50 ms',
+    'p99 ms',
+    'load cpu ms/wf',
+    'server cpu ms/wf',
+  ];
   const lines = rows.map((r) => {
     const sorted = [...r.latenciesMs].sort((a, b) => a - b);
     return [
@@ -307,7 +318,11 @@ function printTable(rows: Figures[]): void {
     ];
   });
   const widths = header.map((h, i) => Math.max(h.length, ...lines.map((l) => (l[i] ?? '').length)));
-  const format = (cells: string[]) => cells.map((c, i) => c.padEnd(widths[i] ?? 0)).join('  ').trimEnd();
+  const format = (cells: string[]) =>
+    cells
+      .map((c, i) => c.padEnd(widths[i] ?? 0))
+      .join('  ')
+      .trimEnd();
   process.stdout.write(`${format(header)}\n${format(widths.map((w) => '-'.repeat(w)))}\n`);
   for (const line of lines) process.stdout.write(`${format(line)}\n`);
   const cores = availableParallelism();

@@ -301,7 +301,11 @@ export async function runProtocolDriver(o: ProtocolDriverOptions): Promise<Proto
   const timedOut = new Promise<never>((_, reject) => {
     guard = setTimeout(() => {
       stop();
-      reject(new Error(`protocol driver: ${count} workflows did not finish within ${timeoutMs} ms (${latenciesMs.length} completed, ${failed} failed${firstError ? `; first error: ${firstError}` : ''})`));
+      reject(
+        new Error(
+          `protocol driver: ${count} workflows did not finish within ${timeoutMs} ms (${latenciesMs.length} completed, ${failed} failed${firstError ? `; first error: ${firstError}` : ''})`,
+        ),
+      );
     }, timeoutMs);
   });
   try {

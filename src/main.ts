@@ -16,7 +16,8 @@ installTemporalLogger(logger);
 
 const closers: (() => Promise<unknown>)[] = [];
 const closeAll = async () => {
-  for (const close of closers.reverse()) await close().catch((err: unknown) => logger.error({ err }, 'error while shutting down'));
+  for (const close of closers.reverse())
+    await close().catch((err: unknown) => logger.error({ err }, 'error while shutting down'));
 };
 
 try {

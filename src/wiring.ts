@@ -17,7 +17,9 @@ import { createPaygateWorker, type PaygateWorker } from './temporal/worker.js';
 
 /** Opens the database the config names: a Postgres server, or PGlite under DATA_DIR. */
 export function openConfiguredDatabase(config: Config): Promise<Database> {
-  return config.databaseUrl ? openDatabase({ databaseUrl: config.databaseUrl }) : openDatabase({ dataDir: resolve(config.dataDir, 'pglite') });
+  return config.databaseUrl
+    ? openDatabase({ databaseUrl: config.databaseUrl })
+    : openDatabase({ dataDir: resolve(config.dataDir, 'pglite') });
 }
 
 export interface ConfiguredGateways {
@@ -71,7 +73,9 @@ export interface Core {
 export async function openCore(config: Config, logger: Logger): Promise<Core> {
   const { keyring, source } = await loadKeyring(config);
   if (source === 'data-dir' && config.databaseUrl) {
-    logger.warn('ENCRYPTION_KEYS is not set: sealing with a key kept in DATA_DIR; every process sharing this database needs the same key');
+    logger.warn(
+      'ENCRYPTION_KEYS is not set: sealing with a key kept in DATA_DIR; every process sharing this database needs the same key',
+    );
   }
   const database = await openConfiguredDatabase(config);
   let gateways: ConfiguredGateways;

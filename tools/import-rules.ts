@@ -94,7 +94,8 @@ const RULES: readonly Rule[] = [
     forbids: (imp, file) =>
       imp.local
         ? !inFolder(imp.target, 'domain')
-        : (IO_MODULES.includes(imp.specifier) && !PURE_USES[file]?.includes(imp.specifier)) || imp.target.startsWith('@temporalio/'),
+        : (IO_MODULES.includes(imp.specifier) && !PURE_USES[file]?.includes(imp.specifier)) ||
+          imp.target.startsWith('@temporalio/'),
   },
   {
     name: 'contracts import only domain, other contracts and @temporalio/workflow',
@@ -105,7 +106,9 @@ const RULES: readonly Rule[] = [
   {
     name: 'store imports nothing from activities, workflows, api, services, gateways or sandbox',
     applies: (f) => inFolder(f, 'store'),
-    forbids: (imp) => imp.local && ['activities', 'workflows', 'api', 'services', 'gateways', 'sandbox', 'wiring'].some((l) => inFolder(imp.target, l)),
+    forbids: (imp) =>
+      imp.local &&
+      ['activities', 'workflows', 'api', 'services', 'gateways', 'sandbox', 'wiring'].some((l) => inFolder(imp.target, l)),
   },
   {
     name: 'gateways (our adapters) import only domain, contracts and their own folder',
@@ -117,7 +120,9 @@ const RULES: readonly Rule[] = [
     applies: (f) => inFolder(f, 'services'),
     forbids: (imp) =>
       imp.local
-        ? inFolder(imp.target, 'api') || inFolder(imp.target, 'activities') || (inFolder(imp.target, 'workflows') && !imp.typeOnly)
+        ? inFolder(imp.target, 'api') ||
+          inFolder(imp.target, 'activities') ||
+          (inFolder(imp.target, 'workflows') && !imp.typeOnly)
         : imp.target === 'fastify',
   },
   {
@@ -130,7 +135,12 @@ const RULES: readonly Rule[] = [
     applies: (f) => inFolder(f, 'workflows'),
     forbids: (imp) =>
       imp.local
-        ? !(inFolder(imp.target, 'workflows') || inFolder(imp.target, 'contracts') || inFolder(imp.target, 'domain') || (inFolder(imp.target, 'activities') && imp.typeOnly))
+        ? !(
+            inFolder(imp.target, 'workflows') ||
+            inFolder(imp.target, 'contracts') ||
+            inFolder(imp.target, 'domain') ||
+            (inFolder(imp.target, 'activities') && imp.typeOnly)
+          )
         : imp.target !== '@temporalio/workflow',
   },
   {
@@ -182,9 +192,11 @@ export function checkImports(): Violation[] {
   const violations = files.flatMap((file) => checkFileImports(file, importsOf(file)));
   const worker = runtimeClosure('worker.ts');
   for (const file of worker.files) {
-    if (inFolder(file, 'api')) violations.push({ file: 'worker.ts', target: file, rule: 'the worker process does not load the HTTP API' });
+    if (inFolder(file, 'api'))
+      violations.push({ file: 'worker.ts', target: file, rule: 'the worker process does not load the HTTP API' });
   }
-  if (worker.packages.has('fastify')) violations.push({ file: 'worker.ts', target: 'fastify', rule: 'the worker process does not import Fastify' });
+  if (worker.packages.has('fastify'))
+    violations.push({ file: 'worker.ts', target: 'fastify', rule: 'the worker process does not import Fastify' });
   return violations;
 }
 

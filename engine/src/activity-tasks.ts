@@ -115,8 +115,8 @@ export function retryActivity(core: EngineCore, ex: Execution, a: ActivityState)
   offerActivity(core, ex, a);
 }
 
-function startedEvent(core: EngineCore, ex: Execution, a: ActivityState): HistoryEvent {
-  return core.event(ex, EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED, 'activityTaskStartedEventAttributes', {
+function startedEvent(core: EngineCore, a: ActivityState): HistoryEvent {
+  return core.event(EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED, 'activityTaskStartedEventAttributes', {
     scheduledEventId: a.scheduledEventId,
     identity: a.startedIdentity,
     requestId: randomUUID(),
@@ -126,10 +126,20 @@ function startedEvent(core: EngineCore, ex: Execution, a: ActivityState): Histor
 }
 
 /** A failed attempt: retried per policy, or recorded as the activity's final outcome. */
-function failAttempt(core: EngineCore, ex: Execution, a: ActivityState, failure: Failure, timeoutType: number, details: Payloads | null): void {
+function failAttempt(
+  core: EngineCore,
+  ex: Execution,
+  a: ActivityState,
+  failure: Failure,
+  timeoutType: number,
+  details: Payloads | null,
+): void {
   const now = core.clock.now();
   const expiration = a.scheduleToCloseMs ? a.scheduledTime + a.scheduleToCloseMs : 0;
-  const retryable = timeoutType === 0 || timeoutType === TimeoutType.TIMEOUT_TYPE_START_TO_CLOSE || timeoutType === TimeoutType.TIMEOUT_TYPE_HEARTBEAT;
+  const retryable =
+    timeoutType === 0 ||
+    timeoutType === TimeoutType.TIMEOUT_TYPE_START_TO_CLOSE ||
+    timeoutType === TimeoutType.TIMEOUT_TYPE_HEARTBEAT;
   const next = retryable
     ? nextRetry(a.retry, a.attempt, failure, now, expiration)
     : { retryState: RetryState.RETRY_STATE_TIMEOUT };
@@ -146,10 +156,10 @@ function failAttempt(core: EngineCore, ex: Execution, a: ActivityState, failure:
   }
   const retryState = 'retryState' in next ? next.retryState : RetryState.RETRY_STATE_CANCEL_REQUESTED;
   const started = a.phase === 'started';
-  const events: HistoryEvent[] = started ? [startedEvent(core, ex, a)] : [];
+  const events: HistoryEvent[] = started ? [startedEvent(core, a)] : [];
   if (timeoutType) {
     events.push(
-      core.event(ex, EventType.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT, 'activityTaskTimedOutEventAttributes', {
+      core.event(EventType.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT, 'activityTaskTimedOutEventAttributes', {
         failure,
         scheduledEventId: a.scheduledEventId,
         startedEventId: 0,
@@ -158,7 +168,7 @@ function failAttempt(core: EngineCore, ex: Execution, a: ActivityState, failure:
     );
   } else {
     events.push(
-      core.event(ex, EventType.EVENT_TYPE_ACTIVITY_TASK_FAILED, 'activityTaskFailedEventAttributes', {
+      core.event(EventType.EVENT_TYPE_ACTIVITY_TASK_FAILED, 'activityTaskFailedEventAttributes', {
         failure,
         scheduledEventId: a.scheduledEventId,
         startedEventId: 0,
@@ -193,19 +203,29 @@ export function activityTimedOut(core: EngineCore, ex: Execution, a: ActivitySta
   failAttempt(core, ex, a, failure, type, null);
 }
 
-export const pollActivityTaskQueue: Rpc<'PollActivityTaskQueue'> = (core, r, onCancel) => longPoll(core, r, 'act', onCancel, takeActivityTask);
+export const pollActivityTaskQueue: Rpc<'PollActivityTaskQueue'> = (core, r, onCancel) =>
+  longPoll(core, r, 'act', onCancel, takeActivityTask);
 
 /** A polled reference: the activity's attempt, if it is still the scheduled one. */
-function takeActivityTask(core: EngineCore, ref: TaskRef, r: Req<'PollActivityTaskQueueRequest'>): Req<'PollActivityTaskQueueResponse'> | null {
+function takeActivityTask(
+  core: EngineCore,
+  ref: TaskRef,
+  r: Req<'PollActivityTaskQueueRequest'>,
+): Req<'PollActivityTaskQueueResponse'> | null {
   if (ref.kind !== 'act') return null;
   const ex = core.runs.get(ref.runKey);
   if (!ex || !core.isOpen(ex)) return null;
   const a = ex.s.activities[ref.scheduledEventId];
-  if (!a || a.phase !== 'scheduled' || a.attempt !== ref.attempt) return null;
+  if (a?.phase !== 'scheduled' || a.attempt !== ref.attempt) return null;
   return startActivity(core, ex, a, r.identity ?? '');
 }
 
-export function startActivity(core: EngineCore, ex: Execution, a: ActivityState, identity: string): Req<'PollActivityTaskQueueResponse'> {
+export function startActivity(
+  core: EngineCore,
+  ex: Execution,
+  a: ActivityState,
+  identity: string,
+): Req<'PollActivityTaskQueueResponse'> {
   const s = ex.s;
   const now = core.clock.now();
   a.phase = 'started';
@@ -272,7 +292,10 @@ function byToken(core: EngineCore, r: { taskToken?: Uint8Array | null }): Found 
   return { ex, a };
 }
 
-function byId(core: EngineCore, r: { namespace?: string | null; workflowId?: string | null; runId?: string | null; activityId?: string | null }): Found {
+function byId(
+  core: EngineCore,
+  r: { namespace?: string | null; workflowId?: string | null; runId?: string | null; activityId?: string | null },
+): Found {
   const ex = core.findOpenRun(core.ns(r.namespace), { workflowId: r.workflowId, runId: r.runId });
   const a = Object.values(ex.s.activities).find((x) => x.activityId === r.activityId);
   if (!a) throw notFound('activity task not found');
@@ -286,13 +309,18 @@ function byId(core: EngineCore, r: { namespace?: string | null; workflowId?: str
 
 /** Closes the started attempt: its started event and the closing event (`type`, `attrs`) are written together. */
 function closeStarted(core: EngineCore, ex: Execution, a: ActivityState, type: number, field: string, attrs: object): object {
-  const events = [startedEvent(core, ex, a), core.event(ex, type, field, attrs)];
+  const events = [startedEvent(core, a), core.event(type, field, attrs)];
   closeActivity(core, ex, a);
   addExternal(core, ex, events, true);
   return {};
 }
 
-function completed(core: EngineCore, ex: Execution, a: ActivityState, r: { result?: Payloads | null; identity?: string | null }): object {
+function completed(
+  core: EngineCore,
+  ex: Execution,
+  a: ActivityState,
+  r: { result?: Payloads | null; identity?: string | null },
+): object {
   return closeStarted(core, ex, a, EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED, 'activityTaskCompletedEventAttributes', {
     result: r.result,
     scheduledEventId: a.scheduledEventId,
@@ -301,12 +329,22 @@ function completed(core: EngineCore, ex: Execution, a: ActivityState, r: { resul
   });
 }
 
-function failed(core: EngineCore, ex: Execution, a: ActivityState, r: { failure?: Failure | null; lastHeartbeatDetails?: Payloads | null }): object {
+function failed(
+  core: EngineCore,
+  ex: Execution,
+  a: ActivityState,
+  r: { failure?: Failure | null; lastHeartbeatDetails?: Payloads | null },
+): object {
   failAttempt(core, ex, a, r.failure ?? { message: 'activity failed' }, 0, r.lastHeartbeatDetails ?? null);
   return {};
 }
 
-function canceled(core: EngineCore, ex: Execution, a: ActivityState, r: { details?: Payloads | null; identity?: string | null }): object {
+function canceled(
+  core: EngineCore,
+  ex: Execution,
+  a: ActivityState,
+  r: { details?: Payloads | null; identity?: string | null },
+): object {
   return closeStarted(core, ex, a, EventType.EVENT_TYPE_ACTIVITY_TASK_CANCELED, 'activityTaskCanceledEventAttributes', {
     details: r.details,
     latestCancelRequestedEventId: a.cancelRequestedEventId,
@@ -317,7 +355,12 @@ function canceled(core: EngineCore, ex: Execution, a: ActivityState, r: { detail
 }
 
 /** Keeps the details for the next attempt, pushes the heartbeat deadline out, and tells the worker of a cancel request. */
-function heartbeat(core: EngineCore, ex: Execution, a: ActivityState, r: { details?: Payloads | null }): { cancelRequested: boolean } {
+function heartbeat(
+  core: EngineCore,
+  ex: Execution,
+  a: ActivityState,
+  r: { details?: Payloads | null },
+): { cancelRequested: boolean } {
   if (r.details) a.heartbeatDetails = r.details;
   a.lastHeartbeatTime = core.clock.now();
   if (a.heartbeatMs) core.setDeadline(ex, `act:${a.scheduledEventId}:hb`, a.lastHeartbeatTime + a.heartbeatMs);

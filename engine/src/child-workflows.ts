@@ -14,31 +14,44 @@ type StartChildAttributes = Plain<temporal.api.command.v1.IStartChildWorkflowExe
 export function startChild(core: EngineCore, ex: Execution, c: Command, completedId: number, after: Array<() => void>): void {
   const a = c.startChildWorkflowExecutionCommandAttributes!;
   const ns = a.namespace || ex.s.namespace;
-  const e = core.appendCommandEvent(ex, c, EventType.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED, 'startChildWorkflowExecutionInitiatedEventAttributes', {
-    namespace: ns,
-    workflowId: a.workflowId,
-    workflowType: a.workflowType,
-    taskQueue: a.taskQueue,
-    input: a.input,
-    workflowExecutionTimeout: a.workflowExecutionTimeout,
-    workflowRunTimeout: a.workflowRunTimeout,
-    workflowTaskTimeout: a.workflowTaskTimeout,
-    parentClosePolicy: a.parentClosePolicy,
-    control: a.control,
-    workflowTaskCompletedEventId: completedId,
-    workflowIdReusePolicy: a.workflowIdReusePolicy,
-    retryPolicy: a.retryPolicy,
-    cronSchedule: a.cronSchedule,
-    header: a.header,
-    memo: a.memo,
-    searchAttributes: a.searchAttributes,
-  });
+  const e = core.appendCommandEvent(
+    ex,
+    c,
+    EventType.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED,
+    'startChildWorkflowExecutionInitiatedEventAttributes',
+    {
+      namespace: ns,
+      workflowId: a.workflowId,
+      workflowType: a.workflowType,
+      taskQueue: a.taskQueue,
+      input: a.input,
+      workflowExecutionTimeout: a.workflowExecutionTimeout,
+      workflowRunTimeout: a.workflowRunTimeout,
+      workflowTaskTimeout: a.workflowTaskTimeout,
+      parentClosePolicy: a.parentClosePolicy,
+      control: a.control,
+      workflowTaskCompletedEventId: completedId,
+      workflowIdReusePolicy: a.workflowIdReusePolicy,
+      retryPolicy: a.retryPolicy,
+      cronSchedule: a.cronSchedule,
+      header: a.header,
+      memo: a.memo,
+      searchAttributes: a.searchAttributes,
+    },
+  );
   const initiatedEventId = num(e.eventId);
   after.push(() => startChildRun(core, ex, a, ns, initiatedEventId, completedId));
 }
 
 /** Starts the child run (or records why it could not start) and tells the parent. */
-function startChildRun(core: EngineCore, ex: Execution, a: StartChildAttributes, ns: string, initiatedEventId: number, completedId: number): void {
+function startChildRun(
+  core: EngineCore,
+  ex: Execution,
+  a: StartChildAttributes,
+  ns: string,
+  initiatedEventId: number,
+  completedId: number,
+): void {
   const s = ex.s;
   const workflowId = a.workflowId ?? '';
   const workflowType = a.workflowType?.name ?? '';
@@ -75,7 +88,7 @@ function startChildRun(core: EngineCore, ex: Execution, a: StartChildAttributes,
   } catch (err) {
     if (!(err instanceof RpcError)) throw err;
     addExternal(core, ex, [
-      core.event(ex, EventType.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_FAILED, 'startChildWorkflowExecutionFailedEventAttributes', {
+      core.event(EventType.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_FAILED, 'startChildWorkflowExecutionFailedEventAttributes', {
         namespace: ns,
         workflowId,
         workflowType: { name: workflowType },
@@ -87,13 +100,17 @@ function startChildRun(core: EngineCore, ex: Execution, a: StartChildAttributes,
     ]);
     return;
   }
-  const startedEvent = core.event(ex, EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_STARTED, 'childWorkflowExecutionStartedEventAttributes', {
-    namespace: ns,
-    initiatedEventId,
-    workflowExecution: { workflowId, runId: child.s.runId },
-    workflowType: { name: workflowType },
-    header: a.header,
-  });
+  const startedEvent = core.event(
+    EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_STARTED,
+    'childWorkflowExecutionStartedEventAttributes',
+    {
+      namespace: ns,
+      initiatedEventId,
+      workflowExecution: { workflowId, runId: child.s.runId },
+      workflowType: { name: workflowType },
+      header: a.header,
+    },
+  );
   s.children[initiatedEventId] = {
     initiatedEventId,
     startedEventId: 0,

@@ -8,7 +8,7 @@ import { parseArgs } from './args.js';
 import { startDevServer } from './server.js';
 
 async function main(): Promise<void> {
-  let opts;
+  let opts: ReturnType<typeof parseArgs>;
   try {
     opts = parseArgs(process.argv.slice(2));
   } catch (err) {

@@ -38,15 +38,20 @@ export function invalidCommand(ex: Execution, commands: Command[]): { cause: num
           return bad('A valid StartToClose or ScheduleToCloseTimeout is not set on command.');
         }
         if (activityIds.has(a.activityId)) {
-          return { cause: C.WORKFLOW_TASK_FAILED_CAUSE_SCHEDULE_ACTIVITY_DUPLICATE_ID, message: `Activity ID ${a.activityId} is already in use.` };
+          return {
+            cause: C.WORKFLOW_TASK_FAILED_CAUSE_SCHEDULE_ACTIVITY_DUPLICATE_ID,
+            message: `Activity ID ${a.activityId} is already in use.`,
+          };
         }
         activityIds.add(a.activityId);
         break;
       }
       case CommandType.COMMAND_TYPE_START_TIMER: {
         const id = c.startTimerCommandAttributes?.timerId;
-        if (!id) return { cause: C.WORKFLOW_TASK_FAILED_CAUSE_BAD_START_TIMER_ATTRIBUTES, message: 'TimerId is not set on command.' };
-        if (timers.has(id)) return { cause: C.WORKFLOW_TASK_FAILED_CAUSE_START_TIMER_DUPLICATE_ID, message: `Timer ID ${id} is already in use.` };
+        if (!id)
+          return { cause: C.WORKFLOW_TASK_FAILED_CAUSE_BAD_START_TIMER_ATTRIBUTES, message: 'TimerId is not set on command.' };
+        if (timers.has(id))
+          return { cause: C.WORKFLOW_TASK_FAILED_CAUSE_START_TIMER_DUPLICATE_ID, message: `Timer ID ${id} is already in use.` };
         timers.add(id);
         break;
       }
@@ -58,14 +63,20 @@ export function invalidCommand(ex: Execution, commands: Command[]): { cause: num
       case CommandType.COMMAND_TYPE_START_CHILD_WORKFLOW_EXECUTION: {
         const a = c.startChildWorkflowExecutionCommandAttributes;
         if (!a?.workflowId || !a.workflowType?.name) {
-          return { cause: C.WORKFLOW_TASK_FAILED_CAUSE_BAD_START_CHILD_EXECUTION_ATTRIBUTES, message: 'WorkflowId and WorkflowType are required.' };
+          return {
+            cause: C.WORKFLOW_TASK_FAILED_CAUSE_BAD_START_CHILD_EXECUTION_ATTRIBUTES,
+            message: 'WorkflowId and WorkflowType are required.',
+          };
         }
         break;
       }
       case CommandType.COMMAND_TYPE_SIGNAL_EXTERNAL_WORKFLOW_EXECUTION: {
         const a = c.signalExternalWorkflowExecutionCommandAttributes;
         if (!a?.execution?.workflowId || !a.signalName) {
-          return { cause: C.WORKFLOW_TASK_FAILED_CAUSE_BAD_SIGNAL_WORKFLOW_EXECUTION_ATTRIBUTES, message: 'Execution and SignalName are required.' };
+          return {
+            cause: C.WORKFLOW_TASK_FAILED_CAUSE_BAD_SIGNAL_WORKFLOW_EXECUTION_ATTRIBUTES,
+            message: 'Execution and SignalName are required.',
+          };
         }
         break;
       }
@@ -103,10 +114,16 @@ const scheduleActivityTask: CommandHandler = (core, ex, c, completedId, _after, 
 const requestCancelActivityTask: CommandHandler = (core, ex, c, completedId, after) => {
   const sid = num(c.requestCancelActivityTaskCommandAttributes?.scheduledEventId);
   const a = ex.s.activities[sid];
-  const e = core.appendCommandEvent(ex, c, EventType.EVENT_TYPE_ACTIVITY_TASK_CANCEL_REQUESTED, 'activityTaskCancelRequestedEventAttributes', {
-    scheduledEventId: sid,
-    workflowTaskCompletedEventId: completedId,
-  });
+  const e = core.appendCommandEvent(
+    ex,
+    c,
+    EventType.EVENT_TYPE_ACTIVITY_TASK_CANCEL_REQUESTED,
+    'activityTaskCancelRequestedEventAttributes',
+    {
+      scheduledEventId: sid,
+      workflowTaskCompletedEventId: completedId,
+    },
+  );
   if (!a) return;
   if (a.phase === 'started') {
     a.cancelRequested = true;
@@ -117,7 +134,7 @@ const requestCancelActivityTask: CommandHandler = (core, ex, c, completedId, aft
   closeActivity(core, ex, a);
   after.push(() =>
     addExternal(core, ex, [
-      core.event(ex, EventType.EVENT_TYPE_ACTIVITY_TASK_CANCELED, 'activityTaskCanceledEventAttributes', {
+      core.event(EventType.EVENT_TYPE_ACTIVITY_TASK_CANCELED, 'activityTaskCanceledEventAttributes', {
         scheduledEventId: sid,
         startedEventId: 0,
         latestCancelRequestedEventId: cancelRequestedId,
@@ -167,10 +184,16 @@ const recordMarker: CommandHandler = (core, ex, c, completedId) => {
 const upsertWorkflowSearchAttributes: CommandHandler = (core, ex, c, completedId) => {
   const s = ex.s;
   const sa = core.typedSearchAttributes(c.upsertWorkflowSearchAttributesCommandAttributes?.searchAttributes);
-  core.appendCommandEvent(ex, c, EventType.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES, 'upsertWorkflowSearchAttributesEventAttributes', {
-    searchAttributes: sa,
-    workflowTaskCompletedEventId: completedId,
-  });
+  core.appendCommandEvent(
+    ex,
+    c,
+    EventType.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES,
+    'upsertWorkflowSearchAttributesEventAttributes',
+    {
+      searchAttributes: sa,
+      workflowTaskCompletedEventId: completedId,
+    },
+  );
   const fields = { ...(s.searchAttributes?.indexedFields ?? {}) };
   for (const [k, v] of Object.entries(sa?.indexedFields ?? {})) {
     // An empty value unsets the attribute.
@@ -198,16 +221,33 @@ const modifyWorkflowProperties: CommandHandler = (core, ex, c, completedId) => {
 // ---------------------------------------------------------------- closing the run
 
 /** Writes the command's close event and closes the run (`continued`: a next run carries on). */
-function closeByCommand(core: EngineCore, ex: Execution, c: Command, status: number, type: number, field: string, attrs: object, continued = false) {
+function closeByCommand(
+  core: EngineCore,
+  ex: Execution,
+  c: Command,
+  status: number,
+  type: number,
+  field: string,
+  attrs: object,
+  continued = false,
+) {
   core.appendCommandEvent(ex, c, type, field, attrs);
   closeRun(core, ex, status, continued);
 }
 
 const completeWorkflowExecution: CommandHandler = (core, ex, c, completedId) => {
-  closeByCommand(core, ex, c, Status.WORKFLOW_EXECUTION_STATUS_COMPLETED, EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED, 'workflowExecutionCompletedEventAttributes', {
-    result: c.completeWorkflowExecutionCommandAttributes?.result,
-    workflowTaskCompletedEventId: completedId,
-  });
+  closeByCommand(
+    core,
+    ex,
+    c,
+    Status.WORKFLOW_EXECUTION_STATUS_COMPLETED,
+    EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED,
+    'workflowExecutionCompletedEventAttributes',
+    {
+      result: c.completeWorkflowExecutionCommandAttributes?.result,
+      workflowTaskCompletedEventId: completedId,
+    },
+  );
 };
 
 /** The run fails; under a retry policy with attempts left, a new run retries it (its id is in the failed event). */
@@ -234,14 +274,27 @@ const failWorkflowExecution: CommandHandler = (core, ex, c, completedId) => {
     backoffMs: next.delay,
     attempt: s.attempt + 1,
   });
-  const attrs = { failure, retryState: RetryState.RETRY_STATE_IN_PROGRESS, workflowTaskCompletedEventId: completedId, newExecutionRunId: retry.s.runId };
+  const attrs = {
+    failure,
+    retryState: RetryState.RETRY_STATE_IN_PROGRESS,
+    workflowTaskCompletedEventId: completedId,
+    newExecutionRunId: retry.s.runId,
+  };
   closeByCommand(core, ex, c, FAILED, type, 'workflowExecutionFailedEventAttributes', attrs, true);
 };
 
 const cancelWorkflowExecution: CommandHandler = (core, ex, c, completedId) => {
   const details = c.cancelWorkflowExecutionCommandAttributes?.details;
   const attrs = { details, workflowTaskCompletedEventId: completedId };
-  closeByCommand(core, ex, c, Status.WORKFLOW_EXECUTION_STATUS_CANCELED, EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CANCELED, 'workflowExecutionCanceledEventAttributes', attrs);
+  closeByCommand(
+    core,
+    ex,
+    c,
+    Status.WORKFLOW_EXECUTION_STATUS_CANCELED,
+    EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CANCELED,
+    'workflowExecutionCanceledEventAttributes',
+    attrs,
+  );
 };
 
 const continueAsNewWorkflowExecution: CommandHandler = (core, ex, c, completedId) => {
@@ -262,33 +315,59 @@ const signalExternalWorkflowExecution: CommandHandler = (core, ex, c, completedI
   const a = c.signalExternalWorkflowExecutionCommandAttributes!;
   const { execution, signalName, input, control, childWorkflowOnly, header } = a;
   const ns = a.namespace || ex.s.namespace;
-  const e = core.appendCommandEvent(ex, c, EventType.EVENT_TYPE_SIGNAL_EXTERNAL_WORKFLOW_EXECUTION_INITIATED, 'signalExternalWorkflowExecutionInitiatedEventAttributes', {
-    namespace: ns,
-    workflowExecution: execution,
-    signalName,
-    input,
-    control,
-    childWorkflowOnly,
-    header,
-    workflowTaskCompletedEventId: completedId,
-  });
+  const e = core.appendCommandEvent(
+    ex,
+    c,
+    EventType.EVENT_TYPE_SIGNAL_EXTERNAL_WORKFLOW_EXECUTION_INITIATED,
+    'signalExternalWorkflowExecutionInitiatedEventAttributes',
+    {
+      namespace: ns,
+      workflowExecution: execution,
+      signalName,
+      input,
+      control,
+      childWorkflowOnly,
+      header,
+      workflowTaskCompletedEventId: completedId,
+    },
+  );
   const initiatedEventId = num(e.eventId);
   after.push(() => signalExternal(core, ex, a, ns, initiatedEventId, completedId));
 };
 
 /** Signals the target run if it is open, else the signalling workflow hears that it failed. */
-function signalExternal(core: EngineCore, ex: Execution, a: SignalExternalAttributes, ns: string, initiatedEventId: number, completedId: number): void {
+function signalExternal(
+  core: EngineCore,
+  ex: Execution,
+  a: SignalExternalAttributes,
+  ns: string,
+  initiatedEventId: number,
+  completedId: number,
+): void {
   const s = ex.s;
   const target = core.openRunOrUndefined(ns, a.execution);
   if (!target) {
-    const cause = enums.SignalExternalWorkflowExecutionFailedCause.SIGNAL_EXTERNAL_WORKFLOW_EXECUTION_FAILED_CAUSE_EXTERNAL_WORKFLOW_EXECUTION_NOT_FOUND;
+    const cause =
+      enums.SignalExternalWorkflowExecutionFailedCause
+        .SIGNAL_EXTERNAL_WORKFLOW_EXECUTION_FAILED_CAUSE_EXTERNAL_WORKFLOW_EXECUTION_NOT_FOUND;
     const type = EventType.EVENT_TYPE_SIGNAL_EXTERNAL_WORKFLOW_EXECUTION_FAILED;
-    externalFailed(core, ex, type, 'signalExternalWorkflowExecutionFailedEventAttributes', cause, initiatedEventId, ns, a.execution, a.control, completedId);
+    externalFailed(
+      core,
+      ex,
+      type,
+      'signalExternalWorkflowExecutionFailedEventAttributes',
+      cause,
+      initiatedEventId,
+      ns,
+      a.execution,
+      a.control,
+      completedId,
+    );
     return;
   }
   signal(core, target, a.signalName ?? '', a.input, a.header, '', { workflowId: s.workflowId, runId: s.runId });
   addExternal(core, ex, [
-    core.event(ex, EventType.EVENT_TYPE_EXTERNAL_WORKFLOW_EXECUTION_SIGNALED, 'externalWorkflowExecutionSignaledEventAttributes', {
+    core.event(EventType.EVENT_TYPE_EXTERNAL_WORKFLOW_EXECUTION_SIGNALED, 'externalWorkflowExecutionSignaledEventAttributes', {
       initiatedEventId,
       namespace: ns,
       workflowExecution: { workflowId: target.s.workflowId, runId: a.execution?.runId ?? '' },
@@ -332,18 +411,35 @@ function cancelExternal(
   const s = ex.s;
   const target = core.openRunOrUndefined(ns, execution);
   if (!target) {
-    const cause = enums.CancelExternalWorkflowExecutionFailedCause.CANCEL_EXTERNAL_WORKFLOW_EXECUTION_FAILED_CAUSE_EXTERNAL_WORKFLOW_EXECUTION_NOT_FOUND;
+    const cause =
+      enums.CancelExternalWorkflowExecutionFailedCause
+        .CANCEL_EXTERNAL_WORKFLOW_EXECUTION_FAILED_CAUSE_EXTERNAL_WORKFLOW_EXECUTION_NOT_FOUND;
     const type = EventType.EVENT_TYPE_REQUEST_CANCEL_EXTERNAL_WORKFLOW_EXECUTION_FAILED;
-    externalFailed(core, ex, type, 'requestCancelExternalWorkflowExecutionFailedEventAttributes', cause, initiatedEventId, ns, execution, a.control, completedId);
+    externalFailed(
+      core,
+      ex,
+      type,
+      'requestCancelExternalWorkflowExecutionFailedEventAttributes',
+      cause,
+      initiatedEventId,
+      ns,
+      execution,
+      a.control,
+      completedId,
+    );
     return;
   }
   requestCancel(core, target, a.reason ?? '', '', { workflowId: s.workflowId, runId: s.runId }, initiatedEventId);
   addExternal(core, ex, [
-    core.event(ex, EventType.EVENT_TYPE_EXTERNAL_WORKFLOW_EXECUTION_CANCEL_REQUESTED, 'externalWorkflowExecutionCancelRequestedEventAttributes', {
-      initiatedEventId,
-      namespace: ns,
-      workflowExecution: execution,
-    }),
+    core.event(
+      EventType.EVENT_TYPE_EXTERNAL_WORKFLOW_EXECUTION_CANCEL_REQUESTED,
+      'externalWorkflowExecutionCancelRequestedEventAttributes',
+      {
+        initiatedEventId,
+        namespace: ns,
+        workflowExecution: execution,
+      },
+    ),
   ]);
 }
 
@@ -361,7 +457,14 @@ function externalFailed(
   completedId: number,
 ): void {
   addExternal(core, ex, [
-    core.event(ex, type, field, { cause, initiatedEventId, namespace: ns, workflowExecution: execution, control, workflowTaskCompletedEventId: completedId }),
+    core.event(type, field, {
+      cause,
+      initiatedEventId,
+      namespace: ns,
+      workflowExecution: execution,
+      control,
+      workflowTaskCompletedEventId: completedId,
+    }),
   ]);
 }
 

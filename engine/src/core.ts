@@ -71,7 +71,11 @@ export type OnCancel = (c: () => void) => void;
 type WorkflowService = typeof temporal.api.workflowservice.v1;
 /** WorkflowService method names (those with a `<name>Request` and a `<name>Response` message), e.g. 'StartWorkflowExecution'. */
 export type RpcName = {
-  [K in keyof WorkflowService]: K extends `${infer M}Request` ? (`${M}Response` extends keyof WorkflowService ? M : never) : never;
+  [K in keyof WorkflowService]: K extends `${infer M}Request`
+    ? `${M}Response` extends keyof WorkflowService
+      ? M
+      : never
+    : never;
 }[keyof WorkflowService];
 type Message<K extends string> = K extends keyof WorkflowService ? Req<K> : never;
 export type RpcRequest<M extends RpcName> = Message<`${M}Request`>;
@@ -219,7 +223,10 @@ export class EngineCore {
   }
 
   /** The open run, or undefined where findOpenRun would throw. */
-  openRunOrUndefined(namespace: string, exec: Plain<temporal.api.common.v1.IWorkflowExecution> | null | undefined): Execution | undefined {
+  openRunOrUndefined(
+    namespace: string,
+    exec: Plain<temporal.api.common.v1.IWorkflowExecution> | null | undefined,
+  ): Execution | undefined {
     try {
       return this.findOpenRun(namespace, exec);
     } catch {
@@ -314,7 +321,7 @@ export class EngineCore {
 
   // ---------------------------------------------------------------- history
 
-  event(ex: Execution, type: number, field: string, attrs: object): HistoryEvent {
+  event(type: number, field: string, attrs: object): HistoryEvent {
     return {
       eventId: 0,
       eventTime: msTs(this.clock.now()),
@@ -333,7 +340,7 @@ export class EngineCore {
 
   /** Appends the event of a workflow task's command; it carries the command's user metadata. */
   appendCommandEvent(ex: Execution, c: Command, type: number, field: string, attrs: object): HistoryEvent {
-    const e = this.event(ex, type, field, attrs);
+    const e = this.event(type, field, attrs);
     if (c.userMetadata) e.userMetadata = c.userMetadata;
     return this.appendNow(ex, e);
   }

@@ -18,7 +18,7 @@ export function onDeadline(core: EngineCore, ex: Execution, name: string): void 
       if (!t) return;
       delete ex.s.timers[id!];
       addExternal(core, ex, [
-        core.event(ex, EventType.EVENT_TYPE_TIMER_FIRED, 'timerFiredEventAttributes', {
+        core.event(EventType.EVENT_TYPE_TIMER_FIRED, 'timerFiredEventAttributes', {
           timerId: id,
           startedEventId: t.startedEventId,
         }),

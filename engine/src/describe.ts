@@ -68,12 +68,11 @@ function pendingActivityInfo(a: ActivityState): Plain<temporal.api.workflow.v1.I
   return {
     activityId: a.activityId,
     activityType: { name: a.activityType },
-    state:
-      a.cancelRequested
-        ? A.PENDING_ACTIVITY_STATE_CANCEL_REQUESTED
-        : a.phase === 'started'
-          ? A.PENDING_ACTIVITY_STATE_STARTED
-          : A.PENDING_ACTIVITY_STATE_SCHEDULED,
+    state: a.cancelRequested
+      ? A.PENDING_ACTIVITY_STATE_CANCEL_REQUESTED
+      : a.phase === 'started'
+        ? A.PENDING_ACTIVITY_STATE_STARTED
+        : A.PENDING_ACTIVITY_STATE_SCHEDULED,
     heartbeatDetails: a.heartbeatDetails,
     lastHeartbeatTime: a.lastHeartbeatTime ? msTs(a.lastHeartbeatTime) : undefined,
     lastStartedTime: a.startedTime ? msTs(a.startedTime) : undefined,

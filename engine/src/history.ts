@@ -42,7 +42,8 @@ export const getWorkflowExecutionHistory: Rpc<'GetWorkflowExecutionHistory'> = a
     );
   }
   if (closeOnly) {
-    if (core.isOpen(ex)) return { history: { events: [] }, nextPageToken: Buffer.from(JSON.stringify({ runId: ex.s.runId, offset: 0, upTo: 0 })) };
+    if (core.isOpen(ex))
+      return { history: { events: [] }, nextPageToken: Buffer.from(JSON.stringify({ runId: ex.s.runId, offset: 0, upTo: 0 })) };
     return { history: { events: ex.history.slice(-1) } };
   }
   const pageSize = r.maximumPageSize && r.maximumPageSize > 0 ? r.maximumPageSize : HISTORY_PAGE;

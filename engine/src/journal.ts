@@ -40,7 +40,7 @@ export function deserialize<T>(line: string): T {
 function writeSnapshot(file: string, records: JournalRecord[]): void {
   const tmp = `${file}.compact`;
   const out = fs.openSync(tmp, 'w');
-  for (const r of records) fs.writeSync(out, serialize(r) + '\n');
+  for (const r of records) fs.writeSync(out, `${serialize(r)}\n`);
   fs.fdatasyncSync(out);
   fs.closeSync(out);
   fs.renameSync(tmp, file);
@@ -148,7 +148,7 @@ export class Journal {
     this.waiters = [];
     try {
       if (lines.length > 0) {
-        const chunk = lines.join('\n') + '\n';
+        const chunk = `${lines.join('\n')}\n`;
         fs.writeSync(this.fd, chunk);
         fs.fdatasyncSync(this.fd);
         this.appendedBytes += chunk.length;

@@ -64,15 +64,27 @@ function notifyParent(core: EngineCore, ex: Execution, status: number): void {
     startedEventId: child.startedEventId,
   };
   const [type, field] = CHILD_CLOSED[status] ?? CHILD_TERMINATED;
-  addExternal(core, parent, [core.event(parent, type, field, { ...base, ...childOutcome(status, last) })]);
+  addExternal(core, parent, [core.event(type, field, { ...base, ...childOutcome(status, last) })]);
 }
 
 /** The parent's event for each way a child run closes; any other status is a termination. */
 const CHILD_CLOSED: Record<number, [type: number, field: string]> = {
-  [Status.WORKFLOW_EXECUTION_STATUS_COMPLETED]: [EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_COMPLETED, 'childWorkflowExecutionCompletedEventAttributes'],
-  [Status.WORKFLOW_EXECUTION_STATUS_FAILED]: [EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_FAILED, 'childWorkflowExecutionFailedEventAttributes'],
-  [Status.WORKFLOW_EXECUTION_STATUS_CANCELED]: [EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_CANCELED, 'childWorkflowExecutionCanceledEventAttributes'],
-  [Status.WORKFLOW_EXECUTION_STATUS_TIMED_OUT]: [EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_TIMED_OUT, 'childWorkflowExecutionTimedOutEventAttributes'],
+  [Status.WORKFLOW_EXECUTION_STATUS_COMPLETED]: [
+    EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_COMPLETED,
+    'childWorkflowExecutionCompletedEventAttributes',
+  ],
+  [Status.WORKFLOW_EXECUTION_STATUS_FAILED]: [
+    EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_FAILED,
+    'childWorkflowExecutionFailedEventAttributes',
+  ],
+  [Status.WORKFLOW_EXECUTION_STATUS_CANCELED]: [
+    EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_CANCELED,
+    'childWorkflowExecutionCanceledEventAttributes',
+  ],
+  [Status.WORKFLOW_EXECUTION_STATUS_TIMED_OUT]: [
+    EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_TIMED_OUT,
+    'childWorkflowExecutionTimedOutEventAttributes',
+  ],
 };
 const CHILD_TERMINATED: [type: number, field: string] = [
   EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_TERMINATED,
@@ -120,7 +132,10 @@ export function timeOutWorkflow(core: EngineCore, ex: Execution, runTimeout: boo
   let retryState: number = RetryState.RETRY_STATE_TIMEOUT;
   let newExecutionRunId: string | undefined;
   if (runTimeout && s.retryPolicy) {
-    const failure: Failure = { message: 'workflow run timed out', timeoutFailureInfo: { timeoutType: TimeoutType.TIMEOUT_TYPE_START_TO_CLOSE } };
+    const failure: Failure = {
+      message: 'workflow run timed out',
+      timeoutFailureInfo: { timeoutType: TimeoutType.TIMEOUT_TYPE_START_TO_CLOSE },
+    };
     const next = nextRetry(retrySpec(s.retryPolicy), s.attempt, failure, core.clock.now(), s.executionExpirationTime);
     if ('delay' in next) {
       newExecutionRunId = startNextRun(core, ex, null, {
@@ -136,7 +151,7 @@ export function timeOutWorkflow(core: EngineCore, ex: Execution, runTimeout: boo
   }
   core.appendNow(
     ex,
-    core.event(ex, EventType.EVENT_TYPE_WORKFLOW_EXECUTION_TIMED_OUT, 'workflowExecutionTimedOutEventAttributes', {
+    core.event(EventType.EVENT_TYPE_WORKFLOW_EXECUTION_TIMED_OUT, 'workflowExecutionTimedOutEventAttributes', {
       retryState,
       newExecutionRunId,
     }),
@@ -144,11 +159,17 @@ export function timeOutWorkflow(core: EngineCore, ex: Execution, runTimeout: boo
   closeRun(core, ex, Status.WORKFLOW_EXECUTION_STATUS_TIMED_OUT, newExecutionRunId !== undefined);
 }
 
-export function terminate(core: EngineCore, ex: Execution, reason: string, details: Payloads | null | undefined, identity: string): void {
+export function terminate(
+  core: EngineCore,
+  ex: Execution,
+  reason: string,
+  details: Payloads | null | undefined,
+  identity: string,
+): void {
   core.flushBuffered(ex);
   core.appendNow(
     ex,
-    core.event(ex, EventType.EVENT_TYPE_WORKFLOW_EXECUTION_TERMINATED, 'workflowExecutionTerminatedEventAttributes', {
+    core.event(EventType.EVENT_TYPE_WORKFLOW_EXECUTION_TERMINATED, 'workflowExecutionTerminatedEventAttributes', {
       reason,
       details,
       identity,
@@ -168,7 +189,7 @@ export function requestCancel(
   if (ex.s.cancelRequested) return;
   ex.s.cancelRequested = true;
   addExternal(core, ex, [
-    core.event(ex, EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED, 'workflowExecutionCancelRequestedEventAttributes', {
+    core.event(EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED, 'workflowExecutionCancelRequestedEventAttributes', {
       cause,
       identity,
       externalInitiatedEventId: externalInitiatedEventId || undefined,
@@ -246,7 +267,7 @@ export function continueAsNew(core: EngineCore, ex: Execution, completedId: numb
   const n = next.s;
   core.appendNow(
     ex,
-    core.event(ex, EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW, 'workflowExecutionContinuedAsNewEventAttributes', {
+    core.event(EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW, 'workflowExecutionContinuedAsNewEventAttributes', {
       newExecutionRunId: n.runId,
       workflowType: { name: n.workflowType },
       taskQueue: { name: n.taskQueue, kind: enums.TaskQueueKind.TASK_QUEUE_KIND_NORMAL },

@@ -15,9 +15,9 @@ function write(level: LogLevel, msg: string, fields?: Record<string, unknown>): 
   if (LEVELS[level] < threshold) return;
   const time = new Date().toISOString();
   if (json) {
-    process.stderr.write(JSON.stringify({ time, level, msg, ...fields }) + '\n');
+    process.stderr.write(`${JSON.stringify({ time, level, msg, ...fields })}\n`);
   } else {
-    const extra = fields ? ' ' + JSON.stringify(fields) : '';
+    const extra = fields ? ` ${JSON.stringify(fields)}` : '';
     process.stderr.write(`${time} ${level.toUpperCase()} temporal-devserver: ${msg}${extra}\n`);
   }
 }

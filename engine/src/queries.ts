@@ -65,7 +65,11 @@ export function dispatchPendingQueries(core: EngineCore, ex: Execution): void {
 }
 
 /** Queries not yet dispatched ride along with the workflow task starting now (keyed by query id). */
-export function attachPendingQueries(core: EngineCore, ex: Execution, runKey: string): Record<string, Plain<temporal.api.query.v1.IWorkflowQuery>> {
+export function attachPendingQueries(
+  core: EngineCore,
+  ex: Execution,
+  runKey: string,
+): Record<string, Plain<temporal.api.query.v1.IWorkflowQuery>> {
   const queries: Record<string, Plain<temporal.api.query.v1.IWorkflowQuery>> = {};
   for (const q of core.queries.values()) {
     if (q.runKey !== runKey || q.dispatched) continue;

@@ -41,9 +41,7 @@ export function nextRetry(
     return { retryState: RetryState.RETRY_STATE_MAXIMUM_ATTEMPTS_REACHED };
   }
   const explicit = durationMs(app?.nextRetryDelay);
-  const delay =
-    explicit ||
-    Math.min(spec.initialIntervalMs * Math.pow(spec.backoffCoefficient, attempt - 1), spec.maximumIntervalMs);
+  const delay = explicit || Math.min(spec.initialIntervalMs * spec.backoffCoefficient ** (attempt - 1), spec.maximumIntervalMs);
   if (expiration > 0 && now + delay >= expiration) return { retryState: RetryState.RETRY_STATE_TIMEOUT };
   return { delay };
 }

@@ -59,13 +59,17 @@ export function newRun(core: EngineCore, namespace: string, p: NewRunParams, sig
   const now = core.clock.now();
   const s = initialState(core, namespace, p, now);
   const ex: Execution = { s, history: [], persistedLength: 0 };
-  const started = core.event(ex, EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED, 'workflowExecutionStartedEventAttributes', startedAttributes(p, s));
+  const started = core.event(
+    EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED,
+    'workflowExecutionStartedEventAttributes',
+    startedAttributes(p, s),
+  );
   if (p.userMetadata) started.userMetadata = p.userMetadata;
   core.appendNow(ex, started);
   if (signal) {
     core.appendNow(
       ex,
-      core.event(ex, EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED, 'workflowExecutionSignaledEventAttributes', {
+      core.event(EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED, 'workflowExecutionSignaledEventAttributes', {
         signalName: signal.name,
         input: signal.input,
         identity: signal.identity,

@@ -61,8 +61,10 @@ export async function startDevServer(opts: DevServerOptions): Promise<DevServer>
   if (opts.timeSkipping) addService(server, 'temporal.api.testservice.v1.TestService', new TestService(engine.clock));
   const host = opts.host ?? '127.0.0.1';
   const port = await new Promise<number>((resolve, reject) =>
-    server.bindAsync(`${host.includes(':') ? `[${host}]` : host}:${opts.port ?? 0}`, grpc.ServerCredentials.createInsecure(), (err, p) =>
-      err ? reject(err) : resolve(p),
+    server.bindAsync(
+      `${host.includes(':') ? `[${host}]` : host}:${opts.port ?? 0}`,
+      grpc.ServerCredentials.createInsecure(),
+      (err, p) => (err ? reject(err) : resolve(p)),
     ),
   );
   const sweeper = setInterval(() => engine.sweepClosed(), 60_000);

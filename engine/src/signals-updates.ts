@@ -5,7 +5,18 @@ import { randomUUID } from 'node:crypto';
 import { CALL_WAIT_MS, type EngineCore, type OnCancel, type Rpc } from './core.js';
 import { invalid, notFound } from './errors.js';
 import { log } from './log.js';
-import { EventType, decodePlain, enums, num, pb, type temporal, type Message, type Payloads, type Plain, type Req } from './proto.js';
+import {
+  EventType,
+  decodePlain,
+  enums,
+  num,
+  pb,
+  type temporal,
+  type Message,
+  type Payloads,
+  type Plain,
+  type Req,
+} from './proto.js';
 import { execKey, type Execution, type UpdateState } from './state.js';
 import { addExternal, scheduleWorkflowTask } from './workflow-tasks.js';
 
@@ -19,7 +30,7 @@ export function signal(
   external: { workflowId: string; runId: string } | null,
 ): void {
   addExternal(core, ex, [
-    core.event(ex, EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED, 'workflowExecutionSignaledEventAttributes', {
+    core.event(EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED, 'workflowExecutionSignaledEventAttributes', {
       signalName,
       input,
       identity,
@@ -53,7 +64,7 @@ export function processMessage(core: EngineCore, ex: Execution, m: Message, comp
     const acc = decodePlain(U.Acceptance, value);
     const e = core.appendNow(
       ex,
-      core.event(ex, EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED, 'workflowExecutionUpdateAcceptedEventAttributes', {
+      core.event(EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED, 'workflowExecutionUpdateAcceptedEventAttributes', {
         protocolInstanceId: m.protocolInstanceId,
         acceptedRequestMessageId: acc.acceptedRequestMessageId,
         acceptedRequestSequencingEventId: acc.acceptedRequestSequencingEventId,
@@ -76,7 +87,7 @@ export function processMessage(core: EngineCore, ex: Execution, m: Message, comp
     const target = s.updates[updateId];
     core.appendNow(
       ex,
-      core.event(ex, EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_COMPLETED, 'workflowExecutionUpdateCompletedEventAttributes', {
+      core.event(EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_COMPLETED, 'workflowExecutionUpdateCompletedEventAttributes', {
         meta: res.meta,
         acceptedEventId: target?.acceptedEventId ?? 0,
         outcome: res.outcome,
@@ -142,7 +153,9 @@ export const updateWorkflowExecution: Rpc<'UpdateWorkflowExecution'> = async (co
     core.markDirty(ex);
     await core.commit();
   }
-  const stage = r.waitPolicy?.lifecycleStage || enums.UpdateWorkflowExecutionLifecycleStage.UPDATE_WORKFLOW_EXECUTION_LIFECYCLE_STAGE_ACCEPTED;
+  const stage =
+    r.waitPolicy?.lifecycleStage ||
+    enums.UpdateWorkflowExecutionLifecycleStage.UPDATE_WORKFLOW_EXECUTION_LIFECYCLE_STAGE_ACCEPTED;
   return awaitUpdate(core, ex, u, stage, onCancel);
 };
 
@@ -150,7 +163,9 @@ export const pollWorkflowExecutionUpdate: Rpc<'PollWorkflowExecutionUpdate'> = a
   const ex = core.findRun(core.ns(r.namespace), r.updateRef?.workflowExecution);
   const u = ex.s.updates[r.updateRef?.updateId ?? ''];
   if (!u) throw notFound(`update ${r.updateRef?.updateId ?? ''} not found`);
-  const stage = r.waitPolicy?.lifecycleStage || enums.UpdateWorkflowExecutionLifecycleStage.UPDATE_WORKFLOW_EXECUTION_LIFECYCLE_STAGE_COMPLETED;
+  const stage =
+    r.waitPolicy?.lifecycleStage ||
+    enums.UpdateWorkflowExecutionLifecycleStage.UPDATE_WORKFLOW_EXECUTION_LIFECYCLE_STAGE_COMPLETED;
   const resp = await awaitUpdate(core, ex, u, stage, onCancel);
   return { outcome: resp.outcome, stage: resp.stage, updateRef: resp.updateRef };
 };

@@ -57,11 +57,17 @@ export function admitStart(
       terminate(core, prev, 'terminated by a new start with the same workflow id', null, identity);
       return {};
     }
-    throw new RpcError(Code.ALREADY_EXISTS, `Workflow execution is already running. WorkflowId: ${workflowId}, RunId: ${prev.s.runId}.`);
+    throw new RpcError(
+      Code.ALREADY_EXISTS,
+      `Workflow execution is already running. WorkflowId: ${workflowId}, RunId: ${prev.s.runId}.`,
+    );
   }
   const R = enums.WorkflowIdReusePolicy;
   if (reuse === R.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE) {
-    throw new RpcError(Code.ALREADY_EXISTS, `Workflow execution already finished and the reuse policy rejects duplicates. WorkflowId: ${workflowId}.`);
+    throw new RpcError(
+      Code.ALREADY_EXISTS,
+      `Workflow execution already finished and the reuse policy rejects duplicates. WorkflowId: ${workflowId}.`,
+    );
   }
   if (reuse === R.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE_FAILED_ONLY) {
     const s = prev.s.status;

@@ -57,7 +57,7 @@ export class VisibilityService {
   /** Runs of the namespace matching the query, newest first. */
   private matching(namespace: string, query: string | null | undefined): Execution[] {
     const types = this.engine.searchAttributeTypes();
-    let pred;
+    let pred: ReturnType<typeof parseVisibilityQuery>;
     try {
       pred = parseVisibilityQuery(query ?? '', (f) => BUILTIN_FIELDS.has(f) || types.has(f));
     } catch (err) {

@@ -164,7 +164,7 @@ export function parseVisibilityQuery(query: string, knownFields: (name: string) 
   };
   const parseComparison = (): Predicate => {
     const fieldTok = peek();
-    if (!fieldTok || fieldTok.kind !== 'ident' || KEYWORDS.has(fieldTok.text.toUpperCase())) {
+    if (fieldTok?.kind !== 'ident' || KEYWORDS.has(fieldTok.text.toUpperCase())) {
       throw new QueryParseError(`expected a search attribute name, got '${fieldTok?.text ?? 'end of query'}'`);
     }
     const field = fieldTok.text;

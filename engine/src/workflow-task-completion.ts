@@ -28,11 +28,12 @@ export const respondWorkflowTaskCompleted: Rpc<'RespondWorkflowTaskCompleted'> =
   const s = ex.s;
   answerAttachedQueries(core, ex, r.queryResults ?? {});
   const commands = r.commands ?? [];
-  if (log.debugEnabled) log.debug('workflow task completed', {
-    commands: commands.map((c) => c.commandType),
-    messages: (r.messages ?? []).map((m) => m.body?.type_url),
-    sticky: r.stickyAttributes?.workerTaskQueue?.name,
-  });
+  if (log.debugEnabled)
+    log.debug('workflow task completed', {
+      commands: commands.map((c) => c.commandType),
+      messages: (r.messages ?? []).map((m) => m.body?.type_url),
+      sticky: r.stickyAttributes?.workerTaskQueue?.name,
+    });
   const messages = new Map((r.messages ?? []).map((m) => [m.id ?? '', m]));
   const bad = invalidCommand(ex, commands);
   if (bad) {
@@ -57,7 +58,12 @@ export const respondWorkflowTaskCompleted: Rpc<'RespondWorkflowTaskCompleted'> =
 };
 
 /** As the server does: the task fails with the cause, nothing of it is applied, and the caller hears why. */
-function failInvalidCompletion(core: EngineCore, ex: Execution, r: CompletedRequest, bad: { cause: number; message: string }): void {
+function failInvalidCompletion(
+  core: EngineCore,
+  ex: Execution,
+  r: CompletedRequest,
+  bad: { cause: number; message: string },
+): void {
   appendTaskOutcome(core, ex, EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED, 'workflowTaskFailedEventAttributes', {
     cause: bad.cause,
     failure: { message: bad.message, source: 'Server' },
@@ -152,7 +158,7 @@ function recordCompletion(core: EngineCore, ex: Execution, r: CompletedRequest):
   const s = ex.s;
   const completed = core.appendNow(
     ex,
-    core.event(ex, EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED, 'workflowTaskCompletedEventAttributes', {
+    core.event(EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED, 'workflowTaskCompletedEventAttributes', {
       scheduledEventId: s.wft.scheduledEventId,
       startedEventId: s.wft.startedEventId,
       identity: r.identity,

@@ -7,7 +7,19 @@ import { notFound } from './errors.js';
 import { HISTORY_PAGE, pageToken } from './history.js';
 import { log } from './log.js';
 import { longPoll } from './long-poll.js';
-import { EventType, durationMs, enums, msDuration, msTs, num, packAny, pb, type HistoryEvent, type Message, type Req } from './proto.js';
+import {
+  EventType,
+  durationMs,
+  enums,
+  msDuration,
+  msTs,
+  num,
+  packAny,
+  pb,
+  type HistoryEvent,
+  type Message,
+  type Req,
+} from './proto.js';
 import { answerAttachedQueries, attachPendingQueries, dispatchPendingQueries, startQueryTask } from './queries.js';
 import { execKey, type BufferedGroup, type Execution, type ExecutionState } from './state.js';
 import { decodeToken, encodeToken, type TaskToken } from './tokens.js';
@@ -31,14 +43,14 @@ export function addExternal(core: EngineCore, ex: Execution, events: HistoryEven
 export function scheduleWorkflowTask(core: EngineCore, ex: Execution, speculative = false): void {
   const s = ex.s;
   if (!core.isOpen(ex) || s.wft.phase !== 'none') return;
-  if (s.deadlines['backoff'] !== undefined || s.deadlines['wftretry'] !== undefined) return;
+  if (s.deadlines.backoff !== undefined || s.deadlines.wftretry !== undefined) return;
   const now = core.clock.now();
   const sticky = s.sticky;
   const queue = sticky ? sticky.queue : s.taskQueue;
   const historyBefore = ex.history.length;
   const e = core.appendNow(
     ex,
-    core.event(ex, EventType.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED, 'workflowTaskScheduledEventAttributes', {
+    core.event(EventType.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED, 'workflowTaskScheduledEventAttributes', {
       taskQueue: sticky
         ? { name: queue, kind: enums.TaskQueueKind.TASK_QUEUE_KIND_STICKY, normalName: s.taskQueue }
         : { name: queue, kind: enums.TaskQueueKind.TASK_QUEUE_KIND_NORMAL },
@@ -116,11 +128,16 @@ export function workflowTaskDone(core: EngineCore, ex: Execution): void {
 /** Writes the event ending the started workflow task without a completion (failed, timed out): its ids, then `attrs`. */
 export function appendTaskOutcome(core: EngineCore, ex: Execution, type: number, field: string, attrs: object): void {
   const w = ex.s.wft;
-  core.appendNow(ex, core.event(ex, type, field, { scheduledEventId: w.scheduledEventId, startedEventId: w.startedEventId, ...attrs }));
+  core.appendNow(
+    ex,
+    core.event(type, field, { scheduledEventId: w.scheduledEventId, startedEventId: w.startedEventId, ...attrs }),
+  );
 }
 
 export function workflowTaskTimedOut(core: EngineCore, ex: Execution, timeoutType: number): void {
-  appendTaskOutcome(core, ex, EventType.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT, 'workflowTaskTimedOutEventAttributes', { timeoutType });
+  appendTaskOutcome(core, ex, EventType.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT, 'workflowTaskTimedOutEventAttributes', {
+    timeoutType,
+  });
   retryWorkflowTask(core, ex);
 }
 
@@ -144,26 +161,37 @@ export function retryWorkflowTask(core: EngineCore, ex: Execution): void {
   core.markDirty(ex);
 }
 
-export const pollWorkflowTaskQueue: Rpc<'PollWorkflowTaskQueue'> = (core, r, onCancel) => longPoll(core, r, 'wf', onCancel, takeWorkflowTask);
+export const pollWorkflowTaskQueue: Rpc<'PollWorkflowTaskQueue'> = (core, r, onCancel) =>
+  longPoll(core, r, 'wf', onCancel, takeWorkflowTask);
 
 /** A polled reference: a query task, or the run's scheduled workflow task if it is still the one queued here. */
-function takeWorkflowTask(core: EngineCore, ref: TaskRef, r: Req<'PollWorkflowTaskQueueRequest'>): Req<'PollWorkflowTaskQueueResponse'> | null {
+function takeWorkflowTask(
+  core: EngineCore,
+  ref: TaskRef,
+  r: Req<'PollWorkflowTaskQueueRequest'>,
+): Req<'PollWorkflowTaskQueueResponse'> | null {
   if (ref.kind === 'query') return startQueryTask(core, ref.queryId);
   if (ref.kind !== 'wft') return null;
   const ex = core.runs.get(ref.runKey);
   if (!ex || !core.isOpen(ex)) return null;
   const s = ex.s;
-  if (s.wft.phase !== 'scheduled' || s.wft.scheduledEventId !== ref.scheduledEventId || s.wft.queue !== r.taskQueue?.name) return null;
+  if (s.wft.phase !== 'scheduled' || s.wft.scheduledEventId !== ref.scheduledEventId || s.wft.queue !== r.taskQueue?.name)
+    return null;
   const sticky = r.taskQueue?.kind === enums.TaskQueueKind.TASK_QUEUE_KIND_STICKY;
   return startWorkflowTask(core, ex, r.identity ?? '', sticky);
 }
 
-function startWorkflowTask(core: EngineCore, ex: Execution, identity: string, sticky: boolean): Req<'PollWorkflowTaskQueueResponse'> {
+function startWorkflowTask(
+  core: EngineCore,
+  ex: Execution,
+  identity: string,
+  sticky: boolean,
+): Req<'PollWorkflowTaskQueueResponse'> {
   const s = ex.s;
   const now = core.clock.now();
   const started = core.appendNow(
     ex,
-    core.event(ex, EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED, 'workflowTaskStartedEventAttributes', {
+    core.event(EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED, 'workflowTaskStartedEventAttributes', {
       scheduledEventId: s.wft.scheduledEventId,
       identity,
       requestId: randomUUID(),
@@ -180,12 +208,13 @@ function startWorkflowTask(core: EngineCore, ex: Execution, identity: string, st
   const queries = attachPendingQueries(core, ex, runKey);
   const from = sticky ? s.lastCompletedStartedEventId : 0;
   const events = ex.history.slice(from);
-  if (log.debugEnabled) log.debug('workflow task started', {
-    sticky,
-    previousStartedEventId: s.lastCompletedStartedEventId,
-    events: events.map((e) => `${e.eventId}:${e.eventType}`).join(' '),
-    messages: messages.length,
-  });
+  if (log.debugEnabled)
+    log.debug('workflow task started', {
+      sticky,
+      previousStartedEventId: s.lastCompletedStartedEventId,
+      events: events.map((e) => `${e.eventId}:${e.eventType}`).join(' '),
+      messages: messages.length,
+    });
   const token = encodeToken({ k: 'wft', ns: s.namespace, r: s.runId, s: s.wft.scheduledEventId, a: s.wft.attempt });
   let nextPageToken: Uint8Array | undefined;
   let page = events;

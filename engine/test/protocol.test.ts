@@ -45,8 +45,14 @@ describe('raw protocol', () => {
         taskToken: task.taskToken,
         identity: 'test',
         commands: [
-          { commandType: CommandType.COMMAND_TYPE_START_TIMER, startTimerCommandAttributes: { timerId: 't1', startToFireTimeout: msToTs('60s') } },
-          { commandType: CommandType.COMMAND_TYPE_SCHEDULE_ACTIVITY_TASK, scheduleActivityTaskCommandAttributes: { activityId: '1' } },
+          {
+            commandType: CommandType.COMMAND_TYPE_START_TIMER,
+            startTimerCommandAttributes: { timerId: 't1', startToFireTimeout: msToTs('60s') },
+          },
+          {
+            commandType: CommandType.COMMAND_TYPE_SCHEDULE_ACTIVITY_TASK,
+            scheduleActivityTaskCommandAttributes: { activityId: '1' },
+          },
         ],
       }),
     ).rejects.toMatchObject({ code: 3 });
@@ -68,7 +74,10 @@ describe('raw protocol', () => {
     const svc = connection.workflowService;
     const taskQueue = `raw-${randomUUID()}`;
     const { workflowId, runId, task } = await startAndPoll(taskQueue);
-    const timer = { commandType: CommandType.COMMAND_TYPE_START_TIMER, startTimerCommandAttributes: { timerId: 'same', startToFireTimeout: msToTs('1h') } };
+    const timer = {
+      commandType: CommandType.COMMAND_TYPE_START_TIMER,
+      startTimerCommandAttributes: { timerId: 'same', startToFireTimeout: msToTs('1h') },
+    };
     await svc.respondWorkflowTaskCompleted({ namespace: 'default', taskToken: task.taskToken, commands: [timer] });
     await svc.signalWorkflowExecution({ namespace: 'default', workflowExecution: { workflowId, runId }, signalName: 'wake' });
     const second = await svc.pollWorkflowTaskQueue({ namespace: 'default', taskQueue: { name: taskQueue } });
@@ -77,14 +86,18 @@ describe('raw protocol', () => {
     ).rejects.toMatchObject({ code: 3 });
     const { history } = await svc.getWorkflowExecutionHistory({ namespace: 'default', execution: { workflowId, runId } });
     const failed = history?.events?.find((e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED);
-    expect(failed?.workflowTaskFailedEventAttributes?.cause).toBe(WorkflowTaskFailedCause.WORKFLOW_TASK_FAILED_CAUSE_START_TIMER_DUPLICATE_ID);
+    expect(failed?.workflowTaskFailedEventAttributes?.cause).toBe(
+      WorkflowTaskFailedCause.WORKFLOW_TASK_FAILED_CAUSE_START_TIMER_DUPLICATE_ID,
+    );
   });
 
   it('rejects a stale task token', async () => {
     const svc = connection.workflowService;
     const { task } = await startAndPoll(`raw-${randomUUID()}`);
     await svc.respondWorkflowTaskCompleted({ namespace: 'default', taskToken: task.taskToken, commands: [] });
-    await expect(svc.respondWorkflowTaskCompleted({ namespace: 'default', taskToken: task.taskToken, commands: [] })).rejects.toMatchObject({
+    await expect(
+      svc.respondWorkflowTaskCompleted({ namespace: 'default', taskToken: task.taskToken, commands: [] }),
+    ).rejects.toMatchObject({
       code: 5,
     });
   });
@@ -99,11 +112,25 @@ describe('raw protocol', () => {
       const c = await Connection.connect({ address: swept.address });
       try {
         const w = c.workflowService;
-        const a = await w.startWorkflowExecution({ namespace: 'default', workflowId: 'closed', workflowType: { name: 'raw' }, taskQueue: { name: 'q' }, requestId: randomUUID() });
-        await w.startWorkflowExecution({ namespace: 'default', workflowId: 'open', workflowType: { name: 'raw' }, taskQueue: { name: 'q' }, requestId: randomUUID() });
+        const a = await w.startWorkflowExecution({
+          namespace: 'default',
+          workflowId: 'closed',
+          workflowType: { name: 'raw' },
+          taskQueue: { name: 'q' },
+          requestId: randomUUID(),
+        });
+        await w.startWorkflowExecution({
+          namespace: 'default',
+          workflowId: 'open',
+          workflowType: { name: 'raw' },
+          taskQueue: { name: 'q' },
+          requestId: randomUUID(),
+        });
         await w.terminateWorkflowExecution({ namespace: 'default', workflowExecution: { workflowId: 'closed', runId: a.runId } });
         swept.engine.sweepClosed();
-        await expect(w.describeWorkflowExecution({ namespace: 'default', execution: { workflowId: 'closed' } })).rejects.toMatchObject({ code: 5 });
+        await expect(
+          w.describeWorkflowExecution({ namespace: 'default', execution: { workflowId: 'closed' } }),
+        ).rejects.toMatchObject({ code: 5 });
         const still = await w.describeWorkflowExecution({ namespace: 'default', execution: { workflowId: 'open' } });
         expect(still.workflowExecutionInfo?.execution?.workflowId).toBe('open');
       } finally {
@@ -127,7 +154,13 @@ describe('raw protocol', () => {
     expect(Number(described.config?.workflowExecutionRetentionTtl?.nanos)).toBe(5_000_000);
     const closeOne = async (ns: string) => {
       const workflowId = `retained-${randomUUID()}`;
-      const { runId } = await svc.startWorkflowExecution({ namespace: ns, workflowId, workflowType: { name: 'raw' }, taskQueue: { name: 'q' }, requestId: randomUUID() });
+      const { runId } = await svc.startWorkflowExecution({
+        namespace: ns,
+        workflowId,
+        workflowType: { name: 'raw' },
+        taskQueue: { name: 'q' },
+        requestId: randomUUID(),
+      });
       await svc.terminateWorkflowExecution({ namespace: ns, workflowExecution: { workflowId, runId } });
       return { workflowId, runId };
     };

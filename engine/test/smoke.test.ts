@@ -12,7 +12,9 @@ describe('time-skipping devserver', () => {
   let bundle: WorkflowBundleWithSourceMap;
 
   beforeAll(async () => {
-    env = await TestWorkflowEnvironment.createTimeSkipping({ server: { executable: { type: 'existing-path', path: devserver } } });
+    env = await TestWorkflowEnvironment.createTimeSkipping({
+      server: { executable: { type: 'existing-path', path: devserver } },
+    });
     bundle = await bundleWorkflowCode({ workflowsPath: fileURLToPath(new URL('./fixtures/workflows.ts', import.meta.url)) });
   });
 
@@ -61,7 +63,9 @@ describe('time-skipping devserver', () => {
   }
 
   it('retries a failing activity', async () => {
-    const r = await withWorker((taskQueue) => env.client.workflow.execute('retrying', { taskQueue, workflowId: `retry-${Date.now()}` }));
+    const r = await withWorker((taskQueue) =>
+      env.client.workflow.execute('retrying', { taskQueue, workflowId: `retry-${Date.now()}` }),
+    );
     expect(r).toBe(3);
   });
 

@@ -62,7 +62,11 @@ export function createVerificationActivities({ gateways, verifications }: Verifi
       await verifications.setRealarmCount(input.receiptId, input.numberOfRealarms);
     },
 
-    async recordVerificationConfirmed(input: { receiptId: string; person: VerifiedPerson; authenticatedAt: string }): Promise<void> {
+    async recordVerificationConfirmed(input: {
+      receiptId: string;
+      person: VerifiedPerson;
+      authenticatedAt: string;
+    }): Promise<void> {
       await verifications.markConfirmed(input.receiptId, input.person, new Date(input.authenticatedAt));
     },
 

@@ -156,14 +156,23 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       throw new ApiError('INVALID_REQUEST', { payloadMessage: 'the request body must be a JSON object' });
     }
     // Postgres text cannot hold U+0000: refuse it here rather than fail in the database
-    for (const [part, value] of [['path', request.params], ['query', request.query], ['body', body]] as const) {
-      if (containsNul(value)) throw new ApiError('INVALID_REQUEST', { payloadMessage: `${part}: NUL characters are not allowed` });
+    for (const [part, value] of [
+      ['path', request.params],
+      ['query', request.query],
+      ['body', body],
+    ] as const) {
+      if (containsNul(value))
+        throw new ApiError('INVALID_REQUEST', { payloadMessage: `${part}: NUL characters are not allowed` });
     }
   });
 
   await app.register(fastifySwagger, {
     openapi: {
-      info: { title: 'paygate', version: '0.1.0', description: 'Card key-in billing, identity verification, escrow, message webhooks' },
+      info: {
+        title: 'paygate',
+        version: '0.1.0',
+        description: 'Card key-in billing, identity verification, escrow, message webhooks',
+      },
       components: {
         securitySchemes: {
           basic: { type: 'http', scheme: 'basic', description: 'client_key:secret_key' },

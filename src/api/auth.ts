@@ -47,9 +47,9 @@ interface AuthState {
 const authStates = new WeakMap<FastifyRequest, AuthState>();
 const adminRequests = new WeakSet<FastifyRequest>();
 
-function parseAuthorization(header: string | undefined):
-  | { kind: 'basic'; clientKey: string; secretKey: string }
-  | { kind: 'bearer'; token: string } {
+function parseAuthorization(
+  header: string | undefined,
+): { kind: 'basic'; clientKey: string; secretKey: string } | { kind: 'bearer'; token: string } {
   if (header === undefined || header.trim() === '') throw new ApiError('APP_AT_AUTHORIZE_HEADER_BLANK');
   const match = /^(\S+)\s+(\S+)\s*$/.exec(header.trim());
   if (!match) throw new ApiError('APP_AT_AUTHORIZE_TYPE_INVALID');
@@ -108,7 +108,8 @@ export const authPlugin = fp(
     app.decorateRequest('project', {
       getter(this: FastifyRequest): Project {
         const state = authStates.get(this);
-        if (!state) throw new ApiError('INTERNAL_ERROR', { cause: new Error('request.project read on a route without project auth') });
+        if (!state)
+          throw new ApiError('INTERNAL_ERROR', { cause: new Error('request.project read on a route without project auth') });
         return state.project;
       },
     });

@@ -91,7 +91,8 @@ export function createIdempotencyHooks(deps: {
         claims.set(request, { applicationId, key: header });
         return;
       }
-      if (requestHash(deps.keyring, request, claim.requestSalt) !== claim.requestHash) throw new ApiError('IDEMPOTENCY_KEY_REUSED');
+      if (requestHash(deps.keyring, request, claim.requestSalt) !== claim.requestHash)
+        throw new ApiError('IDEMPOTENCY_KEY_REUSED');
       if (claim.kind === 'in_flight') throw new ApiError('IDEMPOTENCY_IN_PROGRESS');
       await reply
         .code(claim.response.status)

@@ -143,7 +143,10 @@ async function runOverHttp(command: Command, config: Config, env: NodeJS.Process
   const method = command.action === 'create' ? 'POST' : command.action === 'update' ? 'PATCH' : 'GET';
   const res = await request(`${base}${path}`, {
     method,
-    headers: { authorization: `Bearer ${config.adminToken}`, ...(method === 'GET' ? {} : { 'content-type': 'application/json' }) },
+    headers: {
+      authorization: `Bearer ${config.adminToken}`,
+      ...(method === 'GET' ? {} : { 'content-type': 'application/json' }),
+    },
     ...(method === 'GET' ? {} : { body: JSON.stringify(command.body) }),
     headersTimeout: 30_000,
     bodyTimeout: 30_000,

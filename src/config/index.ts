@@ -14,14 +14,16 @@ const booleanFlag = z
   })
   .transform((v) => ['1', 'true', 'yes', 'on'].includes(v));
 
-const ipOrCidr = z
-  .string()
-  .trim()
-  .refine(isIpOrCidr, { message: 'expected an IP address or CIDR' });
+const ipOrCidr = z.string().trim().refine(isIpOrCidr, { message: 'expected an IP address or CIDR' });
 
 const ipOrCidrList = z
   .string()
-  .transform((v) => v.split(',').map((s) => s.trim()).filter((s) => s.length > 0))
+  .transform((v) =>
+    v
+      .split(',')
+      .map((s) => s.trim())
+      .filter((s) => s.length > 0),
+  )
   .pipe(z.array(ipOrCidr));
 
 const postgresUrl = z

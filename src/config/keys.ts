@@ -8,7 +8,9 @@ import type { Config } from './index.js';
 
 export const LOCAL_KEYS_FILE = 'encryption-keys';
 
-export async function loadKeyring(config: Pick<Config, 'encryptionKeys' | 'dataDir'>): Promise<{ keyring: Keyring; source: 'environment' | 'data-dir' }> {
+export async function loadKeyring(
+  config: Pick<Config, 'encryptionKeys' | 'dataDir'>,
+): Promise<{ keyring: Keyring; source: 'environment' | 'data-dir' }> {
   if (config.encryptionKeys) return { keyring: createKeyring(parseKeyringSpec(config.encryptionKeys)), source: 'environment' };
   const file = path.resolve(config.dataDir, LOCAL_KEYS_FILE);
   let spec: string;

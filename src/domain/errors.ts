@@ -39,7 +39,11 @@ export const errorCatalog = {
   API_ONLY_SELLER: { code: 600, status: 403, message: 'This API is available to seller accounts only.' },
   APP_FIREWALL_BLOCKED: { code: 1203, status: 403, message: 'The requesting IP is not allowed.' },
   APP_SK_NOT_MATCHED: { code: 1204, status: 401, message: 'The secret key does not match.' },
-  APP_AT_AUTHORIZE_TYPE_INVALID: { code: 1205, status: 401, message: 'The Authorization header must start with Basic or Bearer.' },
+  APP_AT_AUTHORIZE_TYPE_INVALID: {
+    code: 1205,
+    status: 401,
+    message: 'The Authorization header must start with Basic or Bearer.',
+  },
   APP_AT_AUTHORIZE_HEADER_BLANK: { code: 1206, status: 401, message: 'The Authorization header is missing.' },
   APP_CLIENT_KEY_NOT_FOUND: { code: 1216, status: 401, message: 'The client key is unknown.' },
   APP_CLIENT_KEY_EXPIRED: { code: 1218, status: 401, message: 'The key has passed its validity period.' },

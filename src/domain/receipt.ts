@@ -229,7 +229,10 @@ export interface CancelPlan {
  * exceed the amount left over. When cancel_tax_free is omitted, the tax-free part is refunded only
  * as far as needed to keep that rule.
  */
-export function planCancel(receipt: CancellableAmounts, request: Pick<CancelRequest, 'cancelPrice' | 'cancelTaxFree'>): CancelPlan {
+export function planCancel(
+  receipt: CancellableAmounts,
+  request: Pick<CancelRequest, 'cancelPrice' | 'cancelTaxFree'>,
+): CancelPlan {
   if (receipt.status === PAYMENT_CANCELLED) {
     throw new ApiError('RECEIPT_NOT_CANCELLABLE', { message: 'The payment has already been fully cancelled.' });
   }
@@ -256,7 +259,12 @@ export function planCancel(receipt: CancellableAmounts, request: Pick<CancelRequ
  * The gateway key of one cancel: from cancel_id when the merchant gave one, otherwise from the
  * receipt's refund state before this cancel, so a retry of the same cancel reuses the same key.
  */
-export function cancelIdempotencyKey(receiptId: string, cancelId: string | undefined, cancelledPriceBefore: number, amount: number): string {
+export function cancelIdempotencyKey(
+  receiptId: string,
+  cancelId: string | undefined,
+  cancelledPriceBefore: number,
+  amount: number,
+): string {
   const source = cancelId === undefined ? `state\u0000${cancelledPriceBefore}\u0000${amount}` : `id\u0000${cancelId}`;
   return `cxl_${createHash('sha256').update(`cancel\u0000${receiptId}\u0000${source}`).digest('hex').slice(0, 40)}`;
 }

@@ -11,10 +11,7 @@ export interface ClosableGatewayRegistry extends GatewayRegistry {
   close(): Promise<void>;
 }
 
-export function createGatewayRegistry(opts: {
-  sandboxUrl: string;
-  timeoutMs?: number;
-}): ClosableGatewayRegistry {
+export function createGatewayRegistry(opts: { sandboxUrl: string; timeoutMs?: number }): ClosableGatewayRegistry {
   const http = createGatewayHttpClient({
     baseUrl: opts.sandboxUrl,
     timeoutMs: opts.timeoutMs ?? DEFAULT_GATEWAY_TIMEOUT_MS,

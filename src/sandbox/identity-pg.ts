@@ -55,9 +55,7 @@ export interface ConfirmedPersonWire {
  * part: that digit encodes century (1/2/5/6 → 19xx, 3/4/7/8 → 20xx, 9/0 → 18xx), sex (odd male)
  * and nationality (5-8 foreign).
  */
-export function decodeBirthSex(
-  birthSex: string,
-): { birth: string; sex: 'M' | 'F'; foreigner: '0' | '1' } | undefined {
+export function decodeBirthSex(birthSex: string): { birth: string; sex: 'M' | 'F'; foreigner: '0' | '1' } | undefined {
   if (!/^\d{7}$/.test(birthSex)) return undefined;
   const digit = Number(birthSex[6]);
   const century = [1, 2, 5, 6].includes(digit) ? '19' : [3, 4, 7, 8].includes(digit) ? '20' : '18';
@@ -194,9 +192,7 @@ export class SandboxIdentityPg {
 
   /** One person (same name, birth date, sex) has one CI, whatever the merchant. 88 base64 characters. */
   private ci(session: Session): string {
-    return createHmac('sha512', this.secret)
-      .update(`ci|${session.name}|${session.birth}|${session.sex}`)
-      .digest('base64');
+    return createHmac('sha512', this.secret).update(`ci|${session.name}|${session.birth}|${session.sex}`).digest('base64');
   }
 
   /** DI: the person's CI scoped to one merchant. */

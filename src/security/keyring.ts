@@ -31,7 +31,10 @@ export class UnknownKeyError extends Error {
  */
 export function parseKeyringSpec(spec: string): Map<string, Buffer> {
   const keys = new Map<string, Buffer>();
-  for (const part of spec.split(',').map((s) => s.trim()).filter(Boolean)) {
+  for (const part of spec
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)) {
     const colon = part.indexOf(':');
     if (colon <= 0) throw new Error('each key must be written as <key id>:<base64 of 32 bytes>');
     const id = part.slice(0, colon);

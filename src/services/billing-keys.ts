@@ -25,7 +25,11 @@ import type { OperationLog } from './log.js';
 import { receiptResponse } from './receipts.js';
 
 /** A billing key of this project that can still be used; 2309 unknown, 1225 another project's, 9423 destroyed. */
-export async function findUsableBillingKey(stores: Pick<Stores, 'billingKeys'>, project: Project, billingKey: string): Promise<BillingKeyRow> {
+export async function findUsableBillingKey(
+  stores: Pick<Stores, 'billingKeys'>,
+  project: Project,
+  billingKey: string,
+): Promise<BillingKeyRow> {
   if (!isResourceId(billingKey)) throw new ApiError('SUBSCRIBE_BK_NOT_FOUND');
   const row = await stores.billingKeys.find(billingKey);
   if (!row) throw new ApiError('SUBSCRIBE_BK_NOT_FOUND');
@@ -38,7 +42,13 @@ export interface BillingKeyService {
   /** Step 1 of issuance, before the card fields are read: the project's PG with billing keys (2001, 2057). */
   checkIssuingPg(project: Project, pg: string): void;
   /** Issues a billing key at `pg` (already checked) and stores it; with a verification charge, receipt_data is its refunded receipt. */
-  issue(project: Project, pg: string, request: BillingKeyRequest, requestedAt: Date, log: OperationLog): Promise<BillingKeyResponse>;
+  issue(
+    project: Project,
+    pg: string,
+    request: BillingKeyRequest,
+    requestedAt: Date,
+    log: OperationLog,
+  ): Promise<BillingKeyResponse>;
   lookupByReceipt(project: Project, receiptId: string): Promise<BillingKeyResponse>;
   lookup(project: Project, billingKey: string): Promise<BillingKeyResponse>;
   /** Revokes the key at its PG, then marks it destroyed. A PG refusal (already revoked, expired) still destroys it. */
@@ -95,7 +105,9 @@ export function createBillingKeyService(deps: {
         deps.clock(),
       );
     } catch (err) {
-      await destroyKey(key, log).catch((destroyErr: unknown) => log.warn({ err: destroyErr }, 'could not destroy an unverified billing key'));
+      await destroyKey(key, log).catch((destroyErr: unknown) =>
+        log.warn({ err: destroyErr }, 'could not destroy an unverified billing key'),
+      );
       if (err instanceof ApiError && err.errorCode === 'PAYMENT_DECLINED') {
         throw new ApiError('SUBSCRIBE_PUBLISH_FAILED', {
           message: `The billing key failed its verification charge: ${err.message}`,
@@ -110,7 +122,13 @@ export function createBillingKeyService(deps: {
     try {
       return await deps.cancels.cancel(
         project,
-        { receiptId: paid.receipt_id, cancelPrice: undefined, cancelTaxFree: undefined, cancelId: 'verification', cancelMessage: 'billing key verification' },
+        {
+          receiptId: paid.receipt_id,
+          cancelPrice: undefined,
+          cancelTaxFree: undefined,
+          cancelId: 'verification',
+          cancelMessage: 'billing key verification',
+        },
         log,
       );
     } catch (err) {

@@ -77,7 +77,8 @@ export function createChargeService(deps: {
       } catch (err) {
         const failure = gatewayFailure('charge', err);
         // A refusal is final: the order_id is free for another attempt.
-        if (failure instanceof ApiError && failure.errorCode === 'PAYMENT_DECLINED') await receipts.deletePendingCharge(receiptId);
+        if (failure instanceof ApiError && failure.errorCode === 'PAYMENT_DECLINED')
+          await receipts.deletePendingCharge(receiptId);
         throw failure;
       }
       return receipts.completeCharge(receiptId, result, enforceMasked(result.card.maskedNumber));

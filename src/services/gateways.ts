@@ -2,7 +2,12 @@
 // Declines are mapped per operation (each area has its code); an unreachable PG is retryable everywhere
 // and says how to retry without doing the operation twice.
 import { ApiError, type ErrorName } from '../domain/errors.js';
-import { GatewayDeclinedError, GatewayUnavailableError, type CardBillingGateway, type GatewayRegistry } from '../gateways/types.js';
+import {
+  GatewayDeclinedError,
+  GatewayUnavailableError,
+  type CardBillingGateway,
+  type GatewayRegistry,
+} from '../gateways/types.js';
 import type { Project } from '../store/projects.js';
 
 export type GatewayOperation = 'issue' | 'charge' | 'cancel' | 'destroy';
@@ -35,7 +40,10 @@ const FAILURES: Readonly<Record<GatewayOperation, FailureCodes>> = {
 export function gatewayFailure(operation: GatewayOperation, err: unknown): unknown {
   const codes = FAILURES[operation];
   if (err instanceof GatewayDeclinedError && codes.declined) {
-    return new ApiError(codes.declined.error, { message: `${codes.declined.refused}: ${err.pgMessage}`, pgErrorCode: err.pgErrorCode });
+    return new ApiError(codes.declined.error, {
+      message: `${codes.declined.refused}: ${err.pgMessage}`,
+      pgErrorCode: err.pgErrorCode,
+    });
   }
   if (err instanceof GatewayUnavailableError) {
     return new ApiError(codes.unavailable.error, { message: codes.unavailable.message(err.message), cause: err });

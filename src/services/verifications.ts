@@ -136,7 +136,8 @@ export function createVerificationService(deps: {
   return {
     checkPg(project, pg) {
       if (!deps.gateways.get(pg)?.identity) throw new ApiError('AUTH_CONFIRM_METHOD_NOT_FOUND');
-      if (!project.pgs.includes(pg)) throw new ApiError('RC_PG_NOT_FOUND', { message: `PG '${pg}' is not enabled for this project.` });
+      if (!project.pgs.includes(pg))
+        throw new ApiError('RC_PG_NOT_FOUND', { message: `PG '${pg}' is not enabled for this project.` });
     },
 
     async request(project, req, sourceIp) {
@@ -158,25 +159,28 @@ export function createVerificationService(deps: {
         requestedAt,
       });
 
-      await callWorkflow(async () => {
-        const handle = await client.workflow.start<typeof verificationWorkflow>(VERIFICATION_WORKFLOW_TYPE, {
-          workflowId: verificationWorkflowId(receiptId),
-          taskQueue,
-          args: [
-            {
-              receiptId,
-              merchantId: project.application_id,
-              pg: req.pg,
-              type: req.type,
-              requestedAt: requestedAt.toISOString(),
-              clientIp,
-              ...(req.siteUrl !== undefined ? { siteUrl: req.siteUrl } : {}),
-              person: req.person,
-            },
-          ],
-        });
-        await handle.executeUpdate(otpSentUpdate);
-      }, () => new ApiError('AUTH_REQUEST_FAILED', { message: 'The verification workflow did not answer in time.' }));
+      await callWorkflow(
+        async () => {
+          const handle = await client.workflow.start<typeof verificationWorkflow>(VERIFICATION_WORKFLOW_TYPE, {
+            workflowId: verificationWorkflowId(receiptId),
+            taskQueue,
+            args: [
+              {
+                receiptId,
+                merchantId: project.application_id,
+                pg: req.pg,
+                type: req.type,
+                requestedAt: requestedAt.toISOString(),
+                clientIp,
+                ...(req.siteUrl !== undefined ? { siteUrl: req.siteUrl } : {}),
+                person: req.person,
+              },
+            ],
+          });
+          await handle.executeUpdate(otpSentUpdate);
+        },
+        () => new ApiError('AUTH_REQUEST_FAILED', { message: 'The verification workflow did not answer in time.' }),
+      );
       return reload(receiptId);
     },
 

@@ -44,7 +44,10 @@ export function createIdempotencyStore(db: Kysely<Tables>): IdempotencyStore {
         .where('application_id', '=', claim.applicationId)
         .where('idempotency_key', '=', claim.key)
         .where((eb) =>
-          eb.or([eb('expires_at', '<=', claim.now), eb.and([eb('state', '=', 'in_flight'), eb('created_at', '<', claim.staleBefore)])]),
+          eb.or([
+            eb('expires_at', '<=', claim.now),
+            eb.and([eb('state', '=', 'in_flight'), eb('created_at', '<', claim.staleBefore)]),
+          ]),
         )
         .execute();
       const inserted = await db

@@ -31,7 +31,12 @@ export function createProjectStore(db: Kysely<Tables>): ProjectStore {
     },
 
     async update(applicationId, changes) {
-      const row = await db.updateTable('projects').set(changes).where('application_id', '=', applicationId).returningAll().executeTakeFirst();
+      const row = await db
+        .updateTable('projects')
+        .set(changes)
+        .where('application_id', '=', applicationId)
+        .returningAll()
+        .executeTakeFirst();
       return row && toProject(row);
     },
 

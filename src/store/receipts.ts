@@ -1,6 +1,13 @@
 // Payment receipts and their cancels.
 import type { Kysely, Selectable } from 'kysely';
-import { PAYMENT_CANCELLED, PAYMENT_COMPLETE, PAYMENT_PENDING, type CancelPlan, type ChargeApproval, type ReceiptView } from '../domain/receipt.js';
+import {
+  PAYMENT_CANCELLED,
+  PAYMENT_COMPLETE,
+  PAYMENT_PENDING,
+  type CancelPlan,
+  type ChargeApproval,
+  type ReceiptView,
+} from '../domain/receipt.js';
 import type { Tables } from './db.js';
 import type { ReceiptsTable } from './migrations/0002_billing.js';
 
@@ -23,7 +30,9 @@ export interface NewCharge {
   readonly requestedAt: Date;
 }
 
-export type OrderClaim = { readonly kind: 'claimed'; readonly receiptId: string } | { readonly kind: 'taken'; readonly row: ReceiptRow };
+export type OrderClaim =
+  | { readonly kind: 'claimed'; readonly receiptId: string }
+  | { readonly kind: 'taken'; readonly row: ReceiptRow };
 
 export interface ReceiptStore {
   /**

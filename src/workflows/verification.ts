@@ -135,12 +135,20 @@ export async function verificationWorkflow(input: VerificationInput): Promise<vo
           const attempt = ++v.realarms;
           await store.recordVerificationRealarm({ receiptId, numberOfRealarms: attempt });
           try {
-            await gateway.resendIdentityOtp({ pg: input.pg, tid: v.tid!, idempotencyKey: `verification:${receiptId}:resend:${attempt}` });
+            await gateway.resendIdentityOtp({
+              pg: input.pg,
+              tid: v.tid!,
+              idempotencyKey: `verification:${receiptId}:resend:${attempt}`,
+            });
           } catch (err) {
             const declined = declinedBy(err);
-            throw failure('AUTH_REALARM_FAILED', declined ? declined.pgMessage : 'the identity gateway could not resend the OTP', {
-              pgErrorCode: declined?.pgErrorCode,
-            });
+            throw failure(
+              'AUTH_REALARM_FAILED',
+              declined ? declined.pgMessage : 'the identity gateway could not resend the OTP',
+              {
+                pgErrorCode: declined?.pgErrorCode,
+              },
+            );
           }
           return { numberOfRealarms: attempt };
         },
@@ -159,12 +167,20 @@ export async function verificationWorkflow(input: VerificationInput): Promise<vo
             person = await gateway.confirmIdentityOtp({ pg: input.pg, tid: v.tid!, otp });
           } catch (err) {
             const declined = declinedBy(err);
-            throw failure('AUTH_CONFIRM_FAILED', declined ? declined.pgMessage : 'the identity gateway could not confirm the OTP', {
-              pgErrorCode: declined?.pgErrorCode,
-            });
+            throw failure(
+              'AUTH_CONFIRM_FAILED',
+              declined ? declined.pgMessage : 'the identity gateway could not confirm the OTP',
+              {
+                pgErrorCode: declined?.pgErrorCode,
+              },
+            );
           }
           const authenticatedAt = Date.now();
-          await store.recordVerificationConfirmed({ receiptId, person, authenticatedAt: new Date(authenticatedAt).toISOString() });
+          await store.recordVerificationConfirmed({
+            receiptId,
+            person,
+            authenticatedAt: new Date(authenticatedAt).toISOString(),
+          });
           v.authenticatedAt = authenticatedAt;
           v.status = VerificationStatus.Verified;
           return { authenticatedAt: new Date(authenticatedAt).toISOString() };
@@ -206,10 +222,7 @@ export async function verificationWorkflow(input: VerificationInput): Promise<vo
 
   // 2. The confirm window.
   if (v.status === VerificationStatus.AwaitingOtp) {
-    const verified = await condition(
-      () => v.status === VerificationStatus.Verified,
-      Math.max(v.confirmDeadline - Date.now(), 1),
-    );
+    const verified = await condition(() => v.status === VerificationStatus.Verified, Math.max(v.confirmDeadline - Date.now(), 1));
     // A confirm that started just before the deadline is allowed to finish.
     await condition(() => !v.busy);
     if (!verified && v.status === VerificationStatus.AwaitingOtp) {

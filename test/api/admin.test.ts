@@ -41,7 +41,12 @@ describe('admin API', () => {
   }
 
   it('refuses calls without the admin token', async () => {
-    for (const headers of [{} as Record<string, string>, { authorization: 'Bearer wrong-token-wrong-token' }, { authorization: `Basic ${Buffer.from(`x:${TEST_ADMIN_TOKEN}`).toString('base64')}` }, { authorization: TEST_ADMIN_TOKEN }]) {
+    for (const headers of [
+      {} as Record<string, string>,
+      { authorization: 'Bearer wrong-token-wrong-token' },
+      { authorization: `Basic ${Buffer.from(`x:${TEST_ADMIN_TOKEN}`).toString('base64')}` },
+      { authorization: TEST_ADMIN_TOKEN },
+    ]) {
       const res = await create({ name: 'x' }, headers);
       expect(res.statusCode).toBe(401);
       expect(res.json()).toMatchObject({ error_code: 'ADMIN_UNAUTHORIZED', code: 9401 });
@@ -80,7 +85,11 @@ describe('admin API', () => {
 
   it('stores the secrets hashed', async () => {
     const body = (await create({ name: 'Hashed' })).json();
-    const row = await t.deps.database.db.selectFrom('projects').selectAll().where('application_id', '=', body.application_id).executeTakeFirstOrThrow();
+    const row = await t.deps.database.db
+      .selectFrom('projects')
+      .selectAll()
+      .where('application_id', '=', body.application_id)
+      .executeTakeFirstOrThrow();
     expect(row.secret_key_hash).toBe(hashSecret(body.secret_key));
     expect(row.private_key_hash).toBe(hashSecret(body.private_key));
     expect(JSON.stringify(row)).not.toContain(body.secret_key);
@@ -218,7 +227,22 @@ describe('admin CLI', () => {
   it('creates, updates, shows and lists projects over HTTP', async () => {
     const env = { ADMIN_TOKEN: TEST_ADMIN_TOKEN, PAYGATE_URL: url };
     const created = await cli(
-      ['projects', 'create', '--name', 'CLI Shop', '--seller', 'false', '--scopes', 'billing_key,receipt', '--merchant-company-name', 'ACME', '--merchant-zipcode', '04524', '--allowed-ips', '127.0.0.1'],
+      [
+        'projects',
+        'create',
+        '--name',
+        'CLI Shop',
+        '--seller',
+        'false',
+        '--scopes',
+        'billing_key,receipt',
+        '--merchant-company-name',
+        'ACME',
+        '--merchant-zipcode',
+        '04524',
+        '--allowed-ips',
+        '127.0.0.1',
+      ],
       env,
     );
     expect(created.err).toBe('');
@@ -232,10 +256,17 @@ describe('admin CLI', () => {
       allowed_ips: ['127.0.0.1'],
     });
     expect(project.secret_key).toBeTruthy();
-    const row = await t.deps.database.db.selectFrom('projects').selectAll().where('application_id', '=', project.application_id).executeTakeFirst();
+    const row = await t.deps.database.db
+      .selectFrom('projects')
+      .selectAll()
+      .where('application_id', '=', project.application_id)
+      .executeTakeFirst();
     expect(row?.name).toBe('CLI Shop');
 
-    const updated = await cli(['projects', 'update', project.application_id, '--name', 'Renamed', '--webhook-url', 'https://x.example/h'], env);
+    const updated = await cli(
+      ['projects', 'update', project.application_id, '--name', 'Renamed', '--webhook-url', 'https://x.example/h'],
+      env,
+    );
     expect(updated.code).toBe(0);
     expect(JSON.parse(updated.out)).toMatchObject({ name: 'Renamed', webhook_url: 'https://x.example/h', seller: false });
 
@@ -244,11 +275,16 @@ describe('admin CLI', () => {
     expect(shown.out).not.toContain(project.secret_key);
 
     const listed = await cli(['projects', 'list'], env);
-    expect(JSON.parse(listed.out).list.map((p: { application_id: string }) => p.application_id)).toContain(project.application_id);
+    expect(JSON.parse(listed.out).list.map((p: { application_id: string }) => p.application_id)).toContain(
+      project.application_id,
+    );
   });
 
   it('prints the catalog error and exits 1 when the server refuses', async () => {
-    const res = await cli(['projects', 'create', '--name', 'x', '--scopes', 'bogus'], { ADMIN_TOKEN: TEST_ADMIN_TOKEN, PAYGATE_URL: url });
+    const res = await cli(['projects', 'create', '--name', 'x', '--scopes', 'bogus'], {
+      ADMIN_TOKEN: TEST_ADMIN_TOKEN,
+      PAYGATE_URL: url,
+    });
     expect(res.code).toBe(1);
     expect(JSON.parse(res.err)).toMatchObject({ error_code: 'INVALID_REQUEST' });
     const wrongToken = await cli(['projects', 'list'], { ADMIN_TOKEN: 'another-admin-token-xxxxxxxx', PAYGATE_URL: url });
@@ -258,7 +294,13 @@ describe('admin CLI', () => {
 
   it('usage errors exit 2 with the usage text; --help exits 0', async () => {
     const env = { ADMIN_TOKEN: TEST_ADMIN_TOKEN, PAYGATE_URL: url };
-    for (const argv of [['widgets', 'list'], ['projects', 'explode'], ['projects', 'update'], ['projects', 'create', '--bogus-flag', 'x'], ['projects', 'create', '--seller', 'maybe']]) {
+    for (const argv of [
+      ['widgets', 'list'],
+      ['projects', 'explode'],
+      ['projects', 'update'],
+      ['projects', 'create', '--bogus-flag', 'x'],
+      ['projects', 'create', '--seller', 'maybe'],
+    ]) {
       const res = await cli(argv, env);
       expect(res.code, argv.join(' ')).toBe(2);
       expect(res.err).toContain('usage:');
@@ -282,7 +324,11 @@ describe('admin CLI', () => {
       expect(created.err).toBe('');
       expect(created.code).toBe(0);
       const project = JSON.parse(created.out);
-      expect(project).toMatchObject({ name: 'Direct', seller: true, pgs: ['sandbox_card', 'sandbox_noauto', 'sandbox_identity'] });
+      expect(project).toMatchObject({
+        name: 'Direct',
+        seller: true,
+        pgs: ['sandbox_card', 'sandbox_noauto', 'sandbox_identity'],
+      });
       const listed = await cli(['projects', 'list', '--direct'], env);
       expect(JSON.parse(listed.out).list).toHaveLength(1);
       const bad = await cli(['projects', 'update', project.application_id, '--direct', '--pgs', 'nope'], env);

@@ -88,7 +88,12 @@ describe('authentication', () => {
   });
 
   it('1216 for an unknown or empty client key', async () => {
-    expectError(await get('/test/plain', basicAuthHeader('no-such-client-key', p.secretKey)), 'APP_CLIENT_KEY_NOT_FOUND', 1216, 401);
+    expectError(
+      await get('/test/plain', basicAuthHeader('no-such-client-key', p.secretKey)),
+      'APP_CLIENT_KEY_NOT_FOUND',
+      1216,
+      401,
+    );
     expectError(await get('/test/plain', basicAuthHeader('', p.secretKey)), 'APP_CLIENT_KEY_NOT_FOUND', 1216, 401);
   });
 

@@ -4,7 +4,14 @@ import { chargeIdempotencyKey } from '../../src/domain/billing.js';
 import { createGatewayRegistry } from '../../src/gateways/registry.js';
 import { startSandboxGateways } from '../../src/sandbox/server.js';
 import { buildTestApp, type TestApp, type TestProject } from '../helpers/app.js';
-import { armSandboxFault, KEY_IN_METHOD, keyInClient, sandboxChargeExecutions, sandboxGet, TEST_CARD } from './key-in-fixtures.js';
+import {
+  armSandboxFault,
+  KEY_IN_METHOD,
+  keyInClient,
+  sandboxChargeExecutions,
+  sandboxGet,
+  TEST_CARD,
+} from './key-in-fixtures.js';
 
 const KEY_IN = KEY_IN_METHOD;
 const CARD = TEST_CARD;
@@ -31,7 +38,13 @@ const issuedKey = (overrides: Record<string, unknown> = {}) => as(project).issue
 let orderSeq = 0;
 function charge(billingKey: string, overrides: Record<string, unknown> = {}) {
   orderSeq += 1;
-  return post('/v2/subscribe/payment', { billing_key: billingKey, order_name: 'June', order_id: `order-${orderSeq}`, price: 1000, ...overrides });
+  return post('/v2/subscribe/payment', {
+    billing_key: billingKey,
+    order_name: 'June',
+    order_id: `order-${orderSeq}`,
+    price: 1000,
+    ...overrides,
+  });
 }
 
 describe('POST /v2/request/subscribe', () => {
@@ -129,7 +142,13 @@ describe('POST /v2/request/subscribe', () => {
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ status: 11, subscription_id: 'verified' });
     const receiptData = res.body.receipt_data as Record<string, unknown>;
-    expect(receiptData).toMatchObject({ price: 100, cancelled_price: 100, status: 20, status_locale: '결제취소완료', pg: 'sandbox_card' });
+    expect(receiptData).toMatchObject({
+      price: 100,
+      cancelled_price: 100,
+      status: 20,
+      status_locale: '결제취소완료',
+      pg: 'sandbox_card',
+    });
     expect((receiptData.card_data as Record<string, string>).card_no).toBe('411111******1111');
     // the verification receipt is a real receipt, and the PG refunded it
     const gatewayTid = await t.deps.database.db
@@ -137,7 +156,10 @@ describe('POST /v2/request/subscribe', () => {
       .select('gateway_tid')
       .where('receipt_id', '=', receiptData.receipt_id as string)
       .executeTakeFirstOrThrow();
-    const atPg = await sandboxGet<{ amount: number; cancelled_amount: number }>(t.sandboxUrl, `/_sandbox/charges/${gatewayTid.gateway_tid ?? ''}`);
+    const atPg = await sandboxGet<{ amount: number; cancelled_amount: number }>(
+      t.sandboxUrl,
+      `/_sandbox/charges/${gatewayTid.gateway_tid ?? ''}`,
+    );
     expect(atPg).toMatchObject({ amount: 100, cancelled_amount: 100 });
     // the key works; lookups show the issuance without receipt_data
     expect((await charge(res.body.billing_key as string)).status).toBe(200);
@@ -148,10 +170,18 @@ describe('POST /v2/request/subscribe', () => {
   });
 
   it('fails the issuance with 2304 and destroys the key when the verification charge is refused', async () => {
-    const res = await issue({ card_no: '4000000000009995', subscription_id: 'unverified', extra: { subscribe_test_payment: true } });
+    const res = await issue({
+      card_no: '4000000000009995',
+      subscription_id: 'unverified',
+      extra: { subscribe_test_payment: true },
+    });
     expect(res.status).toBe(400);
     expect(res.body).toMatchObject({ error_code: 'SUBSCRIBE_PUBLISH_FAILED', code: 2304, pg_error_code: 'C204' });
-    const keys = await t.deps.database.db.selectFrom('billing_keys').select('destroyed_at').where('subscription_id', '=', 'unverified').execute();
+    const keys = await t.deps.database.db
+      .selectFrom('billing_keys')
+      .select('destroyed_at')
+      .where('subscription_id', '=', 'unverified')
+      .execute();
     expect(keys).toHaveLength(1);
     expect(keys[0]?.destroyed_at).not.toBeNull();
   });
@@ -169,7 +199,12 @@ describe('POST /v2/request/subscribe', () => {
     });
     expect(token.statusCode).toBe(200);
     const accessToken = (token.json() as { access_token: string }).access_token;
-    const res = await t.app.inject({ method: 'POST', url: '/v2/request/subscribe', headers: { authorization: `Bearer ${accessToken}` }, payload: CARD });
+    const res = await t.app.inject({
+      method: 'POST',
+      url: '/v2/request/subscribe',
+      headers: { authorization: `Bearer ${accessToken}` },
+      payload: CARD,
+    });
     expect(res.statusCode).toBe(200);
     expect((res.json() as { status: number }).status).toBe(11);
   });
@@ -178,7 +213,11 @@ describe('POST /v2/request/subscribe', () => {
     const receiptsOnly = await t.createProject({ name: 'receipts only', scopes: ['receipt'] });
     expect((await issue({}, receiptsOnly)).body).toMatchObject({ error_code: 'API_SCOPE_INVALID', code: 1222 });
     const key = await issuedKey();
-    const charged = await post('/v2/subscribe/payment', { billing_key: key, order_name: 'x', order_id: 'scoped-1', price: 100 }, receiptsOnly);
+    const charged = await post(
+      '/v2/subscribe/payment',
+      { billing_key: key, order_name: 'x', order_id: 'scoped-1', price: 100 },
+      receiptsOnly,
+    );
     expect(charged.body).toMatchObject({ error_code: 'API_SCOPE_INVALID', code: 1222 });
     const billingOnly = await t.createProject({ name: 'billing only', scopes: ['billing_key'] });
     expect((await issue({}, billingOnly)).status).toBe(200);
@@ -203,26 +242,41 @@ describe('billing key lookup and destroy', () => {
     expect(byKey.body).toEqual(issued.body);
   });
 
-  it('answers 2309 for unknown keys and 1225 for another project\'s key', async () => {
-    expect((await get('/v2/billing_key/000000000000000000000000')).body).toMatchObject({ error_code: 'SUBSCRIBE_BK_NOT_FOUND', code: 2309 });
+  it("answers 2309 for unknown keys and 1225 for another project's key", async () => {
+    expect((await get('/v2/billing_key/000000000000000000000000')).body).toMatchObject({
+      error_code: 'SUBSCRIBE_BK_NOT_FOUND',
+      code: 2309,
+    });
     expect((await get('/v2/subscribe/billing_key/000000000000000000000000')).body).toMatchObject({ code: 2309 });
     const key = await issuedKey();
     expect((await get(`/v2/billing_key/${key}`, other)).body).toMatchObject({ error_code: 'APP_KEY_CHAIN_SESSION_INVALID' });
-    const res = await post('/v2/subscribe/payment', { billing_key: key, order_name: 'x', order_id: 'steal-1', price: 100 }, other);
+    const res = await post(
+      '/v2/subscribe/payment',
+      { billing_key: key, order_name: 'x', order_id: 'steal-1', price: 100 },
+      other,
+    );
     expect(res.body).toMatchObject({ error_code: 'APP_KEY_CHAIN_SESSION_INVALID' });
   });
 
   it('destroys a key; charging or looking it up afterwards fails', async () => {
     const key = await issuedKey();
     expect((await charge(key)).status).toBe(200);
-    const res = await t.app.inject({ method: 'DELETE', url: `/v2/subscribe/billing_key/${key}`, headers: { authorization: project.basicAuth } });
+    const res = await t.app.inject({
+      method: 'DELETE',
+      url: `/v2/subscribe/billing_key/${key}`,
+      headers: { authorization: project.basicAuth },
+    });
     expect(res.statusCode).toBe(200);
     expect(res.json()).toEqual({ billing_key: key });
     const after = await charge(key);
     expect(after.status).toBe(400);
     expect(after.body).toMatchObject({ error_code: 'BILLING_KEY_DESTROYED', code: 9423 });
     expect((await get(`/v2/billing_key/${key}`)).body).toMatchObject({ error_code: 'BILLING_KEY_DESTROYED' });
-    const again = await t.app.inject({ method: 'DELETE', url: `/v2/subscribe/billing_key/${key}`, headers: { authorization: project.basicAuth } });
+    const again = await t.app.inject({
+      method: 'DELETE',
+      url: `/v2/subscribe/billing_key/${key}`,
+      headers: { authorization: project.basicAuth },
+    });
     expect(again.json()).toMatchObject({ error_code: 'BILLING_KEY_DESTROYED' });
   });
 });
@@ -230,7 +284,13 @@ describe('billing key lookup and destroy', () => {
 describe('POST /v2/subscribe/payment', () => {
   it('charges a billing key and returns the payment receipt', async () => {
     const key = await issuedKey();
-    const res = await charge(key, { order_id: 'pay-1', price: 15_000, tax_free: 1_000, card_quota: '3', metadata: { plan: 'pro' } });
+    const res = await charge(key, {
+      order_id: 'pay-1',
+      price: 15_000,
+      tax_free: 1_000,
+      card_quota: '3',
+      metadata: { plan: 'pro' },
+    });
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({
       order_id: 'pay-1',
@@ -285,7 +345,9 @@ describe('POST /v2/subscribe/payment', () => {
   it('lets one of concurrent different charges with one order_id through', async () => {
     const key = await issuedKey();
     const results = await Promise.all(
-      [700, 701, 702].map((price) => post('/v2/subscribe/payment', { billing_key: key, order_name: 'x', order_id: 'race-1', price })),
+      [700, 701, 702].map((price) =>
+        post('/v2/subscribe/payment', { billing_key: key, order_name: 'x', order_id: 'race-1', price }),
+      ),
     );
     expect(results.filter((r) => r.status === 200)).toHaveLength(1);
     expect(results.filter((r) => r.body.error_code === 'ORDER_ID_DUPLICATED')).toHaveLength(2);
@@ -309,7 +371,11 @@ describe('POST /v2/subscribe/payment', () => {
     const res = await charge(key, { order_id: 'declined-1' });
     expect(res.status).toBe(400);
     expect(res.body).toMatchObject({ error_code: 'PAYMENT_DECLINED', code: 9430, pg_error_code: 'C204' });
-    const rows = await t.deps.database.db.selectFrom('receipts').select('receipt_id').where('order_id', '=', 'declined-1').execute();
+    const rows = await t.deps.database.db
+      .selectFrom('receipts')
+      .select('receipt_id')
+      .where('order_id', '=', 'declined-1')
+      .execute();
     expect(rows).toHaveLength(0);
   });
 
@@ -326,7 +392,11 @@ describe('POST /v2/subscribe/payment', () => {
       const first = await c.post('/v2/subscribe/payment', body);
       expect(first.status).toBe(502);
       expect(first.body).toMatchObject({ error_code: 'GATEWAY_UNAVAILABLE', code: 9502 });
-      const pending = await slow.deps.database.db.selectFrom('receipts').selectAll().where('order_id', '=', 'timeout-1').executeTakeFirstOrThrow();
+      const pending = await slow.deps.database.db
+        .selectFrom('receipts')
+        .selectAll()
+        .where('order_id', '=', 'timeout-1')
+        .executeTakeFirstOrThrow();
       expect((await c.get(`/v2/receipt/${pending.receipt_id}`)).body).toMatchObject({ status: 0, status_locale: '결제대기' });
       // a different charge cannot take the pending order_id
       expect((await c.post('/v2/subscribe/payment', { ...body, price: 991 })).body.error_code).toBe('ORDER_ID_DUPLICATED');
@@ -377,7 +447,11 @@ describe('the gateway billing key at rest', () => {
 
     // A sealed value copied onto another row cannot be opened: the charge fails instead of using it.
     const other = await issuedKey();
-    await t.deps.database.db.updateTable('billing_keys').set({ gateway_billing_key: row.gateway_billing_key }).where('billing_key', '=', other).execute();
+    await t.deps.database.db
+      .updateTable('billing_keys')
+      .set({ gateway_billing_key: row.gateway_billing_key })
+      .where('billing_key', '=', other)
+      .execute();
     const moved = await charge(other);
     expect(moved.status).toBe(500);
     expect(moved.body.error_code).toBe('INTERNAL_ERROR');

@@ -26,7 +26,11 @@ async function paidReceipt(price = 10_000, taxFree = 0): Promise<string> {
 
 /** What the sandbox PG itself recorded as refunded for the receipt's charge. */
 async function refundedAtPg(receiptId: string): Promise<number> {
-  const row = await t.deps.database.db.selectFrom('receipts').select('gateway_tid').where('receipt_id', '=', receiptId).executeTakeFirstOrThrow();
+  const row = await t.deps.database.db
+    .selectFrom('receipts')
+    .select('gateway_tid')
+    .where('receipt_id', '=', receiptId)
+    .executeTakeFirstOrThrow();
   const charge = await sandboxGet<{ cancelled_amount: number }>(t.sandboxUrl, `/_sandbox/charges/${row.gateway_tid ?? ''}`);
   return charge.cancelled_amount;
 }
@@ -64,7 +68,9 @@ describe('POST /v2/cancel', () => {
     expect(tooMuch.status).toBe(400);
     expect(tooMuch.body).toMatchObject({ error_code: 'CANCEL_PRICE_EXCEEDED', code: 9424 });
     expect((await client.cancel({ receipt_id: receiptId, cancel_price: 4_000 })).status).toBe(200);
-    expect((await client.cancel({ receipt_id: receiptId, cancel_price: 1_001 })).body).toMatchObject({ error_code: 'CANCEL_PRICE_EXCEEDED' });
+    expect((await client.cancel({ receipt_id: receiptId, cancel_price: 1_001 })).body).toMatchObject({
+      error_code: 'CANCEL_PRICE_EXCEEDED',
+    });
     expect((await client.cancel({ receipt_id: receiptId })).status).toBe(200);
     const again = await client.cancel({ receipt_id: receiptId });
     expect(again.body).toMatchObject({ error_code: 'RECEIPT_NOT_CANCELLABLE', code: 9425 });
@@ -120,7 +126,11 @@ describe('POST /v2/cancel', () => {
   it('answers 9409 while another cancel holds the receipt, until its lease runs out', async () => {
     const receiptId = await paidReceipt(2_000);
     const held = new Date(t.clock.now().getTime() + 60_000);
-    await t.deps.database.db.updateTable('receipts').set({ cancel_locked_until: held }).where('receipt_id', '=', receiptId).execute();
+    await t.deps.database.db
+      .updateTable('receipts')
+      .set({ cancel_locked_until: held })
+      .where('receipt_id', '=', receiptId)
+      .execute();
     const blocked = await client.cancel({ receipt_id: receiptId, cancel_price: 500 });
     expect(blocked.status).toBe(409);
     expect(blocked.body).toMatchObject({ error_code: 'IDEMPOTENCY_IN_PROGRESS', code: 9409 });

@@ -78,7 +78,11 @@ describe('parseConfig', () => {
   });
 
   it('treats empty strings as unset', () => {
-    expect(parseConfig({ PORT: '', DATABASE_URL: '  ', ADMIN_TOKEN: '' })).toMatchObject({ port: 8080, databaseUrl: undefined, adminTokenGenerated: true });
+    expect(parseConfig({ PORT: '', DATABASE_URL: '  ', ADMIN_TOKEN: '' })).toMatchObject({
+      port: 8080,
+      databaseUrl: undefined,
+      adminTokenGenerated: true,
+    });
   });
 
   it.each([
@@ -151,7 +155,22 @@ describe('logger redaction', () => {
       order_id: 'order-1',
     });
     const line = text();
-    for (const secret of ['4111111111111111', '880101', '123456', '8801011', 'c2VjcmV0OnNlY3JldA==', 'CI-VALUE-XYZ', 'DI-VALUE-XYZ', '홍길동', '01012345678', 'sk-very-secret', 'pk-very-secret', 'at-very-secret', '4000000000000002', '990101']) {
+    for (const secret of [
+      '4111111111111111',
+      '880101',
+      '123456',
+      '8801011',
+      'c2VjcmV0OnNlY3JldA==',
+      'CI-VALUE-XYZ',
+      'DI-VALUE-XYZ',
+      '홍길동',
+      '01012345678',
+      'sk-very-secret',
+      'pk-very-secret',
+      'at-very-secret',
+      '4000000000000002',
+      '990101',
+    ]) {
       expect(line).not.toContain(secret);
     }
     expect(line).toContain('[REDACTED]');

@@ -12,8 +12,16 @@ import { buildTestApp, TEST_ADMIN_TOKEN, type TestApp } from '../helpers/app.js'
 const INTERNAL_DETAIL = 'relation "secret_internal_table" does not exist';
 
 const keyInLike = z.object({
-  card_no: z.string().trim().min(1).regex(/^\d{15,16}$/),
-  card_expire_month: z.string().trim().min(1).regex(/^(0[1-9]|1[0-2])$/),
+  card_no: z
+    .string()
+    .trim()
+    .min(1)
+    .regex(/^\d{15,16}$/),
+  card_expire_month: z
+    .string()
+    .trim()
+    .min(1)
+    .regex(/^(0[1-9]|1[0-2])$/),
   order_name: z.string().trim().min(1),
 });
 const keyInFieldErrors = {
@@ -29,7 +37,9 @@ const probeRoutes: FastifyPluginAsync = async (app) => {
   app.get('/test/pg-declined', { config: { auth: 'none' } }, async () => {
     throw new ApiError('SUBSCRIBE_PUBLISH_FAILED', { pgErrorCode: 'E051', payloadMessage: 'card refused by issuer' });
   });
-  app.post('/test/validate', { config: { auth: 'none' } }, async (request) => validate(keyInLike, request.body, keyInFieldErrors));
+  app.post('/test/validate', { config: { auth: 'none' } }, async (request) =>
+    validate(keyInLike, request.body, keyInFieldErrors),
+  );
   // the same rules declared as a route schema: Fastify's validation is mapped through config.fieldErrors
   app.post(
     '/test/schema',
@@ -66,7 +76,12 @@ describe('error envelope', () => {
 
   it('malformed JSON -> 400 INVALID_REQUEST', async () => {
     expectEnvelope(await post('/v2/request/token', '{"application_id": '), 'INVALID_REQUEST');
-    expectEnvelope(await post('/admin/v1/projects', "{'single': 'quotes'}", 'application/json', { authorization: `Bearer ${TEST_ADMIN_TOKEN}` }), 'INVALID_REQUEST');
+    expectEnvelope(
+      await post('/admin/v1/projects', "{'single': 'quotes'}", 'application/json', {
+        authorization: `Bearer ${TEST_ADMIN_TOKEN}`,
+      }),
+      'INVALID_REQUEST',
+    );
   });
 
   it('a JSON array, string, number or null body -> 400 INVALID_REQUEST', async () => {
@@ -81,21 +96,33 @@ describe('error envelope', () => {
   });
 
   it('unknown content types -> 415 UNSUPPORTED_MEDIA_TYPE', async () => {
-    expectEnvelope(await post('/v2/request/token', 'application_id=a&private_key=b', 'application/x-www-form-urlencoded'), 'UNSUPPORTED_MEDIA_TYPE');
+    expectEnvelope(
+      await post('/v2/request/token', 'application_id=a&private_key=b', 'application/x-www-form-urlencoded'),
+      'UNSUPPORTED_MEDIA_TYPE',
+    );
     expectEnvelope(await post('/v2/request/token', '{"application_id":"a"}', 'text/plain'), 'UNSUPPORTED_MEDIA_TYPE');
     expectEnvelope(await post('/v2/request/token', '<xml/>', 'application/xml'), 'UNSUPPORTED_MEDIA_TYPE');
-    expectEnvelope(await post('/v2/subscribe/payment', '{}', 'multipart/form-data; boundary=x', { authorization: basicAuth }), 'UNSUPPORTED_MEDIA_TYPE');
+    expectEnvelope(
+      await post('/v2/subscribe/payment', '{}', 'multipart/form-data; boundary=x', { authorization: basicAuth }),
+      'UNSUPPORTED_MEDIA_TYPE',
+    );
   });
 
   it('a body over the limit (a 100 KB string) -> 413 PAYLOAD_TOO_LARGE', async () => {
     const huge = JSON.stringify({ application_id: 'a'.repeat(100 * 1024), private_key: 'b' });
     expect(huge.length).toBeGreaterThan(BODY_LIMIT_BYTES);
     expectEnvelope(await post('/v2/request/token', huge), 'PAYLOAD_TOO_LARGE');
-    expectEnvelope(await post('/v2/subscribe/payment', huge, 'application/json', { authorization: basicAuth }), 'PAYLOAD_TOO_LARGE');
+    expectEnvelope(
+      await post('/v2/subscribe/payment', huge, 'application/json', { authorization: basicAuth }),
+      'PAYLOAD_TOO_LARGE',
+    );
   });
 
   it('a long field under the body limit is a validation error, not a crash', async () => {
-    const body = expectEnvelope(await post('/v2/request/token', JSON.stringify({ application_id: 'a'.repeat(30_000), private_key: 'b' })), 'INVALID_REQUEST');
+    const body = expectEnvelope(
+      await post('/v2/request/token', JSON.stringify({ application_id: 'a'.repeat(30_000), private_key: 'b' })),
+      'INVALID_REQUEST',
+    );
     expect(JSON.stringify(body)).not.toContain('a'.repeat(100));
   });
 
@@ -105,7 +132,10 @@ describe('error envelope', () => {
   });
 
   it('wrong field types -> 400 INVALID_REQUEST naming the field, not echoing the value', async () => {
-    const body = expectEnvelope(await post('/v2/request/token', JSON.stringify({ application_id: 4111111111111111, private_key: ['x'] })), 'INVALID_REQUEST');
+    const body = expectEnvelope(
+      await post('/v2/request/token', JSON.stringify({ application_id: 4111111111111111, private_key: ['x'] })),
+      'INVALID_REQUEST',
+    );
     expect((body.payload as { message: string }).message).toMatch(/application_id/);
     expect(JSON.stringify(body)).not.toContain('4111111111111111');
   });
@@ -117,8 +147,15 @@ describe('error envelope', () => {
   });
 
   it('a malformed URL encoding or an over-long path parameter -> INVALID_REQUEST from the router', async () => {
-    expectEnvelope(await t.app.inject({ method: 'GET', url: '/v2/receipt/%E0%A4%A', headers: { authorization: basicAuth } }), 'INVALID_REQUEST');
-    const longParam = await t.app.inject({ method: 'GET', url: `/v2/receipt/${'a'.repeat(5000)}`, headers: { authorization: basicAuth } });
+    expectEnvelope(
+      await t.app.inject({ method: 'GET', url: '/v2/receipt/%E0%A4%A', headers: { authorization: basicAuth } }),
+      'INVALID_REQUEST',
+    );
+    const longParam = await t.app.inject({
+      method: 'GET',
+      url: `/v2/receipt/${'a'.repeat(5000)}`,
+      headers: { authorization: basicAuth },
+    });
     expect(longParam.statusCode).toBeGreaterThanOrEqual(400);
     expect(longParam.statusCode).toBeLessThan(500);
     expect(longParam.json()).toHaveProperty('error_code');
@@ -127,7 +164,11 @@ describe('error envelope', () => {
   it('NUL characters in path, query or body -> INVALID_REQUEST before reaching the database', async () => {
     const inPath = await t.app.inject({ method: 'GET', url: '/v2/receipt/%00', headers: { authorization: basicAuth } });
     expect(expectEnvelope(inPath, 'INVALID_REQUEST').payload).toEqual({ message: 'path: NUL characters are not allowed' });
-    const inQuery = await t.app.inject({ method: 'GET', url: '/v2/receipt/abc?lookup_user_data=%00', headers: { authorization: basicAuth } });
+    const inQuery = await t.app.inject({
+      method: 'GET',
+      url: '/v2/receipt/abc?lookup_user_data=%00',
+      headers: { authorization: basicAuth },
+    });
     expect(expectEnvelope(inQuery, 'INVALID_REQUEST').payload).toEqual({ message: 'query: NUL characters are not allowed' });
     const inBody = await post('/v2/request/token', JSON.stringify({ application_id: 'a\u0000b', private_key: 'x' }));
     expect(expectEnvelope(inBody, 'INVALID_REQUEST').payload).toEqual({ message: 'body: NUL characters are not allowed' });
@@ -250,7 +291,10 @@ describe('HTTP that never becomes a request', () => {
   it('oversized headers get HEADERS_TOO_LARGE', async () => {
     const answer = await rawExchange(port, `GET /health HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`);
     expect(answer).toMatch(/^HTTP\/1\.1 431 /);
-    expect(JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4))).toMatchObject({ error_code: 'HEADERS_TOO_LARGE', code: 9431 });
+    expect(JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4))).toMatchObject({
+      error_code: 'HEADERS_TOO_LARGE',
+      code: 9431,
+    });
   });
 
   it('a well-formed request on the same server still works', async () => {
@@ -263,22 +307,65 @@ describe('HTTP that never becomes a request', () => {
 describe('catalog', () => {
   // every code the spec names (key-in, identity verification, escrow, messaging, authentication)
   const specCodes: Record<number, string> = {
-    600: 'API_ONLY_SELLER', 1203: 'APP_FIREWALL_BLOCKED', 1204: 'APP_SK_NOT_MATCHED', 1205: 'APP_AT_AUTHORIZE_TYPE_INVALID',
-    1206: 'APP_AT_AUTHORIZE_HEADER_BLANK', 1216: 'APP_CLIENT_KEY_NOT_FOUND', 1218: 'APP_CLIENT_KEY_EXPIRED',
-    1221: 'API_ROLE_NOT_SUPPORT', 1222: 'API_SCOPE_INVALID', 1224: 'APP_KEY_CHAIN_EXPIRED', 1225: 'APP_KEY_CHAIN_SESSION_INVALID',
-    2000: 'RC_NOT_FOUND', 2001: 'RC_PG_NOT_FOUND', 2002: 'RC_PM_NOT_FOUND', 2003: 'RC_NAME_BLANK', 2005: 'RC_O_ID_BLANK',
-    2017: 'RC_RESOURCE_NOT_CONFIG', 2057: 'RC_NOT_SUBSCRIBE', 2058: 'RC_ONLY_REST_API', 2064: 'RC_NOT_AUTH',
-    2069: 'RC_NOT_CONFIRMED', 2084: 'RC_INVALID_EXP_MONTH', 2300: 'SUBSCRIBE_NEED_PG_METHOD', 2301: 'SUBSCRIBE_REQUEST_FAILED',
-    2304: 'SUBSCRIBE_PUBLISH_FAILED', 2309: 'SUBSCRIBE_BK_NOT_FOUND', 2311: 'SUBSCRIBE_CARD_NO_BLANK',
-    2312: 'SUBSCRIBE_CARD_PW_BLANK', 2313: 'SUBSCRIBE_CARD_IDENTITY_BLANK', 2314: 'SUBSCRIBE_CARD_EX_YEAR_BLANK',
-    2315: 'SUBSCRIBE_CARD_EX_MONTH_BLANK', 2400: 'AUTH_NEED_PG_METHOD', 2401: 'AUTH_REQUEST_FAILED',
-    2402: 'AUTH_CONFIRM_READY_FAILED', 2404: 'AUTH_NOT_READY', 2405: 'AUTH_CONFIRM_FAILED', 2406: 'AUTH_CONFIRM_METHOD_NOT_FOUND',
-    2407: 'AUTH_NOT_FOUND', 2408: 'AUTH_NOT_CONFIRMED', 2409: 'AUTH_EXPIRED', 2411: 'AUTH_REALARM_FAILED',
-    2412: 'AUTH_REALARM_NOT_ABLE', 2700: 'RC_ESCROW_NOT_READY', 2701: 'RC_ESCROW_SHIPPING_START_FAILED',
-    2702: 'RC_ESCROW_SHIPPING_NO_METHOD', 2703: 'RC_NOT_ESCROW', 2706: 'RC_TRACKING_NUMBER_BLANK', 2707: 'RC_DELIVERY_CORP_BLANK',
-    2708: 'RC_PROVIDER_NAME_BLANK', 2709: 'RC_PROVIDER_ADDR1_BLANK', 2710: 'RC_PROVIDER_ADDR2_BLANK', 2711: 'RC_PROVIDER_ZIP_BLANK',
-    2712: 'RC_PROVIDER_PHONE_BLANK', 2713: 'RC_USER_NAME_BLANK', 2714: 'RC_USER_PHONE_BLANK', 2715: 'RC_USER_ADDRESS_BLANK',
-    2716: 'RC_USER_ZIPCODE_BLANK', 3028: 'WEBHOOK_URL_INVALID', 3029: 'WEBHOOK_NOT_CONFIGURED',
+    600: 'API_ONLY_SELLER',
+    1203: 'APP_FIREWALL_BLOCKED',
+    1204: 'APP_SK_NOT_MATCHED',
+    1205: 'APP_AT_AUTHORIZE_TYPE_INVALID',
+    1206: 'APP_AT_AUTHORIZE_HEADER_BLANK',
+    1216: 'APP_CLIENT_KEY_NOT_FOUND',
+    1218: 'APP_CLIENT_KEY_EXPIRED',
+    1221: 'API_ROLE_NOT_SUPPORT',
+    1222: 'API_SCOPE_INVALID',
+    1224: 'APP_KEY_CHAIN_EXPIRED',
+    1225: 'APP_KEY_CHAIN_SESSION_INVALID',
+    2000: 'RC_NOT_FOUND',
+    2001: 'RC_PG_NOT_FOUND',
+    2002: 'RC_PM_NOT_FOUND',
+    2003: 'RC_NAME_BLANK',
+    2005: 'RC_O_ID_BLANK',
+    2017: 'RC_RESOURCE_NOT_CONFIG',
+    2057: 'RC_NOT_SUBSCRIBE',
+    2058: 'RC_ONLY_REST_API',
+    2064: 'RC_NOT_AUTH',
+    2069: 'RC_NOT_CONFIRMED',
+    2084: 'RC_INVALID_EXP_MONTH',
+    2300: 'SUBSCRIBE_NEED_PG_METHOD',
+    2301: 'SUBSCRIBE_REQUEST_FAILED',
+    2304: 'SUBSCRIBE_PUBLISH_FAILED',
+    2309: 'SUBSCRIBE_BK_NOT_FOUND',
+    2311: 'SUBSCRIBE_CARD_NO_BLANK',
+    2312: 'SUBSCRIBE_CARD_PW_BLANK',
+    2313: 'SUBSCRIBE_CARD_IDENTITY_BLANK',
+    2314: 'SUBSCRIBE_CARD_EX_YEAR_BLANK',
+    2315: 'SUBSCRIBE_CARD_EX_MONTH_BLANK',
+    2400: 'AUTH_NEED_PG_METHOD',
+    2401: 'AUTH_REQUEST_FAILED',
+    2402: 'AUTH_CONFIRM_READY_FAILED',
+    2404: 'AUTH_NOT_READY',
+    2405: 'AUTH_CONFIRM_FAILED',
+    2406: 'AUTH_CONFIRM_METHOD_NOT_FOUND',
+    2407: 'AUTH_NOT_FOUND',
+    2408: 'AUTH_NOT_CONFIRMED',
+    2409: 'AUTH_EXPIRED',
+    2411: 'AUTH_REALARM_FAILED',
+    2412: 'AUTH_REALARM_NOT_ABLE',
+    2700: 'RC_ESCROW_NOT_READY',
+    2701: 'RC_ESCROW_SHIPPING_START_FAILED',
+    2702: 'RC_ESCROW_SHIPPING_NO_METHOD',
+    2703: 'RC_NOT_ESCROW',
+    2706: 'RC_TRACKING_NUMBER_BLANK',
+    2707: 'RC_DELIVERY_CORP_BLANK',
+    2708: 'RC_PROVIDER_NAME_BLANK',
+    2709: 'RC_PROVIDER_ADDR1_BLANK',
+    2710: 'RC_PROVIDER_ADDR2_BLANK',
+    2711: 'RC_PROVIDER_ZIP_BLANK',
+    2712: 'RC_PROVIDER_PHONE_BLANK',
+    2713: 'RC_USER_NAME_BLANK',
+    2714: 'RC_USER_PHONE_BLANK',
+    2715: 'RC_USER_ADDRESS_BLANK',
+    2716: 'RC_USER_ZIPCODE_BLANK',
+    3028: 'WEBHOOK_URL_INVALID',
+    3029: 'WEBHOOK_NOT_CONFIGURED',
   };
 
   it('holds every spec code under its spec name', () => {
@@ -311,6 +398,11 @@ describe('catalog', () => {
   it('ApiError takes the catalog entry by name and overrides only the message', () => {
     const err = new ApiError('SUBSCRIBE_PUBLISH_FAILED', { message: 'refused: stolen card', pgErrorCode: 'E1' });
     expect(err.statusCode).toBe(errorCatalog.SUBSCRIBE_PUBLISH_FAILED.status);
-    expect(err.toBody()).toEqual({ error_code: 'SUBSCRIBE_PUBLISH_FAILED', code: 2304, message: 'refused: stolen card', pg_error_code: 'E1' });
+    expect(err.toBody()).toEqual({
+      error_code: 'SUBSCRIBE_PUBLISH_FAILED',
+      code: 2304,
+      message: 'refused: stolen card',
+      pg_error_code: 'E1',
+    });
   });
 });

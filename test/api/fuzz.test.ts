@@ -43,25 +43,84 @@ function routesOf(tree: string): Endpoint[] {
 // Field names every route reads, so generated objects reach past "field missing" into type and range checks.
 const KNOWN_FIELDS = [
   ...Object.keys(TEST_CARD),
-  'billing_key', 'order_id', 'price', 'tax_free', 'card_quota', 'card_interest', 'metadata', 'items', 'user', 'extra',
-  'receipt_id', 'cancel_price', 'cancel_tax_free', 'cancel_id', 'cancel_username', 'cancel_message', 'refund',
-  'application_id', 'private_key', 'name', 'seller', 'scopes', 'allowed_ips', 'api_version', 'webhook_url', 'merchant',
-  'key_expires_at', 'pgs', 'username', 'phone', 'identity_no', 'carrier', 'authenticate_type', 'otp', 'site_url',
-  'tracking_number', 'delivery_corp', 'url', 'events', 'enabled', 'retry_count', 'page', 'limit',
+  'billing_key',
+  'order_id',
+  'price',
+  'tax_free',
+  'card_quota',
+  'card_interest',
+  'metadata',
+  'items',
+  'user',
+  'extra',
+  'receipt_id',
+  'cancel_price',
+  'cancel_tax_free',
+  'cancel_id',
+  'cancel_username',
+  'cancel_message',
+  'refund',
+  'application_id',
+  'private_key',
+  'name',
+  'seller',
+  'scopes',
+  'allowed_ips',
+  'api_version',
+  'webhook_url',
+  'merchant',
+  'key_expires_at',
+  'pgs',
+  'username',
+  'phone',
+  'identity_no',
+  'carrier',
+  'authenticate_type',
+  'otp',
+  'site_url',
+  'tracking_number',
+  'delivery_corp',
+  'url',
+  'events',
+  'enabled',
+  'retry_count',
+  'page',
+  'limit',
 ];
 
 const hugeString = fc.integer({ min: 20_000, max: 110_000 }).map((n) => 'x'.repeat(n));
-const oddString = fc.constantFrom('', ' ', '\u0000', '카드자동(REST)', '13', '00', '-1', '4111111111111111', '💳', '<script>', "' or 1=1 --");
+const oddString = fc.constantFrom(
+  '',
+  ' ',
+  '\u0000',
+  '카드자동(REST)',
+  '13',
+  '00',
+  '-1',
+  '4111111111111111',
+  '💳',
+  '<script>',
+  "' or 1=1 --",
+);
 const leafValue = fc.oneof(
   { weight: 4, arbitrary: fc.jsonValue({ maxDepth: 2 }) },
   { weight: 2, arbitrary: oddString },
   { weight: 1, arbitrary: hugeString },
   { weight: 1, arbitrary: fc.constantFrom(null, 0, -1, 1.5, 1e308, Number.MAX_SAFE_INTEGER + 2, true, [], {}) },
 );
-const fieldObject = fc.dictionary(fc.oneof(fc.constantFrom(...KNOWN_FIELDS), fc.string({ maxLength: 8 })), leafValue, { maxKeys: 12 });
+const fieldObject = fc.dictionary(fc.oneof(fc.constantFrom(...KNOWN_FIELDS), fc.string({ maxLength: 8 })), leafValue, {
+  maxKeys: 12,
+});
 /** a nearly valid key-in body with a few fields replaced */
 const nearlyValid = fc
-  .tuple(fc.constantFrom<Record<string, unknown>>(TEST_CARD, { billing_key: 'x', order_name: 'n', order_id: 'o', price: 100 }, { receipt_id: 'r' }), fieldObject)
+  .tuple(
+    fc.constantFrom<Record<string, unknown>>(
+      TEST_CARD,
+      { billing_key: 'x', order_name: 'n', order_id: 'o', price: 100 },
+      { receipt_id: 'r' },
+    ),
+    fieldObject,
+  )
   .map(([base, overrides]) => ({ ...base, ...overrides }));
 
 interface GeneratedRequest {
@@ -71,34 +130,49 @@ interface GeneratedRequest {
   readonly query: string;
 }
 
-const requestArb: fc.Arbitrary<GeneratedRequest> = fc.record({
-  ...{
-    body: fc.oneof(
-      { weight: 4, arbitrary: fieldObject.map((o) => ({ contentType: 'application/json', payload: JSON.stringify(o) })) },
-      { weight: 3, arbitrary: nearlyValid.map((o) => ({ contentType: 'application/json', payload: JSON.stringify(o) })) },
-      { weight: 2, arbitrary: fc.jsonValue().map((v) => ({ contentType: 'application/json', payload: JSON.stringify(v) })) },
-      { weight: 2, arbitrary: fc.string({ maxLength: 60 }).map((s) => ({ contentType: 'application/json', payload: s })) },
-      {
-        weight: 1,
-        arbitrary: fc.tuple(
-          fc.constantFrom('text/plain', 'application/xml', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x', 'application/octet-stream', 'application/json; charset=utf-16', 'garbage'),
-          fc.string({ maxLength: 60 }),
-        ).map(([contentType, payload]) => ({ contentType, payload })),
-      },
-      { weight: 1, arbitrary: fc.constant({ contentType: undefined, payload: undefined }) },
+const requestArb: fc.Arbitrary<GeneratedRequest> = fc
+  .record({
+    ...{
+      body: fc.oneof(
+        { weight: 4, arbitrary: fieldObject.map((o) => ({ contentType: 'application/json', payload: JSON.stringify(o) })) },
+        { weight: 3, arbitrary: nearlyValid.map((o) => ({ contentType: 'application/json', payload: JSON.stringify(o) })) },
+        { weight: 2, arbitrary: fc.jsonValue().map((v) => ({ contentType: 'application/json', payload: JSON.stringify(v) })) },
+        { weight: 2, arbitrary: fc.string({ maxLength: 60 }).map((s) => ({ contentType: 'application/json', payload: s })) },
+        {
+          weight: 1,
+          arbitrary: fc
+            .tuple(
+              fc.constantFrom(
+                'text/plain',
+                'application/xml',
+                'application/x-www-form-urlencoded',
+                'multipart/form-data; boundary=x',
+                'application/octet-stream',
+                'application/json; charset=utf-16',
+                'garbage',
+              ),
+              fc.string({ maxLength: 60 }),
+            )
+            .map(([contentType, payload]) => ({ contentType, payload })),
+        },
+        { weight: 1, arbitrary: fc.constant({ contentType: undefined, payload: undefined }) },
+      ),
+    },
+    param: fc.oneof(
+      fc
+        .string({ maxLength: 40 })
+        .filter((s) => s.length > 0)
+        .map(encodeURIComponent),
+      fc.constantFrom('000000000000000000000000', 'x'.repeat(300), '%', '%00', '..%2F..', 'a%20b'),
     ),
-  },
-  param: fc.oneof(
-    fc.string({ maxLength: 40 }).filter((s) => s.length > 0).map(encodeURIComponent),
-    fc.constantFrom('000000000000000000000000', 'x'.repeat(300), '%', '%00', '..%2F..', 'a%20b'),
-  ),
-  query: fc.oneof(
-    fc.constant(''),
-    fc.dictionary(fc.constantFrom('page', 'limit', 'lookup_user_data', 'x'), fc.string({ maxLength: 20 }), { maxKeys: 3 }).map(
-      (q) => `?${new URLSearchParams(q).toString()}`,
+    query: fc.oneof(
+      fc.constant(''),
+      fc
+        .dictionary(fc.constantFrom('page', 'limit', 'lookup_user_data', 'x'), fc.string({ maxLength: 20 }), { maxKeys: 3 })
+        .map((q) => `?${new URLSearchParams(q).toString()}`),
     ),
-  ),
-}).map(({ body, param, query }) => ({ ...body, param, query }));
+  })
+  .map(({ body, param, query }) => ({ ...body, param, query }));
 
 // Built at load time so that each endpoint gets its own test (and its own timeout).
 const t: TestApp = await buildTestApp({ env: { LOG_LEVEL: 'warn' } });
@@ -117,7 +191,8 @@ beforeAll(async () => {
     select table_name from information_schema.tables
     where table_schema = current_schema() and table_type = 'BASE TABLE' order by table_name`.execute(t.deps.database.db);
   const digests = tables.rows.map(
-    ({ table_name }) => sql`(select coalesce(md5(string_agg(r::text, ',' order by r::text)), '') from ${sql.table(table_name)} r)`,
+    ({ table_name }) =>
+      sql`(select coalesce(md5(string_agg(r::text, ',' order by r::text)), '') from ${sql.table(table_name)} r)`,
   );
   stateQuery = sql<{ state: string }>`select concat_ws('|', ${sql.join(digests)}) as state`;
 });
@@ -182,12 +257,14 @@ describe('fuzzing every endpoint', () => {
       ]),
     );
     // every documented path is among the router's
-    const documented = Object.entries((t.app.swagger() as { paths: Record<string, Record<string, unknown>> }).paths).flatMap(([path, ops]) =>
-      Object.keys(ops).map((m) => `${m.toUpperCase()} ${path.replace(/\{([^}]+)\}/g, ':$1')}`),
+    const documented = Object.entries((t.app.swagger() as { paths: Record<string, Record<string, unknown>> }).paths).flatMap(
+      ([path, ops]) => Object.keys(ops).map((m) => `${m.toUpperCase()} ${path.replace(/\{([^}]+)\}/g, ':$1')}`),
     );
     const routed = new Set(endpoints.map((e) => `${e.method} ${e.path.replace(/:[A-Za-z_]+\|/g, '')}`));
     for (const op of documented) {
-      const alternatives = endpoints.some((e) => e.method === op.split(' ')[0] && concretePath(e.path, 'P') === concretePath(op.split(' ')[1]!, 'P'));
+      const alternatives = endpoints.some(
+        (e) => e.method === op.split(' ')[0] && concretePath(e.path, 'P') === concretePath(op.split(' ')[1]!, 'P'),
+      );
       expect(alternatives || routed.has(op), op).toBe(true);
     }
   });

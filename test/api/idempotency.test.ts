@@ -64,19 +64,39 @@ describe('Idempotency-Key', () => {
   });
 
   it('issues one billing key for a replayed issuance', async () => {
-    const first = await client.post('/v2/request/subscribe', { ...TEST_CARD, subscription_id: 'idem-sub' }, { 'idempotency-key': 'key-4' });
-    const second = await client.post('/v2/request/subscribe', { ...TEST_CARD, subscription_id: 'idem-sub' }, { 'idempotency-key': 'key-4' });
+    const first = await client.post(
+      '/v2/request/subscribe',
+      { ...TEST_CARD, subscription_id: 'idem-sub' },
+      { 'idempotency-key': 'key-4' },
+    );
+    const second = await client.post(
+      '/v2/request/subscribe',
+      { ...TEST_CARD, subscription_id: 'idem-sub' },
+      { 'idempotency-key': 'key-4' },
+    );
     expect(first.status).toBe(200);
     expect(second.body).toEqual(first.body);
-    const keys = await t.deps.database.db.selectFrom('billing_keys').select('billing_key').where('subscription_id', '=', 'idem-sub').execute();
+    const keys = await t.deps.database.db
+      .selectFrom('billing_keys')
+      .select('billing_key')
+      .where('subscription_id', '=', 'idem-sub')
+      .execute();
     expect(keys).toHaveLength(1);
   });
 
   it('scopes keys per project', async () => {
     const other = keyInClient(t, await t.createProject({ name: 'other' }));
     const otherKey = await other.issuedKey();
-    const mine = await client.post('/v2/subscribe/payment', { billing_key: billingKey, order_name: 'a', order_id: 'idem-5', price: 100 }, { 'idempotency-key': 'shared' });
-    const theirs = await other.post('/v2/subscribe/payment', { billing_key: otherKey, order_name: 'b', order_id: 'idem-5', price: 200 }, { 'idempotency-key': 'shared' });
+    const mine = await client.post(
+      '/v2/subscribe/payment',
+      { billing_key: billingKey, order_name: 'a', order_id: 'idem-5', price: 100 },
+      { 'idempotency-key': 'shared' },
+    );
+    const theirs = await other.post(
+      '/v2/subscribe/payment',
+      { billing_key: otherKey, order_name: 'b', order_id: 'idem-5', price: 200 },
+      { 'idempotency-key': 'shared' },
+    );
     expect(mine.status).toBe(200);
     expect(theirs.status).toBe(200);
     expect(theirs.headers['idempotent-replayed']).toBeUndefined();
@@ -92,7 +112,11 @@ describe('Idempotency-Key', () => {
     expect(fresh.headers['idempotent-replayed']).toBeUndefined();
     expect(fresh.body.order_id).toBe('idem-6b');
     // expired records of other keys were swept on the way
-    const swept = await t.deps.database.db.selectFrom('idempotency_keys').select('idempotency_key').where('idempotency_key', '=', 'key-1').execute();
+    const swept = await t.deps.database.db
+      .selectFrom('idempotency_keys')
+      .select('idempotency_key')
+      .where('idempotency_key', '=', 'key-1')
+      .execute();
     expect(swept).toHaveLength(0);
   });
 

@@ -24,7 +24,12 @@ export interface JsonResponse {
 
 export function keyInClient(t: TestApp, project: TestProject) {
   let orderSeq = 0;
-  const send = async (method: 'GET' | 'POST' | 'DELETE', url: string, body?: unknown, headers: Record<string, string> = {}): Promise<JsonResponse> => {
+  const send = async (
+    method: 'GET' | 'POST' | 'DELETE',
+    url: string,
+    body?: unknown,
+    headers: Record<string, string> = {},
+  ): Promise<JsonResponse> => {
     const res = await t.app.inject({
       method,
       url,
@@ -48,7 +53,13 @@ export function keyInClient(t: TestApp, project: TestProject) {
       return send(
         'POST',
         '/v2/subscribe/payment',
-        { billing_key: billingKey, order_name: 'June', order_id: `order-${project.applicationId}-${orderSeq}`, price: 1000, ...overrides },
+        {
+          billing_key: billingKey,
+          order_name: 'June',
+          order_id: `order-${project.applicationId}-${orderSeq}`,
+          price: 1000,
+          ...overrides,
+        },
         headers,
       );
     },
@@ -68,12 +79,20 @@ export async function sandboxGet<T>(sandboxUrl: string, path: string): Promise<T
 
 /** How many times the sandbox PG really executed charges sent under `idempotencyKey`. */
 export async function sandboxChargeExecutions(sandboxUrl: string, idempotencyKey: string): Promise<number> {
-  const stats = await sandboxGet<{ executions: number }>(sandboxUrl, `/_sandbox/charges?idempotency_key=${encodeURIComponent(idempotencyKey)}`);
+  const stats = await sandboxGet<{ executions: number }>(
+    sandboxUrl,
+    `/_sandbox/charges?idempotency_key=${encodeURIComponent(idempotencyKey)}`,
+  );
   return stats.executions;
 }
 
 /** Arms the sandbox PG to fail its next `count` calls of `operation`. */
-export async function armSandboxFault(sandboxUrl: string, operation: string, fault: '500' | 'timeout' | 'garbage', count = 1): Promise<void> {
+export async function armSandboxFault(
+  sandboxUrl: string,
+  operation: string,
+  fault: '500' | 'timeout' | 'garbage',
+  count = 1,
+): Promise<void> {
   const res = await fetch(`${sandboxUrl}/_sandbox/faults`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },

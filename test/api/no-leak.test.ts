@@ -50,10 +50,18 @@ beforeAll(async () => {
   };
 
   // issuance: success (twice through one Idempotency-Key), a check card, PG refusal, local refusals, PG failure
-  const issued = record(await client.post('/v2/request/subscribe', { ...TEST_CARD, ...CARDS.good }, { 'idempotency-key': 'leak-1' }));
+  const issued = record(
+    await client.post('/v2/request/subscribe', { ...TEST_CARD, ...CARDS.good }, { 'idempotency-key': 'leak-1' }),
+  );
   expect(issued.status).toBe(200);
   record(await client.post('/v2/request/subscribe', { ...TEST_CARD, ...CARDS.good }, { 'idempotency-key': 'leak-1' }));
-  record(await client.post('/v2/request/subscribe', { ...TEST_CARD, ...CARDS.good, order_name: 'other' }, { 'idempotency-key': 'leak-1' }));
+  record(
+    await client.post(
+      '/v2/request/subscribe',
+      { ...TEST_CARD, ...CARDS.good, order_name: 'other' },
+      { 'idempotency-key': 'leak-1' },
+    ),
+  );
   expect(record(await client.issue(CARDS.check)).status).toBe(200);
   expect(record(await client.issue({ ...CARDS.check, extra: { subscribe_test_payment: true } })).body.receipt_data).toBeDefined();
   record(await client.issue({ ...CARDS.refusedAtCharge, extra: { subscribe_test_payment: true } }));
@@ -89,7 +97,11 @@ beforeAll(async () => {
     responses.push(res.body);
   }
   // a card number sent without authentication
-  const anonymous = await t.app.inject({ method: 'POST', url: '/v2/request/subscribe', payload: { ...TEST_CARD, ...CARDS.good } });
+  const anonymous = await t.app.inject({
+    method: 'POST',
+    url: '/v2/request/subscribe',
+    payload: { ...TEST_CARD, ...CARDS.good },
+  });
   responses.push(anonymous.body);
 
   // charges, a decline, cancels, lookups, destroy

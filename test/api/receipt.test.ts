@@ -69,7 +69,7 @@ describe('GET /v2/receipt/{receipt_id}', () => {
     expect(res.body.receipt_id).toBe(paid.body.receipt_id);
   });
 
-  it('answers 2000 for an unknown receipt and 1225 for another project\'s', async () => {
+  it("answers 2000 for an unknown receipt and 1225 for another project's", async () => {
     const unknown = await client.get('/v2/receipt/ffffffffffffffffffffffff');
     expect(unknown.status).toBe(404);
     expect(unknown.body).toMatchObject({ error_code: 'RC_NOT_FOUND', code: 2000 });
@@ -83,7 +83,11 @@ describe('GET /v2/receipt/{receipt_id}', () => {
   });
 
   it('requires authentication', async () => {
-    const res = await t.app.inject({ method: 'GET', url: '/v2/receipt/ffffffffffffffffffffffff', headers: { authorization: 'Basic Zm9vOmJhcg==' } });
+    const res = await t.app.inject({
+      method: 'GET',
+      url: '/v2/receipt/ffffffffffffffffffffffff',
+      headers: { authorization: 'Basic Zm9vOmJhcg==' },
+    });
     expect(res.statusCode).toBe(401);
     expect(res.json()).toMatchObject({ error_code: 'APP_CLIENT_KEY_NOT_FOUND' });
   });

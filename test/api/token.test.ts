@@ -17,7 +17,12 @@ describe('POST /v2/request/token', () => {
   });
 
   const requestToken = (body: unknown, remoteAddress?: string) =>
-    t.app.inject({ method: 'POST', url: '/v2/request/token', payload: body as object, ...(remoteAddress ? { remoteAddress } : {}) });
+    t.app.inject({
+      method: 'POST',
+      url: '/v2/request/token',
+      payload: body as object,
+      ...(remoteAddress ? { remoteAddress } : {}),
+    });
 
   it('issues a 30-minute access token for application_id + private_key', async () => {
     const before = t.clock.now().getTime();
@@ -73,7 +78,12 @@ describe('POST /v2/request/token', () => {
   });
 
   it('missing or blank fields -> INVALID_REQUEST; the private key is never echoed', async () => {
-    for (const body of [{}, { application_id: p.applicationId }, { private_key: p.privateKey }, { application_id: '', private_key: p.privateKey }]) {
+    for (const body of [
+      {},
+      { application_id: p.applicationId },
+      { private_key: p.privateKey },
+      { application_id: '', private_key: p.privateKey },
+    ]) {
       const res = await requestToken(body);
       expect(res.statusCode).toBe(400);
       expect(res.json()).toMatchObject({ error_code: 'INVALID_REQUEST', code: 9400 });
@@ -93,7 +103,11 @@ describe('POST /v2/request/token', () => {
 
   it('the private key and the token never reach the log', async () => {
     const token = (await requestToken({ application_id: p.applicationId, private_key: p.privateKey })).json().access_token;
-    await t.app.inject({ method: 'GET', url: '/v2/receipt/000000000000000000000000', headers: { authorization: `Bearer ${token}` } });
+    await t.app.inject({
+      method: 'GET',
+      url: '/v2/receipt/000000000000000000000000',
+      headers: { authorization: `Bearer ${token}` },
+    });
     const logs = t.logs();
     expect(logs.length).toBeGreaterThan(0);
     expect(logs).not.toContain(p.privateKey);

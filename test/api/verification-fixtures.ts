@@ -98,14 +98,18 @@ export function verificationClient(t: TestApp, project: TestProject) {
       return newest!.otp;
     },
     /** request (status 51 expected) */
-    async requested(overrides: Record<string, unknown> = {}): Promise<{ receiptId: string; phone: string; body: Record<string, unknown> }> {
+    async requested(
+      overrides: Record<string, unknown> = {},
+    ): Promise<{ receiptId: string; phone: string; body: Record<string, unknown> }> {
       const phone = typeof overrides.phone === 'string' ? overrides.phone : freshPhone();
       const res = await client.request({ phone, ...overrides });
       expect(res.status, JSON.stringify(res.body)).toBe(200);
       return { receiptId: res.body.receipt_id as string, phone, body: res.body };
     },
     /** request + confirm with the SMS OTP (status 12 expected) */
-    async verified(overrides: Record<string, unknown> = {}): Promise<{ receiptId: string; phone: string; body: Record<string, unknown> }> {
+    async verified(
+      overrides: Record<string, unknown> = {},
+    ): Promise<{ receiptId: string; phone: string; body: Record<string, unknown> }> {
       const { receiptId, phone } = await client.requested(overrides);
       const res = await client.confirm(receiptId, await client.latestOtp(phone));
       expect(res.status, JSON.stringify(res.body)).toBe(200);

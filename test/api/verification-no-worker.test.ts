@@ -44,9 +44,18 @@ describe('verification without a worker', () => {
   it('answers resend and confirm with 9503 at the deadline when the workflow cannot run', async () => {
     // A verification whose OTP went out before its worker disappeared.
     const row = await t.deps.database.db.selectFrom('verifications').select('receipt_id').executeTakeFirstOrThrow();
-    await t.deps.database.db.updateTable('verifications').set({ status: 51, tid: 'sid_stranded' }).where('receipt_id', '=', row.receipt_id).execute();
+    await t.deps.database.db
+      .updateTable('verifications')
+      .set({ status: 51, tid: 'sid_stranded' })
+      .where('receipt_id', '=', row.receipt_id)
+      .execute();
 
     expectApiError(await post('/v2/authenticate/realarm', { receipt_id: row.receipt_id }), 503, 9503, 'SERVICE_UNAVAILABLE');
-    expectApiError(await post('/v2/authenticate/confirm', { receipt_id: row.receipt_id, otp: '123456' }), 503, 9503, 'SERVICE_UNAVAILABLE');
+    expectApiError(
+      await post('/v2/authenticate/confirm', { receipt_id: row.receipt_id, otp: '123456' }),
+      503,
+      9503,
+      'SERVICE_UNAVAILABLE',
+    );
   });
 });

@@ -50,7 +50,12 @@ beforeAll(async () => {
 
   const passPhone = freshPhone();
   secrets.passPhone = passPhone;
-  const pass = await api.requested({ authenticate_type: 'pass', username: secrets.name, identity_no: secrets.identityNo, phone: passPhone });
+  const pass = await api.requested({
+    authenticate_type: 'pass',
+    username: secrets.name,
+    identity_no: secrets.identityNo,
+    phone: passPhone,
+  });
   expect((await api.confirm(pass.receiptId, '')).status).toBe(200);
 
   expect((await api.request({ username: secrets.name, identity_no: secrets.identityNo, phone: '01000000000' })).status).toBe(400);
@@ -153,7 +158,13 @@ describe('database', () => {
     }
     const store = createVerificationStore(t.deps.database.db, createFieldCipher(t.deps.keyring!));
     const sms = verified.find((r) => r.receipt_id === receiptIds[0])!;
-    expect(store.openPerson(sms)).toMatchObject({ name: secrets.name, phone: secrets.phone, birth: secrets.birth, unique: secrets.ci, di: secrets.di });
+    expect(store.openPerson(sms)).toMatchObject({
+      name: secrets.name,
+      phone: secrets.phone,
+      birth: secrets.birth,
+      unique: secrets.ci,
+      di: secrets.di,
+    });
   });
 
   it('no table of the database holds them in plain text', async () => {

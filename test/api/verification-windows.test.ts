@@ -205,7 +205,11 @@ describe('the lookup window: 30 minutes from authenticated_at, then CI and DI ar
     expect((await row(receiptId)).unique_sealed).not.toBeNull();
     await temporal.skipTime(20 * MINUTE);
     expectApiError(await api.certificate(receiptId), 400, 2409, 'AUTH_EXPIRED');
-    await rowWhen(receiptId, (r) => r.identifiers_purged_at !== null && r.unique_sealed === null && r.di_sealed === null, 'the purge');
+    await rowWhen(
+      receiptId,
+      (r) => r.identifiers_purged_at !== null && r.unique_sealed === null && r.di_sealed === null,
+      'the purge',
+    );
   });
 });
 
@@ -258,7 +262,11 @@ describe('concurrency', () => {
     const { receiptId, phone } = await api.requested();
     const handle = handleOf(receiptId);
     const direct = await bounded(
-      Promise.all([handle.executeUpdate(resendOtpUpdate), handle.executeUpdate(resendOtpUpdate), handle.executeUpdate(resendOtpUpdate)]),
+      Promise.all([
+        handle.executeUpdate(resendOtpUpdate),
+        handle.executeUpdate(resendOtpUpdate),
+        handle.executeUpdate(resendOtpUpdate),
+      ]),
       15_000,
       'three resends',
     );
@@ -268,7 +276,9 @@ describe('concurrency', () => {
     const overHttp = await Promise.all([api.realarm(receiptId), api.realarm(receiptId), api.realarm(receiptId)]);
     for (const r of overHttp) expect(r.status, JSON.stringify(r.body)).toBe(200);
     // each response renders the row after its own resend; the last one sees all six
-    expect(Math.max(...overHttp.map((r) => Number((r.body.authenticate_data as Record<string, unknown>).number_of_realarms)))).toBe(6);
+    expect(
+      Math.max(...overHttp.map((r) => Number((r.body.authenticate_data as Record<string, unknown>).number_of_realarms))),
+    ).toBe(6);
     expect((await row(receiptId)).number_of_realarms).toBe(6);
     expect(await api.inbox(phone)).toHaveLength(7);
   });
@@ -350,6 +360,9 @@ describe('update validators reject without writing history', () => {
     expect(refused).toBeInstanceOf(Error);
     if (refused instanceof WorkflowUpdateFailedError) expect((refused.cause as ApplicationFailure).type).toBe('AUTH_NOT_READY');
     expect((await row(receiptId)).status).toBe(-50);
-    expect(updateEvents(await historyOf(receiptId))).toEqual(['WORKFLOW_EXECUTION_UPDATE_ACCEPTED', 'WORKFLOW_EXECUTION_UPDATE_COMPLETED']);
+    expect(updateEvents(await historyOf(receiptId))).toEqual([
+      'WORKFLOW_EXECUTION_UPDATE_ACCEPTED',
+      'WORKFLOW_EXECUTION_UPDATE_COMPLETED',
+    ]);
   });
 });

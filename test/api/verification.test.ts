@@ -35,7 +35,14 @@ afterAll(async () => {
 const row = (receiptId: string) =>
   t.deps.database.db.selectFrom('verifications').selectAll().where('receipt_id', '=', receiptId).executeTakeFirstOrThrow();
 const verificationCount = async () =>
-  Number((await t.deps.database.db.selectFrom('verifications').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n);
+  Number(
+    (
+      await t.deps.database.db
+        .selectFrom('verifications')
+        .select((eb) => eb.fn.countAll().as('n'))
+        .executeTakeFirstOrThrow()
+    ).n,
+  );
 
 describe('POST /v2/request/authentication', () => {
   it('answers status 51 with exactly the request fields: tid, number_of_realarms 0, no status_locale, metadata echoed', async () => {
@@ -79,7 +86,13 @@ describe('POST /v2/request/authentication', () => {
   it('falls back to user.username and user.phone, defaults client_ip to the caller, stores site_url and extra', async () => {
     const phone = freshPhone();
     const res = await api.request(
-      { username: undefined, phone: undefined, user: { username: '김철수', phone }, site_url: 'https://shop.example/signup', extra: { timeout: 3, theme: 'dark' } },
+      {
+        username: undefined,
+        phone: undefined,
+        user: { username: '김철수', phone },
+        site_url: 'https://shop.example/signup',
+        extra: { timeout: 3, theme: 'dark' },
+      },
       { remoteAddress: '203.0.113.77' },
     );
     expect(res.status, JSON.stringify(res.body)).toBe(200);
@@ -98,7 +111,12 @@ describe('POST /v2/request/authentication', () => {
 
   it('prefers the top-level username/phone and an explicit client_ip', async () => {
     const phone = freshPhone();
-    const res = await api.request({ username: '이영희', phone, user: { username: 'ignored', phone: freshPhone() }, client_ip: '198.51.100.9' });
+    const res = await api.request({
+      username: '이영희',
+      phone,
+      user: { username: 'ignored', phone: freshPhone() },
+      client_ip: '198.51.100.9',
+    });
     expect(res.status).toBe(200);
     const receiptId = res.body.receipt_id as string;
     expect((await row(receiptId)).client_ip).toBe('198.51.100.9');
@@ -234,7 +252,12 @@ describe('GET /sandbox/v1/sms', () => {
     }
     expect(Date.parse(list[0]!.sent_at)).toBeGreaterThanOrEqual(Date.parse(list[1]!.sent_at));
     // newest first: the first OTP was replaced by the resent one
-    expectApiError(await api.confirm(receiptId, list[1]!.otp === list[0]!.otp ? '000000' : list[1]!.otp), 500, 2405, 'AUTH_CONFIRM_FAILED');
+    expectApiError(
+      await api.confirm(receiptId, list[1]!.otp === list[0]!.otp ? '000000' : list[1]!.otp),
+      500,
+      2405,
+      'AUTH_CONFIRM_FAILED',
+    );
     expect((await api.confirm(receiptId, list[0]!.otp)).status).toBe(200);
 
     const anonymous = await t.app.inject({ method: 'GET', url: `/sandbox/v1/sms?phone=${phone}` });
@@ -247,7 +270,11 @@ describe('GET /sandbox/v1/sms', () => {
     const production = await buildTestApp({ config: { sandbox: false } });
     try {
       const p = await production.createProject();
-      const res = await production.app.inject({ method: 'GET', url: '/sandbox/v1/sms?phone=01012345678', headers: { authorization: p.basicAuth } });
+      const res = await production.app.inject({
+        method: 'GET',
+        url: '/sandbox/v1/sms?phone=01012345678',
+        headers: { authorization: p.basicAuth },
+      });
       expect(res.statusCode).toBe(404);
     } finally {
       await production.close();
@@ -297,7 +324,9 @@ describe('POST /v2/authenticate/confirm and GET /v2/certificate/{receipt_id}', (
 
     const stored = await row(receiptId);
     expect(stored.status).toBe(12);
-    expect(stored.authenticated_at?.toISOString().slice(0, 19)).toBe(new Date(Date.parse(body.authenticated_at as string)).toISOString().slice(0, 19));
+    expect(stored.authenticated_at?.toISOString().slice(0, 19)).toBe(
+      new Date(Date.parse(body.authenticated_at as string)).toISOString().slice(0, 19),
+    );
   });
 
   it('birth, gender and foreigner come from identity_no (century, sex and nationality digit)', async () => {
@@ -328,7 +357,10 @@ describe('POST /v2/authenticate/confirm and GET /v2/certificate/{receipt_id}', (
     expect(a.unique).toBe(a2.unique);
     expect(a.di).toBe(a2.di);
     expect(a.di).not.toBe(b.di);
-    const someoneElse = (await api.verified({ username: '박민수', identity_no: '8502031' })).body.authenticate_data as Record<string, string>;
+    const someoneElse = (await api.verified({ username: '박민수', identity_no: '8502031' })).body.authenticate_data as Record<
+      string,
+      string
+    >;
     expect(someoneElse.unique).not.toBe(a.unique);
   });
 

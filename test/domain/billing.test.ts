@@ -9,7 +9,14 @@ import {
   renderBillingKey,
 } from '../../src/domain/billing.js';
 import { ApiError, type ErrorName } from '../../src/domain/errors.js';
-import { cancelIdempotencyKey, planCancel, PAYMENT_CANCELLED, PAYMENT_COMPLETE, PAYMENT_PENDING, renderReceipt } from '../../src/domain/receipt.js';
+import {
+  cancelIdempotencyKey,
+  planCancel,
+  PAYMENT_CANCELLED,
+  PAYMENT_COMPLETE,
+  PAYMENT_PENDING,
+  renderReceipt,
+} from '../../src/domain/receipt.js';
 
 const NOW = new Date('2026-11-22T00:00:00Z');
 const VALID = {
@@ -96,17 +103,27 @@ describe('billing key request validation order', () => {
       expect(err.pg).toBeUndefined();
       expect(err.message).not.toContain(card_no);
     }
-    expect(errorOf(() => parseBillingKeyRequest({ ...VALID, card_expire_year: '20' }, NOW)).name).toBe('SUBSCRIBE_PUBLISH_FAILED');
+    expect(errorOf(() => parseBillingKeyRequest({ ...VALID, card_expire_year: '20' }, NOW)).name).toBe(
+      'SUBSCRIBE_PUBLISH_FAILED',
+    );
     expect(errorOf(() => parseBillingKeyRequest({ ...VALID, card_pw: '1' }, NOW)).name).toBe('SUBSCRIBE_PUBLISH_FAILED');
-    expect(errorOf(() => parseBillingKeyRequest({ ...VALID, card_no: 4111111111111111 }, NOW)).name).toBe('SUBSCRIBE_CARD_NO_BLANK');
-    expect(errorOf(() => parseBillingKeyRequest({ ...VALID, order_name: 'x'.repeat(100_000) }, NOW)).name).toBe('INVALID_REQUEST');
+    expect(errorOf(() => parseBillingKeyRequest({ ...VALID, card_no: 4111111111111111 }, NOW)).name).toBe(
+      'SUBSCRIBE_CARD_NO_BLANK',
+    );
+    expect(errorOf(() => parseBillingKeyRequest({ ...VALID, order_name: 'x'.repeat(100_000) }, NOW)).name).toBe(
+      'INVALID_REQUEST',
+    );
   });
 });
 
 describe('charge request', () => {
   const charge = { billing_key: '0123456789abcdef01234567', order_name: 'n', order_id: 'o-1', price: 1000 };
   it('validates amounts and ids', () => {
-    expect(parseChargeRequest({ ...charge, card_quota: '03', tax_free: 100 })).toMatchObject({ price: 1000, taxFree: 100, quota: 3 });
+    expect(parseChargeRequest({ ...charge, card_quota: '03', tax_free: 100 })).toMatchObject({
+      price: 1000,
+      taxFree: 100,
+      quota: 3,
+    });
     expect(errorOf(() => parseChargeRequest({ ...charge, billing_key: '' })).name).toBe('SUBSCRIBE_BK_NOT_FOUND');
     expect(errorOf(() => parseChargeRequest({ ...charge, billing_key: 'not-a-key' })).name).toBe('SUBSCRIBE_BK_NOT_FOUND');
     expect(errorOf(() => parseChargeRequest({ ...charge, order_id: '' })).name).toBe('RC_O_ID_BLANK');
@@ -127,10 +144,18 @@ describe('charge request', () => {
 describe('cancel plan', () => {
   const paid = { status: PAYMENT_COMPLETE, price: 10_000, taxFree: 2_000, cancelledPrice: 0, cancelledTaxFree: 0 };
   it('cancels everything that remains by default', () => {
-    expect(planCancel(paid, { cancelPrice: undefined, cancelTaxFree: undefined })).toEqual({ amount: 10_000, taxFree: 2_000, fullyCancelled: true });
+    expect(planCancel(paid, { cancelPrice: undefined, cancelTaxFree: undefined })).toEqual({
+      amount: 10_000,
+      taxFree: 2_000,
+      fullyCancelled: true,
+    });
   });
   it('keeps the leftover tax-free part within the leftover amount', () => {
-    expect(planCancel(paid, { cancelPrice: 3_000, cancelTaxFree: undefined })).toEqual({ amount: 3_000, taxFree: 0, fullyCancelled: false });
+    expect(planCancel(paid, { cancelPrice: 3_000, cancelTaxFree: undefined })).toEqual({
+      amount: 3_000,
+      taxFree: 0,
+      fullyCancelled: false,
+    });
     expect(planCancel({ ...paid, cancelledPrice: 7_000 }, { cancelPrice: 2_000, cancelTaxFree: undefined })).toEqual({
       amount: 2_000,
       taxFree: 1_000,
@@ -140,9 +165,10 @@ describe('cancel plan', () => {
   it('refuses too much and finished receipts', () => {
     expect(errorOf(() => planCancel(paid, { cancelPrice: 10_001, cancelTaxFree: undefined })).name).toBe('CANCEL_PRICE_EXCEEDED');
     expect(errorOf(() => planCancel(paid, { cancelPrice: 100, cancelTaxFree: 200 })).name).toBe('CANCEL_PRICE_EXCEEDED');
-    expect(errorOf(() => planCancel({ ...paid, status: PAYMENT_CANCELLED }, { cancelPrice: undefined, cancelTaxFree: undefined })).name).toBe(
-      'RECEIPT_NOT_CANCELLABLE',
-    );
+    expect(
+      errorOf(() => planCancel({ ...paid, status: PAYMENT_CANCELLED }, { cancelPrice: undefined, cancelTaxFree: undefined }))
+        .name,
+    ).toBe('RECEIPT_NOT_CANCELLABLE');
   });
   it('derives cancel keys from cancel_id or the refund state', () => {
     expect(cancelIdempotencyKey('r', 'c1', 0, 100)).toBe(cancelIdempotencyKey('r', 'c1', 500, 200));
@@ -151,7 +177,12 @@ describe('cancel plan', () => {
 });
 
 describe('rendering', () => {
-  const card = { maskedNumber: '411111******1111', cardCompany: 'Sandbox VISA', cardCompanyCode: 'SVS', cardType: 'credit' as const };
+  const card = {
+    maskedNumber: '411111******1111',
+    cardCompany: 'Sandbox VISA',
+    cardCompanyCode: 'SVS',
+    cardType: 'credit' as const,
+  };
 
   it('renders the issuance response with every field and no receipt_data', () => {
     const body = renderBillingKey({
@@ -200,8 +231,33 @@ describe('rendering', () => {
       cardQuota: 0,
     });
     expect(body.status_locale).toBe('결제대기');
-    for (const key of ['purchased_at', 'cancelled_at', 'card_data', 'metadata', 'company_name']) expect(body).not.toHaveProperty(key);
-    const paid = renderReceipt({ receiptId: 'r', orderId: 'o', orderName: 'n', price: 100, taxFree: 0, cancelledPrice: 0, cancelledTaxFree: 0, status: PAYMENT_COMPLETE, pg: 'p', method: 'm', methodSymbol: 's', sandbox: false, requestedAt: new Date(0), cardQuota: 2, card, approvalNo: '123' });
-    expect(paid.card_data).toEqual({ card_approve_no: '123', card_no: '411111******1111', card_quota: '02', card_company: 'Sandbox VISA', card_company_code: 'SVS', card_type: 'credit' });
+    for (const key of ['purchased_at', 'cancelled_at', 'card_data', 'metadata', 'company_name'])
+      expect(body).not.toHaveProperty(key);
+    const paid = renderReceipt({
+      receiptId: 'r',
+      orderId: 'o',
+      orderName: 'n',
+      price: 100,
+      taxFree: 0,
+      cancelledPrice: 0,
+      cancelledTaxFree: 0,
+      status: PAYMENT_COMPLETE,
+      pg: 'p',
+      method: 'm',
+      methodSymbol: 's',
+      sandbox: false,
+      requestedAt: new Date(0),
+      cardQuota: 2,
+      card,
+      approvalNo: '123',
+    });
+    expect(paid.card_data).toEqual({
+      card_approve_no: '123',
+      card_no: '411111******1111',
+      card_quota: '02',
+      card_company: 'Sandbox VISA',
+      card_company_code: 'SVS',
+      card_type: 'credit',
+    });
   });
 });

@@ -13,11 +13,14 @@ describe('formatTimestamp', () => {
 
   it('parses back to the same second for any instant', () => {
     fc.assert(
-      fc.property(fc.date({ min: new Date('1970-01-02T00:00:00Z'), max: new Date('9000-01-01T00:00:00Z'), noInvalidDate: true }), (date) => {
-        const text = formatTimestamp(date);
-        expect(text).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\+09:00$/);
-        expect(Date.parse(text)).toBe(Math.floor(date.getTime() / 1000) * 1000);
-      }),
+      fc.property(
+        fc.date({ min: new Date('1970-01-02T00:00:00Z'), max: new Date('9000-01-01T00:00:00Z'), noInvalidDate: true }),
+        (date) => {
+          const text = formatTimestamp(date);
+          expect(text).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\+09:00$/);
+          expect(Date.parse(text)).toBe(Math.floor(date.getTime() / 1000) * 1000);
+        },
+      ),
     );
   });
 
@@ -79,6 +82,20 @@ describe('IP allow-list', () => {
 
   it('validates entries', () => {
     for (const ok of ['127.0.0.1', '10.0.0.0/8', '::1', '2001:db8::/32']) expect(isIpOrCidr(ok), ok).toBe(true);
-    for (const bad of ['', '999.0.0.1', '10.0.0.0/33', 'localhost', '10.0.0.0/', '10', '010.0.0.1', '0x0a.0.0.1', '167772161', '1.2.3', '::1/129', '10.0.0.0/8/8']) expect(isIpOrCidr(bad), bad).toBe(false);
+    for (const bad of [
+      '',
+      '999.0.0.1',
+      '10.0.0.0/33',
+      'localhost',
+      '10.0.0.0/',
+      '10',
+      '010.0.0.1',
+      '0x0a.0.0.1',
+      '167772161',
+      '1.2.3',
+      '::1/129',
+      '10.0.0.0/8/8',
+    ])
+      expect(isIpOrCidr(bad), bad).toBe(false);
   });
 });

@@ -80,9 +80,7 @@ describe('retry policy', () => {
         expect(gap, `gap before attempt ${i + 2}`).toBeLessThan(expected + (againstRealServer ? 2_000 : 10_000));
       });
       // Failed attempts are not history: only the last attempt's events are written.
-      const types = (await historyEvents(env.client.workflow.getHandle(workflowId))).map((e) =>
-        eventTypeName(e, EventType),
-      );
+      const types = (await historyEvents(env.client.workflow.getHandle(workflowId))).map((e) => eventTypeName(e, EventType));
       expect(types.filter((t) => t === 'ACTIVITY_TASK_STARTED')).toHaveLength(1);
       const started = (await historyEvents(env.client.workflow.getHandle(workflowId))).find(
         (e) => e.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED,
@@ -98,7 +96,11 @@ describe('retry policy', () => {
         env.client.workflow.execute(runActivity, {
           taskQueue,
           workflowId,
-          args: ['failWith', ['Flaky', false], { startToCloseTimeout: '10s', retry: { initialInterval: '1s', maximumAttempts: 3 } }],
+          args: [
+            'failWith',
+            ['Flaky', false],
+            { startToCloseTimeout: '10s', retry: { initialInterval: '1s', maximumAttempts: 3 } },
+          ],
         }),
       );
       expect(failure.retryState).toBe(RetryState.MAXIMUM_ATTEMPTS_REACHED);
@@ -120,7 +122,10 @@ describe('retry policy', () => {
           args: [
             'failWith',
             ['Fatal', false],
-            { startToCloseTimeout: '10s', retry: { initialInterval: '1s', maximumAttempts: 10, nonRetryableErrorTypes: ['Fatal'] } },
+            {
+              startToCloseTimeout: '10s',
+              retry: { initialInterval: '1s', maximumAttempts: 10, nonRetryableErrorTypes: ['Fatal'] },
+            },
           ],
         }),
       );

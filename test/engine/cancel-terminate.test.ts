@@ -45,7 +45,8 @@ describe('cancel', () => {
     await withWorker(env, { activities }, async (taskQueue) => {
       const handle = await env.client.workflow.start(sleeper, { taskQueue, workflowId: uniqueId('cancel'), args: [DAY_MS] });
       await eventually(
-        async () => ((await historyEvents(handle)).some((e) => e.eventType === EventType.EVENT_TYPE_TIMER_STARTED) ? true : undefined),
+        async () =>
+          (await historyEvents(handle)).some((e) => e.eventType === EventType.EVENT_TYPE_TIMER_STARTED) ? true : undefined,
         'the timer to start',
       );
       await handle.cancel();
@@ -54,11 +55,7 @@ describe('cancel', () => {
       expect((await handle.describe()).status.name).toBe('CANCELLED');
       const types = (await historyEvents(handle)).map((e) => eventTypeName(e, EventType));
       expect(
-        isSubsequence(types, [
-          'TIMER_STARTED',
-          'WORKFLOW_EXECUTION_CANCEL_REQUESTED',
-          'WORKFLOW_EXECUTION_CANCELED',
-        ]),
+        isSubsequence(types, ['TIMER_STARTED', 'WORKFLOW_EXECUTION_CANCEL_REQUESTED', 'WORKFLOW_EXECUTION_CANCELED']),
         types.join(' '),
       ).toBe(true);
       expect(types.at(-1)).toBe('WORKFLOW_EXECUTION_CANCELED');
@@ -70,7 +67,8 @@ describe('cancel', () => {
     await withWorker(env, { activities }, async (taskQueue) => {
       const handle = await env.client.workflow.start(cleanupOnCancel, { taskQueue, workflowId: uniqueId('cancel-cleanup') });
       await eventually(
-        async () => ((await historyEvents(handle)).some((e) => e.eventType === EventType.EVENT_TYPE_TIMER_STARTED) ? true : undefined),
+        async () =>
+          (await historyEvents(handle)).some((e) => e.eventType === EventType.EVENT_TYPE_TIMER_STARTED) ? true : undefined,
         'the timer to start',
       );
       await handle.cancel();
@@ -78,7 +76,12 @@ describe('cancel', () => {
       expect((await handle.describe()).status.name).toBe('COMPLETED');
       const types = (await historyEvents(handle)).map((e) => eventTypeName(e, EventType));
       expect(
-        isSubsequence(types, ['WORKFLOW_EXECUTION_CANCEL_REQUESTED', 'ACTIVITY_TASK_SCHEDULED', 'ACTIVITY_TASK_COMPLETED', 'WORKFLOW_EXECUTION_COMPLETED']),
+        isSubsequence(types, [
+          'WORKFLOW_EXECUTION_CANCEL_REQUESTED',
+          'ACTIVITY_TASK_SCHEDULED',
+          'ACTIVITY_TASK_COMPLETED',
+          'WORKFLOW_EXECUTION_COMPLETED',
+        ]),
         types.join(' '),
       ).toBe(true);
       await expectReplays(handle);

@@ -4,7 +4,16 @@ import { temporal } from '@temporalio/proto';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createActivities } from './activities.js';
-import { createEnv, eventTypeName, eventually, expectReplays, historyEvents, isSubsequence, uniqueId, withWorker } from './env.js';
+import {
+  createEnv,
+  eventTypeName,
+  eventually,
+  expectReplays,
+  historyEvents,
+  isSubsequence,
+  uniqueId,
+  withWorker,
+} from './env.js';
 import {
   continueAsNewCounter,
   duplicateChild,
@@ -62,7 +71,9 @@ describe('child workflows', () => {
       const handle = await env.client.workflow.start(parentOfChild, { taskQueue, workflowId, args: ['fail'] });
       expect(await handle.result()).toBe('failed: ChildBroke');
       const types = (await historyEvents(handle)).map((e) => eventTypeName(e, EventType));
-      expect(isSubsequence(types, ['CHILD_WORKFLOW_EXECUTION_STARTED', 'CHILD_WORKFLOW_EXECUTION_FAILED']), types.join(' ')).toBe(true);
+      expect(isSubsequence(types, ['CHILD_WORKFLOW_EXECUTION_STARTED', 'CHILD_WORKFLOW_EXECUTION_FAILED']), types.join(' ')).toBe(
+        true,
+      );
       expect((await env.client.workflow.getHandle(`${workflowId}-child`).describe()).status.name).toBe('FAILED');
       await expectReplays(handle);
     });

@@ -56,7 +56,11 @@ class Child {
   }
 
   async waitForOutput(pattern: RegExp, what: string, timeoutMs = 30_000): Promise<void> {
-    await eventually(async () => (pattern.test(this.text()) ? true : undefined), `${what}; output so far:\n${this.text()}`, timeoutMs);
+    await eventually(
+      async () => (pattern.test(this.text()) ? true : undefined),
+      `${what}; output so far:\n${this.text()}`,
+      timeoutMs,
+    );
   }
 }
 
@@ -109,9 +113,13 @@ function startServer(file = dbFile, serverPort = port): Child {
 function startWorker(workflowQueue: string, activityQueues: string[]): Child {
   const child = new Child(
     'durability worker',
-    spawn(process.execPath, ['--import', 'tsx', WORKER_SCRIPT, `127.0.0.1:${port}`, bundleFile, workflowQueue, ...activityQueues], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-    }),
+    spawn(
+      process.execPath,
+      ['--import', 'tsx', WORKER_SCRIPT, `127.0.0.1:${port}`, bundleFile, workflowQueue, ...activityQueues],
+      {
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    ),
   );
   children.push(child);
   return child;
@@ -193,7 +201,9 @@ describe('kill -9 and restart on the same --db-filename', () => {
     });
     await waitingForSignal.signal(pushSignal, 'before the kill');
     const updated = await client.workflow.start(updatable, { taskQueue: workflowQueue, workflowId: uniqueId('durable-update') });
-    expect(await bounded(updated.executeUpdate(incrementUpdate, { args: [2], updateId: 'before-kill' }), 20_000, 'update')).toBe(2);
+    expect(await bounded(updated.executeUpdate(incrementUpdate, { args: [2], updateId: 'before-kill' }), 20_000, 'update')).toBe(
+      2,
+    );
 
     // Everything is mid-flight: the timer is pending, an activity is scheduled on an unpolled queue,
     // attempt 1 of another runs on worker1, and the signal was processed.
@@ -227,7 +237,13 @@ describe('kill -9 and restart on the same --db-filename', () => {
 
     // Update outcomes survive: a repeated update id gets its first outcome, a new update sees the old state.
     const updatedAfter = client.workflow.getHandle<typeof updatable>(updated.workflowId);
-    expect(await bounded(updatedAfter.executeUpdate(incrementUpdate, { args: [100], updateId: 'before-kill' }), 30_000, 'repeated update')).toBe(2);
+    expect(
+      await bounded(
+        updatedAfter.executeUpdate(incrementUpdate, { args: [100], updateId: 'before-kill' }),
+        30_000,
+        'repeated update',
+      ),
+    ).toBe(2);
     expect(await bounded(updatedAfter.executeUpdate(incrementUpdate, { args: [3] }), 30_000, 'new update')).toBe(5);
     await updatedAfter.signal(finishSignal);
     expect(await bounded(updatedAfter.result(), 30_000, 'the updated workflow')).toBe(5);

@@ -160,9 +160,7 @@ describe('sticky queue', () => {
       }, 'the second workflow task to complete');
     });
 
-    const scheduled = (await historyEvents(handle)).filter(
-      (e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED,
-    );
+    const scheduled = (await historyEvents(handle)).filter((e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED);
     expect(scheduled[0]?.workflowTaskScheduledEventAttributes?.taskQueue?.kind).toBe(TaskQueueKind.TASK_QUEUE_KIND_NORMAL);
     expect(scheduled[1]?.workflowTaskScheduledEventAttributes?.taskQueue?.kind).toBe(TaskQueueKind.TASK_QUEUE_KIND_STICKY);
 
@@ -302,33 +300,38 @@ describe('history paging', () => {
   it('pages a long history for the worker and for GetWorkflowExecutionHistory', async () => {
     // ~300 events: more than the 256 a real server puts in one poll response.
     const timers = 60;
-    await withWorker(env, { activities, maxCachedWorkflows: 0 }, async (taskQueue) => {
-      const handle = await env.client.workflow.start(manyTimers, { taskQueue, workflowId: uniqueId('paging'), args: [timers] });
-      expect(await handle.result()).toBe(timers);
+    await withWorker(
+      env,
+      { activities, maxCachedWorkflows: 0 },
+      async (taskQueue) => {
+        const handle = await env.client.workflow.start(manyTimers, { taskQueue, workflowId: uniqueId('paging'), args: [timers] });
+        expect(await handle.result()).toBe(timers);
 
-      const pageSize = 50;
-      const pages: HistoryEvent[][] = [];
-      let nextPageToken: Uint8Array | undefined;
-      do {
-        const response = await env.connection.workflowService.getWorkflowExecutionHistory({
-          namespace: namespaceOf(env),
-          execution: { workflowId: handle.workflowId },
-          maximumPageSize: pageSize,
-          nextPageToken,
-        });
-        pages.push(response.history?.events ?? []);
-        nextPageToken = response.nextPageToken?.length ? response.nextPageToken : undefined;
-      } while (nextPageToken !== undefined && pages.length < 100);
+        const pageSize = 50;
+        const pages: HistoryEvent[][] = [];
+        let nextPageToken: Uint8Array | undefined;
+        do {
+          const response = await env.connection.workflowService.getWorkflowExecutionHistory({
+            namespace: namespaceOf(env),
+            execution: { workflowId: handle.workflowId },
+            maximumPageSize: pageSize,
+            nextPageToken,
+          });
+          pages.push(response.history?.events ?? []);
+          nextPageToken = response.nextPageToken?.length ? response.nextPageToken : undefined;
+        } while (nextPageToken !== undefined && pages.length < 100);
 
-      const paged = pages.flat();
-      expect(pages.length).toBeGreaterThan(1);
-      for (const page of pages) expect(page.length).toBeLessThanOrEqual(pageSize);
-      expect(paged.length).toBeGreaterThan(5 * timers);
-      for (const [i, event] of paged.entries()) expect(Number(event.eventId)).toBe(i + 1);
-      expect(paged.length).toBe((await handle.describe()).historyLength);
-      expect(paged.length).toBe((await historyEvents(handle)).length);
-      expect(typesOf(paged).at(-1)).toBe('WORKFLOW_EXECUTION_COMPLETED');
-    }, 90_000);
+        const paged = pages.flat();
+        expect(pages.length).toBeGreaterThan(1);
+        for (const page of pages) expect(page.length).toBeLessThanOrEqual(pageSize);
+        expect(paged.length).toBeGreaterThan(5 * timers);
+        for (const [i, event] of paged.entries()) expect(Number(event.eventId)).toBe(i + 1);
+        expect(paged.length).toBe((await handle.describe()).historyLength);
+        expect(paged.length).toBe((await historyEvents(handle)).length);
+        expect(typesOf(paged).at(-1)).toBe('WORKFLOW_EXECUTION_COMPLETED');
+      },
+      90_000,
+    );
   }, 120_000);
 });
 

@@ -74,7 +74,9 @@ describe('time-skipping server', () => {
     expect(typeof serverVersion).toBe('string');
     for (const name of REQUIRED_SYSTEM_CAPABILITIES) expect(capabilities?.[name], name).toBe(true);
     if (!againstRealServer) {
-      const unproven = advertised(capabilities).filter((name) => !(PROVEN_SYSTEM_CAPABILITIES as readonly string[]).includes(name));
+      const unproven = advertised(capabilities).filter(
+        (name) => !(PROVEN_SYSTEM_CAPABILITIES as readonly string[]).includes(name),
+      );
       expect(unproven, 'capabilities advertised but not covered by the suite').toEqual([]);
     }
   });
@@ -99,9 +101,15 @@ describe('time-skipping server', () => {
 
   it('stores the sdk metadata of workflow task completions in the history', async () => {
     await withWorker(env, { activities }, async (taskQueue) => {
-      const handle = await env.client.workflow.start(activityAndTimer, { taskQueue, workflowId: uniqueId('sdk-metadata'), args: [10] });
+      const handle = await env.client.workflow.start(activityAndTimer, {
+        taskQueue,
+        workflowId: uniqueId('sdk-metadata'),
+        args: [10],
+      });
       expect(await handle.result()).toBe('bench');
-      const completions = (await historyEvents(handle)).filter((e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED);
+      const completions = (await historyEvents(handle)).filter(
+        (e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED,
+      );
       const metadata = completions.map((e) => e.workflowTaskCompletedEventAttributes?.sdkMetadata);
       const flagsUsed = metadata.flatMap((m) => [...(m?.coreUsedFlags ?? []), ...(m?.langUsedFlags ?? [])]);
       expect(flagsUsed.length + metadata.filter((m) => m?.sdkName).length).toBeGreaterThan(0);

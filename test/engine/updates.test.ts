@@ -1,11 +1,6 @@
 // Updates: accepted/completed events, validator rejection writes no history, one run per update id,
 // callers wait for the outcome, failing handlers, replay of accepted updates, closed workflows.
-import {
-  WorkflowNotFoundError,
-  WorkflowUpdateFailedError,
-  WorkflowUpdateStage,
-  type WorkflowHandle,
-} from '@temporalio/client';
+import { WorkflowNotFoundError, WorkflowUpdateFailedError, WorkflowUpdateStage, type WorkflowHandle } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';

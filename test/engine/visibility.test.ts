@@ -112,7 +112,9 @@ describe('list', () => {
   it('lists failed and canceled workflows under their statuses', async () => {
     await withWorker(env, { activities }, async (taskQueue) => {
       const failedId = uniqueId('failed');
-      await env.client.workflow.execute(failWithType, { taskQueue, workflowId: failedId, args: ['Broken'] }).catch(() => undefined);
+      await env.client.workflow
+        .execute(failWithType, { taskQueue, workflowId: failedId, args: ['Broken'] })
+        .catch(() => undefined);
       const canceled = await env.client.workflow.start(signalCollector, { taskQueue, workflowId: uniqueId('canceled') });
       await canceled.cancel();
       await canceled.result().catch(() => undefined);

@@ -81,11 +81,7 @@ export async function signalCollector(): Promise<string[]> {
 }
 
 /** Runs one activity with the given options; the activity outcome is the workflow outcome. */
-export async function runActivity(
-  name: keyof EngineActivities,
-  args: unknown[],
-  options: ActivityOptions,
-): Promise<unknown> {
+export async function runActivity(name: keyof EngineActivities, args: unknown[], options: ActivityOptions): Promise<unknown> {
   const activities = proxyActivities<Record<string, (...a: unknown[]) => Promise<unknown>>>(options);
   const activity = activities[name];
   if (activity === undefined) throw ApplicationFailure.nonRetryable(`no activity ${name}`);

@@ -18,7 +18,9 @@ export interface SandboxFixture {
   close(): Promise<void>;
 }
 
-export async function startSandboxFixture(opts: { timeoutMs?: number; secret?: string; faultDelayMs?: number } = {}): Promise<SandboxFixture> {
+export async function startSandboxFixture(
+  opts: { timeoutMs?: number; secret?: string; faultDelayMs?: number } = {},
+): Promise<SandboxFixture> {
   let offsetMs = 0;
   const sandbox = await startSandboxGateways({
     clock: () => new Date(Date.now() + offsetMs),

@@ -157,7 +157,9 @@ describe('sandbox_card charges and cancels', () => {
 
     const [payload, signature] = issued.gatewayBillingKey.slice(4).split('.') as [string, string];
     const claims = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as Record<string, unknown>;
-    const forgedPayload = Buffer.from(JSON.stringify({ ...claims, refuse: false, exp: claims.exp as number + 1 })).toString('base64url');
+    const forgedPayload = Buffer.from(JSON.stringify({ ...claims, refuse: false, exp: (claims.exp as number) + 1 })).toString(
+      'base64url',
+    );
     expect((await declined(charge(`sbk_${forgedPayload}.${signature}`))).pgErrorCode).toBe('C201');
     expect((await declined(charge('not-a-key'))).pgErrorCode).toBe('C201');
   });

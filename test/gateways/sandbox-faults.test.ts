@@ -130,8 +130,14 @@ describe('unavailable gateways', () => {
     const req = await chargeRequest();
     const paid = await fx.card.charge(req);
     const calls: [string, () => Promise<unknown>][] = [
-      ['billing_key.issue', () => fx.card.issueBillingKey({ idempotencyKey: key('i'), card: testCard(), orderName: 'x', subscriptionId: 's' })],
-      ['cancel', () => fx.card.cancel({ idempotencyKey: key('c'), gatewayTid: paid.gatewayTid, amount: 1, taxFree: 0, reason: 'r' })],
+      [
+        'billing_key.issue',
+        () => fx.card.issueBillingKey({ idempotencyKey: key('i'), card: testCard(), orderName: 'x', subscriptionId: 's' }),
+      ],
+      [
+        'cancel',
+        () => fx.card.cancel({ idempotencyKey: key('c'), gatewayTid: paid.gatewayTid, amount: 1, taxFree: 0, reason: 'r' }),
+      ],
       ['billing_key.revoke', () => fx.card.destroyBillingKey({ gatewayBillingKey: req.gatewayBillingKey })],
       [
         'otp.request',
@@ -191,7 +197,11 @@ describe('unavailable gateways', () => {
     const cases: [string, { status: number; body: string }, 'unavailable' | 'declined'][] = [
       ['a 503 with a refusal-looking body', { status: 503, body: '{"res_cd":"C204","res_msg":"x"}' }, 'unavailable'],
       ['a 200 with the wrong shape', { status: 200, body: '{"ok":true}' }, 'unavailable'],
-      ['a success without the expected data', { status: 200, body: '{"res_cd":"0000","res_msg":"ok","data":{"tid":1}}' }, 'unavailable'],
+      [
+        'a success without the expected data',
+        { status: 200, body: '{"res_cd":"0000","res_msg":"ok","data":{"tid":1}}' },
+        'unavailable',
+      ],
       ['a 404 page', { status: 404, body: '<html>not found</html>' }, 'unavailable'],
       ['a 302 redirect', { status: 302, body: '' }, 'unavailable'],
       ['an oversized body', { status: 200, body: `{"res_cd":"0000","res_msg":"${'x'.repeat(300_000)}"}` }, 'unavailable'],
@@ -267,8 +277,21 @@ describe('shutdown', () => {
   it('closes promptly while an answer is held by a timeout fault', async () => {
     const local = await startSandboxFixture({ timeoutMs: 60_000, faultDelayMs: 600_000 });
     const req = await (async () => {
-      const issued = await local.card.issueBillingKey({ idempotencyKey: 'i', card: testCard(), orderName: 'x', subscriptionId: 's' });
-      return { idempotencyKey: 'c', gatewayBillingKey: issued.gatewayBillingKey, amount: 1, taxFree: 0, orderId: 'o', orderName: 'n', quota: 0 };
+      const issued = await local.card.issueBillingKey({
+        idempotencyKey: 'i',
+        card: testCard(),
+        orderName: 'x',
+        subscriptionId: 's',
+      });
+      return {
+        idempotencyKey: 'c',
+        gatewayBillingKey: issued.gatewayBillingKey,
+        amount: 1,
+        taxFree: 0,
+        orderId: 'o',
+        orderName: 'n',
+        quota: 0,
+      };
     })();
     await local.postJson('/_sandbox/faults', { operation: 'charge', fault: 'timeout' });
     const pending = local.card.charge(req).then(
@@ -276,7 +299,11 @@ describe('shutdown', () => {
       () => 'failed',
     );
     // Wait until the sandbox has executed the charge and is holding its answer.
-    for (let i = 0; i < 200 && ((await local.getJson('/_sandbox/charges?idempotency_key=c')).body as { executions: number }).executions === 0; i++) {
+    for (
+      let i = 0;
+      i < 200 && ((await local.getJson('/_sandbox/charges?idempotency_key=c')).body as { executions: number }).executions === 0;
+      i++
+    ) {
       await new Promise((resolve) => setTimeout(resolve, 10));
     }
     await local.sandbox.close();

@@ -46,8 +46,23 @@ it('logs no sensitive values through any path, including refusals and faults', a
     orderName: 'o',
     subscriptionId: 's',
   });
-  await card.issueBillingKey({ idempotencyKey: 'leak-issue-2', card: testCard({ number: secrets.refused }), orderName: 'o', subscriptionId: 's' }).catch(() => undefined);
-  const charge = { idempotencyKey: 'leak-charge', gatewayBillingKey: issued.gatewayBillingKey, amount: 100, taxFree: 0, orderId: 'o', orderName: 'n', quota: 0 };
+  await card
+    .issueBillingKey({
+      idempotencyKey: 'leak-issue-2',
+      card: testCard({ number: secrets.refused }),
+      orderName: 'o',
+      subscriptionId: 's',
+    })
+    .catch(() => undefined);
+  const charge = {
+    idempotencyKey: 'leak-charge',
+    gatewayBillingKey: issued.gatewayBillingKey,
+    amount: 100,
+    taxFree: 0,
+    orderId: 'o',
+    orderName: 'n',
+    quota: 0,
+  };
   await fetch(new URL('/_sandbox/faults', sandbox.url), {
     method: 'POST',
     headers: { 'content-type': 'application/json' },

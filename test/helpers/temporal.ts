@@ -122,7 +122,11 @@ export async function startTestTemporal(deps: TestTemporalDeps): Promise<TestTem
   try {
     const namespace = env.namespace ?? 'default';
     const taskQueue = `paygate-test-${randomUUID()}`;
-    const client = new TemporalClient({ connection: env.connection, namespace, dataConverter: paygateDataConverter(deps.keyring) });
+    const client = new TemporalClient({
+      connection: env.connection,
+      namespace,
+      dataConverter: paygateDataConverter(deps.keyring),
+    });
     const activities = createActivities({ stores: createStores(deps.database.db, deps.keyring), gateways: deps.gateways });
     const startWorker = async () => {
       const created = await bounded(

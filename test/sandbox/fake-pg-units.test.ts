@@ -48,24 +48,28 @@ describe('billing key tokens', () => {
 describe('decodeBirthSex', () => {
   it('agrees with the century / sex / nationality table for every valid date and digit', () => {
     fc.assert(
-      fc.property(fc.date({ min: new Date(Date.UTC(1800, 0, 1)), max: new Date(Date.UTC(2099, 11, 31)), noInvalidDate: true }), fc.integer({ min: 0, max: 9 }), (date, digit) => {
-        const yyyy = date.getUTCFullYear();
-        const century = Math.floor(yyyy / 100);
-        const expectedCentury = [1, 2, 5, 6].includes(digit) ? 19 : [3, 4, 7, 8].includes(digit) ? 20 : 18;
-        const yymmdd = date.toISOString().slice(2, 10).replaceAll('-', '');
-        const decoded = decodeBirthSex(`${yymmdd}${digit}`);
-        if (century === expectedCentury) {
-          expect(decoded).toEqual({
-            birth: date.toISOString().slice(0, 10).replaceAll('-', ''),
-            sex: digit % 2 === 1 ? 'M' : 'F',
-            foreigner: digit >= 5 && digit <= 8 ? '1' : '0',
-          });
-        } else if (decoded !== undefined) {
-          // The same YYMMDD read in another century: only 29 February can stop being a date.
-          expect(decoded.birth.slice(0, 2)).toBe(String(expectedCentury));
-          expect(decoded.birth.slice(2)).toBe(`${String(yyyy).slice(2)}${yymmdd.slice(2)}`);
-        }
-      }),
+      fc.property(
+        fc.date({ min: new Date(Date.UTC(1800, 0, 1)), max: new Date(Date.UTC(2099, 11, 31)), noInvalidDate: true }),
+        fc.integer({ min: 0, max: 9 }),
+        (date, digit) => {
+          const yyyy = date.getUTCFullYear();
+          const century = Math.floor(yyyy / 100);
+          const expectedCentury = [1, 2, 5, 6].includes(digit) ? 19 : [3, 4, 7, 8].includes(digit) ? 20 : 18;
+          const yymmdd = date.toISOString().slice(2, 10).replaceAll('-', '');
+          const decoded = decodeBirthSex(`${yymmdd}${digit}`);
+          if (century === expectedCentury) {
+            expect(decoded).toEqual({
+              birth: date.toISOString().slice(0, 10).replaceAll('-', ''),
+              sex: digit % 2 === 1 ? 'M' : 'F',
+              foreigner: digit >= 5 && digit <= 8 ? '1' : '0',
+            });
+          } else if (decoded !== undefined) {
+            // The same YYMMDD read in another century: only 29 February can stop being a date.
+            expect(decoded.birth.slice(0, 2)).toBe(String(expectedCentury));
+            expect(decoded.birth.slice(2)).toBe(`${String(yyyy).slice(2)}${yymmdd.slice(2)}`);
+          }
+        },
+      ),
     );
   });
 });

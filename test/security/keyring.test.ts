@@ -36,10 +36,14 @@ describe('keyed MAC', () => {
     const made = before.mac('request-fingerprint', 'POST /v2/request/subscribe {"card_no":"4111111111111111"}');
     expect(made.keyId).toBe('old');
     const other = createKeyring(parseKeyringSpec(generateKeyringSpec('old')));
-    expect(other.mac('request-fingerprint', 'POST /v2/request/subscribe {"card_no":"4111111111111111"}').digest).not.toBe(made.digest);
+    expect(other.mac('request-fingerprint', 'POST /v2/request/subscribe {"card_no":"4111111111111111"}').digest).not.toBe(
+      made.digest,
+    );
     expect(before.mac('db-field', 'POST /v2/request/subscribe {"card_no":"4111111111111111"}').digest).not.toBe(made.digest);
     const rotated = createKeyring(parseKeyringSpec(`${generateKeyringSpec('new')},${oldSpec}`));
-    expect(rotated.mac('request-fingerprint', 'POST /v2/request/subscribe {"card_no":"4111111111111111"}', 'old').digest).toBe(made.digest);
+    expect(rotated.mac('request-fingerprint', 'POST /v2/request/subscribe {"card_no":"4111111111111111"}', 'old').digest).toBe(
+      made.digest,
+    );
     expect(rotated.mac('request-fingerprint', 'x').keyId).toBe('new');
   });
 });

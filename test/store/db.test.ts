@@ -28,7 +28,9 @@ describe(`store on ${databaseUrl ? 'Postgres' : 'PGlite'}`, () => {
   let database: Database;
   beforeAll(async () => {
     database = await openDatabase(freshOptions());
-    await sql`create table scratch (id serial primary key, amount bigint not null, at timestamptz not null, data jsonb not null, counter int not null default 0)`.execute(database.db);
+    await sql`create table scratch (id serial primary key, amount bigint not null, at timestamptz not null, data jsonb not null, counter int not null default 0)`.execute(
+      database.db,
+    );
   });
   afterAll(async () => {
     await database?.close();
@@ -44,8 +46,16 @@ describe(`store on ${databaseUrl ? 'Postgres' : 'PGlite'}`, () => {
 
   it('round-trips integer won beyond 2^31, timestamptz as Date, jsonb as values', async () => {
     const at = new Date('2026-11-22T04:05:01.123Z');
-    const inserted = await sql<{ id: number }>`insert into scratch (amount, at, data) values (${5_000_000_000}, ${at}, ${JSON.stringify({ a: [1, 'x'] })}) returning id`.execute(database.db);
-    const row = await sql<{ amount: number; at: Date; data: unknown }>`select amount, at, data from scratch where id = ${inserted.rows[0]!.id}`.execute(database.db);
+    const inserted = await sql<{
+      id: number;
+    }>`insert into scratch (amount, at, data) values (${5_000_000_000}, ${at}, ${JSON.stringify({ a: [1, 'x'] })}) returning id`.execute(
+      database.db,
+    );
+    const row = await sql<{
+      amount: number;
+      at: Date;
+      data: unknown;
+    }>`select amount, at, data from scratch where id = ${inserted.rows[0]!.id}`.execute(database.db);
     expect(row.rows[0]).toEqual({ amount: 5_000_000_000, at, data: { a: [1, 'x'] } });
     expect(typeof row.rows[0]!.amount).toBe('number');
   });
@@ -69,7 +79,9 @@ describe(`store on ${databaseUrl ? 'Postgres' : 'PGlite'}`, () => {
   });
 
   it('keeps concurrent transactions isolated (no lost updates with row locks)', async () => {
-    const { rows } = await sql<{ id: number }>`insert into scratch (amount, at, data) values (0, now(), '{}') returning id`.execute(database.db);
+    const { rows } = await sql<{
+      id: number;
+    }>`insert into scratch (amount, at, data) values (0, now(), '{}') returning id`.execute(database.db);
     const id = rows[0]!.id;
     await Promise.all(
       Array.from({ length: 20 }, () =>
@@ -84,16 +96,32 @@ describe(`store on ${databaseUrl ? 'Postgres' : 'PGlite'}`, () => {
   });
 
   it('a unique violation surfaces as a Postgres error code (23505) on both engines', async () => {
-    const application = { application_id: 'a'.repeat(24), name: 'n', client_key: `ck-${randomBytes(4).toString('hex')}`, secret_key_hash: 'x', private_key_hash: 'y', seller: true, scopes: '[]', allowed_ips: '[]', api_version: '2.5', webhook_url: null, merchant: '{}', key_expires_at: null, pgs: '[]' };
+    const application = {
+      application_id: 'a'.repeat(24),
+      name: 'n',
+      client_key: `ck-${randomBytes(4).toString('hex')}`,
+      secret_key_hash: 'x',
+      private_key_hash: 'y',
+      seller: true,
+      scopes: '[]',
+      allowed_ips: '[]',
+      api_version: '2.5',
+      webhook_url: null,
+      merchant: '{}',
+      key_expires_at: null,
+      pgs: '[]',
+    };
     await database.db.insertInto('projects').values(application).execute();
     const error = await database.db
       .insertInto('projects')
       .values({ ...application, application_id: 'b'.repeat(24) })
       .execute()
-      .then(() => undefined, (err: unknown) => err);
+      .then(
+        () => undefined,
+        (err: unknown) => err,
+      );
     expect((error as { code?: string }).code).toBe('23505');
   });
-
 });
 
 describe('PGlite dialect', () => {
@@ -105,7 +133,11 @@ describe('PGlite dialect', () => {
       const seen: number[] = [];
       for (const row of (await sql<{ n: number }>`select n from many order by n`.execute(database.db)).rows) seen.push(row.n);
       const streamed: number[] = [];
-      for await (const row of (database.db as unknown as import('kysely').Kysely<{ many: { n: number } }>).selectFrom('many').select('n').orderBy('n').stream(10)) {
+      for await (const row of (database.db as unknown as import('kysely').Kysely<{ many: { n: number } }>)
+        .selectFrom('many')
+        .select('n')
+        .orderBy('n')
+        .stream(10)) {
         streamed.push(row.n);
       }
       expect(streamed).toEqual(seen);
@@ -179,7 +211,9 @@ describe('migrations', () => {
       await expect(applyMigrations(database.db as never, [...migrations, good, bad])).rejects.toThrow();
       const names = await sql<{ name: string }>`select name from paygate_migrations`.execute(database.db);
       expect(names.rows.map((r) => r.name)).not.toContain('9001_good');
-      const tables = await sql<{ n: number }>`select count(*)::int as n from information_schema.tables where table_name in ('m_good', 'm_bad')`.execute(database.db);
+      const tables = await sql<{
+        n: number;
+      }>`select count(*)::int as n from information_schema.tables where table_name in ('m_good', 'm_bad')`.execute(database.db);
       expect(tables.rows[0]!.n).toBe(0);
     } finally {
       await database.close();

@@ -4,7 +4,11 @@ import { parseCancelRequest } from '../../domain/receipt.js';
 import { createIdempotencyHooks } from '../idempotency.js';
 
 export async function cancelRoutes(app: FastifyInstance): Promise<void> {
-  const idempotency = createIdempotencyHooks({ idempotency: app.deps.stores.idempotency, clock: app.deps.clock, keyring: app.deps.keyring });
+  const idempotency = createIdempotencyHooks({
+    idempotency: app.deps.stores.idempotency,
+    clock: app.deps.clock,
+    keyring: app.deps.keyring,
+  });
 
   app.post(
     '/v2/cancel',
@@ -17,7 +21,7 @@ export async function cancelRoutes(app: FastifyInstance): Promise<void> {
         description:
           'cancel_price omitted = everything that remains; more than remains -> 9424. A repeated cancel_id returns the ' +
           'first result. Fully refunded receipts move to status 20 (결제취소완료); partial refunds keep status 1 and raise ' +
-          'cancelled_price. Unknown receipt 2000, another project\'s 1225; 9409 while another cancel of the receipt is running.',
+          "cancelled_price. Unknown receipt 2000, another project's 1225; 9409 while another cancel of the receipt is running.",
         tags: ['billing'],
       },
     },

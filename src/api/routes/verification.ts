@@ -92,7 +92,9 @@ export async function verificationRoutes(app: FastifyInstance): Promise<void> {
           throw new ApiError('INVALID_REQUEST', { message: 'phone must be a mobile number of 10-11 digits.' });
         }
         const list = await verifications.sandboxInbox(phone);
-        return { list: list.map((m) => ({ phone: m.phone, message: m.message, otp: m.otp, sent_at: formatTimestamp(m.sentAt) })) };
+        return {
+          list: list.map((m) => ({ phone: m.phone, message: m.message, otp: m.otp, sent_at: formatTimestamp(m.sentAt) })),
+        };
       },
     );
   }

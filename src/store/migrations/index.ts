@@ -5,11 +5,7 @@ import { migration as platform } from './0001_platform.js';
 import { migration as billing } from './0002_billing.js';
 import { migration as verifications } from './0003_verifications.js';
 
-export const migrations = [
-  platform,
-  billing,
-  verifications,
-] as const;
+export const migrations = [platform, billing, verifications] as const;
 
 type UnionToIntersection<U> = (U extends unknown ? (k: U) => void : never) extends (k: infer I) => void ? I : never;
 type TablesOf<M> = M extends Migration<infer T> ? T : never;
