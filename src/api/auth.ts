@@ -6,8 +6,10 @@
 // Order of checks for a project route (first failure wins):
 //   header missing 1206 -> not Basic/Bearer or undecodable 1205 -> Basic: client key unknown 1216,
 //   secret wrong 1204 / Bearer: token unknown or expired 9403 -> source IP not allowed 1203 ->
-//   key validity passed: 1218 on a route that checks a scope, else 1224 -> scope (Basic only):
-//   key without any scope 1221, scope not granted 1222 -> seller-only route and not a seller 600.
+//   key validity passed: 1218 on a route that checks a scope, else 1224 -> scope (Basic and Bearer
+//   alike: a token carries its project's scopes): key without any scope 1221, scope not granted 1222
+//   -> seller-only route and not a seller 600. The one exemption is the spec's: a route flagged
+//   `bearerWithoutScope` (shipping start) accepts a Bearer token whatever the project's scopes.
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
@@ -24,8 +26,10 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** who may call the route; 'project' when omitted */
     auth?: AuthRequirement;
-    /** a scope the Basic key must hold */
+    /** the scope the key (Basic or Bearer) must hold; every project route declares one */
     scope?: Scope;
+    /** the spec's exemption for shipping start: a Bearer token passes without the scope */
+    bearerWithoutScope?: boolean;
     /** API_ONLY_SELLER (600) for non-seller projects */
     sellerOnly?: boolean;
     /** how schema validation failures of this route map to catalog codes */
@@ -89,7 +93,7 @@ async function authenticateProject(app: FastifyInstance, request: FastifyRequest
 
   assertIpAllowed(row, request.ip);
   if (keyExpired(row, now)) throw new ApiError(config.scope ? 'APP_CLIENT_KEY_EXPIRED' : 'APP_KEY_CHAIN_EXPIRED');
-  if (config.scope && credentials.kind === 'basic') {
+  if (config.scope && !(credentials.kind === 'bearer' && config.bearerWithoutScope)) {
     if (row.scopes.length === 0) throw new ApiError('API_ROLE_NOT_SUPPORT');
     if (!row.scopes.includes(config.scope)) throw new ApiError('API_SCOPE_INVALID');
   }

@@ -5,8 +5,18 @@
 //   - the key has no scopes at all            -> 1221 API_ROLE_NOT_SUPPORT (the key has no API role)
 //   - the key lacks the route's scope         -> 1222 API_SCOPE_INVALID
 //   - the key's validity has passed           -> 1218 APP_CLIENT_KEY_EXPIRED (refused at scope check)
-//   - a legacy Bearer access token            -> scopes are not checked (the spec accepts a Bearer
-//                                                token for shipping start instead of the scope)
+//   - a legacy Bearer access token            -> carries its project's scopes, checked the same way;
+//                                                only a route flagged `bearerWithoutScope` (shipping
+//                                                start, as the spec says) takes a token without it
+//
+// Which route needs which scope (every project route declares one; test/api/route-scopes.test.ts):
+//   billing_key        billing key issuance, lookup, destroy
+//   subscribe_payment  charges with a billing key
+//   receipt            receipt lookup
+//   cancel             cancels
+//   authentication     verification request, resend, confirm; the sandbox SMS inbox (it shows OTPs)
+//   certificate        verification result lookup
+//   escrow_shipping_start, message_webhook: their areas' routes
 export const SCOPES = [
   'billing_key',
   'subscribe_payment',

@@ -15,6 +15,12 @@ const probeRoutes: FastifyPluginAsync = async (app) => {
   app.get('/test/scoped', { config: { auth: 'project', scope: 'escrow_shipping_start' } }, async (request) => ({
     application_id: request.project.application_id,
   }));
+  // the spec's one exemption, as the shipping-start route will declare it
+  app.get(
+    '/test/shipping',
+    { config: { auth: 'project', scope: 'escrow_shipping_start', bearerWithoutScope: true } },
+    async (request) => ({ application_id: request.project.application_id }),
+  );
   app.get('/test/seller', { config: { auth: 'project', scope: 'escrow_shipping_start', sellerOnly: true } }, async (request) => ({
     application_id: request.project.application_id,
   }));
@@ -186,10 +192,27 @@ describe('authentication', () => {
       }
     });
 
-    it('stands in for the scope (the spec accepts a Bearer token for shipping start)', async () => {
+    it("carries its project's scopes: 1222 without the route's scope, 1221 without any", async () => {
       const noShipping = await t.createProject({ scopes: ['receipt'] });
       const token = await tokenFor(t, noShipping);
-      expect((await get('/test/scoped', `Bearer ${token}`)).statusCode).toBe(200);
+      expectError(await get('/test/scoped', `Bearer ${token}`), 'API_SCOPE_INVALID', 1222, 401);
+      const noScopes = await t.createProject({ scopes: [] });
+      expectError(await get('/test/scoped', `Bearer ${await tokenFor(t, noScopes)}`), 'API_ROLE_NOT_SUPPORT', 1221, 403);
+      expect((await get('/test/scoped', `Bearer ${await tokenFor(t, p)}`)).statusCode).toBe(200);
+    });
+
+    it('stands in for the scope only on a route flagged bearerWithoutScope (the spec: shipping start)', async () => {
+      const noShipping = await t.createProject({ scopes: ['receipt'] });
+      const token = await tokenFor(t, noShipping);
+      const res = await get('/test/shipping', `Bearer ${token}`);
+      expect(res.statusCode).toBe(200);
+      expect(res.json()).toEqual({ application_id: noShipping.applicationId });
+      // the flag exempts the token, not the Basic key
+      expectError(await get('/test/shipping', noShipping.basicAuth), 'API_SCOPE_INVALID', 1222, 401);
+      // and not the rest of the checks
+      const buyer = await t.createProject({ seller: false, scopes: [] });
+      expect((await get('/test/shipping', `Bearer ${await tokenFor(t, buyer)}`)).statusCode).toBe(200);
+      expectError(await get('/test/shipping', 'Bearer not-a-token'), 'ACCESS_TOKEN_INVALID', 9403, 401);
     });
 
     it('still enforces seller-only, the allow-list and key expiry', async () => {

@@ -5,7 +5,7 @@ export async function receiptRoutes(app: FastifyInstance): Promise<void> {
   app.get<{ Params: { receipt_id: string } }>(
     '/v2/receipt/:receipt_id',
     {
-      config: { auth: 'project' },
+      config: { auth: 'project', scope: 'receipt' },
       schema: {
         summary: 'Payment receipt lookup',
         description: "Another project's receipt gives 1225 (APP_KEY_CHAIN_SESSION_INVALID); an unknown one 2000.",

@@ -3,6 +3,7 @@
 // call and render.
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { ApiError } from '../../domain/errors.js';
+import type { Scope } from '../../domain/scopes.js';
 import { formatTimestamp } from '../../domain/time.js';
 import {
   parseReceiptIdBody,
@@ -16,14 +17,15 @@ export async function verificationRoutes(app: FastifyInstance): Promise<void> {
   const { deps } = app;
   const verifications = deps.services.verifications;
   const gatewayUrl = (request: FastifyRequest) => deps.config.publicBaseUrl ?? `${request.protocol}://${request.host}`;
-  const documented = (summary: string, description: string) => ({
-    config: { auth: 'project' as const },
+  const documented = (scope: Scope, summary: string, description: string) => ({
+    config: { auth: 'project' as const, scope },
     schema: { summary, description, tags: ['verification'] },
   });
 
   app.post(
     '/v2/request/authentication',
     documented(
+      'authentication',
       'Request an identity verification (SMS OTP or pass push)',
       'Starts the verification workflow and answers once the gateway has sent the SMS / push: status 51 with authenticate_data.tid and number_of_realarms 0.',
     ),
@@ -38,6 +40,7 @@ export async function verificationRoutes(app: FastifyInstance): Promise<void> {
   app.post(
     '/v2/authenticate/realarm',
     documented(
+      'authentication',
       'Resend the SMS OTP',
       'number_of_realarms grows before the gateway answers, so it also counts a failed resend (2411). Only for SMS verifications (2412).',
     ),
@@ -51,6 +54,7 @@ export async function verificationRoutes(app: FastifyInstance): Promise<void> {
   app.post(
     '/v2/authenticate/confirm',
     documented(
+      'authentication',
       'Confirm the OTP',
       'Within 30 minutes of the request. A wrong OTP gives 2405 (HTTP 500); a verification not awaiting an OTP (verified, expired, failed) gives 2404.',
     ),
@@ -64,6 +68,7 @@ export async function verificationRoutes(app: FastifyInstance): Promise<void> {
   app.get<{ Params: { receipt_id: string } }>(
     '/v2/certificate/:receipt_id',
     documented(
+      'certificate',
       'Look up a verification result',
       'Only within 30 minutes after authenticated_at (2409 afterwards); 2408 before confirmation.',
     ),
@@ -77,7 +82,8 @@ export async function verificationRoutes(app: FastifyInstance): Promise<void> {
     app.get<{ Querystring: { phone?: string } }>(
       '/sandbox/v1/sms',
       {
-        config: { auth: 'project' },
+        // authentication: the inbox shows OTPs, so only a key that may run verifications reads it
+        config: { auth: 'project', scope: 'authentication' },
         // The phone number is in the query string, and Fastify's "incoming request" line logs the URL.
         logLevel: 'warn',
         schema: {

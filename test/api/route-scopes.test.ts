@@ -1,0 +1,170 @@
+// Every route of the app × {no credentials, no scope, the wrong scopes, the right scope, Bearer with and
+// without the scope}. Routes are read from the router itself, so a route added without a declared scope
+// fails here: a key with no scopes at all gets past its authentication instead of answering 1221.
+// Routes that are not project routes (auth 'none' / 'admin') are listed as exempt below, by name.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SCOPES, type Scope } from '../../src/domain/scopes.js';
+import { buildTestApp, TEST_ADMIN_TOKEN, type TestApp, type TestProject } from '../helpers/app.js';
+
+/** Not project routes: they take no key (none) or the admin token (admin). Nothing else is exempt. */
+const EXEMPT: Readonly<Record<string, 'none' | 'admin'>> = {
+  'GET /health': 'none',
+  'GET /openapi.json': 'none',
+  'POST /v2/request/token': 'none',
+  'POST /admin/v1/projects': 'admin',
+  'GET /admin/v1/projects': 'admin',
+  'GET /admin/v1/projects/:application_id': 'admin',
+  'PATCH /admin/v1/projects/:application_id': 'admin',
+};
+
+/** The scopes README documents for the routes that exist today; a route not listed must still declare one. */
+const KNOWN: Readonly<Record<string, Scope>> = {
+  'POST /v2/request/subscribe': 'billing_key',
+  'GET /v2/subscribe/billing_key/:receipt_id': 'billing_key',
+  'GET /v2/billing_key/:billing_key': 'billing_key',
+  'DELETE /v2/subscribe/billing_key/:billing_key': 'billing_key',
+  'POST /v2/subscribe/payment': 'subscribe_payment',
+  'GET /v2/receipt/:receipt_id': 'receipt',
+  'POST /v2/cancel': 'cancel',
+  'POST /v2/request/authentication': 'authentication',
+  'POST /v2/authenticate/realarm': 'authentication',
+  'POST /v2/authenticate/confirm': 'authentication',
+  'GET /v2/certificate/:receipt_id': 'certificate',
+  'GET /sandbox/v1/sms': 'authentication',
+};
+
+/** Every code the authentication hook answers with: anything else means the request got past it. */
+const AUTH_CODES = new Set([600, 1203, 1204, 1205, 1206, 1216, 1218, 1221, 1222, 1224, 1225, 9401, 9403]);
+
+interface Endpoint {
+  readonly method: string;
+  readonly path: string;
+  readonly name: string;
+}
+
+/** Parses `printRoutes({ commonPrefix: false })`: one tree line per node, children indented by 4. */
+function routesOf(tree: string): Endpoint[] {
+  const endpoints: Endpoint[] = [];
+  const prefixes: string[] = [];
+  for (const line of tree.split('\n')) {
+    const at = line.indexOf('── ');
+    if (at < 0) continue;
+    const depth = Math.floor(at / 4);
+    const match = /^(\S+)(?: \(([^)]*)\))?/.exec(line.slice(at + 3));
+    if (!match) continue;
+    const path = (depth > 0 ? (prefixes[depth - 1] ?? '') : '') + match[1]!;
+    prefixes[depth] = path;
+    prefixes.length = depth + 1;
+    for (const method of (match[2] ?? '').split(',').map((m) => m.trim())) {
+      if (!method || method === 'HEAD' || method === 'OPTIONS') continue;
+      // routes sharing a parametric node print as `:receipt_id|:billing_key`: name the one listed above
+      const candidates = (path.match(/:[A-Za-z_]+(\|:[A-Za-z_]+)+/)?.[0].split('|') ?? [undefined]).map((alt) =>
+        alt === undefined ? path : path.replace(/:[A-Za-z_]+(\|:[A-Za-z_]+)+/, alt),
+      );
+      const named = candidates.find((c) => `${method} ${c}` in KNOWN || `${method} ${c}` in EXEMPT) ?? candidates[0]!;
+      endpoints.push({ method, path: named, name: `${method} ${named}` });
+    }
+  }
+  return endpoints;
+}
+
+const PARAM = '0123456789abcdef01234567';
+const concrete = (path: string) => path.replace(/:[A-Za-z_]+/g, PARAM);
+
+describe('every route declares who may call it and which scope it needs', () => {
+  let t: TestApp;
+  let endpoints: Endpoint[];
+  let noScopes: TestProject;
+  const only = new Map<Scope, TestProject>();
+  const allBut = new Map<Scope, TestProject>();
+  const tokens = new Map<TestProject, string>();
+
+  beforeAll(async () => {
+    // a sandbox URL registers the sandbox-only SMS inbox; nothing in this test reaches it
+    t = await buildTestApp({ sandboxUrl: 'http://127.0.0.1:9' });
+    endpoints = routesOf(t.app.printRoutes({ commonPrefix: false }));
+    noScopes = await t.createProject({ name: 'no scopes', scopes: [] });
+    for (const scope of SCOPES) {
+      only.set(scope, await t.createProject({ name: `only ${scope}`, scopes: [scope] }));
+      allBut.set(scope, await t.createProject({ name: `all but ${scope}`, scopes: SCOPES.filter((s) => s !== scope) }));
+    }
+  });
+  afterAll(async () => {
+    await t?.close();
+  });
+
+  async function tokenOf(p: TestProject): Promise<string> {
+    const known = tokens.get(p);
+    if (known) return known;
+    const res = await t.app.inject({
+      method: 'POST',
+      url: '/v2/request/token',
+      payload: { application_id: p.applicationId, private_key: p.privateKey },
+    });
+    expect(res.statusCode).toBe(200);
+    const token = res.json().access_token as string;
+    tokens.set(p, token);
+    return token;
+  }
+
+  async function call(e: Endpoint, authorization?: string): Promise<{ status: number; code: number | undefined }> {
+    const res = await t.app.inject({
+      method: e.method as 'GET',
+      url: concrete(e.path),
+      headers: authorization === undefined ? {} : { authorization },
+    });
+    const body = res.body ? (res.json() as { code?: number }) : {};
+    return { status: res.statusCode, code: body.code };
+  }
+  const passedAuth = (r: { code: number | undefined }) => r.code === undefined || !AUTH_CODES.has(r.code);
+
+  it('finds the routes of every area (the walk is not empty)', () => {
+    const names = endpoints.map((e) => e.name);
+    for (const name of [...Object.keys(EXEMPT), ...Object.keys(KNOWN)]) expect(names, name).toContain(name);
+  });
+
+  it('exempt routes: none take no credentials, admin ones refuse a project key', async () => {
+    for (const e of endpoints.filter((x) => EXEMPT[x.name] !== undefined)) {
+      if (EXEMPT[e.name] === 'none') {
+        expect(passedAuth(await call(e)), e.name).toBe(true);
+      } else {
+        expect((await call(e)).code, e.name).toBe(9401);
+        expect((await call(e, only.get('billing_key')!.basicAuth)).code, e.name).toBe(9401);
+        expect(passedAuth(await call(e, `Bearer ${TEST_ADMIN_TOKEN}`)), e.name).toBe(true);
+      }
+    }
+  });
+
+  it('every other route needs credentials and a scope: a key without scopes gets 1221', async () => {
+    const missing: string[] = [];
+    for (const e of endpoints.filter((x) => EXEMPT[x.name] === undefined)) {
+      expect((await call(e)).code, e.name).toBe(1206);
+      const r = await call(e, noScopes.basicAuth);
+      if (r.code !== 1221) missing.push(`${e.name} -> ${r.status} ${r.code ?? ''}`);
+    }
+    // a route listed here declares no scope in its config: add `scope: '...'` (or list it as exempt)
+    expect(missing).toEqual([]);
+  });
+
+  it('exactly one scope opens each route, for Basic keys and Bearer tokens alike', async () => {
+    for (const e of endpoints.filter((x) => EXEMPT[x.name] === undefined)) {
+      const opening: Scope[] = [];
+      for (const scope of SCOPES) if (passedAuth(await call(e, only.get(scope)!.basicAuth))) opening.push(scope);
+      expect(opening, e.name).toHaveLength(1);
+      const scope = opening[0]!;
+      if (KNOWN[e.name] !== undefined) expect(scope, e.name).toBe(KNOWN[e.name]);
+
+      // Basic: every other scope together is not enough
+      expect((await call(e, allBut.get(scope)!.basicAuth)).code, e.name).toBe(1222);
+      // Bearer: the token carries its project's scopes
+      expect(passedAuth(await call(e, `Bearer ${await tokenOf(only.get(scope)!)}`)), e.name).toBe(true);
+      const withoutScope = await call(e, `Bearer ${await tokenOf(allBut.get(scope)!)}`);
+      // only shipping start (escrow_shipping_start) takes a token without its scope, as the spec says
+      if (scope === 'escrow_shipping_start') expect(passedAuth(withoutScope), e.name).toBe(true);
+      else expect(withoutScope.code, e.name).toBe(1222);
+      const noScopeToken = await call(e, `Bearer ${await tokenOf(noScopes)}`);
+      if (scope === 'escrow_shipping_start') expect(passedAuth(noScopeToken), e.name).toBe(true);
+      else expect(noScopeToken.code, e.name).toBe(1221);
+    }
+  });
+});
