@@ -15,9 +15,9 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { ApiError } from '../domain/errors.js';
 import { assertIpAllowed, keyExpired } from '../domain/access.js';
-import { secretMatches } from '../domain/ids.js';
+import { keyAccepted } from '../domain/key-rotation.js';
 import type { Scope } from '../domain/scopes.js';
-import { toProject, type Project, type ProjectRow } from '../store/projects.js';
+import { projectKey, toProject, type Project, type ProjectRow } from '../store/projects.js';
 import type { FieldErrors } from '../domain/validation.js';
 
 export type AuthRequirement = 'project' | 'admin' | 'none';
@@ -85,7 +85,8 @@ async function authenticateProject(app: FastifyInstance, request: FastifyRequest
     if (credentials.clientKey === '') throw new ApiError('APP_CLIENT_KEY_NOT_FOUND');
     row = await projects.findByClientKey(credentials.clientKey);
     if (!row) throw new ApiError('APP_CLIENT_KEY_NOT_FOUND');
-    if (!secretMatches(credentials.secretKey, row.secret_key_hash)) throw new ApiError('APP_SK_NOT_MATCHED');
+    // the secret key before a rotation works until the end of its grace period
+    if (!keyAccepted(credentials.secretKey, projectKey(row, 'secret'), now)) throw new ApiError('APP_SK_NOT_MATCHED');
   } else {
     row = await accessTokens.findProject(credentials.token, now);
     if (!row) throw new ApiError('ACCESS_TOKEN_INVALID');

@@ -1,4 +1,4 @@
-// The admin CLI: `npm run admin -- projects <create|update|get|list> [...]`, printing JSON.
+// The admin CLI: `npm run admin -- projects <create|update|get|list|rotate-keys> [...]`, printing JSON.
 //
 // By default it calls the running server's admin API (PAYGATE_URL, default http://127.0.0.1:PORT)
 // with ADMIN_TOKEN, which works whatever the database is (an embedded PGlite directory is held by
@@ -13,7 +13,14 @@ import { parseConfig, ConfigError, type Config } from '../config/index.js';
 import { ApiError } from '../domain/errors.js';
 import { SCOPES } from '../domain/scopes.js';
 import { validate } from '../domain/validation.js';
-import { createProjectService, projectCreateSchema, projectPatchSchema, renderProject } from '../services/projects.js';
+import {
+  createProjectService,
+  DEFAULT_KEY_GRACE_HOURS,
+  keyRotationSchema,
+  projectCreateSchema,
+  projectPatchSchema,
+  renderProject,
+} from '../services/projects.js';
 import { createProjectStore } from '../store/projects.js';
 import { openConfiguredDatabase } from '../wiring.js';
 
@@ -27,6 +34,10 @@ commands:
   update APPLICATION_ID [options]       change a project
   get APPLICATION_ID                    show a project
   list                                  list projects
+  rotate-keys APPLICATION_ID [--grace-hours N]
+                                        new secret_key and private_key (shown only once); the old ones
+                                        keep working N hours more (default ${DEFAULT_KEY_GRACE_HOURS}, 0 = stop now);
+                                        every access token of the project is revoked
 
 project options:
   --name NAME
@@ -40,7 +51,7 @@ project options:
   --pgs a,b,...                         default all configured gateways
 
 connection:
-  --url URL        the server (default PAYGATE_URL or http://127.0.0.1:$PORT); needs ADMIN_TOKEN
+  --url URL        the server (default PAYGATE_URL or http://127.0.0.1:$ADMIN_PORT, else $PORT); needs ADMIN_TOKEN
   --direct         use the database directly (DATABASE_URL, or PGlite under DATA_DIR while the server is stopped)
 `;
 
@@ -58,6 +69,7 @@ const OPTIONS = {
   'merchant-phone': { type: 'string' },
   'key-expires-at': { type: 'string' },
   pgs: { type: 'string' },
+  'grace-hours': { type: 'string' },
   url: { type: 'string' },
   direct: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
@@ -104,7 +116,7 @@ export function projectBodyFromFlags(values: Values): Record<string, unknown> {
 }
 
 interface Command {
-  readonly action: 'create' | 'update' | 'get' | 'list';
+  readonly action: 'create' | 'update' | 'get' | 'list' | 'rotate-keys';
   readonly applicationId?: string;
   readonly body: Record<string, unknown>;
   readonly url?: string;
@@ -129,6 +141,12 @@ export function parseCommand(argv: readonly string[]): Command | 'help' {
       return { action, applicationId, ...base };
     case 'list':
       return { action, ...base };
+    case 'rotate-keys': {
+      if (applicationId === undefined) throw new CliUsageError('rotate-keys needs an APPLICATION_ID');
+      const grace = values['grace-hours'];
+      if (grace !== undefined && !/^\d+$/.test(grace)) throw new CliUsageError('--grace-hours must be a whole number of hours');
+      return { action, applicationId, ...base, body: grace === undefined ? {} : { grace_hours: Number(grace) } };
+    }
     default:
       throw new CliUsageError(`unknown command: ${action ?? ''}`);
   }
@@ -138,9 +156,13 @@ async function runOverHttp(command: Command, config: Config, env: NodeJS.Process
   if (config.adminTokenGenerated) {
     throw new CliUsageError('ADMIN_TOKEN is not set: export the token the server printed at start (or use --direct)');
   }
-  const base = (command.url ?? env.PAYGATE_URL ?? `http://127.0.0.1:${config.port}`).replace(/\/+$/, '');
-  const path = command.applicationId ? `/admin/v1/projects/${encodeURIComponent(command.applicationId)}` : '/admin/v1/projects';
-  const method = command.action === 'create' ? 'POST' : command.action === 'update' ? 'PATCH' : 'GET';
+  const base = (command.url ?? env.PAYGATE_URL ?? `http://127.0.0.1:${config.admin?.port ?? config.port}`).replace(/\/+$/, '');
+  const project = command.applicationId
+    ? `/admin/v1/projects/${encodeURIComponent(command.applicationId)}`
+    : '/admin/v1/projects';
+  const path = command.action === 'rotate-keys' ? `${project}/keys/rotate` : project;
+  const method =
+    command.action === 'create' || command.action === 'rotate-keys' ? 'POST' : command.action === 'update' ? 'PATCH' : 'GET';
   const res = await request(`${base}${path}`, {
     method,
     headers: {
@@ -184,6 +206,8 @@ async function runDirect(command: Command, config: Config): Promise<unknown> {
         const list = await projects.list();
         return { list: list.map(renderProject), count: list.length };
       }
+      case 'rotate-keys':
+        return projects.rotateKeys(command.applicationId!, validate(keyRotationSchema, command.body));
     }
   } finally {
     await database.close();

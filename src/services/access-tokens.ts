@@ -2,10 +2,11 @@
 // Bearer token.
 import { assertIpAllowed, keyExpired } from '../domain/access.js';
 import { ApiError } from '../domain/errors.js';
-import { secretMatches } from '../domain/ids.js';
+import { keyAccepted } from '../domain/key-rotation.js';
 import { formatTimestamp } from '../domain/time.js';
 import { ACCESS_TOKEN_TTL_MINUTES } from '../store/access-tokens.js';
 import type { Stores } from '../store/index.js';
+import { projectKey } from '../store/projects.js';
 
 export interface AccessTokenGrant {
   readonly access_token: string;
@@ -26,9 +27,10 @@ export function createAccessTokenService(deps: {
     async issue(applicationId, privateKey, sourceIp) {
       const project = await deps.stores.projects.findById(applicationId);
       if (!project) throw new ApiError('APP_CLIENT_KEY_NOT_FOUND');
-      if (!secretMatches(privateKey, project.private_key_hash)) throw new ApiError('APP_SK_NOT_MATCHED');
-      assertIpAllowed(project, sourceIp);
       const now = deps.clock();
+      // the private key before a rotation works until the end of its grace period
+      if (!keyAccepted(privateKey, projectKey(project, 'private'), now)) throw new ApiError('APP_SK_NOT_MATCHED');
+      assertIpAllowed(project, sourceIp);
       if (keyExpired(project, now)) throw new ApiError('APP_KEY_CHAIN_EXPIRED');
       const { accessToken, expiresAt } = await deps.stores.accessTokens.issue(project.application_id, now);
       return {

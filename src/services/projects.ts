@@ -46,6 +46,25 @@ export const projectCreateSchema = z.strictObject({
 
 export const projectPatchSchema = projectCreateSchema.partial();
 
+/** How long the replaced keys keep working after a rotation, unless the caller says otherwise. */
+export const DEFAULT_KEY_GRACE_HOURS = 24;
+export const MAX_KEY_GRACE_HOURS = 720;
+
+export const keyRotationSchema = z.strictObject({
+  grace_hours: z.number().int().min(0).max(MAX_KEY_GRACE_HOURS).optional(),
+});
+export type KeyRotationInput = z.infer<typeof keyRotationSchema>;
+
+/** What a rotation returns, once: the new keys and until when the old ones still work. */
+export interface RotatedKeys {
+  readonly application_id: string;
+  readonly client_key: string;
+  readonly secret_key: string;
+  readonly private_key: string;
+  /** absent when the old keys stopped at once (grace_hours 0) */
+  readonly previous_keys_expire_at?: string;
+}
+
 export type ProjectCreateInput = z.infer<typeof projectCreateSchema>;
 export type ProjectPatchInput = z.infer<typeof projectPatchSchema>;
 
@@ -68,6 +87,11 @@ export interface ProjectService {
   /** PROJECT_NOT_FOUND when there is none */
   get(applicationId: string): Promise<Project>;
   list(): Promise<Project[]>;
+  /**
+   * New secret and private keys (returned once); the old ones keep working for `grace_hours`
+   * (default 24, 0 = stop now); every access token of the project is revoked. PROJECT_NOT_FOUND.
+   */
+  rotateKeys(applicationId: string, input: KeyRotationInput): Promise<RotatedKeys>;
 }
 
 export function createProjectService(deps: {
@@ -134,6 +158,28 @@ export function createProjectService(deps: {
     },
 
     list: () => projects.list(),
+
+    async rotateKeys(applicationId, input) {
+      const graceHours = input.grace_hours ?? DEFAULT_KEY_GRACE_HOURS;
+      const secretKey = newSecret(32);
+      const privateKey = newSecret(32);
+      const now = deps.clock();
+      const previousKeysExpireAt = graceHours > 0 ? new Date(now.getTime() + graceHours * 3_600_000) : null;
+      const project = await projects.rotateKeys(applicationId, {
+        secretKeyHash: hashSecret(secretKey),
+        privateKeyHash: hashSecret(privateKey),
+        previousKeysExpireAt,
+        now,
+      });
+      if (!project) throw new ApiError('PROJECT_NOT_FOUND');
+      return {
+        application_id: project.application_id,
+        client_key: project.client_key,
+        secret_key: secretKey,
+        private_key: privateKey,
+        ...(previousKeysExpireAt ? { previous_keys_expire_at: formatTimestamp(previousKeysExpireAt) } : {}),
+      };
+    },
   };
 }
 
@@ -155,5 +201,8 @@ export function renderProject(project: Project): Record<string, unknown> {
   if (project.webhook_url !== null) view.webhook_url = project.webhook_url;
   const expires = formatOptionalTimestamp(project.key_expires_at);
   if (expires !== undefined) view.key_expires_at = expires;
+  // shown while a rotation's grace period may still run; the old keys stop at this time
+  const previousKeys = formatOptionalTimestamp(project.previous_keys_expire_at);
+  if (previousKeys !== undefined) view.previous_keys_expire_at = previousKeys;
   return view;
 }

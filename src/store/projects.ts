@@ -1,17 +1,42 @@
 // Projects: a merchant application with its keys (stored as hashes) and settings. The rules for
 // creating and changing them live in src/services/projects.ts.
 import type { Insertable, Kysely, Selectable, Updateable } from 'kysely';
+import type { RotatingKey } from '../domain/key-rotation.js';
 import type { ProjectsTable } from './migrations/0001_platform.js';
 import type { Tables } from './migrations/index.js';
 
-export type ProjectRow = Selectable<ProjectsTable>;
+export type ProjectRow = Selectable<Tables['projects']>;
 
 /** The authenticated project as routes see it: the row without the key hashes, plus `id`. */
-export type Project = Omit<ProjectRow, 'secret_key_hash' | 'private_key_hash'> & { readonly id: string };
+export type Project = Omit<
+  ProjectRow,
+  'secret_key_hash' | 'private_key_hash' | 'previous_secret_key_hash' | 'previous_private_key_hash'
+> & { readonly id: string };
 
 export function toProject(row: ProjectRow): Project {
-  const { secret_key_hash: _s, private_key_hash: _p, ...rest } = row;
+  const {
+    secret_key_hash: _s,
+    private_key_hash: _p,
+    previous_secret_key_hash: _ps,
+    previous_private_key_hash: _pp,
+    ...rest
+  } = row;
   return { ...rest, id: row.application_id };
+}
+
+/** The secret key (Basic auth) or private key (token issuance) of a project, as `keyAccepted` checks it. */
+export function projectKey(row: ProjectRow, kind: 'secret' | 'private'): RotatingKey {
+  return kind === 'secret'
+    ? { current: row.secret_key_hash, previous: row.previous_secret_key_hash, previousExpiresAt: row.previous_keys_expire_at }
+    : { current: row.private_key_hash, previous: row.previous_private_key_hash, previousExpiresAt: row.previous_keys_expire_at };
+}
+
+export interface KeyRotation {
+  readonly secretKeyHash: string;
+  readonly privateKeyHash: string;
+  /** until when the replaced keys keep working; null: they stop now */
+  readonly previousKeysExpireAt: Date | null;
+  readonly now: Date;
 }
 
 export interface ProjectStore {
@@ -22,6 +47,12 @@ export interface ProjectStore {
   findByClientKey(clientKey: string): Promise<ProjectRow | undefined>;
   /** Oldest first. */
   list(): Promise<Project[]>;
+  /**
+   * Replaces the secret and private keys; the replaced ones become the previous keys (until
+   * `previousKeysExpireAt`), and every access token of the project is deleted, in one transaction.
+   * Undefined when there is no such project.
+   */
+  rotateKeys(applicationId: string, rotation: KeyRotation): Promise<Project | undefined>;
 }
 
 export function createProjectStore(db: Kysely<Tables>): ProjectStore {
@@ -51,6 +82,29 @@ export function createProjectStore(db: Kysely<Tables>): ProjectStore {
     async list() {
       const rows = await db.selectFrom('projects').selectAll().orderBy('created_at', 'asc').execute();
       return rows.map(toProject);
+    },
+
+    async rotateKeys(applicationId, rotation) {
+      const graced = rotation.previousKeysExpireAt !== null;
+      return db.transaction().execute(async (trx) => {
+        // right-hand sides read the row as it was, so the previous keys are the ones being replaced
+        const row = await trx
+          .updateTable('projects')
+          .set((eb) => ({
+            previous_secret_key_hash: graced ? eb.ref('secret_key_hash') : null,
+            previous_private_key_hash: graced ? eb.ref('private_key_hash') : null,
+            previous_keys_expire_at: rotation.previousKeysExpireAt,
+            secret_key_hash: rotation.secretKeyHash,
+            private_key_hash: rotation.privateKeyHash,
+            updated_at: rotation.now,
+          }))
+          .where('application_id', '=', applicationId)
+          .returningAll()
+          .executeTakeFirst();
+        if (!row) return undefined;
+        await trx.deleteFrom('access_tokens').where('application_id', '=', applicationId).execute();
+        return toProject(row);
+      });
     },
   };
 }

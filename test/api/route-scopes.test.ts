@@ -15,6 +15,7 @@ const EXEMPT: Readonly<Record<string, 'none' | 'admin'>> = {
   'GET /admin/v1/projects': 'admin',
   'GET /admin/v1/projects/:application_id': 'admin',
   'PATCH /admin/v1/projects/:application_id': 'admin',
+  'POST /admin/v1/projects/:application_id/keys/rotate': 'admin',
 };
 
 /** The scopes README documents for the routes that exist today; a route not listed must still declare one. */

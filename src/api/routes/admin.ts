@@ -1,9 +1,9 @@
-// The admin API (Authorization: Bearer ADMIN_TOKEN): create, change and read projects.
-// Secrets (secret_key, private_key) are returned once, by the create call.
+// The admin API (Authorization: Bearer ADMIN_TOKEN): create, change and read projects, rotate their keys.
+// Secrets (secret_key, private_key) are returned once, by the create and rotate calls.
 import type { FastifyPluginAsync } from 'fastify';
 import { z } from 'zod';
 import { validate } from '../../domain/validation.js';
-import { projectCreateSchema, projectPatchSchema, renderProject } from '../../services/projects.js';
+import { keyRotationSchema, projectCreateSchema, projectPatchSchema, renderProject } from '../../services/projects.js';
 
 const applicationIdParams = z.object({ application_id: z.string().regex(/^[0-9a-f]{24}$/) });
 
@@ -29,6 +29,15 @@ export const adminRoutes: FastifyPluginAsync = async (app) => {
   app.get('/admin/v1/projects/:application_id', { config: adminConfig }, async (request) => {
     const { application_id } = validate(applicationIdParams, request.params);
     return renderProject(await projects.get(application_id));
+  });
+
+  // New secret and private keys; the old ones work for grace_hours more (default 24); tokens revoked.
+  app.post('/admin/v1/projects/:application_id/keys/rotate', { config: adminConfig }, async (request) => {
+    const { application_id } = validate(applicationIdParams, request.params);
+    const input = validate(keyRotationSchema, request.body ?? {});
+    const rotated = await projects.rotateKeys(application_id, input);
+    request.log.info({ application_id, grace_hours: input.grace_hours }, 'project keys rotated');
+    return rotated;
   });
 
   app.get('/admin/v1/projects', { config: adminConfig }, async () => {

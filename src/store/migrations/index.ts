@@ -4,8 +4,9 @@ import type { Migration } from '../migrate.js';
 import { migration as platform } from './0001_platform.js';
 import { migration as billing } from './0002_billing.js';
 import { migration as verifications } from './0003_verifications.js';
+import { migration as keyRotation } from './0004_key_rotation.js';
 
-export const migrations = [platform, billing, verifications] as const;
+export const migrations = [platform, billing, verifications, keyRotation] as const;
 
 type UnionToIntersection<U> = (U extends unknown ? (k: U) => void : never) extends (k: infer I) => void ? I : never;
 type TablesOf<M> = M extends Migration<infer T> ? T : never;
