@@ -10,8 +10,11 @@
 //   alike: a token carries its project's scopes): key without any scope 1221, scope not granted 1222
 //   -> seller-only route and not a seller 600. The one exemption is the spec's: a route flagged
 //   `bearerWithoutScope` (shipping start) accepts a Bearer token whatever the project's scopes.
+//
+// Failed authentications (1204, 1216, 9403; a wrong admin token) are counted per source IP and per
+// client key (src/api/rate-limits.ts); past the limit the caller gets 9429 before any key is checked.
 import { createHash, timingSafeEqual } from 'node:crypto';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { ApiError } from '../domain/errors.js';
 import { assertIpAllowed, keyExpired } from '../domain/access.js';
@@ -19,6 +22,7 @@ import { keyAccepted } from '../domain/key-rotation.js';
 import type { Scope } from '../domain/scopes.js';
 import { projectKey, toProject, type Project, type ProjectRow } from '../store/projects.js';
 import type { FieldErrors } from '../domain/validation.js';
+import { registerRateLimits } from './rate-limits.js';
 
 export type AuthRequirement = 'project' | 'admin' | 'none';
 
@@ -74,22 +78,46 @@ function adminTokenMatches(presented: string, expected: string): boolean {
   return timingSafeEqual(a, b);
 }
 
-async function authenticateProject(app: FastifyInstance, request: FastifyRequest): Promise<AuthState> {
+/** The failures a guesser produces; each counts against the IP and the client key. */
+const GUESSING_FAILURES: ReadonlySet<string> = new Set([
+  'APP_CLIENT_KEY_NOT_FOUND',
+  'APP_SK_NOT_MATCHED',
+  'ACCESS_TOKEN_INVALID',
+]);
+
+async function identifyProject(
+  app: FastifyInstance,
+  credentials: ReturnType<typeof parseAuthorization>,
+  now: Date,
+): Promise<ProjectRow> {
   const { projects, accessTokens } = app.deps.stores;
+  if (credentials.kind === 'bearer') {
+    const row = await accessTokens.findProject(credentials.token, now);
+    if (!row) throw new ApiError('ACCESS_TOKEN_INVALID');
+    return row;
+  }
+  if (credentials.clientKey === '') throw new ApiError('APP_CLIENT_KEY_NOT_FOUND');
+  const row = await projects.findByClientKey(credentials.clientKey);
+  if (!row) throw new ApiError('APP_CLIENT_KEY_NOT_FOUND');
+  // the secret key before a rotation works until the end of its grace period
+  if (!keyAccepted(credentials.secretKey, projectKey(row, 'secret'), now)) throw new ApiError('APP_SK_NOT_MATCHED');
+  return row;
+}
+
+async function authenticateProject(app: FastifyInstance, request: FastifyRequest, reply: FastifyReply): Promise<AuthState> {
   const now = app.deps.clock();
   const config = request.routeOptions.config;
   const credentials = parseAuthorization(request.headers.authorization);
 
-  let row: ProjectRow | undefined;
-  if (credentials.kind === 'basic') {
-    if (credentials.clientKey === '') throw new ApiError('APP_CLIENT_KEY_NOT_FOUND');
-    row = await projects.findByClientKey(credentials.clientKey);
-    if (!row) throw new ApiError('APP_CLIENT_KEY_NOT_FOUND');
-    // the secret key before a rotation works until the end of its grace period
-    if (!keyAccepted(credentials.secretKey, projectKey(row, 'secret'), now)) throw new ApiError('APP_SK_NOT_MATCHED');
-  } else {
-    row = await accessTokens.findProject(credentials.token, now);
-    if (!row) throw new ApiError('ACCESS_TOKEN_INVALID');
+  // a Bearer token is its own credential: an unknown one counts against the IP only
+  const credentialKey = credentials.kind === 'basic' ? credentials.clientKey : undefined;
+  await app.throttles.auth.check(request, reply, credentialKey);
+  let row: ProjectRow;
+  try {
+    row = await identifyProject(app, credentials, now);
+  } catch (err) {
+    if (err instanceof ApiError && GUESSING_FAILURES.has(err.errorCode)) await app.throttles.auth.fail(request, credentialKey);
+    throw err;
   }
 
   assertIpAllowed(row, request.ip);
@@ -102,14 +130,20 @@ async function authenticateProject(app: FastifyInstance, request: FastifyRequest
   return { project: toProject(row), method: credentials.kind };
 }
 
-function authenticateAdmin(app: FastifyInstance, request: FastifyRequest): void {
+async function authenticateAdmin(app: FastifyInstance, request: FastifyRequest, reply: FastifyReply): Promise<void> {
+  await app.throttles.admin.check(request, reply);
   const header = request.headers.authorization ?? '';
   const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
-  if (!match || !adminTokenMatches(match[1]!, app.deps.config.adminToken)) throw new ApiError('ADMIN_UNAUTHORIZED');
+  if (!match || !adminTokenMatches(match[1]!, app.deps.config.adminToken)) {
+    // a presented wrong token is a guess; a call without one is not
+    if (header.trim() !== '') await app.throttles.admin.fail(request);
+    throw new ApiError('ADMIN_UNAUTHORIZED');
+  }
 }
 
 export const authPlugin = fp(
   async (app: FastifyInstance) => {
+    await registerRateLimits(app);
     app.decorateRequest('project', {
       getter(this: FastifyRequest): Project {
         const state = authStates.get(this);
@@ -125,16 +159,16 @@ export const authPlugin = fp(
       },
     });
 
-    app.addHook('onRequest', async (request) => {
+    app.addHook('onRequest', async (request, reply) => {
       if (request.is404) return;
       const requirement = request.routeOptions.config.auth ?? 'project';
       if (requirement === 'none') return;
       if (requirement === 'admin') {
-        authenticateAdmin(app, request);
+        await authenticateAdmin(app, request, reply);
         adminRequests.add(request);
         return;
       }
-      authStates.set(request, await authenticateProject(app, request));
+      authStates.set(request, await authenticateProject(app, request, reply));
     });
   },
   { name: 'paygate-auth' },
