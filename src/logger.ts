@@ -43,6 +43,41 @@ function redactPaths(): string[] {
   return paths;
 }
 
+/**
+ * Properties a database driver puts on its errors that carry the statement or the values in it: PGlite
+ * adds the query, its parameters and options; node-postgres adds Postgres's detail ("Key (...)=(...)",
+ * "Failing row contains (...)"), where and internalQuery. An error is logged without them.
+ */
+export const DB_ERROR_FIELDS = ['query', 'params', 'parameters', 'queryOptions', 'detail', 'where', 'internalQuery'] as const;
+
+type Serialized = Record<string, unknown>;
+
+// Copies rather than deletes below the top: nested objects may be the application's own.
+function withoutDbFields(value: unknown, depth: number): unknown {
+  if (value === null || typeof value !== 'object' || depth > 4) return value;
+  if (Array.isArray(value)) return value.map((item) => withoutDbFields(item, depth + 1));
+  const copy: Serialized = {};
+  for (const [key, item] of Object.entries(value)) {
+    if (!(DB_ERROR_FIELDS as readonly string[]).includes(key)) copy[key] = withoutDbFields(item, depth + 1);
+  }
+  return copy;
+}
+
+function scrubDbFields(serialized: Serialized): Serialized {
+  // the top object is pino's fresh copy of the error: its fields are dropped in place to keep its `raw`
+  for (const [key, value] of Object.entries(serialized)) {
+    if ((DB_ERROR_FIELDS as readonly string[]).includes(key)) delete serialized[key];
+    else serialized[key] = withoutDbFields(value, 1);
+  }
+  return serialized;
+}
+
+/** pino's error serializer (message, stack and causes), minus the query and its parameters at any nesting. */
+export function serializeError(err: unknown): unknown {
+  const serialized = pino.stdSerializers.err(err as Error) as unknown;
+  return serialized !== null && typeof serialized === 'object' ? scrubDbFields(serialized as Serialized) : serialized;
+}
+
 export interface CreateLoggerOptions {
   readonly level?: LoggerOptions['level'];
   /** where lines go; stdout by default (tests pass a capturing stream) */
@@ -54,6 +89,7 @@ export function createLogger(opts: CreateLoggerOptions = {}): Logger {
     level: opts.level ?? 'info',
     base: { service: 'paygate' },
     redact: { paths: redactPaths(), censor: '[REDACTED]' },
+    serializers: { err: serializeError, error: serializeError },
   };
   return opts.destination ? pino(options, opts.destination) : pino(options);
 }

@@ -14,6 +14,7 @@ import { createServices, type Services } from '../services/index.js';
 import type { WorkflowRuntime } from '../services/verifications.js';
 import { createStores, type Stores } from '../store/index.js';
 import { authPlugin } from './auth.js';
+import { containsNul, jsonDepthExceeds, MAX_JSON_DEPTH } from './body-limits.js';
 import { clientErrorHandler, installErrorHandling, sendApiError, toApiError } from './errors.js';
 import { adminRoutes } from './routes/admin.js';
 import { billingRoutes } from './routes/billing.js';
@@ -74,13 +75,6 @@ const routePlugins: readonly FastifyPluginAsync[] = [
   cancelRoutes,
   verificationRoutes,
 ];
-
-function containsNul(value: unknown, depth = 0): boolean {
-  if (typeof value === 'string') return value.includes('\u0000');
-  if (typeof value !== 'object' || value === null || depth > 64) return false;
-  if (Array.isArray(value)) return value.some((item) => containsNul(item, depth + 1));
-  return Object.entries(value).some(([key, item]) => key.includes('\u0000') || containsNul(item, depth + 1));
-}
 
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const clock = deps.clock ?? (() => new Date());
@@ -145,6 +139,14 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     const text = typeof body === 'string' ? body : body.toString('utf8');
     if (text.trim() === '') {
       done(null, undefined);
+      return;
+    }
+    // refused before parsing: a deep body would exhaust the stack of every later walk over it
+    if (jsonDepthExceeds(text, MAX_JSON_DEPTH)) {
+      done(
+        new ApiError('INVALID_REQUEST', { payloadMessage: `the JSON body is nested deeper than ${MAX_JSON_DEPTH} levels` }),
+        undefined,
+      );
       return;
     }
     parseJson(request, text, done);

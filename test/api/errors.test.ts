@@ -3,13 +3,17 @@
 import { connect } from 'node:net';
 import type { FastifyPluginAsync } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sql } from 'kysely';
 import { z } from 'zod';
 import { BODY_LIMIT_BYTES } from '../../src/api/app.js';
+import { MAX_JSON_DEPTH } from '../../src/api/body-limits.js';
 import { validate } from '../../src/domain/validation.js';
 import { ApiError, errorCatalog, type ErrorName } from '../../src/domain/errors.js';
 import { buildTestApp, TEST_ADMIN_TOKEN, type TestApp } from '../helpers/app.js';
+import { TEST_CARD } from './key-in-fixtures.js';
 
 const INTERNAL_DETAIL = 'relation "secret_internal_table" does not exist';
+const DB_PARAMETER = 'metadata-value-3f9a1c-must-not-be-logged';
 
 const keyInLike = z.object({
   card_no: z
@@ -33,6 +37,10 @@ const keyInFieldErrors = {
 const probeRoutes: FastifyPluginAsync = async (app) => {
   app.get('/test/boom', { config: { auth: 'none' } }, async () => {
     throw new Error(INTERNAL_DETAIL);
+  });
+  // a statement that fails in the database after binding a value (as an insert of a metadata value would)
+  app.get('/test/db-error', { config: { auth: 'none' } }, async () => {
+    await sql`select ${DB_PARAMETER}::text as value, 1 / ${0}::int as boom`.execute(app.deps.database.db);
   });
   app.get('/test/pg-declined', { config: { auth: 'none' } }, async () => {
     throw new ApiError('SUBSCRIBE_PUBLISH_FAILED', { pgErrorCode: 'E051', payloadMessage: 'card refused by issuer' });
@@ -176,12 +184,89 @@ describe('error envelope', () => {
     expectEnvelope(inKey, 'INVALID_REQUEST');
   });
 
+  describe('over-deep JSON is refused at parse time, with or without an Idempotency-Key (never a 500)', () => {
+    const nested = (depth: number, leaf: string) => `${'['.repeat(depth)}${leaf}${']'.repeat(depth)}`;
+    // a real billing key, so a body that got past the checks would reach the database
+    let billingKey = '';
+    beforeAll(async () => {
+      const issued = await post('/v2/request/subscribe', JSON.stringify(TEST_CARD), 'application/json', {
+        authorization: basicAuth,
+      });
+      billingKey = (issued.json() as { billing_key: string }).billing_key;
+      expect(billingKey).toMatch(/^[0-9a-f]{24}$/);
+    });
+    let orderSeq = 0;
+    const charge = (metadataValue: string) =>
+      `{"billing_key":"${billingKey}","order_name":"n","order_id":"deep-${++orderSeq}","price":100,"metadata":{"m":${metadataValue}}}`;
+
+    it('a 30,000-deep array -> 400 INVALID_REQUEST naming the limit', async () => {
+      const withAndWithoutKey: Record<string, string>[] = [
+        { authorization: basicAuth },
+        { authorization: basicAuth, 'idempotency-key': 'deep-1' },
+      ];
+      for (const headers of withAndWithoutKey) {
+        const res = await post('/v2/subscribe/payment', charge(nested(30_000, '0')), 'application/json', headers);
+        expect(expectEnvelope(res, 'INVALID_REQUEST').payload).toEqual({
+          message: `the JSON body is nested deeper than ${MAX_JSON_DEPTH} levels`,
+        });
+      }
+      // a top-level deep array too, and on a route without an Idempotency-Key hook
+      expectEnvelope(await post('/v2/request/token', nested(30_000, '0')), 'INVALID_REQUEST');
+    });
+
+    it('a NUL at depth 71 -> 400 INVALID_REQUEST, not a database error', async () => {
+      const res = await post('/v2/subscribe/payment', charge(nested(69, '"a\\u0000b"')), 'application/json', {
+        authorization: basicAuth,
+        'idempotency-key': 'deep-nul-71',
+      });
+      expectEnvelope(res, 'INVALID_REQUEST');
+    });
+
+    it('exactly at the limit the body is parsed, and a NUL at its deepest string is still found', async () => {
+      // the body object is level 1 and metadata level 2: 30 more arrays reach the limit
+      const atLimit = await post('/v2/subscribe/payment', charge(nested(MAX_JSON_DEPTH - 2, '"a\\u0000b"')), 'application/json', {
+        authorization: basicAuth,
+        'idempotency-key': 'deep-nul-limit',
+      });
+      expect(expectEnvelope(atLimit, 'INVALID_REQUEST').payload).toEqual({ message: 'body: NUL characters are not allowed' });
+      const overLimit = await post('/v2/subscribe/payment', charge(nested(MAX_JSON_DEPTH - 1, '0')), 'application/json', {
+        authorization: basicAuth,
+      });
+      expect(expectEnvelope(overLimit, 'INVALID_REQUEST').payload).toEqual({
+        message: `the JSON body is nested deeper than ${MAX_JSON_DEPTH} levels`,
+      });
+    });
+
+    it('brackets inside strings do not count as nesting', async () => {
+      const res = await post('/v2/request/token', JSON.stringify({ application_id: '['.repeat(1000), private_key: '{"\\' }));
+      expect(expectEnvelope(res, 'INVALID_REQUEST').payload).not.toEqual({
+        message: `the JSON body is nested deeper than ${MAX_JSON_DEPTH} levels`,
+      });
+    });
+  });
+
   it('an unexpected error -> 500 INTERNAL_ERROR without the internal message; it is logged', async () => {
     const res = await t.app.inject({ method: 'GET', url: '/test/boom' });
     const body = expectEnvelope(res, 'INTERNAL_ERROR');
     expect(body.message).toBe(errorCatalog.INTERNAL_ERROR.message);
     expect(res.body).not.toContain('secret_internal_table');
     expect(t.logs()).toContain('secret_internal_table');
+  });
+
+  it('a database error is logged with its code and message but without the query or its parameters', async () => {
+    const res = await t.app.inject({ method: 'GET', url: '/test/db-error' });
+    expectEnvelope(res, 'INTERNAL_ERROR');
+    const line = t
+      .logs()
+      .split('\n')
+      .find((l) => l.includes('division by zero'));
+    expect(line).toBeDefined();
+    const logged = JSON.parse(line ?? '{}') as { err?: Record<string, unknown> };
+    expect(logged.err?.code).toBe('22012');
+    expect(logged.err).not.toHaveProperty('query');
+    expect(logged.err).not.toHaveProperty('params');
+    expect(t.logs()).not.toContain(DB_PARAMETER);
+    expect(t.logs()).not.toContain('as boom');
   });
 
   it('pg_error_code and payload.message are rendered when present', async () => {

@@ -9,36 +9,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { errorCatalog, type ErrorName } from '../../src/domain/errors.js';
 import { buildTestApp, TEST_ADMIN_TOKEN, type TestApp, type TestProject } from '../helpers/app.js';
 import { TEST_CARD } from './key-in-fixtures.js';
+import { concretePath, type Endpoint, endpointsOf } from './route-list.js';
 
 const RUNS_WITH_AUTH = 1_000;
 const RUNS_WITHOUT_AUTH = 250;
 const MUTATING = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
-
-interface Endpoint {
-  readonly method: string;
-  /** the router's path, e.g. /v2/receipt/:receipt_id */
-  readonly path: string;
-}
-
-/** Parses `printRoutes({ commonPrefix: false })`: one tree line per node, children indented by 4. */
-function routesOf(tree: string): Endpoint[] {
-  const endpoints: Endpoint[] = [];
-  const prefixes: string[] = [];
-  for (const line of tree.split('\n')) {
-    const at = line.indexOf('── ');
-    if (at < 0) continue;
-    const depth = Math.floor(at / 4);
-    const match = /^(\S+)(?: \(([^)]*)\))?/.exec(line.slice(at + 3));
-    if (!match) continue;
-    const path = (depth > 0 ? (prefixes[depth - 1] ?? '') : '') + match[1]!;
-    prefixes[depth] = path;
-    prefixes.length = depth + 1;
-    for (const method of (match[2] ?? '').split(',').map((m) => m.trim())) {
-      if (method && method !== 'HEAD' && method !== 'OPTIONS') endpoints.push({ method, path });
-    }
-  }
-  return endpoints;
-}
 
 // Field names every route reads, so generated objects reach past "field missing" into type and range checks.
 const KNOWN_FIELDS = [
@@ -177,7 +152,7 @@ const requestArb: fc.Arbitrary<GeneratedRequest> = fc
 // Built at load time so that each endpoint gets its own test (and its own timeout).
 const t: TestApp = await buildTestApp({ env: { LOG_LEVEL: 'warn' } });
 const project: TestProject = await t.createProject();
-const endpoints: Endpoint[] = routesOf(t.app.printRoutes({ commonPrefix: false }));
+const endpoints: Endpoint[] = endpointsOf(t.app);
 let stateQuery: ReturnType<typeof sql<{ state: string }>>;
 
 /** A digest of every row of every table: equal digests mean nothing changed. */
@@ -199,10 +174,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await t?.close();
 });
-
-function concretePath(path: string, param: string): string {
-  return path.replace(/:[A-Za-z_]+(\|:[A-Za-z_]+)*/g, param);
-}
 
 function authHeader(mode: 'valid' | 'none', path: string): Record<string, string> {
   if (mode === 'none') return {};
@@ -274,6 +245,96 @@ describe('fuzzing every endpoint', () => {
     async (_name, endpoint) => {
       await fuzz(endpoint, 'valid', RUNS_WITH_AUTH);
       await fuzz(endpoint, 'none', RUNS_WITHOUT_AUTH);
+    },
+    180_000,
+  );
+});
+
+// Hostile JSON: nesting far past the depth limit (30,000 levels blew the stack of the Idempotency-Key
+// fingerprint), NUL characters at every depth (one at depth 71 once reached Postgres), huge arrays, at
+// every route, without an Idempotency-Key, with a fresh one and with one reused across bodies.
+const HOSTILE_RUNS = 40;
+const IDEMPOTENCY_MODES = ['none', 'fresh', 'reused'] as const;
+const NUL_LEAVES = ['\u0000', 'a\u0000b', '\u0000'.repeat(64), 'order-\u0000\u202e'].map((s) => JSON.stringify(s));
+const nest = (depth: number, leaf: string, kind: 'array' | 'object') =>
+  kind === 'array' ? `${'['.repeat(depth)}${leaf}${']'.repeat(depth)}` : `${'{"a":'.repeat(depth)}${leaf}${'}'.repeat(depth)}`;
+const hugeArray = (n: number, item: string) => `[${Array.from({ length: n }, () => item).join(',')}]`;
+const chargeBase = (billingKey: string) => ({ billing_key: billingKey, order_name: 'n', order_id: 'hostile', price: 100 });
+
+/** A JSON text: a (nearly valid) body with one field replaced by a deep, NUL-laden or huge value, or that value alone. */
+const hostileText = (bases: readonly Record<string, unknown>[]) =>
+  fc
+    .record({
+      depth: fc.oneof(fc.integer({ min: 0, max: 34 }), fc.integer({ min: 60, max: 80 }), fc.constantFrom(1_000, 10_000, 30_000)),
+      kind: fc.constantFrom<'array' | 'object'>('array', 'object'),
+      leaf: fc.oneof(
+        fc.constantFrom(...NUL_LEAVES),
+        fc.jsonValue({ maxDepth: 2 }).map((v) => JSON.stringify(v)),
+      ),
+      huge: fc.option(fc.constantFrom(hugeArray(30_000, '0'), hugeArray(7_000, '"\\u0000"'), hugeArray(3_000, '{}'))),
+      field: fc.option(fc.constantFrom('metadata', 'extra', 'items', 'user', 'refund', ...KNOWN_FIELDS)),
+      base: fc.constantFrom(...bases),
+    })
+    .map(({ depth, kind, leaf, huge, field, base }) => {
+      const value = nest(depth, huge ?? leaf, kind);
+      if (field === null) return value;
+      const prefix = JSON.stringify({ ...base, [field]: 0 });
+      // put the raw value text where the placeholder 0 is: no JSON.stringify of a 30,000-deep value
+      return prefix.replace(`${JSON.stringify(field)}:0`, `${JSON.stringify(field)}:${value}`);
+    });
+
+describe('deep, NUL-laden and huge JSON at every endpoint', () => {
+  let bases: Record<string, unknown>[] = [];
+  beforeAll(async () => {
+    const issued = await t.app.inject({
+      method: 'POST',
+      url: '/v2/request/subscribe',
+      headers: { authorization: project.basicAuth },
+      payload: { ...TEST_CARD, subscription_id: 'hostile' },
+    });
+    const billingKey = (issued.json() as { billing_key: string }).billing_key;
+    bases = [TEST_CARD, chargeBase(billingKey), { receipt_id: '000000000000000000000000' }, { name: 'p' }, {}];
+  });
+
+  /** The cases of the security review, then generated ones. */
+  const fixedCases = (): string[] => [
+    nest(30_000, '0', 'array'),
+    JSON.stringify({ ...chargeBase('000000000000000000000000'), metadata: { m: 0 } }).replace(
+      '"m":0',
+      `"m":${nest(69, JSON.stringify('a\u0000b'), 'array')}`,
+    ),
+    JSON.stringify({ metadata: 0 }).replace(':0', `:${nest(30, NUL_LEAVES[1]!, 'object')}`),
+    hugeArray(30_000, '0'),
+    JSON.stringify({ items: 0 }).replace(':0', `:${hugeArray(7_000, '"\\u0000"')}`),
+  ];
+
+  it.each(endpoints.map((e) => [`${e.method} ${e.path}`, e] as const))(
+    '%s: never a 5xx, always a catalog error',
+    async (_name, endpoint) => {
+      let seq = 0;
+      const send = async (text: string, mode: (typeof IDEMPOTENCY_MODES)[number]) => {
+        seq += 1;
+        const headers: Record<string, string> = { ...authHeader('valid', endpoint.path), 'content-type': 'application/json' };
+        if (mode === 'fresh') headers['idempotency-key'] = `hostile-${endpoint.method}-${endpoint.path}-${seq}`;
+        if (mode === 'reused') headers['idempotency-key'] = `hostile-${endpoint.method}-${endpoint.path}`;
+        const res = await t.app.inject({
+          method: endpoint.method as 'POST',
+          url: concretePath(endpoint.path, seq % 2 === 0 ? '%00%E2%80%AE' : '000000000000000000000000'),
+          headers,
+          payload: text,
+        });
+        const context = `${endpoint.method} ${endpoint.path} [${mode}] ${text.slice(0, 120)} -> ${res.statusCode} ${res.body.slice(0, 200)}`;
+        expect(res.statusCode, context).toBeLessThan(500);
+        if (res.statusCode >= 400) {
+          const body = res.json() as { error_code?: string; code?: number };
+          expect(body.code, context).toBe(errorCatalog[body.error_code as ErrorName]?.code);
+        }
+      };
+      for (const text of fixedCases()) for (const mode of IDEMPOTENCY_MODES) await send(text, mode);
+      await fc.assert(
+        fc.asyncProperty(hostileText(bases), fc.constantFrom(...IDEMPOTENCY_MODES), async (text, mode) => send(text, mode)),
+        { numRuns: HOSTILE_RUNS * IDEMPOTENCY_MODES.length },
+      );
     },
     180_000,
   );
