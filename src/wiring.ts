@@ -2,6 +2,7 @@
 // the Temporal client and the worker. Used by `npm start` (src/main.ts), the standalone API
 // (src/api/server.ts), the standalone worker (worker.ts) and the admin CLI. Nothing here imports
 // Fastify: the worker process never loads the HTTP app.
+import { randomBytes } from 'node:crypto';
 import { resolve } from 'node:path';
 import { createActivities } from './activities/index.js';
 import type { Config } from './config/index.js';
@@ -25,6 +26,8 @@ export function openConfiguredDatabase(config: Config): Promise<Database> {
 export interface ConfiguredGateways {
   readonly gateways: GatewayRegistry;
   readonly sandboxUrl?: string;
+  /** the Bearer token of the sandbox's internal routes (SMS inbox) */
+  readonly sandboxToken?: string;
   close(): Promise<void>;
 }
 
@@ -36,15 +39,37 @@ export async function startConfiguredGateways(config: Config, logger: Logger): P
   if (config.sandboxGatewayUrl) {
     // a sandbox server of its own (split deployments: API and worker must see the same sandbox)
     const registry = createGatewayRegistry({ sandboxUrl: config.sandboxGatewayUrl });
-    return { gateways: registry, sandboxUrl: config.sandboxGatewayUrl, close: () => registry.close() };
+    if (!config.sandboxToken) {
+      logger.warn(
+        'SANDBOX_TOKEN is not set: the sandbox SMS inbox (GET /sandbox/v1/sms) cannot be read from SANDBOX_GATEWAY_URL',
+      );
+    }
+    return {
+      gateways: registry,
+      sandboxUrl: config.sandboxGatewayUrl,
+      ...(config.sandboxToken ? { sandboxToken: config.sandboxToken } : {}),
+      close: () => registry.close(),
+    };
   }
   // Loaded only here: the fake PGs are an HTTP server of their own, not part of paygate's processes.
   const { startSandboxGateways } = await import('./sandbox/server.js');
-  const sandbox = await startSandboxGateways({ host: '127.0.0.1', port: 0, logger: logger.child({ component: 'sandbox-pg' }) });
+  const { loadSandboxSecret } = await import('./sandbox/secret.js');
+  // Neither is ever a constant: the secret persists in DATA_DIR (keys and CIs survive restarts), the
+  // token of the internal routes lives as long as this process unless SANDBOX_TOKEN fixes one.
+  const { secret } = await loadSandboxSecret({ secret: config.sandboxSecret, dataDir: config.dataDir });
+  const token = config.sandboxToken ?? randomBytes(32).toString('base64url');
+  const sandbox = await startSandboxGateways({
+    host: '127.0.0.1',
+    port: 0,
+    secret,
+    token,
+    logger: logger.child({ component: 'sandbox-pg' }),
+  });
   const registry = createGatewayRegistry({ sandboxUrl: sandbox.url });
   return {
     gateways: registry,
     sandboxUrl: sandbox.url,
+    sandboxToken: sandbox.token,
     async close() {
       await registry.close();
       await sandbox.close();

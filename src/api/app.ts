@@ -46,6 +46,8 @@ export interface AppDeps {
   readonly keyring?: Keyring;
   /** the sandbox gateways' address, for the sandbox-only SMS inbox route */
   readonly sandboxUrl?: string;
+  /** the Bearer token of the sandbox's internal routes (the inbox) */
+  readonly sandboxToken?: string;
 }
 
 export type ResolvedDeps = AppDeps & {
@@ -90,10 +92,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       stores,
       gateways: deps.gateways,
       clock,
-      sandbox: deps.config.sandbox,
       ...(deps.temporal ? { workflows: deps.temporal } : {}),
       ...(deps.workflowCallTimeoutMs !== undefined ? { workflowCallTimeoutMs: deps.workflowCallTimeoutMs } : {}),
       ...(deps.config.sandbox && deps.sandboxUrl ? { sandboxUrl: deps.sandboxUrl } : {}),
+      ...(deps.config.sandbox && deps.sandboxToken ? { sandboxToken: deps.sandboxToken } : {}),
     }),
   };
 

@@ -49,6 +49,7 @@ export function buildConfiguredApp(parts: {
     keyring: core.keyring,
     temporal: { client: temporal.client, taskQueue: core.config.taskQueue },
     ...(core.gateways.sandboxUrl ? { sandboxUrl: core.gateways.sandboxUrl } : {}),
+    ...(core.gateways.sandboxToken ? { sandboxToken: core.gateways.sandboxToken } : {}),
     readiness: {
       temporal: async () => {
         await temporal.client.connection.workflowService.getSystemInfo({});

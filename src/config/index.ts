@@ -61,6 +61,8 @@ const envSchema = z.object({
     })
     .optional(),
   SANDBOX_GATEWAY_URL: z.url().optional(),
+  SANDBOX_SECRET: z.string().trim().min(16, 'must be at least 16 characters').optional(),
+  SANDBOX_TOKEN: z.string().trim().min(16, 'must be at least 16 characters').optional(),
 });
 
 export interface Config {
@@ -87,6 +89,10 @@ export interface Config {
   readonly encryptionKeys: string | undefined;
   /** a sandbox gateway server run as its own process; unset: started in-process on loopback */
   readonly sandboxGatewayUrl: string | undefined;
+  /** signs sandbox billing keys, derives sandbox CI / DI; unset: generated once into DATA_DIR (src/sandbox/secret.ts) */
+  readonly sandboxSecret: string | undefined;
+  /** Bearer token of the sandbox's internal routes; unset: random per process (in-process sandbox only) */
+  readonly sandboxToken: string | undefined;
 }
 
 export class ConfigError extends Error {
@@ -129,6 +135,8 @@ export function parseConfig(env: Env): Config {
     publicBaseUrl: e.PUBLIC_BASE_URL,
     encryptionKeys: e.ENCRYPTION_KEYS,
     sandboxGatewayUrl: e.SANDBOX_GATEWAY_URL,
+    sandboxSecret: e.SANDBOX_SECRET,
+    sandboxToken: e.SANDBOX_TOKEN,
   };
 }
 

@@ -1,5 +1,6 @@
 // Typed client for the sandbox's SMS inbox (GET /_sandbox/sms), which paygate's own
-// GET /sandbox/v1/sms serves to merchants testing the identity flow.
+// GET /sandbox/v1/sms serves to merchants testing the identity flow. The sandbox's internal routes
+// need the token shared with it (SANDBOX_TOKEN, or the per-process one of an in-process sandbox).
 import { request } from 'undici';
 import { z } from 'zod';
 import { GatewayUnavailableError } from './types.js';
@@ -9,7 +10,15 @@ export interface SandboxSms {
   /** the full message text; for SMS OTPs it contains the code */
   readonly message: string;
   readonly otp: string;
+  /** the verification transaction (gateway tid) the message belongs to */
+  readonly tid: string;
   readonly sentAt: Date;
+}
+
+/** Where the sandbox is and the Bearer token of its internal routes. */
+export interface SandboxEndpoint {
+  readonly url: string;
+  readonly token: string;
 }
 
 const inboxBody = z.object({
@@ -18,6 +27,7 @@ const inboxBody = z.object({
       phone: z.string(),
       message: z.string(),
       otp: z.string(),
+      tid: z.string(),
       sent_at: z.iso.datetime({ offset: true }),
     }),
   ),
@@ -26,13 +36,14 @@ const inboxBody = z.object({
 const INBOX_TIMEOUT_MS = 5_000;
 
 /** Messages sent to `phone`, newest first. */
-export async function fetchSandboxSms(sandboxUrl: string, phone: string): Promise<SandboxSms[]> {
-  const url = new URL('/_sandbox/sms', sandboxUrl);
+export async function fetchSandboxSms(sandbox: SandboxEndpoint, phone: string): Promise<SandboxSms[]> {
+  const url = new URL('/_sandbox/sms', sandbox.url);
   url.searchParams.set('phone', phone);
   let json: unknown;
   try {
     const res = await request(url, {
       method: 'GET',
+      headers: { authorization: `Bearer ${sandbox.token}` },
       headersTimeout: INBOX_TIMEOUT_MS,
       bodyTimeout: INBOX_TIMEOUT_MS,
     });
@@ -51,6 +62,7 @@ export async function fetchSandboxSms(sandboxUrl: string, phone: string): Promis
     phone: m.phone,
     message: m.message,
     otp: m.otp,
+    tid: m.tid,
     sentAt: new Date(m.sent_at),
   }));
 }

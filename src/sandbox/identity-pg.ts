@@ -17,6 +17,8 @@ const MAX_WRONG_ATTEMPTS = 5;
 
 export interface InboxMessage {
   readonly phone: string;
+  /** the verification transaction the message belongs to: paygate shows a project only its own */
+  readonly tid: string;
   readonly message: string;
   readonly otp: string;
   readonly sentAt: Date;
@@ -178,6 +180,7 @@ export class SandboxIdentityPg {
     session.otpDigest = this.otpDigest(session.tid, otp);
     this.inbox.push({
       phone: session.phone,
+      tid: session.tid,
       message: `[paygate sandbox] Your verification code is ${otp}. It expires in 30 minutes.`,
       otp,
       sentAt: now,

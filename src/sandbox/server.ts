@@ -39,6 +39,8 @@
 // Card companies by leading digits (longest prefix wins): 4 Sandbox VISA (SVS), 5 Sandbox Master (SMC),
 // 3 Sandbox AMEX (SAX), 9 Sandbox Domestic (SDM), 94 Sandbox Domestic Check (SDC, check card), other Sandbox Card (SOT).
 // Billing keys are HMAC-signed tokens (see billing-key-token.ts): they survive a restart with the same secret.
+// The secret is never a constant: the caller passes SANDBOX_SECRET or the one kept in DATA_DIR (secret.ts);
+// without one, a random secret lives as long as this server.
 // Charges, revocations, OTP sessions and the SMS inbox live in memory only.
 // A pass push needs no OTP: the sandbox plays a user who approves every push at once, so confirm
 // succeeds with an empty otp.
@@ -52,12 +54,16 @@
 //                faultDelayMs (released early on close): the caller times out, a retry replays
 //     garbage -> does the operation, then answers a body that is not JSON
 //
+// Internal routes (/_sandbox/*: faults, stats, charges, sms) need `Authorization: Bearer <token>`, the
+// token shared with paygate (SANDBOX_TOKEN, or a random one per process when paygate runs the sandbox
+// in-process); anything else gets 401 E401. The PG routes above need no token: they hold only test data.
+//
 // Inspection (tests)
-//   GET /_sandbox/stats                          counters
+//   GET /_sandbox/stats                          counters; `requests` counts every PG request by operation
 //   GET /_sandbox/charges?idempotency_key=...    {idempotency_key, executions, tid} — executions counts real charges
 //   GET /_sandbox/charges/:tid                   {tid, amount, tax_free, cancelled_amount, cancelled_tax_free, cancel_count}
-//   GET /_sandbox/sms?phone=...                  {list: [{phone, message, otp, sent_at}]} newest first
-import { createHash } from 'node:crypto';
+//   GET /_sandbox/sms?phone=...                  {list: [{phone, message, otp, tid, sent_at}]} newest first
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import Fastify, { LogController, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import { z } from 'zod';
@@ -66,11 +72,6 @@ import { SandboxCardPg } from './card-pg.js';
 import { SandboxIdentityPg } from './identity-pg.js';
 import type { PgOutcome } from './outcome.js';
 
-/**
- * The sandbox's default signing secret. Sandbox only: it signs test billing keys and derives test
- * CI/DI, so a fixed default keeps keys and CIs stable across restarts of a developer machine.
- */
-const DEFAULT_SANDBOX_SECRET = 'paygate-sandbox-gateways-v1';
 const DEFAULT_FAULT_DELAY_MS = 30_000;
 const IDEMPOTENCY_CAPACITY = 50_000;
 
@@ -90,7 +91,10 @@ export type SandboxFault = (typeof SANDBOX_FAULTS)[number];
 export interface SandboxGatewaysOptions {
   host?: string;
   port?: number;
+  /** signs billing keys and derives CI / DI; unset: random for this server's lifetime */
   secret?: string;
+  /** what the internal /_sandbox/* routes require as a Bearer token; unset: a random one (see `token`) */
+  token?: string;
   logger?: Logger;
   /** the sandbox's notion of now (OTP expiry, card expiry); tests move it forward */
   clock?: () => Date;
@@ -100,6 +104,8 @@ export interface SandboxGatewaysOptions {
 
 export interface SandboxGateways {
   url: string;
+  /** the Bearer token of the internal /_sandbox/* routes */
+  token: string;
   close(): Promise<void>;
 }
 
@@ -159,7 +165,9 @@ const envelopeOf = (outcome: PgOutcome<unknown>): Envelope =>
   outcome.ok ? { res_cd: '0000', res_msg: 'approved', data: outcome.data } : { res_cd: outcome.code, res_msg: outcome.message };
 
 export async function startSandboxGateways(opts: SandboxGatewaysOptions = {}): Promise<SandboxGateways> {
-  const secret = opts.secret ?? DEFAULT_SANDBOX_SECRET;
+  const secret = opts.secret ?? randomBytes(32).toString('base64url');
+  const token = opts.token ?? randomBytes(32).toString('base64url');
+  const expectedAuthorization = createHash('sha256').update(`Bearer ${token}`).digest();
   const clock = opts.clock ?? (() => new Date());
   const faultDelayMs = opts.faultDelayMs ?? DEFAULT_FAULT_DELAY_MS;
   const card = new SandboxCardPg(secret, clock);
@@ -170,6 +178,7 @@ export async function startSandboxGateways(opts: SandboxGatewaysOptions = {}): P
   const armedFaults = new Map<SandboxOperation, { fault: SandboxFault; remaining: number }[]>();
   const heldAnswers = new Set<() => void>();
   const counters = { idempotentReplays: 0, injectedFaults: 0 };
+  const requests = Object.fromEntries(SANDBOX_OPERATIONS.map((op) => [op, 0])) as Record<SandboxOperation, number>;
 
   const app = Fastify({
     ...(opts.logger ? { loggerInstance: opts.logger } : { logger: false }),
@@ -187,6 +196,19 @@ export async function startSandboxGateways(opts: SandboxGatewaysOptions = {}): P
   });
   app.setNotFoundHandler((_req, reply) => {
     void reply.code(404).send({ res_cd: 'E404', res_msg: 'no such route' });
+  });
+
+  // The internal routes reveal OTPs and charge state and can make the PGs fail: paygate's token only.
+  // Compared as fixed-length digests, in constant time.
+  app.addHook('onRequest', async (req, reply) => {
+    // the matched route, not the raw URL: no spelling of the path (encoded, doubled slashes) slips past
+    if (!req.routeOptions.url?.startsWith('/_sandbox/')) return;
+    const given = createHash('sha256')
+      .update(req.headers.authorization ?? '')
+      .digest();
+    if (!timingSafeEqual(given, expectedAuthorization)) {
+      return reply.code(401).send({ res_cd: 'E401', res_msg: 'a valid sandbox token is required' });
+    }
   });
 
   const nextFault = (operation: SandboxOperation, req: FastifyRequest): SandboxFault | undefined | 'invalid' => {
@@ -224,6 +246,7 @@ export async function startSandboxGateways(opts: SandboxGatewaysOptions = {}): P
     readonly tidOf?: (data: unknown) => string | undefined;
   }): void {
     app.post(route.url, async (req: FastifyRequest, reply: FastifyReply) => {
+      requests[route.operation]++;
       const fault = nextFault(route.operation, req);
       if (fault === 'invalid') return reply.code(400).send({ res_cd: 'E400', res_msg: 'unknown X-Sandbox-Fault value' });
       if (fault !== undefined) {
@@ -356,6 +379,7 @@ export async function startSandboxGateways(opts: SandboxGatewaysOptions = {}): P
       confirmations: identity.stats.confirmations,
       wrong_otps: identity.stats.wrongOtps,
     },
+    requests,
     idempotent_replays: counters.idempotentReplays,
     injected_faults: counters.injectedFaults,
   }));
@@ -391,6 +415,7 @@ export async function startSandboxGateways(opts: SandboxGatewaysOptions = {}): P
         phone: m.phone,
         message: m.message,
         otp: m.otp,
+        tid: m.tid,
         sent_at: m.sentAt.toISOString(),
       })),
     };
@@ -400,6 +425,7 @@ export async function startSandboxGateways(opts: SandboxGatewaysOptions = {}): P
   let closing: Promise<void> | undefined;
   return {
     url: address,
+    token,
     close() {
       closing ??= (async () => {
         for (const release of [...heldAnswers]) release();

@@ -31,8 +31,8 @@ export interface ServiceDeps {
   readonly workflowCallTimeoutMs?: number;
   /** the sandbox gateways' address, for the sandbox-only SMS inbox */
   readonly sandboxUrl?: string;
-  /** sandbox mode (config.sandbox): projects get sandbox PGs only then */
-  readonly sandbox?: boolean;
+  /** the Bearer token of the sandbox's internal routes */
+  readonly sandboxToken?: string;
 }
 
 export function createServices(deps: ServiceDeps): Services {
@@ -40,7 +40,7 @@ export function createServices(deps: ServiceDeps): Services {
   const charges = createChargeService({ stores, gateways });
   const cancels = createCancelService({ stores, gateways, clock });
   return {
-    projects: createProjectService({ stores, knownPgs: gateways.names, sandbox: deps.sandbox === true, clock }),
+    projects: createProjectService({ stores, knownPgs: gateways.names, clock }),
     accessTokens: createAccessTokenService({ stores, clock }),
     billingKeys: createBillingKeyService({ stores, gateways, clock, charges, cancels }),
     charges,
@@ -53,6 +53,7 @@ export function createServices(deps: ServiceDeps): Services {
       ...(deps.workflows ? { workflows: deps.workflows } : {}),
       ...(deps.workflowCallTimeoutMs !== undefined ? { workflowCallTimeoutMs: deps.workflowCallTimeoutMs } : {}),
       ...(deps.sandboxUrl ? { sandboxUrl: deps.sandboxUrl } : {}),
+      ...(deps.sandboxToken ? { sandboxToken: deps.sandboxToken } : {}),
     }),
   };
 }

@@ -79,8 +79,11 @@ export interface VerificationService {
   certificate(project: Project, receiptId: string): Promise<VerificationRow>;
   /** What a response is rendered from; `withPerson` opens the sealed personal data. */
   view(row: VerificationRow, gatewayUrl: string, withPerson: boolean): VerificationView;
-  /** Sandbox mode: the messages the sandbox identity PG sent to `phone`, newest first. */
-  sandboxInbox(phone: string): Promise<SandboxSms[]>;
+  /**
+   * Sandbox mode: the messages the sandbox identity PG sent to `phone` for the caller's own
+   * verifications (by gateway tid), newest first. Another project's OTPs to the same phone stay hidden.
+   */
+  sandboxInbox(project: Project, phone: string): Promise<SandboxSms[]>;
 }
 
 export function createVerificationService(deps: {
@@ -90,6 +93,8 @@ export function createVerificationService(deps: {
   readonly workflows?: WorkflowRuntime;
   readonly workflowCallTimeoutMs?: number;
   readonly sandboxUrl?: string;
+  /** the Bearer token of the sandbox's internal routes */
+  readonly sandboxToken?: string;
 }): VerificationService {
   const store = deps.stores.verifications;
   const callTimeoutMs = deps.workflowCallTimeoutMs ?? DEFAULT_WORKFLOW_CALL_TIMEOUT_MS;
@@ -224,9 +229,11 @@ export function createVerificationService(deps: {
       };
     },
 
-    async sandboxInbox(phone) {
+    async sandboxInbox(project, phone) {
       if (!deps.sandboxUrl) throw new ApiError('NOT_FOUND');
-      return fetchSandboxSms(deps.sandboxUrl, phone);
+      const messages = await fetchSandboxSms({ url: deps.sandboxUrl, token: deps.sandboxToken ?? '' }, phone);
+      const own = await store.tidsOf(project.application_id, [...new Set(messages.map((m) => m.tid))]);
+      return messages.filter((m) => own.has(m.tid));
     },
   };
 }

@@ -27,6 +27,8 @@ export interface VerificationStore extends VerificationRecords {
   create(v: NewVerification): Promise<void>;
   find(receiptId: string): Promise<VerificationRow | undefined>;
   openPerson(row: VerificationRow): OpenedPerson;
+  /** Which of `tids` (gateway transaction ids) belong to verifications of `applicationId`. */
+  tidsOf(applicationId: string, tids: readonly string[]): Promise<Set<string>>;
 }
 
 const sealContext = (receiptId: string, field: string) => `verification:${receiptId}:${field}`;
@@ -76,6 +78,17 @@ export function createVerificationStore(db: Kysely<Tables>, cipher: FieldCipher)
 
     async find(receiptId) {
       return db.selectFrom('verifications').selectAll().where('receipt_id', '=', receiptId).executeTakeFirst();
+    },
+
+    async tidsOf(applicationId, tids) {
+      if (tids.length === 0) return new Set();
+      const rows = await db
+        .selectFrom('verifications')
+        .select('tid')
+        .where('application_id', '=', applicationId)
+        .where('tid', 'in', [...tids])
+        .execute();
+      return new Set(rows.flatMap((r) => (r.tid === null ? [] : [r.tid])));
     },
 
     openPerson(row) {

@@ -1,6 +1,7 @@
 // Shared request helpers for the key-in billing tests (billing, receipt, cancel, idempotency, no-leak).
 import { expect } from 'vitest';
 import type { TestApp, TestProject } from '../helpers/app.js';
+import { TEST_SANDBOX_TOKEN } from '../helpers/app.js';
 
 export const KEY_IN_METHOD = '카드자동(REST)';
 
@@ -72,7 +73,10 @@ const SANDBOX_CALL_TIMEOUT_MS = 10_000;
 
 /** GET on a sandbox inspection endpoint (/_sandbox/...), parsed as JSON. */
 export async function sandboxGet<T>(sandboxUrl: string, path: string): Promise<T> {
-  const res = await fetch(`${sandboxUrl}${path}`, { signal: AbortSignal.timeout(SANDBOX_CALL_TIMEOUT_MS) });
+  const res = await fetch(`${sandboxUrl}${path}`, {
+    headers: { authorization: `Bearer ${TEST_SANDBOX_TOKEN}` },
+    signal: AbortSignal.timeout(SANDBOX_CALL_TIMEOUT_MS),
+  });
   expect(res.ok).toBe(true);
   return (await res.json()) as T;
 }
@@ -95,7 +99,7 @@ export async function armSandboxFault(
 ): Promise<void> {
   const res = await fetch(`${sandboxUrl}/_sandbox/faults`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json' },
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${TEST_SANDBOX_TOKEN}` },
     body: JSON.stringify({ operation, fault, count }),
     signal: AbortSignal.timeout(SANDBOX_CALL_TIMEOUT_MS),
   });

@@ -40,13 +40,17 @@ export async function startSandboxFixture(
       offsetMs += ms;
     },
     async getJson(path) {
-      const res = await request(new URL(path, sandbox.url), { headersTimeout: 5_000, bodyTimeout: 5_000 });
+      const res = await request(new URL(path, sandbox.url), {
+        headers: { authorization: `Bearer ${sandbox.token}` },
+        headersTimeout: 5_000,
+        bodyTimeout: 5_000,
+      });
       return { status: res.statusCode, body: await res.body.json() };
     },
     async postJson(path, body, headers = {}) {
       const res = await request(new URL(path, sandbox.url), {
         method: 'POST',
-        headers: { 'content-type': 'application/json', ...headers },
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${sandbox.token}`, ...headers },
         body: JSON.stringify(body),
         headersTimeout: 5_000,
         bodyTimeout: 5_000,

@@ -34,7 +34,7 @@ function otpRequest(overrides: Partial<OtpRequest> = {}): OtpRequest {
 }
 
 async function latestOtp(to: string): Promise<string> {
-  const [latest] = await fetchSandboxSms(fx.sandbox.url, to);
+  const [latest] = await fetchSandboxSms(fx.sandbox, to);
   if (latest === undefined) throw new Error(`no SMS to ${to}`);
   return latest.otp;
 }
@@ -52,7 +52,7 @@ describe('sandbox_identity SMS OTP', () => {
   it('sends a 6-digit OTP to the inbox and confirms it', async () => {
     const req = otpRequest({ carrier: 'KT_MVNO' });
     const { tid } = await fx.identity.requestOtp(req);
-    const inbox = await fetchSandboxSms(fx.sandbox.url, req.phone);
+    const inbox = await fetchSandboxSms(fx.sandbox, req.phone);
     expect(inbox).toHaveLength(1);
     const [sms] = inbox;
     expect(sms?.otp).toMatch(/^\d{6}$/);
@@ -110,7 +110,7 @@ describe('sandbox_identity SMS OTP', () => {
     const a = await fx.identity.requestOtp(req);
     const b = await fx.identity.requestOtp(req);
     expect(b.tid).toBe(a.tid);
-    expect(await fetchSandboxSms(fx.sandbox.url, req.phone)).toHaveLength(1);
+    expect(await fetchSandboxSms(fx.sandbox, req.phone)).toHaveLength(1);
   });
 
   it('expires the OTP 30 minutes after sending', async () => {
@@ -141,7 +141,7 @@ describe('sandbox_identity SMS OTP', () => {
   it('refuses to send to 01000000000 with a pg error code', async () => {
     const err = await declined(fx.identity.requestOtp(otpRequest({ phone: '01000000000' })));
     expect(err.pgErrorCode).toBe('A101');
-    expect(await fetchSandboxSms(fx.sandbox.url, '01000000000')).toEqual([]);
+    expect(await fetchSandboxSms(fx.sandbox, '01000000000')).toEqual([]);
   });
 
   it('refuses an impossible birth date', async () => {
@@ -162,7 +162,7 @@ describe('sandbox_identity resend', () => {
       newOtp = await latestOtp(req.phone);
     }
     expect(newOtp).not.toBe(oldOtp);
-    const inbox = await fetchSandboxSms(fx.sandbox.url, req.phone);
+    const inbox = await fetchSandboxSms(fx.sandbox, req.phone);
     expect(inbox.length).toBeGreaterThanOrEqual(2);
     expect(inbox[0]?.otp).toBe(newOtp);
     expect(inbox.at(-1)?.otp).toBe(oldOtp);
@@ -178,7 +178,7 @@ describe('sandbox_identity resend', () => {
     const resend = { tid, idempotencyKey: key('resend') };
     await fx.identity.resendOtp(resend);
     await fx.identity.resendOtp(resend);
-    expect(await fetchSandboxSms(fx.sandbox.url, req.phone)).toHaveLength(2);
+    expect(await fetchSandboxSms(fx.sandbox, req.phone)).toHaveLength(2);
   });
 
   it('fails every resend to 01000000001 while the first SMS goes out', async () => {
@@ -204,7 +204,7 @@ describe('sandbox_identity pass push', () => {
   it('needs no OTP: the sandbox approves the push, confirm with an empty otp succeeds', async () => {
     const req = otpRequest({ type: 'pass', carrier: 'LGT' });
     const { tid } = await fx.identity.requestOtp(req);
-    expect(await fetchSandboxSms(fx.sandbox.url, req.phone)).toEqual([]);
+    expect(await fetchSandboxSms(fx.sandbox, req.phone)).toEqual([]);
     await expect(fx.identity.confirmOtp({ tid, otp: '' })).resolves.toMatchObject({ carrier: 'LGT', name: req.name });
   });
 
@@ -267,11 +267,11 @@ describe('verified person data', () => {
 
 describe('SMS inbox client', () => {
   it('returns an empty list for a phone without messages', async () => {
-    expect(await fetchSandboxSms(fx.sandbox.url, phone())).toEqual([]);
+    expect(await fetchSandboxSms(fx.sandbox, phone())).toEqual([]);
   });
 
   it('maps an unreachable sandbox to GatewayUnavailableError', async () => {
-    const err = await fetchSandboxSms('http://127.0.0.1:1', '01012345678').then(
+    const err = await fetchSandboxSms({ url: 'http://127.0.0.1:1', token: 'unused-token' }, '01012345678').then(
       () => undefined,
       (e: unknown) => e,
     );

@@ -65,7 +65,7 @@ it('logs no sensitive values through any path, including refusals and faults', a
   };
   await fetch(new URL('/_sandbox/faults', sandbox.url), {
     method: 'POST',
-    headers: { 'content-type': 'application/json' },
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${sandbox.token}` },
     body: JSON.stringify({ operation: 'charge', fault: 'garbage' }),
   });
   await card.charge(charge).catch(() => undefined);
@@ -81,7 +81,7 @@ it('logs no sensitive values through any path, including refusals and faults', a
     type: 'sms',
     clientIp: '127.0.0.1',
   });
-  const [sms] = await fetchSandboxSms(sandbox.url, secrets.phone);
+  const [sms] = await fetchSandboxSms(sandbox, secrets.phone);
   await identity.confirmOtp({ tid, otp: sms?.otp === '999999' ? '000000' : '999999' }).catch(() => undefined);
   const person = await identity.confirmOtp({ tid, otp: sms?.otp ?? '' });
   // Malformed bodies go through the error handler.

@@ -16,6 +16,8 @@ import type { Project } from '../../src/store/projects.js';
 import { startTestTemporal, type TestTemporal } from './temporal.js';
 
 export const TEST_ADMIN_TOKEN = 'test-admin-token-0123456789abcdef';
+/** the Bearer token of the test sandbox's internal routes (/_sandbox/*) */
+export const TEST_SANDBOX_TOKEN = 'test-sandbox-token-0123456789abcdef';
 
 export interface TestProject {
   readonly applicationId: string;
@@ -111,7 +113,7 @@ export async function buildTestApp(overrides: TestAppOverrides = {}): Promise<Te
     let gateways = overrides.gateways;
     let sandboxUrl = '';
     if (!gateways) {
-      const sandbox = await startSandboxGateways({ host: '127.0.0.1', port: 0, clock: now, logger });
+      const sandbox = await startSandboxGateways({ host: '127.0.0.1', port: 0, clock: now, logger, token: TEST_SANDBOX_TOKEN });
       cleanups.push(() => sandbox.close());
       const registry = createGatewayRegistry({ sandboxUrl: sandbox.url, timeoutMs: 5_000 });
       cleanups.push(() => registry.close());
@@ -138,7 +140,7 @@ export async function buildTestApp(overrides: TestAppOverrides = {}): Promise<Te
       Object.assign(appOverrides, {
         temporal: { client: started.client, taskQueue: started.taskQueue },
         keyring,
-        ...(sandboxUrl ? { sandboxUrl } : {}),
+        ...(sandboxUrl ? { sandboxUrl, sandboxToken: TEST_SANDBOX_TOKEN } : {}),
       });
     }
     const deps = { ...appOverrides, config, database, gateways, logger, clock: now };

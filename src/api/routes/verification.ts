@@ -97,7 +97,7 @@ export async function verificationRoutes(app: FastifyInstance): Promise<void> {
         if (typeof phone !== 'string' || !/^01\d{8,9}$/.test(phone)) {
           throw new ApiError('INVALID_REQUEST', { message: 'phone must be a mobile number of 10-11 digits.' });
         }
-        const list = await verifications.sandboxInbox(phone);
+        const list = await verifications.sandboxInbox(request.project, phone);
         return {
           list: list.map((m) => ({ phone: m.phone, message: m.message, otp: m.otp, sent_at: formatTimestamp(m.sentAt) })),
         };
