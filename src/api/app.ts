@@ -92,6 +92,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       stores,
       gateways: deps.gateways,
       clock,
+      sandbox: deps.config.sandbox,
       ...(deps.temporal ? { workflows: deps.temporal } : {}),
       ...(deps.workflowCallTimeoutMs !== undefined ? { workflowCallTimeoutMs: deps.workflowCallTimeoutMs } : {}),
       ...(deps.config.sandbox && deps.sandboxUrl ? { sandboxUrl: deps.sandboxUrl } : {}),

@@ -24,7 +24,7 @@ import {
 import { createProjectStore } from '../store/projects.js';
 import { openConfiguredDatabase } from '../wiring.js';
 
-/** Gateways a project gets by default in --direct mode: the sandbox PGs that are served in-process. */
+/** The gateways --direct knows: the sandbox PGs served in-process, given to projects only in sandbox mode. */
 const SANDBOX_PGS = ['sandbox_card', 'sandbox_noauto', 'sandbox_identity'] as const;
 
 const USAGE = `usage: npm run admin -- projects <command> [options]
@@ -48,7 +48,7 @@ project options:
   --webhook-url URL                     "" clears
   --merchant-company-name, --merchant-addr1, --merchant-addr2, --merchant-zipcode, --merchant-phone
   --key-expires-at ISO-8601             "" clears
-  --pgs a,b,...                         default all configured gateways
+  --pgs a,b,...                         default all configured gateways (sandbox PGs in sandbox mode only)
 
 connection:
   --url URL        the server (default PAYGATE_URL or http://127.0.0.1:$ADMIN_PORT, else $PORT); needs ADMIN_TOKEN
@@ -189,7 +189,8 @@ async function runDirect(command: Command, config: Config): Promise<unknown> {
   try {
     const projects = createProjectService({
       stores: { projects: createProjectStore(database.db) },
-      knownPgs: config.sandbox ? SANDBOX_PGS : [],
+      knownPgs: SANDBOX_PGS,
+      sandbox: config.sandbox,
       clock: () => new Date(),
     });
     switch (command.action) {

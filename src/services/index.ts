@@ -31,6 +31,8 @@ export interface ServiceDeps {
   readonly workflowCallTimeoutMs?: number;
   /** the sandbox gateways' address, for the sandbox-only SMS inbox */
   readonly sandboxUrl?: string;
+  /** sandbox mode (config.sandbox): projects get sandbox PGs only then */
+  readonly sandbox?: boolean;
   /** the Bearer token of the sandbox's internal routes */
   readonly sandboxToken?: string;
 }
@@ -40,7 +42,7 @@ export function createServices(deps: ServiceDeps): Services {
   const charges = createChargeService({ stores, gateways });
   const cancels = createCancelService({ stores, gateways, clock });
   return {
-    projects: createProjectService({ stores, knownPgs: gateways.names, clock }),
+    projects: createProjectService({ stores, knownPgs: gateways.names, sandbox: deps.sandbox === true, clock }),
     accessTokens: createAccessTokenService({ stores, clock }),
     billingKeys: createBillingKeyService({ stores, gateways, clock, charges, cancels }),
     charges,

@@ -74,6 +74,9 @@ export interface ProjectSecrets {
   readonly private_key: string;
 }
 
+/** The sandbox PGs' names start with this (as their receipts' `sandbox: true` does, services/receipts.ts). */
+const SANDBOX_PG_PREFIX = 'sandbox_';
+
 function checkPgs(pgs: readonly string[], knownPgs: readonly string[]): void {
   const unknown = pgs.filter((pg) => !knownPgs.includes(pg));
   if (unknown.length > 0) {
@@ -98,13 +101,17 @@ export function createProjectService(deps: {
   readonly stores: Pick<Stores, 'projects'>;
   /** the configured gateway names: the default `pgs` and what a project may be given */
   readonly knownPgs: readonly string[];
+  /** sandbox mode: only then may a project get (and gets by default) the sandbox PGs */
+  readonly sandbox: boolean;
   readonly clock: () => Date;
 }): ProjectService {
   const { projects } = deps.stores;
+  // outside sandbox mode a sandbox PG that "approves" every charge must never reach a project
+  const knownPgs = deps.sandbox ? deps.knownPgs : deps.knownPgs.filter((pg) => !pg.startsWith(SANDBOX_PG_PREFIX));
   return {
     async create(input) {
-      const pgs = input.pgs ?? [...deps.knownPgs];
-      checkPgs(pgs, deps.knownPgs);
+      const pgs = input.pgs ?? [...knownPgs];
+      checkPgs(pgs, knownPgs);
       const secrets: ProjectSecrets = {
         client_key: newSecret(18),
         secret_key: newSecret(32),
@@ -132,7 +139,7 @@ export function createProjectService(deps: {
     },
 
     async update(applicationId, patch) {
-      if (patch.pgs !== undefined) checkPgs(patch.pgs, deps.knownPgs);
+      if (patch.pgs !== undefined) checkPgs(patch.pgs, knownPgs);
       const project = await projects.update(applicationId, {
         ...(patch.name !== undefined ? { name: patch.name } : {}),
         ...(patch.seller !== undefined ? { seller: patch.seller } : {}),

@@ -340,3 +340,64 @@ describe('admin CLI', () => {
     }
   });
 });
+
+describe('sandbox PGs only in sandbox mode', () => {
+  it('outside sandbox mode a project gets no sandbox PG, by default or on request', async () => {
+    // the helper still wires the sandbox gateways: the project service alone must keep them out
+    const t = await buildTestApp({ env: { PAYGATE_SANDBOX: 'false', PUBLIC_BASE_URL: 'https://pay.example' } });
+    try {
+      expect(t.deps.config.sandbox).toBe(false);
+      const created = await t.app.inject({
+        method: 'POST',
+        url: '/admin/v1/projects',
+        headers: ADMIN,
+        payload: { name: 'prod' },
+      });
+      expect(created.statusCode).toBe(201);
+      expect(created.json().pgs).toEqual([]);
+      for (const pgs of [['sandbox_card'], ['sandbox_identity']]) {
+        const asked = await t.app.inject({
+          method: 'POST',
+          url: '/admin/v1/projects',
+          headers: ADMIN,
+          payload: { name: 'x', pgs },
+        });
+        expect(asked.json()).toMatchObject({ error_code: 'INVALID_REQUEST', code: 9400 });
+        const patched = await t.app.inject({
+          method: 'PATCH',
+          url: `/admin/v1/projects/${created.json().application_id}`,
+          headers: ADMIN,
+          payload: { pgs },
+        });
+        expect(patched.json()).toMatchObject({ error_code: 'INVALID_REQUEST', code: 9400 });
+      }
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('in sandbox mode a project gets the sandbox PGs by default', async () => {
+    const t = await buildTestApp({ env: { PAYGATE_SANDBOX: 'true' } });
+    try {
+      const created = await t.app.inject({ method: 'POST', url: '/admin/v1/projects', headers: ADMIN, payload: { name: 'dev' } });
+      expect(created.json().pgs).toEqual(['sandbox_card', 'sandbox_noauto', 'sandbox_identity']);
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('the CLI --direct gives sandbox PGs only in sandbox mode', async () => {
+    const dataDir = await mkdtemp(join(tmpdir(), 'paygate-cli-'));
+    try {
+      const env = { DATA_DIR: dataDir, PAYGATE_SANDBOX: 'false', PUBLIC_BASE_URL: 'https://pay.example' };
+      const created = await cli(['projects', 'create', '--direct', '--name', 'Prod'], env);
+      expect(created.err).toBe('');
+      expect(JSON.parse(created.out).pgs).toEqual([]);
+      const asked = await cli(['projects', 'create', '--direct', '--name', 'x', '--pgs', 'sandbox_card'], env);
+      expect(asked.code).toBe(1);
+      expect(JSON.parse(asked.err)).toMatchObject({ error_code: 'INVALID_REQUEST' });
+    } finally {
+      await rm(dataDir, { recursive: true, force: true });
+    }
+  });
+});
