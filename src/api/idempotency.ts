@@ -7,10 +7,13 @@
 // Usage on a route: `{ preHandler: idempotency.preHandler, onSend: idempotency.onSend }`.
 // Only the response is stored, never the request (which may hold card data); the request is kept
 // as an HMAC (a keyring subkey; the key id is stored beside it) of a random salt, method, path and
-// canonical body, so the database alone cannot be used to guess a card number back from it.
+// canonical body, so the database alone cannot be used to guess a card number back from it. The
+// response is stored sealed (AES-GCM, bound to the project and key): a confirmed verification's
+// response holds the person's name, phone, CI and DI.
 import { randomBytes } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError } from '../domain/errors.js';
+import { createFieldCipher } from '../security/field-cipher.js';
 import type { Keyring } from '../security/keyring.js';
 import type { IdempotencyStore } from '../store/idempotency.js';
 
@@ -61,6 +64,10 @@ export function createIdempotencyHooks(deps: {
 }): IdempotencyHooks {
   const claims = new WeakMap<FastifyRequest, Claim>();
   const store = deps.idempotency;
+  const cipher = createFieldCipher(deps.keyring);
+  const context = (claim: Claim) => `idempotency\u0000${claim.applicationId}\u0000${claim.key}`;
+  // records written before responses were sealed hold the JSON itself
+  const openBody = (claim: Claim, body: string) => (body.startsWith('v1.') ? cipher.open(body, context(claim)) : body);
   let lastPurge = 0;
 
   return {
@@ -98,7 +105,7 @@ export function createIdempotencyHooks(deps: {
         .code(claim.response.status)
         .header(REPLAYED_HEADER, 'true')
         .type('application/json; charset=utf-8')
-        .send(claim.response.body);
+        .send(openBody({ applicationId, key: header }, claim.response.body));
     },
 
     async onSend(request, reply, payload) {
@@ -108,7 +115,10 @@ export function createIdempotencyHooks(deps: {
       if (reply.statusCode >= 500 || typeof payload !== 'string') {
         await store.release(claim.applicationId, claim.key);
       } else {
-        await store.complete(claim.applicationId, claim.key, { status: reply.statusCode, body: payload });
+        await store.complete(claim.applicationId, claim.key, {
+          status: reply.statusCode,
+          body: cipher.seal(payload, context(claim)),
+        });
       }
       return payload;
     },

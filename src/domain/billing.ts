@@ -14,7 +14,7 @@ import {
 import type { ErrorName } from './errors.js';
 import { formatTimestamp } from './time.js';
 import { BILLING_KEY_ISSUED, isResourceId, statusLocale } from './receipt.js';
-import { fails, fields, isBlank, isRecord, validate } from './validation.js';
+import { fails, fields, isBlank, isPlainId, isRecord, notPlainId, validate } from './validation.js';
 
 /** The only method that can issue a billing key over REST. */
 export const KEY_IN_METHOD = '카드자동(REST)';
@@ -119,7 +119,7 @@ const verificationOption = z
   .transform((option) => option ?? false);
 
 const issuanceMerchantFields = fields({
-  subscription_id: atMost('subscription_id', MAX_ID_LENGTH),
+  subscription_id: atMost('subscription_id', MAX_ID_LENGTH).refine(isPlainId, notPlainId('subscription_id')),
   order_name: atMost('order_name', MAX_NAME_LENGTH),
   extra: verificationOption,
 });
@@ -223,6 +223,9 @@ export function renderBillingKey(view: BillingKeyView): BillingKeyResponse {
   };
 }
 
+/** The largest charge paygate accepts: 10,000,000,000 won (tax_free is at most price, cancels at most what remains). */
+export const MAX_PRICE_WON = 10_000_000_000;
+
 export interface ChargeParams {
   readonly billingKey: string;
   readonly orderName: string;
@@ -246,7 +249,9 @@ const chargeAmounts = fields({
   billing_key: requiredString('billing_key', 'SUBSCRIBE_BK_NOT_FOUND').refine(isResourceId, fails('SUBSCRIBE_BK_NOT_FOUND')),
   order_name: requiredString('order_name', 'RC_NAME_BLANK'),
   order_id: requiredString('order_id', 'RC_O_ID_BLANK'),
-  price: nonNegativeWon('price').refine((price) => price !== 0, invalid('price must be at least 1 won.')),
+  price: nonNegativeWon('price')
+    .refine((price) => price !== 0, invalid('price must be at least 1 won.'))
+    .refine((price) => price <= MAX_PRICE_WON, invalid(`price must be at most ${MAX_PRICE_WON} won.`)),
   tax_free: nonNegativeWon('tax_free')
     .nullish()
     .transform((taxFree) => taxFree ?? 0),
@@ -277,15 +282,16 @@ const metadata = z
 
 const chargeOptions = fields({
   order_name: atMost('order_name', MAX_NAME_LENGTH),
-  order_id: atMost('order_id', MAX_ID_LENGTH),
+  order_id: atMost('order_id', MAX_ID_LENGTH).refine(isPlainId, notPlainId('order_id')),
   card_quota: quota,
   metadata,
 });
 
 /**
  * POST /v2/subscribe/payment: billing_key blank -> 2309; order_name blank -> 2003; order_id blank
- * -> 2005; then price (a positive integer in won), tax_free (0..price), card_quota ('0'-'24' or
- * a number), metadata (an object of at most 8 KB) -> INVALID_REQUEST.
+ * -> 2005; then price (an integer in won, 1..MAX_PRICE_WON), tax_free (0..price), order_id (at most
+ * 100 characters, no control or bidi characters), card_quota ('0'-'24' or a number), metadata (an
+ * object of at most 8 KB) -> INVALID_REQUEST.
  */
 export function parseChargeRequest(rawBody: unknown): ChargeParams {
   const charge = validate(chargeAmounts, rawBody);

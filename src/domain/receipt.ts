@@ -5,7 +5,7 @@ import { z } from 'zod';
 import type { MaskedCard } from './card.js';
 import { ApiError } from './errors.js';
 import { formatOptionalTimestamp, formatTimestamp } from './time.js';
-import { fails, fields, isRecord, validate } from './validation.js';
+import { fails, fields, isPlainId, isRecord, notPlainId, validate } from './validation.js';
 
 /** Charge accepted locally, gateway answer not yet recorded (a retry with the same order_id re-drives it). */
 export const PAYMENT_PENDING = 0;
@@ -188,7 +188,10 @@ const cancelBody = fields({
   refund: z.custom(isRecord, invalid('refund must be an object.')).nullish(),
   cancel_price: optionalWon('cancel_price'),
   cancel_tax_free: optionalWon('cancel_tax_free', { zero: true }),
-  cancel_id: optionalText('cancel_id', MAX_CANCEL_ID_LENGTH),
+  cancel_id: optionalText('cancel_id', MAX_CANCEL_ID_LENGTH).refine(
+    (id) => id === undefined || isPlainId(id),
+    notPlainId('cancel_id'),
+  ),
   cancel_message: optionalText('cancel_message', MAX_CANCEL_MESSAGE_LENGTH),
 });
 
@@ -253,6 +256,43 @@ export function planCancel(
     });
   }
   return { amount, taxFree, fullyCancelled: amount === remaining };
+}
+
+/** A cancel as recorded: what it refunded, and the receipt's refunded totals just before it. */
+export interface RecordedCancel {
+  readonly amount: number;
+  readonly taxFree: number;
+  readonly cancelledPriceBefore: number;
+  readonly cancelledTaxFreeBefore: number;
+}
+
+/**
+ * Whether a repeated cancel_id asks for the refund its first cancel made: planned against the receipt
+ * as that first cancel found it, the repeat must refund the same amount and tax-free part. So omitted
+ * amounts mean what they meant the first time (the whole remainder; the least tax-free part), and
+ * anything else is a different cancel under a used id (IDEMPOTENCY_KEY_REUSED, never the first result).
+ */
+export function isSameCancel(
+  receipt: { readonly price: number; readonly taxFree: number },
+  first: RecordedCancel,
+  request: Pick<CancelRequest, 'cancelPrice' | 'cancelTaxFree'>,
+): boolean {
+  try {
+    const plan = planCancel(
+      {
+        status: PAYMENT_COMPLETE,
+        price: receipt.price,
+        taxFree: receipt.taxFree,
+        cancelledPrice: first.cancelledPriceBefore,
+        cancelledTaxFree: first.cancelledTaxFreeBefore,
+      },
+      request,
+    );
+    return plan.amount === first.amount && plan.taxFree === first.taxFree;
+  } catch (err) {
+    if (err instanceof ApiError) return false;
+    throw err;
+  }
 }
 
 /**

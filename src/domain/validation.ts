@@ -45,6 +45,26 @@ export function isBlank(value: unknown): boolean {
   return value === undefined || value === null || (typeof value === 'string' && value.trim() === '');
 }
 
+/**
+ * Characters an identifier must not contain: C0/C1 controls (and DEL), lone surrogates, line and
+ * paragraph separators, and the invisible marks that reorder or hide text (U+061C, U+200B-U+200F,
+ * U+202A-U+202E, U+2060-U+2064, U+2066-U+2069, U+FEFF). A U+202E in an order_id shows one id on a
+ * dashboard and stores another.
+ */
+const UNSAFE_ID_CHARACTERS = /[\p{Cc}\p{Cs}\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u2069\ufeff]/u;
+
+/** Whether a merchant-chosen id is free of control and bidirectional formatting characters. */
+export function isPlainId(value: string): boolean {
+  return !UNSAFE_ID_CHARACTERS.test(value);
+}
+
+/** The failure of a merchant id with such characters: 9400, the field named in payload.message. */
+export function notPlainId(field: string) {
+  return fails('INVALID_REQUEST', {
+    payloadMessage: `${field} must not contain control or bidirectional formatting characters.`,
+  });
+}
+
 /** A JSON object (not an array): the only value with fields. */
 export function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);

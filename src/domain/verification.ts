@@ -3,7 +3,7 @@
 import { z } from 'zod';
 import { isIpOrCidr } from './ip.js';
 import { formatOptionalTimestamp, formatTimestamp } from './time.js';
-import { fails, fields, isRecord, validate } from './validation.js';
+import { fails, fields, isPlainId, isRecord, notPlainId, validate } from './validation.js';
 
 /** The only method of a REST identity verification. */
 export const VERIFICATION_METHOD = '본인인증';
@@ -127,7 +127,7 @@ const personFields = fields({
 
 const keptTexts = fields({
   order_name: atMost('order_name'),
-  authentication_id: atMost('authentication_id'),
+  authentication_id: atMost('authentication_id').refine(isPlainId, notPlainId('authentication_id')),
   username: atMost('username'),
 });
 

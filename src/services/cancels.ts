@@ -3,10 +3,11 @@
 import { assertOwnedBy } from '../domain/access.js';
 import { ApiError } from '../domain/errors.js';
 import { newId } from '../domain/ids.js';
-import { cancelIdempotencyKey, planCancel, type CancelRequest } from '../domain/receipt.js';
+import { cancelIdempotencyKey, isSameCancel, planCancel, type CancelRequest } from '../domain/receipt.js';
 import type { GatewayCancelResult, GatewayRegistry } from '../gateways/types.js';
 import type { Stores } from '../store/index.js';
 import type { Project } from '../store/projects.js';
+import type { ReceiptRow } from '../store/receipts.js';
 import { gatewayFailure } from './gateways.js';
 import type { OperationLog } from './log.js';
 import { receiptResponse } from './receipts.js';
@@ -34,22 +35,29 @@ export function createCancelService(deps: {
       const found = await receipts.find(cancel.receiptId);
       if (!found) throw new ApiError('RC_NOT_FOUND');
       assertOwnedBy(project, found.application_id);
-      if (cancel.cancelId !== undefined) {
-        const first = await receipts.findCancelResponse(found.receipt_id, cancel.cancelId);
-        if (first) return first;
-      }
+      const repeated = async (receipt: ReceiptRow) => {
+        if (cancel.cancelId === undefined) return undefined;
+        const first = await receipts.findCancel(receipt.receipt_id, cancel.cancelId);
+        if (!first) return undefined;
+        if (!isSameCancel({ price: receipt.price, taxFree: receipt.tax_free }, first, cancel)) {
+          throw new ApiError('IDEMPOTENCY_KEY_REUSED', {
+            message: 'This cancel_id was used for a cancel with a different cancel_price or cancel_tax_free.',
+          });
+        }
+        return first.response;
+      };
+      const first = await repeated(found);
+      if (first) return first;
 
       // A lease rather than a row lock: no transaction is held while the PG answers.
       const now = deps.clock();
       const receipt = await receipts.acquireCancelLease(found.receipt_id, now, new Date(now.getTime() + CANCEL_LEASE_MS));
       if (!receipt) throw new ApiError('IDEMPOTENCY_IN_PROGRESS', { message: 'Another cancel of this receipt is in progress.' });
       try {
-        if (cancel.cancelId !== undefined) {
-          const first = await receipts.findCancelResponse(receipt.receipt_id, cancel.cancelId);
-          if (first) {
-            await receipts.releaseCancelLease(receipt.receipt_id);
-            return first;
-          }
+        const firstResult = await repeated(receipt);
+        if (firstResult) {
+          await receipts.releaseCancelLease(receipt.receipt_id);
+          return firstResult;
         }
         const plan = planCancel(
           {

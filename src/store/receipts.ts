@@ -7,6 +7,7 @@ import {
   type CancelPlan,
   type ChargeApproval,
   type ReceiptView,
+  type RecordedCancel,
 } from '../domain/receipt.js';
 import type { Tables } from './db.js';
 import type { ReceiptsTable } from './migrations/0002_billing.js';
@@ -57,13 +58,17 @@ export interface ReceiptStore {
    */
   acquireCancelLease(receiptId: string, now: Date, until: Date): Promise<ReceiptRow | undefined>;
   releaseCancelLease(receiptId: string): Promise<void>;
-  /** The stored first response of a cancel_id on this receipt. */
-  findCancelResponse(receiptId: string, cancelId: string): Promise<Record<string, unknown> | undefined>;
+  /** The first cancel of a cancel_id on this receipt: what it refunded, from what, and its stored response. */
+  findCancel(receiptId: string, cancelId: string): Promise<StoredCancel | undefined>;
   /**
    * In one transaction: applies a cancel to the receipt (status 20 when nothing remains, lease
    * released) and records it with the response `render` makes of the updated receipt.
    */
   recordCancel(cancel: NewCancel, render: (updated: ReceiptRow) => Record<string, unknown>): Promise<Record<string, unknown>>;
+}
+
+export interface StoredCancel extends RecordedCancel {
+  readonly response: Record<string, unknown>;
 }
 
 export interface NewCancel {
@@ -163,14 +168,24 @@ export function createReceiptStore(db: Kysely<Tables>): ReceiptStore {
       await db.updateTable('receipts').set({ cancel_locked_until: null }).where('receipt_id', '=', receiptId).execute();
     },
 
-    async findCancelResponse(receiptId, cancelId) {
+    async findCancel(receiptId, cancelId) {
       const row = await db
         .selectFrom('receipt_cancels')
-        .select('response')
+        .select(['amount', 'tax_free', 'response'])
         .where('receipt_id', '=', receiptId)
         .where('cancel_id', '=', cancelId)
         .executeTakeFirst();
-      return row?.response;
+      if (!row) return undefined;
+      // the response shows the receipt just after this cancel; minus this cancel, it is the state it started from
+      const amount = Number(row.amount);
+      const taxFree = Number(row.tax_free);
+      return {
+        amount,
+        taxFree,
+        cancelledPriceBefore: Number(row.response.cancelled_price) - amount,
+        cancelledTaxFreeBefore: Number(row.response.cancelled_tax_free) - taxFree,
+        response: row.response,
+      };
     },
 
     async recordCancel(cancel, render) {

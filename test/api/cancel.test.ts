@@ -88,6 +88,42 @@ describe('POST /v2/cancel', () => {
     expect(await refundedAtPg(receiptId)).toBe(2_000);
   });
 
+  it('a cancel_id reused with a different cancel_price or cancel_tax_free -> 9422, nothing refunded', async () => {
+    const receiptId = await paidReceipt(8_000, 4_000);
+    const first = await client.cancel({ receipt_id: receiptId, cancel_price: 1_000, cancel_tax_free: 500, cancel_id: 'r-1' });
+    expect(first.status).toBe(200);
+    for (const changed of [
+      { cancel_price: 2_000, cancel_tax_free: 500 },
+      { cancel_price: 1_000, cancel_tax_free: 0 },
+      { cancel_price: 1_000 }, // the least tax-free part of 1,000 is 0, not the 500 the first cancel refunded
+      {}, // everything that remained then (8,000), not 1,000
+    ]) {
+      const res = await client.cancel({ receipt_id: receiptId, cancel_id: 'r-1', ...changed });
+      expect(res.status, JSON.stringify(changed)).toBe(422);
+      expect(res.body).toMatchObject({ error_code: 'IDEMPOTENCY_KEY_REUSED', code: 9422 });
+    }
+    expect(await refundedAtPg(receiptId)).toBe(1_000);
+    // the same parameters still replay the first result, after other cancels moved the receipt on
+    expect((await client.cancel({ receipt_id: receiptId, cancel_price: 2_000, cancel_id: 'r-2' })).status).toBe(200);
+    const replay = await client.cancel({ receipt_id: receiptId, cancel_price: 1_000, cancel_tax_free: 500, cancel_id: 'r-1' });
+    expect(replay.body).toEqual(first.body);
+    expect(await refundedAtPg(receiptId)).toBe(3_000);
+  });
+
+  it('a full cancel by cancel_id replays for the same request (amounts omitted or spelled out), and 9422 otherwise', async () => {
+    const receiptId = await paidReceipt(6_000, 1_000);
+    const partial = await client.cancel({ receipt_id: receiptId, cancel_price: 2_000 });
+    expect(partial.status).toBe(200);
+    const full = await client.cancel({ receipt_id: receiptId, cancel_id: 'all' });
+    expect(full.body).toMatchObject({ status: 20, cancelled_price: 6_000 });
+    expect((await client.cancel({ receipt_id: receiptId, cancel_id: 'all' })).body).toEqual(full.body);
+    const spelled = await client.cancel({ receipt_id: receiptId, cancel_id: 'all', cancel_price: 4_000, cancel_tax_free: 1_000 });
+    expect(spelled.body).toEqual(full.body);
+    const smaller = await client.cancel({ receipt_id: receiptId, cancel_id: 'all', cancel_price: 3_000 });
+    expect(smaller.body).toMatchObject({ error_code: 'IDEMPOTENCY_KEY_REUSED' });
+    expect(await refundedAtPg(receiptId)).toBe(6_000);
+  });
+
   it('never refunds the same won twice under concurrent cancels', async () => {
     const receiptId = await paidReceipt(3_000);
     const results = await Promise.all([1, 2, 3, 4].map(() => client.cancel({ receipt_id: receiptId, cancel_price: 1_000 })));

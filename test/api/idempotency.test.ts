@@ -5,6 +5,7 @@ import { createGatewayRegistry } from '../../src/gateways/registry.js';
 import { startSandboxGateways } from '../../src/sandbox/server.js';
 import { buildTestApp, type TestApp, type TestProject } from '../helpers/app.js';
 import { armSandboxFault, keyInClient, sandboxChargeExecutions, TEST_CARD } from './key-in-fixtures.js';
+import { concretePath, endpointsOf } from './route-list.js';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 
@@ -150,6 +151,57 @@ describe('Idempotency-Key', () => {
     expect(res.status).toBe(400);
     expect(res.body.error_code).toBe('INVALID_REQUEST');
     expect(await receiptsOf('idem-7')).toBe(0);
+  });
+});
+
+describe('Idempotency-Key coverage', () => {
+  // The POST routes a project authenticates; the token route (the project is not known yet) and the admin
+  // API (no project) are the documented exceptions.
+  const NOT_PROJECT_ROUTES = new Set(['/v2/request/token']);
+  const projectPosts = () =>
+    endpointsOf(t.app).filter((e) => e.method === 'POST' && e.path.startsWith('/v2/') && !NOT_PROJECT_ROUTES.has(e.path));
+
+  it('includes the key-in, cancel and verification routes', () => {
+    expect(projectPosts().map((e) => e.path)).toEqual(
+      expect.arrayContaining([
+        '/v2/request/subscribe',
+        '/v2/subscribe/payment',
+        '/v2/cancel',
+        '/v2/request/authentication',
+        '/v2/authenticate/realarm',
+        '/v2/authenticate/confirm',
+      ]),
+    );
+  });
+
+  it('every project POST route replays an answer for the same key and body, and refuses another body with 9422', async () => {
+    for (const { path } of projectPosts()) {
+      const url = concretePath(path, '000000000000000000000000');
+      const key = `coverage-${path}`;
+      const first = await client.post(url, { receipt_id: 'nope' }, { 'idempotency-key': key });
+      expect(first.status, `${path}: ${JSON.stringify(first.body)}`).toBeLessThan(500);
+      const replay = await client.post(url, { receipt_id: 'nope' }, { 'idempotency-key': key });
+      expect(replay.headers['idempotent-replayed'], path).toBe('true');
+      expect(replay.body, path).toEqual(first.body);
+      const other = await client.post(url, { receipt_id: 'other' }, { 'idempotency-key': key });
+      expect(other.body, path).toMatchObject({ error_code: 'IDEMPOTENCY_KEY_REUSED', code: 9422 });
+    }
+  });
+
+  it('stores the answer sealed and replays it opened', async () => {
+    const body = { billing_key: billingKey, order_name: 'June', order_id: 'idem-sealed', price: 700 };
+    const first = await client.post('/v2/subscribe/payment', body, { 'idempotency-key': 'sealed-1' });
+    expect(first.status).toBe(200);
+    const row = await t.deps.database.db
+      .selectFrom('idempotency_keys')
+      .select('response_body')
+      .where('idempotency_key', '=', 'sealed-1')
+      .executeTakeFirstOrThrow();
+    expect(row.response_body).toMatch(/^v1\./);
+    expect(row.response_body).not.toContain('idem-sealed');
+    const replay = await client.post('/v2/subscribe/payment', body, { 'idempotency-key': 'sealed-1' });
+    expect(replay.headers['idempotent-replayed']).toBe('true');
+    expect(replay.body).toEqual(first.body);
   });
 });
 

@@ -2,10 +2,16 @@
 // parsed values for the edge cases a client can hit, and the spec's check order across fields.
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { KEY_IN_METHOD, parseBillingKeyRequest, parseChargeRequest, parsePgAndMethod } from '../../src/domain/billing.js';
+import {
+  KEY_IN_METHOD,
+  MAX_PRICE_WON,
+  parseBillingKeyRequest,
+  parseChargeRequest,
+  parsePgAndMethod,
+} from '../../src/domain/billing.js';
 import { ApiError, type ErrorBody } from '../../src/domain/errors.js';
 import { parseCancelRequest } from '../../src/domain/receipt.js';
-import { fails, fields, validate } from '../../src/domain/validation.js';
+import { fails, fields, isPlainId, validate } from '../../src/domain/validation.js';
 import { parseOtp, parseReceiptIdBody, parseVerificationPg, parseVerificationRequest } from '../../src/domain/verification.js';
 
 const NOW = new Date('2026-11-22T00:00:00Z');
@@ -216,5 +222,60 @@ describe('cancel parsing', () => {
     expect(bodyOf(() => parseCancelRequest({ receipt_id: RECEIPT_ID, cancel_price: 0 })).message).toBe(
       'cancel_price must be a positive integer amount in won.',
     );
+  });
+});
+
+describe('merchant ids and the price limit', () => {
+  const refused = (field: string) => ({
+    error_code: 'INVALID_REQUEST',
+    code: 9400,
+    message: 'The request is malformed.',
+    payload: { message: `${field} must not contain control or bidirectional formatting characters.` },
+  });
+
+  it('isPlainId refuses controls, lone surrogates, separators and invisible bidi marks, and keeps other text', () => {
+    for (const c of [
+      '\u0000',
+      '\t',
+      '\u007f',
+      '\u0085',
+      '\u009f',
+      '\ud800',
+      '\u061c',
+      '\u200b',
+      '\u200d',
+      '\u200e',
+      '\u2028',
+      '\u202a',
+      '\u202e',
+      '\u2060',
+      '\u2066',
+      '\u2069',
+      '\ufeff',
+    ]) {
+      expect(isPlainId(`a${c}b`), `U+${c.codePointAt(0)!.toString(16)}`).toBe(false);
+    }
+    for (const ok of ['order-1', '주문_2026/11', 'a b', 'émoji💳', 'ＡＢＣ', 'עברית']) expect(isPlainId(ok), ok).toBe(true);
+  });
+
+  it('each parser refuses its ids with 9400 naming the field', () => {
+    expect(bodyOf(() => parseChargeRequest({ ...CHARGE, order_id: 'o\u202e1' }))).toEqual(refused('order_id'));
+    expect(bodyOf(() => parseBillingKeyRequest({ ...KEY_IN, subscription_id: 's\u20661' }, NOW))).toEqual(
+      refused('subscription_id'),
+    );
+    expect(bodyOf(() => parseCancelRequest({ receipt_id: RECEIPT_ID, cancel_id: 'c\u00851' }))).toEqual(refused('cancel_id'));
+    expect(bodyOf(() => parseVerificationRequest({ ...VERIFY, authentication_id: 'a\u200f1' }, 'sandbox_identity'))).toEqual(
+      refused('authentication_id'),
+    );
+    // blank still comes first with the spec's code
+    expect(bodyOf(() => parseChargeRequest({ ...CHARGE, order_id: '' })).code).toBe(2005);
+  });
+
+  it(`price is at most ${MAX_PRICE_WON} won`, () => {
+    expect(parseChargeRequest({ ...CHARGE, price: MAX_PRICE_WON }).price).toBe(MAX_PRICE_WON);
+    expect(bodyOf(() => parseChargeRequest({ ...CHARGE, price: MAX_PRICE_WON + 1 }))).toMatchObject({
+      code: 9400,
+      message: `price must be at most ${MAX_PRICE_WON} won.`,
+    });
   });
 });

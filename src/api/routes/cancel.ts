@@ -20,7 +20,7 @@ export async function cancelRoutes(app: FastifyInstance): Promise<void> {
         summary: 'Cancel (refund) a payment, fully or partly',
         description:
           'cancel_price omitted = everything that remains; more than remains -> 9424. A repeated cancel_id returns the ' +
-          'first result. Fully refunded receipts move to status 20 (결제취소완료); partial refunds keep status 1 and raise ' +
+          'first result; the same cancel_id with a different cancel_price or cancel_tax_free -> 9422. Fully refunded receipts move to status 20 (결제취소완료); partial refunds keep status 1 and raise ' +
           "cancelled_price. Unknown receipt 2000, another project's 1225; 9409 while another cancel of the receipt is running.",
         tags: ['billing'],
       },

@@ -12,10 +12,17 @@ import {
   renderVerificationRequested,
   renderVerificationResult,
 } from '../../domain/verification.js';
+import { createIdempotencyHooks } from '../idempotency.js';
 
 export async function verificationRoutes(app: FastifyInstance): Promise<void> {
   const { deps } = app;
   const verifications = deps.services.verifications;
+  // Idempotency-Key on every POST of this plugin (request, resend, confirm), as on the billing routes
+  const idempotency = createIdempotencyHooks({ idempotency: deps.stores.idempotency, clock: deps.clock, keyring: deps.keyring });
+  app.addHook('preHandler', async (request, reply) => {
+    if (request.method === 'POST') await idempotency.preHandler(request, reply);
+  });
+  app.addHook('onSend', idempotency.onSend);
   const gatewayUrl = (request: FastifyRequest) => deps.config.publicBaseUrl ?? `${request.protocol}://${request.host}`;
   const documented = (scope: Scope, summary: string, description: string) => ({
     config: { auth: 'project' as const, scope },
