@@ -14,6 +14,7 @@ import type { Keyring } from './security/keyring.js';
 import { openDatabase, type Database } from './store/db.js';
 import { createStores, type Stores } from './store/index.js';
 import { connectTemporalClient, type TemporalClient } from './temporal/client.js';
+import type { TemporalTransport } from './temporal/transport.js';
 import { createPaygateWorker, type PaygateWorker } from './temporal/worker.js';
 
 /** Opens the database the config names: a Postgres server, or PGlite under DATA_DIR. */
@@ -77,8 +78,15 @@ export async function startConfiguredGateways(config: Config, logger: Logger): P
   };
 }
 
-/** Prints the generated ADMIN_TOKEN once; it is the only secret ever written to the log. */
-export function announceAdminToken(config: Config, logger: Logger): void {
+/**
+ * Prints a generated ADMIN_TOKEN once, to the terminal (stderr), never into the JSON log: logs are
+ * shipped and kept; the log only says that a token was generated.
+ */
+export function announceAdminToken(
+  config: Config,
+  logger: Logger,
+  terminal: { write(text: string): unknown } = process.stderr,
+): void {
   if (config.adminTokenGenerated) {
     logger.warn(`ADMIN_TOKEN is not set; generated for this run: ${config.adminToken} (set ADMIN_TOKEN to keep one)`);
   }
@@ -135,6 +143,7 @@ export function createWorker(core: Core, address: string): Promise<PaygateWorker
     namespace: core.config.temporalNamespace,
     taskQueue: core.config.taskQueue,
     keyring: core.keyring,
+    transport: temporalTransport(core.config),
     activities: createActivities({ stores: core.stores, gateways: core.gateways.gateways }),
   });
 }

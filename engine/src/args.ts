@@ -78,9 +78,11 @@ export function parseArgs(argv: string[]): CliOptions {
     return opts;
   }
   const port = Number(argv[0]);
+  // Loopback unless told otherwise (`<port> --ip <host>`): the launcher probes 127.0.0.1 anyway.
+  const ip = argv.indexOf('--ip');
+  const host = ip > 0 && argv[ip + 1] ? argv[ip + 1]! : '127.0.0.1';
   if (!Number.isInteger(port) || port < 0 || port > 65535) {
-    throw new Error('usage: temporal-devserver <port>  |  temporal-devserver server start-dev --port <port> [...]');
+    throw new Error('usage: temporal-devserver <port> [--ip <host>]  |  temporal-devserver server start-dev --port <port> [...]');
   }
-  // The Rust launcher probes 127.0.0.1 but picks the port on 0.0.0.0: listen on every interface like the Java server.
-  return { timeSkipping: true, port, host: '0.0.0.0' };
+  return { timeSkipping: true, port, host };
 }

@@ -36,10 +36,14 @@ export function deserialize<T>(line: string): T {
   return JSON.parse(line, reviver) as T;
 }
 
+const PRIVATE_FILE = 0o600;
+
 /** Writes a snapshot next to the journal, syncs it, then atomically renames it over the journal. */
 function writeSnapshot(file: string, records: JournalRecord[]): void {
   const tmp = `${file}.compact`;
-  const out = fs.openSync(tmp, 'w');
+  // Workflow histories are private: owner-only whatever the umask (a stale .compact file is replaced).
+  fs.rmSync(tmp, { force: true });
+  const out = fs.openSync(tmp, 'w', PRIVATE_FILE);
   for (const r of records) fs.writeSync(out, `${serialize(r)}\n`);
   fs.fdatasyncSync(out);
   fs.closeSync(out);
@@ -100,12 +104,12 @@ export class Journal {
         restored.set(rec.key, cur);
       }
     }
-    fs.mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
+    fs.mkdirSync(path.dirname(path.resolve(file)), { recursive: true, mode: 0o700 });
     writeSnapshot(
       file,
       [...restored].map(([key, r]) => ({ key, base: 0, events: r.events, state: r.state })),
     );
-    const fd = fs.openSync(file, 'a');
+    const fd = fs.openSync(file, 'a', PRIVATE_FILE);
     return { journal: new Journal(file, fd), restored };
   }
 
@@ -119,7 +123,7 @@ export class Journal {
     if (this.pending.length > 0) this.writeNow();
     fs.closeSync(this.fd);
     writeSnapshot(this.file, records);
-    this.fd = fs.openSync(this.file, 'a');
+    this.fd = fs.openSync(this.file, 'a', PRIVATE_FILE);
     this.appendedBytes = 0;
   }
 

@@ -166,8 +166,9 @@ describe('clock', () => {
 });
 
 describe('command line', () => {
-  it('reads the time-skipping form `<port>` and listens on every interface', () => {
-    expect(parseArgs(['7233'])).toEqual({ timeSkipping: true, port: 7233, host: '0.0.0.0' });
+  it('reads the time-skipping form `<port>` and listens on loopback unless given --ip', () => {
+    expect(parseArgs(['7233'])).toEqual({ timeSkipping: true, port: 7233, host: '127.0.0.1' });
+    expect(parseArgs(['7233', '--ip', '0.0.0.0'])).toEqual({ timeSkipping: true, port: 7233, host: '0.0.0.0' });
     expect(() => parseArgs(['not-a-port'])).toThrow(/usage/);
   });
 

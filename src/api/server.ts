@@ -1,6 +1,8 @@
 // Listening: explicit timeouts (set in buildApp), graceful shutdown with close-with-grace.
 // Run directly (`npm run api`) it serves the API alone against TEMPORAL_ADDRESS: database from the
 // config, sandbox gateways in-process or at SANDBOX_GATEWAY_URL. src/main.ts embeds engine and worker.
+import { createServer, type IncomingMessage, type RequestListener, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import closeWithGrace from 'close-with-grace';
@@ -10,8 +12,43 @@ import { createLogger, type Logger } from '../logger.js';
 import type { TemporalClient } from '../temporal/client.js';
 import { announceAdminToken, connectTemporal, openCore, type Core } from '../wiring.js';
 import { buildApp, type ReadinessProbe } from './app.js';
+import { ApiError } from '../domain/errors.js';
 
 const SHUTDOWN_GRACE_MS = 10_000;
+
+export interface Listening {
+  readonly address: string;
+  /** the admin listener's address, when ADMIN_PORT is set */
+  readonly adminAddress?: string;
+  /** the same shutdown as on SIGTERM (tests) */
+  close(): Promise<void>;
+}
+
+const isAdminPath = (url: string | undefined) => /^\/admin(\/|$|\?)/.test(url ?? '');
+
+function notFound(req: IncomingMessage, res: ServerResponse): void {
+  const error = new ApiError('NOT_FOUND', { payloadMessage: `${req.method} ${(req.url ?? '').split('?')[0]}` });
+  res.writeHead(error.statusCode, { 'content-type': 'application/json; charset=utf-8' });
+  res.end(JSON.stringify(error.toBody()));
+}
+
+/**
+ * With ADMIN_PORT set, /admin/v1/* lives on a listener of its own (loopback by default): the public
+ * listener answers 9404 for it before routing, and the admin listener serves nothing else. Both feed
+ * the same Fastify handler, so the admin routes keep their auth, hooks and envelope.
+ */
+function separateAdminListener(app: FastifyInstance): Server {
+  const [handler] = app.server.listeners('request') as RequestListener[];
+  if (!handler) throw new Error('the Fastify server has no request handler');
+  app.server.removeAllListeners('request');
+  app.server.on('request', (req: IncomingMessage, res: ServerResponse) =>
+    isAdminPath(req.url) ? notFound(req, res) : handler(req, res),
+  );
+  const admin = createServer((req, res) => (isAdminPath(req.url) ? handler(req, res) : notFound(req, res)));
+  admin.requestTimeout = app.server.requestTimeout;
+  admin.keepAliveTimeout = app.server.keepAliveTimeout;
+  return admin;
+}
 
 /**
  * Listens and installs graceful shutdown: on SIGINT/SIGTERM or a fatal error the server stops
@@ -19,18 +56,49 @@ const SHUTDOWN_GRACE_MS = 10_000;
  */
 export async function listen(
   app: FastifyInstance,
-  config: Pick<Config, 'host' | 'port'>,
+  config: Pick<Config, 'host' | 'port'> & Partial<Pick<Config, 'admin'>>,
   onClose: () => Promise<void> = async () => undefined,
-): Promise<string> {
-  closeWithGrace({ delay: SHUTDOWN_GRACE_MS }, async ({ err, signal }) => {
+): Promise<Listening> {
+  const admin = config.admin ? separateAdminListener(app) : undefined;
+  let closing: Promise<void> | undefined;
+  const shutdown = () => {
+    closing ??= (async () => {
+      if (admin?.listening) {
+        const closed = new Promise<void>((done) => admin.close(() => done()));
+        admin.closeIdleConnections();
+        await closed;
+      }
+      await app.close();
+      await onClose();
+    })();
+    return closing;
+  };
+  const grace = closeWithGrace({ delay: SHUTDOWN_GRACE_MS }, async ({ err, signal }) => {
     if (err) app.log.error({ err }, 'shutting down after a fatal error');
     else app.log.info({ signal }, 'shutting down');
-    await app.close();
-    await onClose();
+    await shutdown();
   });
   const address = await app.listen({ host: config.host, port: config.port });
   app.log.info({ address }, 'paygate API listening');
-  return address;
+  let adminAddress: string | undefined;
+  if (admin && config.admin) {
+    const { host, port } = config.admin;
+    await new Promise<void>((ready, fail) => {
+      admin.once('error', fail);
+      admin.listen(port, host, () => ready());
+    });
+    const bound = admin.address() as AddressInfo;
+    adminAddress = `http://${bound.family === 'IPv6' ? `[${bound.address}]` : bound.address}:${bound.port}`;
+    app.log.info({ address: adminAddress }, 'paygate admin API listening (only there)');
+  }
+  return {
+    address,
+    ...(adminAddress ? { adminAddress } : {}),
+    async close() {
+      grace.uninstall();
+      await shutdown();
+    },
+  };
 }
 
 /** The app as both entry points build it: configured storage, gateways, keyring and Temporal client. */

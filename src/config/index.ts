@@ -63,6 +63,13 @@ const envSchema = z.object({
   SANDBOX_GATEWAY_URL: z.url().optional(),
   SANDBOX_SECRET: z.string().trim().min(16, 'must be at least 16 characters').optional(),
   SANDBOX_TOKEN: z.string().trim().min(16, 'must be at least 16 characters').optional(),
+  ADMIN_HOST: z.string().trim().min(1).default('127.0.0.1'),
+  ADMIN_PORT: z.coerce.number().int().min(0).max(65535).optional(),
+  TEMPORAL_TLS_CERT: z.string().trim().min(1).optional(),
+  TEMPORAL_TLS_KEY: z.string().trim().min(1).optional(),
+  TEMPORAL_TLS_CA: z.string().trim().min(1).optional(),
+  TEMPORAL_TLS_SERVER_NAME: z.string().trim().min(1).optional(),
+  TEMPORAL_API_KEY: z.string().trim().min(1).optional(),
 });
 
 export interface Config {
@@ -78,12 +85,14 @@ export interface Config {
   readonly temporalAddress: string | undefined;
   readonly temporalNamespace: string;
   readonly taskQueue: string;
-  /** sandbox gateways served; defaults to on when Temporal is embedded */
+  /** sandbox gateways served; defaults to on only when both DATABASE_URL and TEMPORAL_ADDRESS are unset */
   readonly sandbox: boolean;
+  /** PAYGATE_SANDBOX=true with a production database or Temporal: the start-up log warns */
+  readonly sandboxForced: boolean;
   /** proxies whose X-Forwarded-For is believed (IPs or CIDRs) */
   readonly trustedProxies: readonly string[];
   readonly logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
-  /** {base_url}; defaults to http://HOST:PORT */
+  /** {base_url}; required with sandbox off; in sandbox mode unset means http://127.0.0.1:PORT */
   readonly publicBaseUrl: string | undefined;
   /** `kid:base64key,...` (first is current); unset: a key kept under DATA_DIR (see src/config/keys.ts) */
   readonly encryptionKeys: string | undefined;
@@ -93,6 +102,19 @@ export interface Config {
   readonly sandboxSecret: string | undefined;
   /** Bearer token of the sandbox's internal routes; unset: random per process (in-process sandbox only) */
   readonly sandboxToken: string | undefined;
+  /** set: /admin/v1/* is served only on this listener (ADMIN_HOST, default loopback) */
+  readonly admin: { readonly host: string; readonly port: number } | undefined;
+  /** TLS to the Temporal frontend (file paths); unset: plain gRPC unless an API key is set */
+  readonly temporalTls: TemporalTlsConfig | undefined;
+  /** Temporal Cloud API key (implies TLS) */
+  readonly temporalApiKey: string | undefined;
+}
+
+export interface TemporalTlsConfig {
+  readonly certPath?: string;
+  readonly keyPath?: string;
+  readonly caPath?: string;
+  readonly serverName?: string;
 }
 
 export class ConfigError extends Error {
@@ -118,6 +140,19 @@ export function parseConfig(env: Env): Config {
     );
   }
   const e = result.data;
+  const problems: { variable: string; message: string }[] = [];
+  // Laptop mode only: a real database or Temporal cluster means production unless said otherwise.
+  const laptop = e.DATABASE_URL === undefined && e.TEMPORAL_ADDRESS === undefined;
+  const sandbox = e.PAYGATE_SANDBOX ?? laptop;
+  if (!sandbox && e.PUBLIC_BASE_URL === undefined) {
+    problems.push({ variable: 'PUBLIC_BASE_URL', message: 'required when sandbox mode is off (gateway_url is built from it)' });
+  }
+  if ((e.TEMPORAL_TLS_CERT === undefined) !== (e.TEMPORAL_TLS_KEY === undefined)) {
+    const missing = e.TEMPORAL_TLS_CERT === undefined ? 'TEMPORAL_TLS_CERT' : 'TEMPORAL_TLS_KEY';
+    problems.push({ variable: missing, message: 'TEMPORAL_TLS_CERT and TEMPORAL_TLS_KEY are set together (mTLS) or not at all' });
+  }
+  if (problems.length > 0) throw new ConfigError(problems);
+  const tlsSet = [e.TEMPORAL_TLS_CERT, e.TEMPORAL_TLS_CA, e.TEMPORAL_TLS_SERVER_NAME].some((v) => v !== undefined);
   const adminToken = e.ADMIN_TOKEN ?? randomBytes(24).toString('base64url');
   return {
     port: e.PORT,
@@ -129,7 +164,8 @@ export function parseConfig(env: Env): Config {
     temporalAddress: e.TEMPORAL_ADDRESS,
     temporalNamespace: e.TEMPORAL_NAMESPACE,
     taskQueue: e.TEMPORAL_TASK_QUEUE,
-    sandbox: e.PAYGATE_SANDBOX ?? e.TEMPORAL_ADDRESS === undefined,
+    sandbox,
+    sandboxForced: sandbox && !laptop,
     trustedProxies: e.TRUSTED_PROXIES,
     logLevel: e.LOG_LEVEL,
     publicBaseUrl: e.PUBLIC_BASE_URL,
@@ -137,6 +173,16 @@ export function parseConfig(env: Env): Config {
     sandboxGatewayUrl: e.SANDBOX_GATEWAY_URL,
     sandboxSecret: e.SANDBOX_SECRET,
     sandboxToken: e.SANDBOX_TOKEN,
+    admin: e.ADMIN_PORT === undefined ? undefined : { host: e.ADMIN_HOST, port: e.ADMIN_PORT },
+    temporalTls: tlsSet
+      ? {
+          ...(e.TEMPORAL_TLS_CERT ? { certPath: e.TEMPORAL_TLS_CERT } : {}),
+          ...(e.TEMPORAL_TLS_KEY ? { keyPath: e.TEMPORAL_TLS_KEY } : {}),
+          ...(e.TEMPORAL_TLS_CA ? { caPath: e.TEMPORAL_TLS_CA } : {}),
+          ...(e.TEMPORAL_TLS_SERVER_NAME ? { serverName: e.TEMPORAL_TLS_SERVER_NAME } : {}),
+        }
+      : undefined,
+    temporalApiKey: e.TEMPORAL_API_KEY,
   };
 }
 

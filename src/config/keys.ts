@@ -18,7 +18,7 @@ export async function loadKeyring(
     spec = (await readFile(file, 'utf8')).trim();
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-    await mkdir(path.dirname(file), { recursive: true });
+    await mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
     spec = generateKeyringSpec();
     await writeFile(file, `${spec}\n`, { mode: 0o600, flag: 'wx' });
   }

@@ -1,6 +1,7 @@
 // Opens the system of record: a Postgres server through node-postgres when a URL is given,
 // otherwise embedded PGlite (on disk under dataDir, or in memory). Migrations run at open.
-import { mkdir } from 'node:fs/promises';
+import { chmod, mkdir, readdir } from 'node:fs/promises';
+import path from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import { Kysely, PostgresDialect, sql, type Dialect } from 'kysely';
 import pg from 'pg';
@@ -76,12 +77,13 @@ export async function openDatabase(opts: OpenDatabaseOptions = {}): Promise<Data
     kind = 'pglite';
     let pglite: PGlite;
     if (opts.dataDir && !opts.inMemory) {
-      await mkdir(opts.dataDir, { recursive: true });
+      await mkdir(opts.dataDir, { recursive: true, mode: 0o700 });
       pglite = new PGlite(opts.dataDir);
     } else {
       pglite = new PGlite();
     }
     await pglite.waitReady;
+    if (opts.dataDir && !opts.inMemory) await makeOwnerOnly(opts.dataDir);
     if (schema !== undefined) {
       await pglite.exec(`create schema if not exists "${schema}"; set search_path to "${schema}"`);
     }
@@ -104,8 +106,24 @@ export async function openDatabase(opts: OpenDatabaseOptions = {}): Promise<Data
       if (closed) return;
       closed = true;
       await db.destroy();
+      // files PGlite created while running (WAL segments, new relations) carry its own modes too
+      if (kind === 'pglite' && opts.dataDir && !opts.inMemory) await makeOwnerOnly(opts.dataDir);
     },
   };
+}
+
+/**
+ * PGlite's file system layer sets file modes itself (0666 for the initial cluster, whatever the
+ * umask): every directory becomes 0700 and every file 0600, so the data (client keys, masked cards,
+ * sealed identities) is the owner's alone.
+ */
+async function makeOwnerOnly(dir: string): Promise<void> {
+  await chmod(dir, 0o700);
+  for (const entry of await readdir(dir, { withFileTypes: true })) {
+    const full = path.join(dir, entry.name);
+    if (entry.isDirectory()) await makeOwnerOnly(full);
+    else if (entry.isFile()) await chmod(full, 0o600);
+  }
 }
 
 /** Readiness probe: the database answers a trivial query. */

@@ -1,11 +1,14 @@
 import { Client, Connection } from '@temporalio/client';
 import type { Keyring } from '../security/keyring.js';
 import { paygateDataConverter } from './data-converter.js';
+import { type TemporalTransport, temporalTransportOptions } from './transport.js';
 
 export interface TemporalClientOptions {
   readonly address: string;
   readonly namespace: string;
   readonly keyring: Keyring;
+  /** TLS / mTLS / API key for a production cluster; unset: plain gRPC (the embedded engine on loopback) */
+  readonly transport?: TemporalTransport;
 }
 
 export interface TemporalClient {
@@ -14,7 +17,11 @@ export interface TemporalClient {
 }
 
 export async function connectTemporalClient(opts: TemporalClientOptions): Promise<TemporalClient> {
-  const connection = await Connection.connect({ address: opts.address, connectTimeout: '10 seconds' });
+  const connection = await Connection.connect({
+    address: opts.address,
+    connectTimeout: '10 seconds',
+    ...temporalTransportOptions(opts.transport),
+  });
   const client = new Client({ connection, namespace: opts.namespace, dataConverter: paygateDataConverter(opts.keyring) });
   return { client, close: () => connection.close() };
 }

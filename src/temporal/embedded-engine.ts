@@ -49,7 +49,8 @@ export async function startEmbeddedEngine(opts: {
   port?: number;
   onOutput?: (line: string) => void;
 }): Promise<EmbeddedEngine> {
-  await mkdir(opts.dataDir, { recursive: true });
+  // the journal is private; the child also inherits this process's umask (077 under openCore)
+  await mkdir(opts.dataDir, { recursive: true, mode: 0o700 });
   const port = opts.port ?? (await freePort());
   const child = spawn(
     process.execPath,

@@ -2,6 +2,7 @@ import { fileURLToPath } from 'node:url';
 import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import type { Keyring } from '../security/keyring.js';
 import { paygateDataConverter } from './data-converter.js';
+import { type TemporalTransport, temporalTransportOptions } from './transport.js';
 
 /** The workflow bundle entry: every workflow paygate runs. */
 export const WORKFLOWS_PATH = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
@@ -15,6 +16,8 @@ export interface PaygateWorkerOptions {
   /** a prebuilt bundle (tests build one and reuse it); otherwise the workflows are bundled at start */
   readonly workflowBundle?: WorkerOptions['workflowBundle'];
   readonly maxCachedWorkflows?: number;
+  /** TLS / mTLS / API key for a production cluster */
+  readonly transport?: TemporalTransport;
 }
 
 export interface PaygateWorker {
@@ -25,7 +28,7 @@ export interface PaygateWorker {
 }
 
 export async function createPaygateWorker(opts: PaygateWorkerOptions): Promise<PaygateWorker> {
-  const connection = await NativeConnection.connect({ address: opts.address });
+  const connection = await NativeConnection.connect({ address: opts.address, ...temporalTransportOptions(opts.transport) });
   const worker = await Worker.create({
     connection,
     namespace: opts.namespace,

@@ -53,6 +53,13 @@ describe('parseConfig', () => {
       TRUSTED_PROXIES: '10.0.0.1, 172.16.0.0/12,::1',
       LOG_LEVEL: 'warn',
       PUBLIC_BASE_URL: 'https://pay.example.com',
+      ADMIN_HOST: '10.0.0.5',
+      ADMIN_PORT: '8081',
+      TEMPORAL_TLS_CERT: '/etc/paygate/client.pem',
+      TEMPORAL_TLS_KEY: '/etc/paygate/client.key',
+      TEMPORAL_TLS_CA: '/etc/paygate/ca.pem',
+      TEMPORAL_TLS_SERVER_NAME: 'temporal.internal',
+      TEMPORAL_API_KEY: 'cloud-api-key',
     });
     expect(config).toMatchObject({
       port: 9090,
@@ -66,15 +73,58 @@ describe('parseConfig', () => {
       trustedProxies: ['10.0.0.1', '172.16.0.0/12', '::1'],
       logLevel: 'warn',
       publicBaseUrl: 'https://pay.example.com',
+      admin: { host: '10.0.0.5', port: 8081 },
+      temporalTls: {
+        certPath: '/etc/paygate/client.pem',
+        keyPath: '/etc/paygate/client.key',
+        caPath: '/etc/paygate/ca.pem',
+        serverName: 'temporal.internal',
+      },
+      temporalApiKey: 'cloud-api-key',
     });
   });
 
-  it('PAYGATE_SANDBOX defaults on when Temporal is embedded and can be set either way', () => {
-    expect(parseConfig({}).sandbox).toBe(true);
-    expect(parseConfig({ TEMPORAL_ADDRESS: 'localhost:7233' }).sandbox).toBe(false);
-    expect(parseConfig({ TEMPORAL_ADDRESS: 'localhost:7233', PAYGATE_SANDBOX: 'on' }).sandbox).toBe(true);
-    expect(parseConfig({ PAYGATE_SANDBOX: 'false' }).sandbox).toBe(false);
-    expect(parseConfig({ PAYGATE_SANDBOX: '1' }).sandbox).toBe(true);
+  it('PAYGATE_SANDBOX defaults on only when both DATABASE_URL and TEMPORAL_ADDRESS are unset', () => {
+    const url = { PUBLIC_BASE_URL: 'https://pay.example.com' };
+    const db = { DATABASE_URL: 'postgres://u:p@db:5432/paygate' };
+    const temporal = { TEMPORAL_ADDRESS: 'localhost:7233' };
+    expect(parseConfig({})).toMatchObject({ sandbox: true, sandboxForced: false });
+    // either one set: production unless said otherwise (the review's case: npm start with a production DATABASE_URL)
+    expect(parseConfig({ ...db, ...url }).sandbox).toBe(false);
+    expect(parseConfig({ ...temporal, ...url }).sandbox).toBe(false);
+    expect(parseConfig({ ...db, ...temporal, ...url }).sandbox).toBe(false);
+    // on purpose: allowed, and flagged for the start-up warning
+    expect(parseConfig({ ...db, PAYGATE_SANDBOX: 'true' })).toMatchObject({ sandbox: true, sandboxForced: true });
+    expect(parseConfig({ ...temporal, PAYGATE_SANDBOX: 'on' })).toMatchObject({ sandbox: true, sandboxForced: true });
+    expect(parseConfig({ PAYGATE_SANDBOX: '1' })).toMatchObject({ sandbox: true, sandboxForced: false });
+    expect(parseConfig({ PAYGATE_SANDBOX: 'false', ...url }).sandbox).toBe(false);
+  });
+
+  it('requires PUBLIC_BASE_URL when sandbox mode is off, naming the variable', () => {
+    const productionEnvs: Record<string, string>[] = [
+      { DATABASE_URL: 'postgres://u:p@db:5432/paygate' },
+      { TEMPORAL_ADDRESS: 'temporal:7233' },
+      { PAYGATE_SANDBOX: 'false' },
+    ];
+    for (const env of productionEnvs) {
+      const problems = problemsOf(env);
+      expect(problems.map((p) => p.variable)).toEqual(['PUBLIC_BASE_URL']);
+      expect(problems[0]!.message).toMatch(/sandbox mode is off/);
+    }
+    expect(parseConfig({}).publicBaseUrl).toBeUndefined();
+  });
+
+  it('takes the Temporal client certificate and key together or not at all; an API key alone is enough', () => {
+    expect(problemsOf({ TEMPORAL_TLS_CERT: '/c.pem' }).map((p) => p.variable)).toEqual(['TEMPORAL_TLS_KEY']);
+    expect(problemsOf({ TEMPORAL_TLS_KEY: '/k.pem' }).map((p) => p.variable)).toEqual(['TEMPORAL_TLS_CERT']);
+    expect(parseConfig({ TEMPORAL_TLS_CA: '/ca.pem' }).temporalTls).toEqual({ caPath: '/ca.pem' });
+    expect(parseConfig({ TEMPORAL_API_KEY: 'k' })).toMatchObject({ temporalTls: undefined, temporalApiKey: 'k' });
+    expect(parseConfig({})).toMatchObject({ temporalTls: undefined, temporalApiKey: undefined, admin: undefined });
+  });
+
+  it('serves the admin API on its own listener only when ADMIN_PORT is set, on loopback by default', () => {
+    expect(parseConfig({ ADMIN_PORT: '9000' }).admin).toEqual({ host: '127.0.0.1', port: 9000 });
+    expect(parseConfig({ ADMIN_HOST: '0.0.0.0' }).admin).toBeUndefined();
   });
 
   it('treats empty strings as unset', () => {
@@ -97,6 +147,7 @@ describe('parseConfig', () => {
     ['TRUSTED_PROXIES', '10.0.0.1,not-an-ip'],
     ['LOG_LEVEL', 'loud'],
     ['PUBLIC_BASE_URL', 'pay.example.com'],
+    ['ADMIN_PORT', 'admin'],
   ])('refuses %s=%s naming the variable', (variable, value) => {
     const problems = problemsOf({ [variable]: value });
     expect(problems.map((p) => p.variable)).toEqual([variable]);

@@ -77,9 +77,9 @@ describe('Temporal payload codec', () => {
     expect(defaultPayloadConverter.fromPayload(decoded!)).toEqual({ name: '홍길동', phone: '01012345678', unique: CI });
   });
 
-  it('leaves payloads it did not encrypt alone', async () => {
+  it('refuses payloads it did not seal (test/platform/codec.test.ts covers every case)', async () => {
     const codec = new EncryptionCodec(createKeyring(parseKeyringSpec(generateKeyringSpec('k1'))));
-    const plain = defaultPayloadConverter.toPayload('hello');
-    expect(await codec.decode([plain])).toEqual([plain]);
+    const [decoded] = await codec.decode([defaultPayloadConverter.toPayload('hello')]);
+    expect(() => defaultPayloadConverter.fromPayload(decoded!)).toThrow(/refused\/not-sealed-by-paygate/);
   });
 });

@@ -23,7 +23,7 @@ export async function verificationRoutes(app: FastifyInstance): Promise<void> {
     if (request.method === 'POST') await idempotency.preHandler(request, reply);
   });
   app.addHook('onSend', idempotency.onSend);
-  const gatewayUrl = (request: FastifyRequest) => deps.config.publicBaseUrl ?? `${request.protocol}://${request.host}`;
+  const gatewayUrl = (_request: FastifyRequest) => deps.config.publicBaseUrl ?? `http://127.0.0.1:${deps.config.port}`; // never the Host header
   const documented = (scope: Scope, summary: string, description: string) => ({
     config: { auth: 'project' as const, scope },
     schema: { summary, description, tags: ['verification'] },

@@ -1,0 +1,211 @@
+// Payload trust through the real embedded engine (bin/temporal-devserver, launched as `npm start` does):
+// whoever reaches the Temporal frontend without paygate's keyring cannot drive a verification. A
+// codec-less client's confirmOtp update (with the right OTP) is rejected before it is accepted, and a
+// codec-less poller that takes the confirmIdentityOtp task and answers with a made-up person gets its
+// result refused by the workflow. Neither changes the database.
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { Client, Connection, WorkflowUpdateFailedError, WorkflowUpdateStage } from '@temporalio/client';
+import { defaultPayloadConverter } from '@temporalio/common';
+import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createActivities } from '../../src/activities/index.js';
+import { confirmOtpUpdate, verificationWorkflowId } from '../../src/contracts/verification.js';
+import { createGatewayRegistry } from '../../src/gateways/registry.js';
+import { startSandboxGateways, type SandboxGateways } from '../../src/sandbox/server.js';
+import { createKeyring, generateKeyringSpec, parseKeyringSpec } from '../../src/security/keyring.js';
+import { createStores } from '../../src/store/index.js';
+import { REFUSED_UNSEALED } from '../../src/temporal/codec.js';
+import { paygateDataConverter } from '../../src/temporal/data-converter.js';
+import { startEmbeddedEngine, type EmbeddedEngine } from '../../src/temporal/embedded-engine.js';
+import { freshPhone, verificationClient, type VerificationClient } from '../api/verification-fixtures.js';
+import { buildTestApp, type TestApp } from '../helpers/app.js';
+import { bounded, eventTypeNames, paygateWorkflowBundle, type HistoryEvent } from '../helpers/temporal.js';
+
+const NAMESPACE = 'default';
+const TASK_QUEUE = 'paygate-trust-test';
+const keyring = createKeyring(parseKeyringSpec(generateKeyringSpec('trust')));
+
+let dataDir: string;
+let engine: EmbeddedEngine;
+let connection: Connection;
+let native: NativeConnection;
+let sandbox: SandboxGateways;
+let t: TestApp;
+let api: VerificationClient;
+/** a client with no codec: what anyone who reaches the frontend has */
+let raw: Client;
+let workflowWorker: { worker: Worker; running: Promise<void> } | undefined;
+let activityWorker: { worker: Worker; running: Promise<void> } | undefined;
+
+// Two workers on paygate's queue, so the test can leave the activity side to an impostor.
+async function startWorker(kind: 'workflows' | 'activities') {
+  const worker = await Worker.create({
+    connection: native,
+    namespace: NAMESPACE,
+    taskQueue: TASK_QUEUE,
+    dataConverter: paygateDataConverter(keyring),
+    shutdownGraceTime: '1s',
+    ...(kind === 'workflows'
+      ? { workflowBundle: await paygateWorkflowBundle() }
+      : { activities: createActivities({ stores: createStores(t.deps.database.db, keyring), gateways: t.deps.gateways }) }),
+  });
+  return { worker, running: worker.run() };
+}
+
+async function stopWorker(w: { worker: Worker; running: Promise<void> } | undefined) {
+  if (!w) return;
+  if (w.worker.getState() === 'RUNNING') w.worker.shutdown();
+  await bounded(w.running, 20_000, 'a worker to stop').catch(() => undefined);
+}
+
+beforeAll(async () => {
+  // the refused forgeries make the SDK warn about failed workflow tasks; errors only
+  try {
+    Runtime.install({ logger: new DefaultLogger('ERROR') });
+  } catch {
+    // installed already in this process
+  }
+  dataDir = await mkdtemp(path.join(tmpdir(), 'paygate-trust-'));
+  engine = await startEmbeddedEngine({ dataDir, namespace: NAMESPACE });
+  connection = await Connection.connect({ address: engine.address });
+  native = await NativeConnection.connect({ address: engine.address });
+  sandbox = await startSandboxGateways({ host: '127.0.0.1', port: 0 });
+  const gateways = createGatewayRegistry({ sandboxUrl: sandbox.url, timeoutMs: 5_000 });
+  // the app's GET /sandbox/v1/sms reads this sandbox (with its internal-route token, where it has one)
+  const token = (sandbox as { token?: string }).token;
+  const sandboxAccess = { sandboxUrl: sandbox.url, ...(token ? { sandboxToken: token } : {}) } as { sandboxUrl: string };
+  t = await buildTestApp({
+    ...sandboxAccess,
+    keyring,
+    gateways,
+    temporal: {
+      client: new Client({ connection, namespace: NAMESPACE, dataConverter: paygateDataConverter(keyring) }),
+      taskQueue: TASK_QUEUE,
+    },
+  });
+  api = verificationClient(t, await t.createProject());
+  raw = new Client({ connection, namespace: NAMESPACE });
+  workflowWorker = await startWorker('workflows');
+  activityWorker = await startWorker('activities');
+});
+
+afterAll(async () => {
+  await stopWorker(activityWorker);
+  await stopWorker(workflowWorker);
+  await native?.close().catch(() => undefined);
+  await connection?.close().catch(() => undefined);
+  await t?.close();
+  await sandbox?.close();
+  await engine?.stop();
+  if (dataDir) await rm(dataDir, { recursive: true, force: true });
+});
+
+const count = (events: HistoryEvent[], type: string) => eventTypeNames(events).filter((n) => n === type).length;
+
+const row = (receiptId: string) =>
+  t.deps.database.db.selectFrom('verifications').selectAll().where('receipt_id', '=', receiptId).executeTakeFirstOrThrow();
+
+/** request over HTTP (the real workflow sends the OTP), then read the OTP from the sandbox inbox */
+async function requestedWithOtp(): Promise<{ receiptId: string; otp: string }> {
+  const phone = freshPhone();
+  const res = await api.request({ phone });
+  expect(res.status, JSON.stringify(res.body)).toBe(200);
+  expect(res.body.status).toBe(51);
+  return { receiptId: res.body.receipt_id as string, otp: await api.latestOtp(phone) };
+}
+
+async function history(workflowId: string): Promise<HistoryEvent[]> {
+  return (await raw.workflow.getHandle(workflowId).fetchHistory()).events ?? [];
+}
+
+describe('payloads not sealed by paygate are refused', () => {
+  it("a codec-less client's confirmOtp update, even with the right OTP, is rejected before it is accepted and writes nothing", async () => {
+    const { receiptId, otp } = await requestedWithOtp();
+    const before = await row(receiptId);
+    const workflowId = verificationWorkflowId(receiptId);
+    const eventsBefore = eventTypeNames(await history(workflowId));
+
+    const forged = await raw.workflow
+      .getHandle(workflowId)
+      .executeUpdate('confirmOtp', { args: [{ otp }] })
+      .then(
+        (result) => ({ accepted: result }),
+        (err: unknown) => err,
+      );
+    expect(forged).toBeInstanceOf(WorkflowUpdateFailedError);
+    expect(String((forged as WorkflowUpdateFailedError).cause?.message)).toContain(REFUSED_UNSEALED);
+
+    expect(await row(receiptId)).toEqual(before);
+    // rejected in the validator stage: no trace in history, no gateway call scheduled
+    // (the request's own otpSent update is in history already)
+    expect(eventTypeNames(await history(workflowId))).toEqual(eventsBefore);
+
+    // the workflow is not poisoned: paygate's own confirm with the same OTP still verifies
+    const confirmed = await api.confirm(receiptId, otp);
+    expect(confirmed.status, JSON.stringify(confirmed.body)).toBe(200);
+    expect(confirmed.body.status).toBe(12);
+  });
+
+  it('a forged confirmIdentityOtp result from a codec-less poller is refused by the workflow and writes nothing', async () => {
+    const { receiptId, otp } = await requestedWithOtp();
+    const workflowId = verificationWorkflowId(receiptId);
+    // leave the activity queue to the impostor
+    await stopWorker(activityWorker);
+    activityWorker = undefined;
+    const before = await row(receiptId);
+    const completedBefore = count(await history(workflowId), 'WORKFLOW_EXECUTION_UPDATE_COMPLETED');
+
+    // paygate's own (sealed) confirm: the workflow accepts it and schedules the gateway call
+    await t.deps
+      .temporal!.client.workflow.getHandle(workflowId)
+      .startUpdate(confirmOtpUpdate, { args: [{ otp }], waitForStage: WorkflowUpdateStage.ACCEPTED });
+
+    const service = connection.workflowService;
+    const task = await bounded(
+      service.pollActivityTaskQueue({ namespace: NAMESPACE, taskQueue: { name: TASK_QUEUE }, identity: 'impostor' }),
+      30_000,
+      'the confirmIdentityOtp task',
+    );
+    expect(task.activityType?.name).toBe('confirmIdentityOtp');
+    expect(task.workflowExecution?.workflowId).toBe(workflowId);
+    const forgedPerson = {
+      name: 'Mallory',
+      phone: '01099999999',
+      birth: '19700101',
+      gender: 1,
+      foreigner: '0',
+      carrier: 'SKT',
+      ci: 'forged-ci',
+      di: 'forged-di',
+    };
+    await service.respondActivityTaskCompleted({
+      namespace: NAMESPACE,
+      taskToken: task.taskToken,
+      identity: 'impostor',
+      result: { payloads: [defaultPayloadConverter.toPayload(forgedPerson)] },
+    });
+    // activities back: a workflow that believed the forgery would now record it
+    activityWorker = await startWorker('activities');
+
+    const deadline = Date.now() + 30_000;
+    let refusal: HistoryEvent | undefined;
+    while (!refusal && Date.now() < deadline) {
+      const events = await history(workflowId);
+      const types = eventTypeNames(events);
+      const completed = types.indexOf('ACTIVITY_TASK_COMPLETED');
+      refusal = events.find((_e, i) => i > completed && completed >= 0 && types[i] === 'WORKFLOW_TASK_FAILED');
+      if (!refusal) await new Promise((r) => setTimeout(r, 200));
+    }
+    expect(refusal, 'a workflow task failed on the forged result').toBeDefined();
+    expect(refusal!.workflowTaskFailedEventAttributes?.failure?.message).toContain(REFUSED_UNSEALED);
+
+    // give a (wrongly) trusting workflow time to write, then compare
+    await new Promise((r) => setTimeout(r, 1_500));
+    const after = await row(receiptId);
+    expect(after).toEqual(before);
+    expect(after.status).toBe(51);
+    expect(count(await history(workflowId), 'WORKFLOW_EXECUTION_UPDATE_COMPLETED')).toBe(completedBefore);
+  });
+});
