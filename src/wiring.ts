@@ -6,6 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { resolve } from 'node:path';
 import { createActivities } from './activities/index.js';
 import type { Config } from './config/index.js';
+import { preparePrivateDataDir, usesDataDir } from './config/data-dir.js';
 import { loadKeyring } from './config/keys.js';
 import { createGatewayRegistry } from './gateways/registry.js';
 import type { GatewayRegistry } from './gateways/types.js';
@@ -88,8 +89,26 @@ export function announceAdminToken(
   terminal: { write(text: string): unknown } = process.stderr,
 ): void {
   if (config.adminTokenGenerated) {
-    logger.warn(`ADMIN_TOKEN is not set; generated for this run: ${config.adminToken} (set ADMIN_TOKEN to keep one)`);
+    terminal.write(`paygate: ADMIN_TOKEN is not set; generated for this run: ${config.adminToken}\n`);
+    logger.warn('ADMIN_TOKEN is not set: a token was generated for this run and printed to stderr (set ADMIN_TOKEN to keep one)');
   }
+}
+
+/** Loud warnings about settings that are legal but unsafe in production. */
+export function warnAboutUnsafeSettings(config: Config, logger: Logger): void {
+  if (config.sandboxForced) {
+    logger.warn(
+      'PAYGATE_SANDBOX=true with DATABASE_URL or TEMPORAL_ADDRESS set: SANDBOX GATEWAYS ARE SERVED, charges are not real. Never run production like this.',
+    );
+  }
+}
+
+/** TLS / mTLS / API key towards the Temporal frontend, as configured. */
+function temporalTransport(config: Config): TemporalTransport {
+  return {
+    ...(config.temporalTls ? { tls: config.temporalTls } : {}),
+    ...(config.temporalApiKey ? { apiKey: config.temporalApiKey } : {}),
+  };
 }
 
 /** The parts every process shares: keyring, database, gateways and the repositories over them. */
@@ -104,6 +123,11 @@ export interface Core {
 }
 
 export async function openCore(config: Config, logger: Logger): Promise<Core> {
+  warnAboutUnsafeSettings(config, logger);
+  if (usesDataDir(config)) {
+    const warning = await preparePrivateDataDir(config.dataDir);
+    if (warning) logger.warn(warning);
+  }
   const { keyring, source } = await loadKeyring(config);
   if (source === 'data-dir' && config.databaseUrl) {
     logger.warn(
@@ -133,7 +157,12 @@ export async function openCore(config: Config, logger: Logger): Promise<Core> {
 
 /** The client the API uses to start and drive workflows, with paygate's payload codec. */
 export function connectTemporal(core: Core, address: string): Promise<TemporalClient> {
-  return connectTemporalClient({ address, namespace: core.config.temporalNamespace, keyring: core.keyring });
+  return connectTemporalClient({
+    address,
+    namespace: core.config.temporalNamespace,
+    keyring: core.keyring,
+    transport: temporalTransport(core.config),
+  });
 }
 
 /** The worker that runs paygate's workflows and its one set of activities. */
