@@ -10,6 +10,27 @@ export const verificationWorkflowId = (receiptId: string): string => `verificati
 export const VERIFICATION_WINDOW_MS = 30 * 60 * 1000;
 
 /**
+ * paygate's own caps per verification, whatever the PG allows. After MAX_WRONG_OTPS confirms the PG
+ * refused, the verification is locked: confirms and resends are answered without calling the PG.
+ * A resend beyond MAX_RESENDS is refused without calling the PG and is not counted in
+ * number_of_realarms (which counts resends sent to the PG, so it never exceeds the cap).
+ */
+export const MAX_WRONG_OTPS = 5;
+export const MAX_RESENDS = 5;
+/**
+ * What a verification locked by paygate answers: the sandbox identity PG's own lockout code and text
+ * (A204), so the merchant sees one behaviour whichever of the two locks first.
+ */
+export const OTP_LOCKOUT = { pgErrorCode: 'A204', message: 'too many wrong OTP attempts' } as const;
+
+/** paygate's caps, fixed in a run's input when it starts (see VerificationInput.caps). */
+export interface VerificationCaps {
+  readonly maxWrongOtps: number;
+  readonly maxResends: number;
+}
+export const VERIFICATION_CAPS: VerificationCaps = { maxWrongOtps: MAX_WRONG_OTPS, maxResends: MAX_RESENDS };
+
+/**
  * Statuses of a verification receipt. 51 and 12 are the spec's; the others exist in the spec without a
  * meaning given, and paygate uses them as follows.
  */
@@ -46,6 +67,12 @@ export interface VerificationInput {
   readonly siteUrl?: string;
   /** sensitive: sealed by the payload codec in Temporal's history */
   readonly person: VerificationPerson;
+  /**
+   * paygate's caps for this run. Absent in runs started before the caps existed: those keep their
+   * recorded behaviour, so their histories replay unchanged. Carried in the (sealed) input rather than
+   * behind patched(), whose marker would be the one payload in a history the codec does not seal.
+   */
+  readonly caps?: VerificationCaps;
 }
 
 /**

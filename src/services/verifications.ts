@@ -12,6 +12,7 @@ import {
 } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import {
+  VERIFICATION_CAPS,
   VERIFICATION_WINDOW_MS,
   VERIFICATION_WORKFLOW_TYPE,
   VerificationStatus,
@@ -179,6 +180,7 @@ export function createVerificationService(deps: {
                 clientIp,
                 ...(req.siteUrl !== undefined ? { siteUrl: req.siteUrl } : {}),
                 person: req.person,
+                caps: VERIFICATION_CAPS,
               },
             ],
           });

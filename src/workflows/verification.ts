@@ -17,6 +17,7 @@ import {
   type VerificationErrorName,
   type VerificationFailureDetails,
   type VerificationInput,
+  OTP_LOCKOUT,
   VERIFICATION_WINDOW_MS,
   VerificationStatus,
   confirmOtpUpdate,
@@ -63,6 +64,8 @@ class Verification {
   /** the API has received the send outcome (it asks right after starting the workflow) */
   sendOutcomeDelivered = false;
   realarms = 0;
+  /** confirms the PG refused (wrong, expired, locked OTP) */
+  wrongOtps = 0;
   authenticatedAt: number | undefined;
   /** resend and confirm run one at a time, in arrival order: each reads and changes the status */
   busy = false;
@@ -87,11 +90,33 @@ class Verification {
     }
   }
 
+  /** runs started before the caps have none in their input and keep their recorded behaviour */
+  get locked(): boolean {
+    return this.input.caps !== undefined && this.wrongOtps >= this.input.caps.maxWrongOtps;
+  }
+
+  assertConfirmable(): void {
+    this.assertAwaitingOtp();
+    if (this.locked) throw failure('AUTH_CONFIRM_FAILED', OTP_LOCKOUT.message, { pgErrorCode: OTP_LOCKOUT.pgErrorCode });
+  }
+
   assertResendable(): void {
     if (this.input.type !== 'sms') {
       throw failure('AUTH_REALARM_NOT_ABLE', 'only an SMS verification can be resent');
     }
     this.assertAwaitingOtp();
+    if (this.locked) {
+      throw failure('AUTH_REALARM_FAILED', OTP_LOCKOUT.message, {
+        pgErrorCode: OTP_LOCKOUT.pgErrorCode,
+        payloadMessage: `The verification is locked after ${this.input.caps?.maxWrongOtps} wrong OTPs; request a new one.`,
+      });
+    }
+    const maxResends = this.input.caps?.maxResends;
+    if (maxResends !== undefined && this.realarms >= maxResends) {
+      throw failure('AUTH_REALARM_FAILED', 'the resend limit of this verification is reached', {
+        payloadMessage: `At most ${maxResends} resends per verification; request a new one.`,
+      });
+    }
   }
 
   // A chain, not `await condition(() => !busy)`: the SDK unblocks every satisfied condition in one
@@ -160,13 +185,15 @@ export async function verificationWorkflow(input: VerificationInput): Promise<vo
     confirmOtpUpdate,
     ({ otp }): Promise<ConfirmResult> =>
       v.exclusively(
-        () => v.assertAwaitingOtp(),
+        () => v.assertConfirmable(),
         async () => {
           let person: VerifiedPerson;
           try {
             person = await gateway.confirmIdentityOtp({ pg: input.pg, tid: v.tid!, otp });
           } catch (err) {
             const declined = declinedBy(err);
+            // only the PG's refusals count towards the lock: an unreachable PG judged no OTP
+            if (declined) v.wrongOtps++;
             throw failure(
               'AUTH_CONFIRM_FAILED',
               declined ? declined.pgMessage : 'the identity gateway could not confirm the OTP',
@@ -188,7 +215,7 @@ export async function verificationWorkflow(input: VerificationInput): Promise<vo
       ),
     {
       validator: ({ otp }) => {
-        v.assertAwaitingOtp();
+        v.assertConfirmable();
         if (input.type === 'sms' && !/^\d{6}$/.test(otp)) throw failure('AUTH_CONFIRM_FAILED', 'the OTP must be 6 digits');
       },
     },
