@@ -208,7 +208,8 @@ async function runDirect(command: Command, config: Config): Promise<unknown> {
         return { list: list.map(renderProject), count: list.length };
       }
       case 'rotate-keys':
-        return projects.rotateKeys(command.applicationId!, validate(keyRotationSchema, command.body));
+        // awaited here: the database closes in `finally`
+        return await projects.rotateKeys(command.applicationId!, validate(keyRotationSchema, command.body));
     }
   } finally {
     await database.close();

@@ -1,5 +1,8 @@
 // Key rotation through the admin API and the admin CLI: new secret and private keys returned once, the
 // old ones working for the grace period the caller chose (then refused), every access token revoked.
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runAdminCli } from '../../src/cli/admin.js';
@@ -213,6 +216,31 @@ describe('admin CLI: projects rotate-keys', () => {
       headers: { authorization: basicAuthHeader(p.clientKey, rotated.secret_key) },
     });
     expect(withNew.json().code).toBe(2000);
+  });
+
+  it('--direct rotates on the database itself', async () => {
+    const dataDir = await mkdtemp(join(tmpdir(), 'paygate-rotate-'));
+    try {
+      const env = { DATA_DIR: dataDir };
+      const run = async (argv: string[]) => {
+        const out = new Capture();
+        const err = new Capture();
+        const code = await runAdminCli(argv, env, out, err);
+        return { code, out: out.text, err: err.text };
+      };
+      const created = JSON.parse((await run(['projects', 'create', '--direct', '--name', 'Direct'])).out);
+      const res = await run(['projects', 'rotate-keys', created.application_id, '--direct', '--grace-hours', '2']);
+      expect(res.err).toBe('');
+      expect(res.code).toBe(0);
+      const rotated = JSON.parse(res.out) as Rotated;
+      expect(rotated.secret_key).not.toBe(created.secret_key);
+      expect(rotated.private_key).not.toBe(created.private_key);
+      // stored: the project now shows until when the old keys work
+      const shown = JSON.parse((await run(['projects', 'get', created.application_id, '--direct'])).out);
+      expect(shown.previous_keys_expire_at).toBe(rotated.previous_keys_expire_at);
+    } finally {
+      await rm(dataDir, { recursive: true, force: true });
+    }
   });
 
   it('usage errors exit 2', async () => {
