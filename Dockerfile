@@ -8,6 +8,8 @@ COPY tsconfig.json worker.ts ./
 COPY src ./src
 COPY engine ./engine
 COPY bin ./bin
+# DATA_DIR (PGlite, a generated keyring, the sandbox secret) belongs to the service user alone
+RUN mkdir -p /app/.data && chown node:node /app/.data && chmod 700 /app/.data
 USER node
 EXPOSE 8080
 CMD ["npx", "tsx", "src/api/server.ts"]

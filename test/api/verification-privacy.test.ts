@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createFieldCipher } from '../../src/security/field-cipher.js';
 import { createKeyring, generateKeyringSpec, parseKeyringSpec } from '../../src/security/keyring.js';
 import { createVerificationStore } from '../../src/store/verifications.js';
-import { EncryptionCodec, ENCRYPTED_ENCODING } from '../../src/temporal/codec.js';
+import { EncryptionCodec, ENCRYPTED_ENCODING, REFUSED_UNOPENABLE } from '../../src/temporal/codec.js';
 import { verificationWorkflowId } from '../../src/contracts/verification.js';
 import { buildTestApp, type TestApp, type TestProject } from '../helpers/app.js';
 import { workerLogs, type HistoryEvent } from '../helpers/temporal.js';
@@ -139,8 +139,14 @@ describe('raw workflow history', () => {
     const events = await t.temporal!.rawHistory(verificationWorkflowId(receiptIds[0]!));
     const opened = await new EncryptionCodec(rotated).decode(payloadsOf(events));
     expect(opened.map((p) => Buffer.from(p.data ?? new Uint8Array()).toString('utf8')).join('\n')).toContain(secrets.di);
+    // a keyring with another key under the same id opens nothing: every payload comes back refused
     const stranger = createKeyring(parseKeyringSpec(generateKeyringSpec('key-2026a')));
-    await expect(new EncryptionCodec(stranger).decode(payloadsOf(events))).rejects.toThrow();
+    const refused = await new EncryptionCodec(stranger).decode(payloadsOf(events));
+    expect(refused.length).toBeGreaterThan(0);
+    for (const p of refused) {
+      expect(new TextDecoder().decode(p.metadata?.encoding)).toBe(REFUSED_UNOPENABLE);
+      expect(p.data).toHaveLength(0);
+    }
   });
 });
 
