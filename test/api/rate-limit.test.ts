@@ -92,7 +92,7 @@ describe('rate limits', () => {
 
     for (let i = 0; i < perIp; i++) {
       const res = await token(
-        { application_id: 'ffffffffffffffffffff' + String(i).padStart(4, '0'), private_key: 'x' },
+        { application_id: `ffffffffffffffffffff${String(i).padStart(4, '0')}`, private_key: 'x' },
         '10.2.0.1',
       );
       expect(res.json()).toMatchObject({ code: 1216 });
