@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
-import { parseConfig } from '../../src/config/index.js';
+import { ConfigError, parseConfig } from '../../src/config/index.js';
 import { createLogger } from '../../src/logger.js';
 import { SANDBOX_SECRET_FILE } from '../../src/sandbox/secret.js';
 import { startSandboxGateways } from '../../src/sandbox/server.js';
@@ -148,6 +148,19 @@ describe('signing secret', () => {
       await a.close();
       await b.close();
     }
+  });
+});
+
+describe('configuration', () => {
+  it('SANDBOX_SECRET and SANDBOX_TOKEN shorter than 16 characters stop the process, naming the variable', () => {
+    for (const variable of ['SANDBOX_SECRET', 'SANDBOX_TOKEN']) {
+      expect(() => parseConfig({ [variable]: 'short' })).toThrow(ConfigError);
+      expect(() => parseConfig({ [variable]: 'short' })).toThrow(variable);
+    }
+    const config = parseConfig({ SANDBOX_SECRET: 'a-secret-of-16-chars', SANDBOX_TOKEN: 'a-token-of-16-chars!' });
+    expect(config.sandboxSecret).toBe('a-secret-of-16-chars');
+    expect(config.sandboxToken).toBe('a-token-of-16-chars!');
+    expect(parseConfig({}).sandboxToken).toBeUndefined();
   });
 });
 
