@@ -3,6 +3,7 @@
 // answer only paygate's token. Proven on the in-process sandbox exactly as `npm start` builds it
 // (startConfiguredGateways) and on the standalone process (src/sandbox/main.ts).
 import { spawn } from 'node:child_process';
+import { Writable } from 'node:stream';
 import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -10,6 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ConfigError, parseConfig } from '../../src/config/index.js';
 import { createLogger } from '../../src/logger.js';
+import { fetchSandboxSms } from '../../src/gateways/sandbox-inbox.js';
 import { SANDBOX_SECRET_FILE } from '../../src/sandbox/secret.js';
 import { startSandboxGateways } from '../../src/sandbox/server.js';
 import { startConfiguredGateways, type ConfiguredGateways } from '../../src/wiring.js';
@@ -191,6 +193,42 @@ describe('internal routes', () => {
       await a.close();
       await b.close();
       await fixed.close();
+    }
+  });
+});
+
+describe('split deployment (SANDBOX_GATEWAY_URL)', () => {
+  it('paygate sends SANDBOX_TOKEN to a sandbox of its own; without it the start-up log warns and the inbox is refused', async () => {
+    const token = 'split-sandbox-token-0123456789';
+    const standalone = await startSandboxGateways({ token });
+    const lines: string[] = [];
+    const logger = createLogger({
+      level: 'info',
+      destination: new Writable({
+        write(chunk: Buffer, _enc, done) {
+          lines.push(chunk.toString());
+          done();
+        },
+      }),
+    });
+    const withToken = await startConfiguredGateways(
+      parseConfig({ PAYGATE_SANDBOX: 'true', SANDBOX_GATEWAY_URL: standalone.url, SANDBOX_TOKEN: token }),
+      logger,
+    );
+    const without = await startConfiguredGateways(
+      parseConfig({ PAYGATE_SANDBOX: 'true', SANDBOX_GATEWAY_URL: standalone.url }),
+      logger,
+    );
+    try {
+      expect(withToken.sandboxToken).toBe(token);
+      expect(await fetchSandboxSms({ url: withToken.sandboxUrl!, token: withToken.sandboxToken! }, '01012345678')).toEqual([]);
+      expect(without.sandboxToken).toBeUndefined();
+      expect(lines.join('')).toContain('SANDBOX_TOKEN is not set');
+      await expect(fetchSandboxSms({ url: without.sandboxUrl!, token: '' }, '01012345678')).rejects.toThrow(/HTTP 401/);
+    } finally {
+      await withToken.close();
+      await without.close();
+      await standalone.close();
     }
   });
 });
