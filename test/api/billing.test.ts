@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chargeIdempotencyKey } from '../../src/domain/billing.js';
 import { createGatewayRegistry } from '../../src/gateways/registry.js';
 import { startSandboxGateways } from '../../src/sandbox/server.js';
-import { buildTestApp, type TestApp, type TestProject } from '../helpers/app.js';
+import { buildTestApp, TEST_SANDBOX_TOKEN, type TestApp, type TestProject } from '../helpers/app.js';
 import {
   armSandboxFault,
   KEY_IN_METHOD,
@@ -380,7 +380,7 @@ describe('POST /v2/subscribe/payment', () => {
   });
 
   it('keeps the receipt pending after a PG timeout; the retry completes it without charging twice', async () => {
-    const sandbox = await startSandboxGateways({ host: '127.0.0.1', port: 0 });
+    const sandbox = await startSandboxGateways({ host: '127.0.0.1', port: 0, token: TEST_SANDBOX_TOKEN });
     const registry = createGatewayRegistry({ sandboxUrl: sandbox.url, timeoutMs: 500 });
     const slow = await buildTestApp({ gateways: registry });
     try {

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chargeIdempotencyKey } from '../../src/domain/billing.js';
 import { createGatewayRegistry } from '../../src/gateways/registry.js';
 import { startSandboxGateways } from '../../src/sandbox/server.js';
-import { buildTestApp, type TestApp, type TestProject } from '../helpers/app.js';
+import { buildTestApp, TEST_SANDBOX_TOKEN, type TestApp, type TestProject } from '../helpers/app.js';
 import { armSandboxFault, keyInClient, sandboxChargeExecutions, TEST_CARD } from './key-in-fixtures.js';
 import { concretePath, endpointsOf } from './route-list.js';
 
@@ -211,7 +211,7 @@ describe('Idempotency-Key while the first request is in flight', () => {
   let registry: ReturnType<typeof createGatewayRegistry>;
 
   beforeAll(async () => {
-    sandbox = await startSandboxGateways({ host: '127.0.0.1', port: 0 });
+    sandbox = await startSandboxGateways({ host: '127.0.0.1', port: 0, token: TEST_SANDBOX_TOKEN });
     registry = createGatewayRegistry({ sandboxUrl: sandbox.url, timeoutMs: 1_500 });
     slow = await buildTestApp({ gateways: registry });
   });
