@@ -104,11 +104,24 @@ export interface ConfirmResult {
   readonly authenticatedAt: string;
 }
 
-/** Waits until the SMS / push was sent (or failed) and answers the request with the outcome. */
+/**
+ * What every state-changing update carries: a fresh random nonce (at least 16 characters). The argument is
+ * sealed by the payload codec, so only a holder of the keyring can make one, and the workflow takes each
+ * nonce once: whoever reaches the Temporal frontend without the keyring can neither send a resend or a
+ * confirm nor replay a sealed argument copied from a history.
+ */
+export interface UpdateProof {
+  readonly nonce: string;
+}
+
+/** The refusal of an update without a fresh proof (not a catalog error: paygate never sends one). */
+export const UPDATE_NOT_AUTHORIZED = 'UpdateNotAuthorized';
+
+/** Waits until the SMS / push was sent (or failed) and answers the request with the outcome. Changes nothing. */
 export const otpSentUpdate = defineUpdate<OtpSentResult>('otpSent');
-export const resendOtpUpdate = defineUpdate<ResendResult>('resendOtp');
+export const resendOtpUpdate = defineUpdate<ResendResult, [UpdateProof]>('resendOtp');
 /** The OTP travels as an update argument: sealed by the payload codec in history. */
-export const confirmOtpUpdate = defineUpdate<ConfirmResult, [{ otp: string }]>('confirmOtp');
+export const confirmOtpUpdate = defineUpdate<ConfirmResult, [UpdateProof & { otp: string }]>('confirmOtp');
 
 /** What the verification activities need from storage (src/store/verifications.ts implements it). */
 export interface VerificationRecords {

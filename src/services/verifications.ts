@@ -1,6 +1,7 @@
 // REST identity verification: request, resend (realarm), confirm, certificate lookup. Each verification
 // is a workflow (src/workflows/verification.ts); this service checks what the database can answer, then
 // drives the workflow with updates under a deadline and returns the stored row.
+import { randomUUID } from 'node:crypto';
 import { status as grpcStatus } from '@grpc/grpc-js';
 import {
   WorkflowNotFoundError,
@@ -20,6 +21,7 @@ import {
   otpSentUpdate,
   resendOtpUpdate,
   verificationWorkflowId,
+  type UpdateProof,
   type VerificationFailureDetails,
 } from '../contracts/verification.js';
 import { assertOwnedBy } from '../domain/access.js';
@@ -34,6 +36,9 @@ import type { VerificationRow } from '../store/verifications.js';
 import type { verificationWorkflow } from '../workflows/verification.js';
 
 const MAX_ID_LENGTH = 100;
+
+/** A fresh proof for each update paygate sends (see UpdateProof): sealed by the codec on its way. */
+const updateProof = (): UpdateProof => ({ nonce: randomUUID() });
 export const DEFAULT_WORKFLOW_CALL_TIMEOUT_MS = 60_000;
 
 /** Where the long-running processes run. */
@@ -195,7 +200,7 @@ export function createVerificationService(deps: {
       const row = await ownVerification(receiptId, project, 'AUTH_NOT_FOUND');
       if (row.authenticate_type !== 'sms') throw new ApiError('AUTH_REALARM_NOT_ABLE');
       if (row.status !== VerificationStatus.AwaitingOtp) throw new ApiError('AUTH_NOT_READY');
-      await callWorkflow(() => handleOf(receiptId).executeUpdate(resendOtpUpdate), notAnswering);
+      await callWorkflow(() => handleOf(receiptId).executeUpdate(resendOtpUpdate, { args: [updateProof()] }), notAnswering);
       return reload(receiptId);
     },
 
@@ -203,7 +208,10 @@ export function createVerificationService(deps: {
       const row = await ownVerification(receiptId, project, 'AUTH_NOT_FOUND');
       if (row.status !== VerificationStatus.AwaitingOtp) throw new ApiError('AUTH_NOT_READY');
       const otp = parseOtp(body, row.authenticate_type);
-      await callWorkflow(() => handleOf(receiptId).executeUpdate(confirmOtpUpdate, { args: [{ otp }] }), notAnswering);
+      await callWorkflow(
+        () => handleOf(receiptId).executeUpdate(confirmOtpUpdate, { args: [{ ...updateProof(), otp }] }),
+        notAnswering,
+      );
       return reload(receiptId);
     },
 

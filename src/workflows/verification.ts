@@ -23,6 +23,8 @@ import {
   confirmOtpUpdate,
   otpSentUpdate,
   resendOtpUpdate,
+  UPDATE_NOT_AUTHORIZED,
+  type UpdateProof,
 } from '../contracts/verification.js';
 
 // One identity verification, from the request to the purge of CI/DI:
@@ -44,6 +46,8 @@ const store = proxyActivities<VerificationActivities>({
   startToCloseTimeout: '10 seconds',
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 20 },
 });
+
+const MIN_NONCE_LENGTH = 16;
 
 function failure(name: VerificationErrorName, message: string, details: VerificationFailureDetails = {}): ApplicationFailure {
   return ApplicationFailure.create({ type: name, message, nonRetryable: true, details: [details] });
@@ -69,6 +73,8 @@ class Verification {
   authenticatedAt: number | undefined;
   /** resend and confirm run one at a time, in arrival order: each reads and changes the status */
   busy = false;
+  /** nonces of the update proofs taken so far (see UpdateProof) */
+  private readonly spentNonces = new Set<string>();
   private turn: Promise<void> = Promise.resolve();
   readonly confirmDeadline: number;
 
@@ -88,6 +94,29 @@ class Verification {
     if (Date.now() >= this.confirmDeadline) {
       throw failure('AUTH_NOT_READY', 'the 30-minute confirm window of this verification has ended');
     }
+  }
+
+  /** Validators: an update must carry a fresh proof, sealed by paygate. Checked before anything else. */
+  assertFreshProof(proof: Partial<UpdateProof> | undefined): void {
+    const nonce = proof?.nonce;
+    if (typeof nonce !== 'string' || nonce.length < MIN_NONCE_LENGTH || this.spentNonces.has(nonce)) {
+      throw ApplicationFailure.create({
+        type: UPDATE_NOT_AUTHORIZED,
+        message: 'the update carries no fresh proof from paygate',
+        nonRetryable: true,
+      });
+    }
+  }
+
+  /**
+   * Handlers: takes the proof's nonce, so a second update with it is refused even when both passed their
+   * validators together. Updates recorded before proofs existed replay without one.
+   */
+  spendProof(proof: Partial<UpdateProof> | undefined): void {
+    const nonce = proof?.nonce;
+    if (nonce === undefined) return;
+    this.assertFreshProof(proof);
+    this.spentNonces.add(nonce);
   }
 
   /** runs started before the caps have none in their input and keep their recorded behaviour */
@@ -152,8 +181,9 @@ export async function verificationWorkflow(input: VerificationInput): Promise<vo
 
   setHandler(
     resendOtpUpdate,
-    (): Promise<ResendResult> =>
-      v.exclusively(
+    (proof): Promise<ResendResult> => {
+      v.spendProof(proof);
+      return v.exclusively(
         () => v.assertResendable(),
         async () => {
           // The counter grows before the gateway answers, so it also counts a resend that fails.
@@ -177,14 +207,22 @@ export async function verificationWorkflow(input: VerificationInput): Promise<vo
           }
           return { numberOfRealarms: attempt };
         },
-      ),
-    { validator: () => v.assertResendable() },
+      );
+    },
+    {
+      validator: (proof) => {
+        v.assertFreshProof(proof);
+        v.assertResendable();
+      },
+    },
   );
 
   setHandler(
     confirmOtpUpdate,
-    ({ otp }): Promise<ConfirmResult> =>
-      v.exclusively(
+    (request): Promise<ConfirmResult> => {
+      v.spendProof(request);
+      const { otp } = request;
+      return v.exclusively(
         () => v.assertConfirmable(),
         async () => {
           let person: VerifiedPerson;
@@ -212,9 +250,12 @@ export async function verificationWorkflow(input: VerificationInput): Promise<vo
           v.status = VerificationStatus.Verified;
           return { authenticatedAt: new Date(authenticatedAt).toISOString() };
         },
-      ),
+      );
+    },
     {
-      validator: ({ otp }) => {
+      validator: (request) => {
+        v.assertFreshProof(request);
+        const otp = request?.otp;
         v.assertConfirmable();
         if (input.type === 'sms' && !/^\d{6}$/.test(otp)) throw failure('AUTH_CONFIRM_FAILED', 'the OTP must be 6 digits');
       },

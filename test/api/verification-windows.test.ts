@@ -1,6 +1,7 @@
 // The two 30-minute windows of an identity verification and the purge of CI/DI, proven with the
 // embedded engine's virtual clock (time-skipping) through the real API, worker and database; and the
 // update validators, which refuse without writing anything to the workflow's history.
+import { randomUUID } from 'node:crypto';
 import { ApplicationFailure } from '@temporalio/common';
 import { WorkflowUpdateFailedError } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -10,6 +11,9 @@ import { Worker } from '@temporalio/worker';
 import { paygateDataConverter } from '../../src/temporal/data-converter.js';
 import { bounded, eventTypeNames, paygateWorkflowBundle, type TestTemporal } from '../helpers/temporal.js';
 import { expectApiError, verificationClient, type VerificationClient } from './verification-fixtures.js';
+
+/** paygate's update proof (UpdateProof): a fresh nonce, sealed by the codec like every argument */
+const proof = () => ({ nonce: randomUUID() });
 
 const MINUTE = 60_000;
 
@@ -263,9 +267,9 @@ describe('concurrency', () => {
     const handle = handleOf(receiptId);
     const direct = await bounded(
       Promise.all([
-        handle.executeUpdate(resendOtpUpdate),
-        handle.executeUpdate(resendOtpUpdate),
-        handle.executeUpdate(resendOtpUpdate),
+        handle.executeUpdate(resendOtpUpdate, { args: [proof()] }),
+        handle.executeUpdate(resendOtpUpdate, { args: [proof()] }),
+        handle.executeUpdate(resendOtpUpdate, { args: [proof()] }),
       ]),
       15_000,
       'three resends',
@@ -295,8 +299,8 @@ describe('concurrency', () => {
     const handle = handleOf(direct.receiptId);
     const outcomes = await bounded(
       Promise.allSettled([
-        handle.executeUpdate(confirmOtpUpdate, { args: [{ otp }] }),
-        handle.executeUpdate(confirmOtpUpdate, { args: [{ otp }] }),
+        handle.executeUpdate(confirmOtpUpdate, { args: [{ ...proof(), otp }] }),
+        handle.executeUpdate(confirmOtpUpdate, { args: [{ ...proof(), otp }] }),
       ]),
       15_000,
       'two confirms',
@@ -322,14 +326,16 @@ describe('update validators reject without writing history', () => {
     expect(updateEvents(before)).toEqual(['WORKFLOW_EXECUTION_UPDATE_ACCEPTED', 'WORKFLOW_EXECUTION_UPDATE_COMPLETED']); // otpSent
 
     expectApiError(await api.realarm(receiptId), 400, 2412, 'AUTH_REALARM_NOT_ABLE');
-    expect(await updateRefusal(() => handleOf(receiptId).executeUpdate(resendOtpUpdate))).toBe('AUTH_REALARM_NOT_ABLE');
+    expect(await updateRefusal(() => handleOf(receiptId).executeUpdate(resendOtpUpdate, { args: [proof()] }))).toBe(
+      'AUTH_REALARM_NOT_ABLE',
+    );
     expect(await historyOf(receiptId)).toEqual(before);
 
     const sms = await api.requested();
     const smsBefore = await historyOf(sms.receiptId);
-    expect(await updateRefusal(() => handleOf(sms.receiptId).executeUpdate(confirmOtpUpdate, { args: [{ otp: 'abc' }] }))).toBe(
-      'AUTH_CONFIRM_FAILED',
-    );
+    expect(
+      await updateRefusal(() => handleOf(sms.receiptId).executeUpdate(confirmOtpUpdate, { args: [{ ...proof(), otp: 'abc' }] })),
+    ).toBe('AUTH_CONFIRM_FAILED');
     expect(await historyOf(sms.receiptId)).toEqual(smsBefore);
   });
 
@@ -343,10 +349,12 @@ describe('update validators reject without writing history', () => {
 
     expect((await api.confirm(receiptId, await api.latestOtp(phone))).status).toBe(200);
     const verified = await historyOf(receiptId);
-    expect(await updateRefusal(() => handleOf(receiptId).executeUpdate(confirmOtpUpdate, { args: [{ otp: '123456' }] }))).toBe(
+    expect(
+      await updateRefusal(() => handleOf(receiptId).executeUpdate(confirmOtpUpdate, { args: [{ ...proof(), otp: '123456' }] })),
+    ).toBe('AUTH_NOT_READY');
+    expect(await updateRefusal(() => handleOf(receiptId).executeUpdate(resendOtpUpdate, { args: [proof()] }))).toBe(
       'AUTH_NOT_READY',
     );
-    expect(await updateRefusal(() => handleOf(receiptId).executeUpdate(resendOtpUpdate))).toBe('AUTH_NOT_READY');
     expectApiError(await api.confirm(receiptId, '123456'), 400, 2404, 'AUTH_NOT_READY');
     expect(await historyOf(receiptId)).toEqual(verified);
     expect(updateEvents(verified)).not.toContain('WORKFLOW_EXECUTION_UPDATE_REJECTED');
@@ -358,7 +366,11 @@ describe('update validators reject without writing history', () => {
     await rowWhen(receiptId, (r) => r.status === -50, 'status -50');
     let refused: unknown;
     try {
-      await bounded(handleOf(receiptId).executeUpdate(confirmOtpUpdate, { args: [{ otp: '123456' }] }), 15_000, 'update');
+      await bounded(
+        handleOf(receiptId).executeUpdate(confirmOtpUpdate, { args: [{ ...proof(), otp: '123456' }] }),
+        15_000,
+        'update',
+      );
     } catch (err) {
       refused = err;
     }

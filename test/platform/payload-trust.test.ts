@@ -3,15 +3,17 @@
 // codec-less client's confirmOtp update (with the right OTP) is rejected before it is accepted, and a
 // codec-less poller that takes the confirmIdentityOtp task and answers with a made-up person gets its
 // result refused by the workflow. Neither changes the database.
+import { randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Client, Connection, WorkflowUpdateFailedError, WorkflowUpdateStage } from '@temporalio/client';
 import { defaultPayloadConverter } from '@temporalio/common';
+import { temporal } from '@temporalio/proto';
 import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createActivities } from '../../src/activities/index.js';
-import { confirmOtpUpdate, verificationWorkflowId } from '../../src/contracts/verification.js';
+import { UPDATE_NOT_AUTHORIZED, confirmOtpUpdate, verificationWorkflowId } from '../../src/contracts/verification.js';
 import { createGatewayRegistry } from '../../src/gateways/registry.js';
 import { startSandboxGateways, type SandboxGateways } from '../../src/sandbox/server.js';
 import { createKeyring, generateKeyringSpec, parseKeyringSpec } from '../../src/security/keyring.js';
@@ -160,7 +162,7 @@ describe('payloads not sealed by paygate are refused', () => {
     // paygate's own (sealed) confirm: the workflow accepts it and schedules the gateway call
     await t.deps
       .temporal!.client.workflow.getHandle(workflowId)
-      .startUpdate(confirmOtpUpdate, { args: [{ otp }], waitForStage: WorkflowUpdateStage.ACCEPTED });
+      .startUpdate(confirmOtpUpdate, { args: [{ nonce: randomUUID(), otp }], waitForStage: WorkflowUpdateStage.ACCEPTED });
 
     const service = connection.workflowService;
     const task = await bounded(
@@ -207,5 +209,71 @@ describe('payloads not sealed by paygate are refused', () => {
     expect(after).toEqual(before);
     expect(after.status).toBe(51);
     expect(count(await history(workflowId), 'WORKFLOW_EXECUTION_UPDATE_COMPLETED')).toBe(completedBefore);
+  });
+});
+
+describe('updates need a fresh proof sealed by paygate', () => {
+  const UPDATE_COMPLETED_STAGE =
+    temporal.api.enums.v1.UpdateWorkflowExecutionLifecycleStage.UPDATE_WORKFLOW_EXECUTION_LIFECYCLE_STAGE_COMPLETED;
+
+  /** a raw update as anyone on the frontend can send it: the arguments exactly as given */
+  const rawUpdate = (workflowId: string, name: string, payloads: temporal.api.common.v1.IPayload[]) =>
+    connection.workflowService.updateWorkflowExecution({
+      namespace: NAMESPACE,
+      workflowExecution: { workflowId },
+      request: { meta: { updateId: randomUUID(), identity: 'impostor' }, input: { name, args: { payloads } } },
+      waitPolicy: { lifecycleStage: UPDATE_COMPLETED_STAGE },
+    });
+
+  it("a codec-less client's resendOtp without arguments is rejected: no SMS, no history, no counter", async () => {
+    const phone = freshPhone();
+    const requested = await api.request({ phone });
+    expect(requested.status, JSON.stringify(requested.body)).toBe(200);
+    const receiptId = requested.body.receipt_id as string;
+    const workflowId = verificationWorkflowId(receiptId);
+    const before = await row(receiptId);
+    const eventsBefore = eventTypeNames(await history(workflowId));
+
+    const forged = await raw.workflow
+      .getHandle(workflowId)
+      .executeUpdate('resendOtp')
+      .then(
+        (result) => ({ accepted: result }),
+        (err: unknown) => err,
+      );
+    expect(forged).toBeInstanceOf(WorkflowUpdateFailedError);
+    expect((forged as WorkflowUpdateFailedError).cause).toMatchObject({ type: UPDATE_NOT_AUTHORIZED });
+
+    expect(await row(receiptId)).toEqual(before);
+    expect(eventTypeNames(await history(workflowId))).toEqual(eventsBefore);
+    expect(await api.inbox(phone)).toHaveLength(1);
+    // paygate's own resend still works
+    const resent = await api.realarm(receiptId);
+    expect(resent.status, JSON.stringify(resent.body)).toBe(200);
+    expect(await api.inbox(phone)).toHaveLength(2);
+  });
+
+  it('a sealed confirm argument copied from the history cannot be sent again (each proof is taken once)', async () => {
+    const { receiptId, otp } = await requestedWithOtp();
+    const workflowId = verificationWorkflowId(receiptId);
+    const wrong = otp === '000000' ? '111111' : '000000';
+    const refused = await api.confirm(receiptId, wrong);
+    expect(refused.body.code).toBe(2405);
+
+    // the sealed argument of that confirm, as it stands in the engine's history
+    const accepted = (await history(workflowId)).find(
+      (e) => e.workflowExecutionUpdateAcceptedEventAttributes?.acceptedRequest?.input?.name === 'confirmOtp',
+    );
+    const sealedArgs = accepted?.workflowExecutionUpdateAcceptedEventAttributes?.acceptedRequest?.input?.args?.payloads;
+    expect(sealedArgs).toHaveLength(1);
+    const eventsBefore = eventTypeNames(await history(workflowId));
+
+    const replayed = await rawUpdate(workflowId, 'confirmOtp', sealedArgs!);
+    expect(replayed.outcome?.failure?.applicationFailureInfo?.type).toBe(UPDATE_NOT_AUTHORIZED);
+    // refused in the validator: nothing in history, no gateway call, no wrong OTP counted
+    expect(eventTypeNames(await history(workflowId))).toEqual(eventsBefore);
+    const confirmed = await api.confirm(receiptId, otp);
+    expect(confirmed.status, JSON.stringify(confirmed.body)).toBe(200);
+    expect(confirmed.body.status).toBe(12);
   });
 });
