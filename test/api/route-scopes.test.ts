@@ -4,6 +4,7 @@
 // Routes that are not project routes (auth 'none' / 'admin') are listed as exempt below, by name.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SCOPES, type Scope } from '../../src/domain/scopes.js';
+import { type Endpoint as RouteEndpoint, endpointsOf } from './route-list.js';
 import { buildTestApp, TEST_ADMIN_TOKEN, type TestApp, type TestProject } from '../helpers/app.js';
 
 /** Not project routes: they take no key (none) or the admin token (admin). Nothing else is exempt. */
@@ -37,36 +38,18 @@ const KNOWN: Readonly<Record<string, Scope>> = {
 /** Every code the authentication hook answers with: anything else means the request got past it. */
 const AUTH_CODES = new Set([600, 1203, 1204, 1205, 1206, 1216, 1218, 1221, 1222, 1224, 1225, 9401, 9403]);
 
-interface Endpoint {
-  readonly method: string;
-  readonly path: string;
+interface Endpoint extends RouteEndpoint {
   readonly name: string;
 }
 
-/** Parses `printRoutes({ commonPrefix: false })`: one tree line per node, children indented by 4. */
-function routesOf(tree: string): Endpoint[] {
-  const endpoints: Endpoint[] = [];
-  const prefixes: string[] = [];
-  for (const line of tree.split('\n')) {
-    const at = line.indexOf('── ');
-    if (at < 0) continue;
-    const depth = Math.floor(at / 4);
-    const match = /^(\S+)(?: \(([^)]*)\))?/.exec(line.slice(at + 3));
-    if (!match) continue;
-    const path = (depth > 0 ? (prefixes[depth - 1] ?? '') : '') + match[1]!;
-    prefixes[depth] = path;
-    prefixes.length = depth + 1;
-    for (const method of (match[2] ?? '').split(',').map((m) => m.trim())) {
-      if (!method || method === 'HEAD' || method === 'OPTIONS') continue;
-      // routes sharing a parametric node print as `:receipt_id|:billing_key`: name the one listed above
-      const candidates = (path.match(/:[A-Za-z_]+(\|:[A-Za-z_]+)+/)?.[0].split('|') ?? [undefined]).map((alt) =>
-        alt === undefined ? path : path.replace(/:[A-Za-z_]+(\|:[A-Za-z_]+)+/, alt),
-      );
-      const named = candidates.find((c) => `${method} ${c}` in KNOWN || `${method} ${c}` in EXEMPT) ?? candidates[0]!;
-      endpoints.push({ method, path: named, name: `${method} ${named}` });
-    }
-  }
-  return endpoints;
+const ALTERNATIVES = /:[A-Za-z_]+(\|:[A-Za-z_]+)+/;
+
+/** Routes sharing a parametric node print as `:receipt_id|:billing_key`: name the one this test lists. */
+function named(route: RouteEndpoint): Endpoint {
+  const alternatives = route.path.match(ALTERNATIVES)?.[0].split('|');
+  const candidates = alternatives ? alternatives.map((alt) => route.path.replace(ALTERNATIVES, alt)) : [route.path];
+  const path = candidates.find((c) => `${route.method} ${c}` in KNOWN || `${route.method} ${c}` in EXEMPT) ?? candidates[0]!;
+  return { method: route.method, path, name: `${route.method} ${path}` };
 }
 
 const PARAM = '0123456789abcdef01234567';
@@ -83,7 +66,7 @@ describe('every route declares who may call it and which scope it needs', () => 
   beforeAll(async () => {
     // a sandbox URL registers the sandbox-only SMS inbox; nothing in this test reaches it
     t = await buildTestApp({ sandboxUrl: 'http://127.0.0.1:9' });
-    endpoints = routesOf(t.app.printRoutes({ commonPrefix: false }));
+    endpoints = endpointsOf(t.app).map(named);
     noScopes = await t.createProject({ name: 'no scopes', scopes: [] });
     for (const scope of SCOPES) {
       only.set(scope, await t.createProject({ name: `only ${scope}`, scopes: [scope] }));
