@@ -173,6 +173,10 @@ export function createWorker(core: Core, address: string): Promise<PaygateWorker
     taskQueue: core.config.taskQueue,
     keyring: core.keyring,
     transport: temporalTransport(core.config),
-    activities: createActivities({ stores: core.stores, gateways: core.gateways.gateways }),
+    activities: createActivities({
+      stores: core.stores,
+      gateways: core.gateways.gateways,
+      webhooks: { sandbox: core.config.sandbox },
+    }),
   });
 }

@@ -104,16 +104,24 @@ const RULES: readonly Rule[] = [
       imp.local ? !(inFolder(imp.target, 'domain') || inFolder(imp.target, 'contracts')) : imp.target !== '@temporalio/workflow',
   },
   {
-    name: 'store imports nothing from activities, workflows, api, services, gateways or sandbox',
+    name: 'store imports nothing from activities, workflows, api, services, gateways, webhooks or sandbox',
     applies: (f) => inFolder(f, 'store'),
     forbids: (imp) =>
       imp.local &&
-      ['activities', 'workflows', 'api', 'services', 'gateways', 'sandbox', 'wiring'].some((l) => inFolder(imp.target, l)),
+      ['activities', 'workflows', 'api', 'services', 'gateways', 'sandbox', 'wiring', 'webhooks'].some((l) =>
+        inFolder(imp.target, l),
+      ),
   },
   {
     name: 'gateways (our adapters) import only domain, contracts and their own folder',
     applies: (f) => inFolder(f, 'gateways'),
     forbids: (imp) => imp.local && !['domain', 'contracts', 'gateways', 'logger'].some((l) => inFolder(imp.target, l)),
+  },
+  {
+    name: 'webhooks (signing, the SSRF-safe client) import only domain, contracts and their own folder',
+    applies: (f) => inFolder(f, 'webhooks'),
+    forbids: (imp) =>
+      imp.local ? !['domain', 'contracts', 'webhooks'].some((l) => inFolder(imp.target, l)) : imp.target === 'fastify',
   },
   {
     name: 'services are Fastify-free and call no route, activity or workflow code',

@@ -3,15 +3,19 @@
 import type { GatewayRegistry } from '../gateways/types.js';
 import type { Stores } from '../store/index.js';
 import { createVerificationActivities } from './verification.js';
+import { createWebhookActivities, type WebhookActivityOptions } from './webhooks.js';
 
 export interface ActivityDeps {
-  readonly stores: Pick<Stores, 'verifications'>;
+  readonly stores: Pick<Stores, 'verifications' | 'webhooks'>;
   readonly gateways: GatewayRegistry;
+  /** how webhook attempts reach receivers; without it, production rules (https, global addresses only) */
+  readonly webhooks?: WebhookActivityOptions;
 }
 
 export function createActivities(deps: ActivityDeps) {
   return {
     ...createVerificationActivities({ gateways: deps.gateways, verifications: deps.stores.verifications }),
+    ...createWebhookActivities({ webhooks: deps.stores.webhooks, options: deps.webhooks ?? { sandbox: false } }),
   };
 }
 

@@ -23,6 +23,8 @@ import { healthRoutes, type ReadinessProbe } from './routes/health.js';
 import { receiptRoutes } from './routes/receipt.js';
 import { tokenRoutes } from './routes/token.js';
 import { verificationRoutes } from './routes/verification.js';
+import { webhookRoutes } from './routes/webhooks.js';
+import type { Resolver } from '../webhooks/http.js';
 
 export type { ReadinessProbe } from './routes/health.js';
 
@@ -48,6 +50,8 @@ export interface AppDeps {
   readonly sandboxUrl?: string;
   /** the Bearer token of the sandbox's internal routes (the inbox) */
   readonly sandboxToken?: string;
+  /** the DNS lookup of the webhook URL check at save; tests inject one */
+  readonly webhookResolve?: Resolver;
 }
 
 export type ResolvedDeps = AppDeps & {
@@ -76,6 +80,7 @@ const routePlugins: readonly FastifyPluginAsync[] = [
   receiptRoutes,
   cancelRoutes,
   verificationRoutes,
+  webhookRoutes,
 ];
 
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
@@ -97,6 +102,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       ...(deps.workflowCallTimeoutMs !== undefined ? { workflowCallTimeoutMs: deps.workflowCallTimeoutMs } : {}),
       ...(deps.config.sandbox && deps.sandboxUrl ? { sandboxUrl: deps.sandboxUrl } : {}),
       ...(deps.config.sandbox && deps.sandboxToken ? { sandboxToken: deps.sandboxToken } : {}),
+      ...(deps.webhookResolve ? { webhookResolve: deps.webhookResolve } : {}),
     }),
   };
 

@@ -21,6 +21,8 @@
 //   9424 CANCEL_PRICE_EXCEEDED    cancel amount larger than what remains
 //   9425 RECEIPT_NOT_CANCELLABLE
 //   9426 PROJECT_NOT_FOUND        admin API: unknown application_id
+//   9427 WEBHOOK_DELIVERY_NOT_FAILED  a manual webhook retry of a delivery that has not failed
+//   9428 WEBHOOK_DELIVERY_NOT_FOUND   no such webhook delivery
 //   9429 TOO_MANY_REQUESTS        too many failed authentications (or token requests); Retry-After says when
 //   9430 PAYMENT_DECLINED         the PG refused a charge with a billing key (pg_error_code carried)
 //   9431 HEADERS_TOO_LARGE
@@ -127,6 +129,8 @@ export const errorCatalog = {
   CANCEL_PRICE_EXCEEDED: { code: 9424, status: 400, message: 'The cancel amount exceeds the remaining amount.' },
   RECEIPT_NOT_CANCELLABLE: { code: 9425, status: 400, message: 'The receipt cannot be cancelled.' },
   PROJECT_NOT_FOUND: { code: 9426, status: 404, message: 'The project was not found.' },
+  WEBHOOK_DELIVERY_NOT_FAILED: { code: 9427, status: 409, message: 'Only a failed webhook delivery can be retried.' },
+  WEBHOOK_DELIVERY_NOT_FOUND: { code: 9428, status: 404, message: 'The webhook delivery was not found.' },
   TOO_MANY_REQUESTS: { code: 9429, status: 429, message: 'Too many requests; retry after the Retry-After seconds.' },
   PAYMENT_DECLINED: { code: 9430, status: 400, message: 'The PG refused the payment.' },
   HEADERS_TOO_LARGE: { code: 9431, status: 431, message: 'The request headers are too large.' },

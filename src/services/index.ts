@@ -9,6 +9,8 @@ import { createChargeService, type ChargeService } from './charges.js';
 import { createProjectService, type ProjectService } from './projects.js';
 import { createReceiptService, type ReceiptService } from './receipts.js';
 import { createVerificationService, type VerificationService, type WorkflowRuntime } from './verifications.js';
+import { createWebhookService, type WebhookService } from './webhooks.js';
+import type { Resolver } from '../webhooks/http.js';
 
 export interface Services {
   readonly projects: ProjectService;
@@ -18,6 +20,7 @@ export interface Services {
   readonly cancels: CancelService;
   readonly receipts: ReceiptService;
   readonly verifications: VerificationService;
+  readonly webhooks: WebhookService;
 }
 
 export interface ServiceDeps {
@@ -35,6 +38,8 @@ export interface ServiceDeps {
   readonly sandbox?: boolean;
   /** the Bearer token of the sandbox's internal routes */
   readonly sandboxToken?: string;
+  /** the DNS lookup of the webhook URL check at save (tests inject one) */
+  readonly webhookResolve?: Resolver;
 }
 
 export function createServices(deps: ServiceDeps): Services {
@@ -56,6 +61,14 @@ export function createServices(deps: ServiceDeps): Services {
       ...(deps.workflowCallTimeoutMs !== undefined ? { workflowCallTimeoutMs: deps.workflowCallTimeoutMs } : {}),
       ...(deps.sandboxUrl ? { sandboxUrl: deps.sandboxUrl } : {}),
       ...(deps.sandboxToken ? { sandboxToken: deps.sandboxToken } : {}),
+    }),
+    webhooks: createWebhookService({
+      stores,
+      clock,
+      sandbox: deps.sandbox === true,
+      ...(deps.workflows ? { workflows: deps.workflows } : {}),
+      ...(deps.workflowCallTimeoutMs !== undefined ? { workflowCallTimeoutMs: deps.workflowCallTimeoutMs } : {}),
+      ...(deps.webhookResolve ? { resolve: deps.webhookResolve } : {}),
     }),
   };
 }

@@ -10,6 +10,7 @@ import { createIdempotencyStore, type IdempotencyStore } from './idempotency.js'
 import { createProjectStore, type ProjectStore } from './projects.js';
 import { createReceiptStore, type ReceiptStore } from './receipts.js';
 import { createVerificationStore, type VerificationStore } from './verifications.js';
+import { createWebhookStore, type WebhookStore } from './webhooks.js';
 
 export interface Stores {
   readonly projects: ProjectStore;
@@ -18,6 +19,7 @@ export interface Stores {
   readonly billingKeys: BillingKeyStore;
   readonly receipts: ReceiptStore;
   readonly verifications: VerificationStore;
+  readonly webhooks: WebhookStore;
 }
 
 export function createStores(db: Kysely<Tables>, keyring: Keyring): Stores {
@@ -29,5 +31,6 @@ export function createStores(db: Kysely<Tables>, keyring: Keyring): Stores {
     billingKeys: createBillingKeyStore(db, cipher),
     receipts: createReceiptStore(db),
     verifications: createVerificationStore(db, cipher),
+    webhooks: createWebhookStore(db, cipher),
   };
 }

@@ -1,2 +1,3 @@
 // The worker's workflow bundle entry: every workflow paygate runs.
+export { deliveryWorkflow } from './delivery.js';
 export { verificationWorkflow } from './verification.js';

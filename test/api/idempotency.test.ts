@@ -159,9 +159,12 @@ describe('Idempotency-Key coverage', () => {
   // API (no project) are the documented exceptions.
   const NOT_PROJECT_ROUTES = new Set(['/v2/request/token']);
   const projectPosts = () =>
-    endpointsOf(t.app).filter((e) => e.method === 'POST' && e.path.startsWith('/v2/') && !NOT_PROJECT_ROUTES.has(e.path));
+    endpointsOf(t.app).filter(
+      (e) =>
+        e.method === 'POST' && (e.path.startsWith('/v2/') || e.path.startsWith('/message/')) && !NOT_PROJECT_ROUTES.has(e.path),
+    );
 
-  it('includes the key-in, cancel and verification routes', () => {
+  it('includes the key-in, cancel, verification and message webhook routes', () => {
     expect(projectPosts().map((e) => e.path)).toEqual(
       expect.arrayContaining([
         '/v2/request/subscribe',
@@ -170,6 +173,10 @@ describe('Idempotency-Key coverage', () => {
         '/v2/request/authentication',
         '/v2/authenticate/realarm',
         '/v2/authenticate/confirm',
+        '/message/alimtalk/webhook/secret',
+        '/message/alimtalk/webhook/test',
+        '/message/alimtalk/webhook/deliveries/retry',
+        '/message/alimtalk/webhook/deliveries/:delivery_id/retry',
       ]),
     );
   });

@@ -33,6 +33,13 @@ const KNOWN: Readonly<Record<string, Scope>> = {
   'POST /v2/authenticate/confirm': 'authentication',
   'GET /v2/certificate/:receipt_id': 'certificate',
   'GET /sandbox/v1/sms': 'authentication',
+  'GET /message/alimtalk/webhook': 'message_webhook',
+  'PUT /message/alimtalk/webhook': 'message_webhook',
+  'POST /message/alimtalk/webhook/secret': 'message_webhook',
+  'POST /message/alimtalk/webhook/test': 'message_webhook',
+  'GET /message/alimtalk/webhook/deliveries': 'message_webhook',
+  'POST /message/alimtalk/webhook/deliveries/retry': 'message_webhook',
+  'POST /message/alimtalk/webhook/deliveries/:delivery_id/retry': 'message_webhook',
 };
 
 /** Every code the authentication hook answers with: anything else means the request got past it. */

@@ -13,6 +13,7 @@ import { createKeyring, generateKeyringSpec, parseKeyringSpec } from '../../src/
 import { dropSchema, openDatabase, type Database } from '../../src/store/db.js';
 import type { ProjectCreateInput } from '../../src/services/projects.js';
 import type { Project } from '../../src/store/projects.js';
+import type { WebhookActivityOptions } from '../../src/activities/webhooks.js';
 import { startTestTemporal, type TestTemporal } from './temporal.js';
 
 export const TEST_ADMIN_TOKEN = 'test-admin-token-0123456789abcdef';
@@ -59,6 +60,8 @@ export interface TestAppOverrides extends Partial<Omit<AppDeps, 'config'>> {
    * keyring, and gives the app its client (`deps.temporal`), keyring and sandbox URL.
    */
   readonly withTemporal?: boolean;
+  /** the worker's webhook options over the defaults (the app's sandbox mode, the test clock) */
+  readonly webhookActivities?: Partial<WebhookActivityOptions>;
 }
 
 export function basicAuthHeader(clientKey: string, secretKey: string): string {
@@ -122,10 +125,15 @@ export async function buildTestApp(overrides: TestAppOverrides = {}): Promise<Te
     }
 
     let temporal: TestTemporal | undefined;
-    const { env: _env, config: _config, routes, withTemporal, ...appOverrides } = overrides;
+    const { env: _env, config: _config, routes, withTemporal, webhookActivities, ...appOverrides } = overrides;
     if (withTemporal) {
       const keyring = overrides.keyring ?? createKeyring(parseKeyringSpec(generateKeyringSpec('test')));
-      const started = await startTestTemporal({ database, gateways, keyring });
+      const started = await startTestTemporal({
+        database,
+        gateways,
+        keyring,
+        webhooks: { sandbox: config.sandbox, clock: now, ...webhookActivities },
+      });
       cleanups.push(() => started.close());
       // The API, the sandbox gateways and the workflows must agree on the time: follow the engine's clock.
       const follow = async () => clock.advance((await started.now()).getTime() - clock.now().getTime());

@@ -16,6 +16,7 @@ import {
   type WorkflowBundleWithSourceMap,
 } from '@temporalio/worker';
 import { createActivities } from '../../src/activities/index.js';
+import type { WebhookActivityOptions } from '../../src/activities/webhooks.js';
 import type { GatewayRegistry } from '../../src/gateways/types.js';
 import type { Keyring } from '../../src/security/keyring.js';
 import type { Database } from '../../src/store/db.js';
@@ -53,6 +54,8 @@ export interface TestTemporalDeps {
   readonly database: Database;
   readonly gateways: GatewayRegistry;
   readonly keyring: Keyring;
+  /** how webhook attempts reach receivers (sandbox mode, resolver, clock); production rules when absent */
+  readonly webhooks?: WebhookActivityOptions;
 }
 
 const SETUP_TIMEOUT_MS = 60_000;
@@ -127,7 +130,11 @@ export async function startTestTemporal(deps: TestTemporalDeps): Promise<TestTem
       namespace,
       dataConverter: paygateDataConverter(deps.keyring),
     });
-    const activities = createActivities({ stores: createStores(deps.database.db, deps.keyring), gateways: deps.gateways });
+    const activities = createActivities({
+      stores: createStores(deps.database.db, deps.keyring),
+      gateways: deps.gateways,
+      ...(deps.webhooks ? { webhooks: deps.webhooks } : {}),
+    });
     const startWorker = async () => {
       const created = await bounded(
         (async () =>

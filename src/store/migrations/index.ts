@@ -5,8 +5,9 @@ import { migration as platform } from './0001_platform.js';
 import { migration as billing } from './0002_billing.js';
 import { migration as verifications } from './0003_verifications.js';
 import { migration as keyRotation } from './0004_key_rotation.js';
+import { migration as webhooks } from './0005_webhooks.js';
 
-export const migrations = [platform, billing, verifications, keyRotation] as const;
+export const migrations = [platform, billing, verifications, keyRotation, webhooks] as const;
 
 type UnionToIntersection<U> = (U extends unknown ? (k: U) => void : never) extends (k: infer I) => void ? I : never;
 type TablesOf<M> = M extends Migration<infer T> ? T : never;

@@ -1,0 +1,91 @@
+import { ApplicationFailure } from '@temporalio/common';
+import { type AttemptOutcome, DELIVERY_NOT_FOUND } from '../contracts/webhooks.js';
+import { checkWebhookUrl, parseRetryAfter, type DeliveryState, type UrlPolicy } from '../domain/webhooks.js';
+import type { WebhookStore } from '../store/webhooks.js';
+import { createWebhookHttpClient, type Resolver } from '../webhooks/http.js';
+import { signedHeaders } from '../webhooks/signing.js';
+
+export interface WebhookActivityOptions {
+  /** sandbox mode: http to loopback receivers is allowed; production: https to global addresses only */
+  readonly sandbox: boolean;
+  /** the DNS lookup of the connect-time guard (tests inject one) */
+  readonly resolve?: Resolver;
+  /** one attempt's whole exchange; 15 s unless a test shortens it */
+  readonly attemptTimeoutMs?: number;
+  /** the time of attempts and of the secrets' overlap (tests follow the engine's virtual time) */
+  readonly clock?: () => Date;
+}
+
+export interface WebhookActivityDeps {
+  readonly webhooks: WebhookStore;
+  readonly options: WebhookActivityOptions;
+}
+
+export function createWebhookActivities({ webhooks, options }: WebhookActivityDeps) {
+  const policy: UrlPolicy = { sandbox: options.sandbox };
+  const clock = options.clock ?? (() => new Date());
+  const http = createWebhookHttpClient({
+    policy,
+    ...(options.resolve ? { resolve: options.resolve } : {}),
+    ...(options.attemptTimeoutMs !== undefined ? { timeoutMs: options.attemptTimeoutMs } : {}),
+  });
+
+  return {
+    /**
+     * One attempt of a delivery: checks that it is still waiting and that its endpoint may be sent to,
+     * signs with the endpoint's current secret(s), POSTs, and records the outcome once. A retry of this
+     * activity after the outcome was recorded sends nothing and reports the recorded outcome.
+     */
+    async attemptDelivery(input: { deliveryId: string; attempt: number; lastAttempt: number }): Promise<AttemptOutcome> {
+      const { deliveryId, attempt, lastAttempt } = input;
+      const delivery = await webhooks.findDelivery(deliveryId);
+      if (!delivery) throw ApplicationFailure.nonRetryable(`delivery ${deliveryId} no longer exists`, DELIVERY_NOT_FOUND);
+      const recorded = await webhooks.findAttempt(deliveryId, attempt);
+      if (recorded) {
+        return {
+          state: delivery.status as DeliveryState,
+          ...(recorded.retry_after_ms !== null ? { retryAfterMs: Number(recorded.retry_after_ms) } : {}),
+        };
+      }
+      if (delivery.status === 'done' || delivery.status === 'failed') return { state: delivery.status };
+
+      const endpoint = await webhooks.findEndpointById(delivery.endpoint_id);
+      if (!endpoint || (!endpoint.enabled && !delivery.sends_when_disabled)) {
+        await webhooks.markFailed(deliveryId);
+        return { state: 'failed' };
+      }
+      const secrets = webhooks.signingSecrets(endpoint, clock());
+      if (!(await webhooks.markDoing(deliveryId)) || secrets === undefined) {
+        const now = await webhooks.findDelivery(deliveryId);
+        return { state: (now?.status as DeliveryState | undefined) ?? 'failed' };
+      }
+
+      const attemptedAt = clock();
+      const body = webhooks.deliveryBody(delivery);
+      // the rules of the current mode apply at every send, not only when the URL was saved
+      const checked = checkWebhookUrl(delivery.url, policy);
+      const sent =
+        'reason' in checked
+          ? { httpStatus: null, responseBody: null, error: `refused: ${checked.reason}`, retryAfter: undefined, durationMs: 0 }
+          : await http.post(delivery.url, { ...signedHeaders(secrets, deliveryId, attemptedAt, body) }, body);
+      const retryAfterMs = sent.httpStatus !== null ? parseRetryAfter(sent.retryAfter, attemptedAt) : undefined;
+      const result = await webhooks.recordAttempt(deliveryId, {
+        attempt,
+        lastAttempt,
+        attemptedAt,
+        durationMs: sent.durationMs,
+        httpStatus: sent.httpStatus,
+        responseBody: sent.responseBody,
+        error: sent.error,
+        retryAfterMs: retryAfterMs ?? null,
+      });
+      return {
+        state: result.state,
+        ...(result.retryAfterMs !== null ? { retryAfterMs: result.retryAfterMs } : {}),
+        ...(result.stoppedDeliveryIds.length > 0 ? { stoppedDeliveryIds: result.stoppedDeliveryIds } : {}),
+      };
+    },
+  };
+}
+
+export type WebhookActivities = ReturnType<typeof createWebhookActivities>;
