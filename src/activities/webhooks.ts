@@ -55,7 +55,12 @@ export function createWebhookActivities({ webhooks, options }: WebhookActivityDe
         return { state: 'failed' };
       }
       const secrets = webhooks.signingSecrets(endpoint, clock());
-      if (!(await webhooks.markDoing(deliveryId)) || secrets === undefined) {
+      if (secrets === undefined) {
+        // a URL is never stored without a secret; nothing unsigned ever leaves
+        await webhooks.markFailed(deliveryId);
+        return { state: 'failed' };
+      }
+      if (!(await webhooks.markDoing(deliveryId))) {
         const now = await webhooks.findDelivery(deliveryId);
         return { state: (now?.status as DeliveryState | undefined) ?? 'failed' };
       }

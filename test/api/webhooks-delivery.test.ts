@@ -2,6 +2,7 @@
 // history), Retry-After, 3xx, 410, auto-disable after 10 failed sends in a row and re-enable, test sends
 // while disabled, manual retry and replay since a time, and receivers that hang or stream forever.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createWebhookActivities } from '../../src/activities/webhooks.js';
 import { MESSAGE_EVENTS, type OutboundEvent } from '../../src/domain/webhooks.js';
 import { buildTestApp, type TestApp, type TestProject } from '../helpers/app.js';
 import {
@@ -135,6 +136,24 @@ describe('delivery ladder', () => {
     const config = (await api.config()).body;
     expect(config.consecutive_failures).toBe(0);
     expect(config.last_status).toBe(200);
+  });
+
+  it('an attempt activity run again for the same attempt number sends nothing and records nothing twice', async () => {
+    const { project, receiver } = await setup(t);
+    receivers.push(receiver);
+    receiver.answer({ status: 500 });
+    const id = (await t.app.deps.services.webhooks.deliver(messageEvent(302, 'retried-activity'), {
+      kind: 'message',
+      applicationId: project.applicationId,
+    }))!.delivery_id;
+    await untilDelivery(t, id, 'ready', 1);
+    const tables = await webhookTables(t);
+    // what Temporal does after a worker died between the send and reporting it: the same input again
+    const activities = createWebhookActivities({ webhooks: t.app.deps.stores.webhooks, options: { sandbox: true } });
+    const outcome = await activities.attemptDelivery({ deliveryId: id, attempt: 1, lastAttempt: 10 });
+    expect(outcome.state).toBe('ready');
+    expect(receiver.requests).toHaveLength(1);
+    expect(await webhookTables(t)).toEqual(tables);
   });
 
   it('treats a 3xx as a failure and never follows it', async () => {
