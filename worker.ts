@@ -4,7 +4,7 @@ import closeWithGrace from 'close-with-grace';
 import { readConfigOrExit } from './src/config/index.js';
 import { createLogger } from './src/logger.js';
 import { installTemporalLogger } from './src/temporal/runtime.js';
-import { createWorker, openCore } from './src/wiring.js';
+import { connectTemporal, createWorker, openCore, startDeliveryRecovery } from './src/wiring.js';
 
 const config = readConfigOrExit();
 const logger = createLogger({ level: config.logLevel }).child({ component: 'worker' });
@@ -16,10 +16,14 @@ installTemporalLogger(logger);
 
 const core = await openCore(config, logger);
 const worker = await createWorker(core, config.temporalAddress);
+// deliveries an API process saved but did not get to start (it died in between) get their runs here
+const temporal = await connectTemporal(core, config.temporalAddress);
+const stopRecovery = startDeliveryRecovery(core, temporal, logger);
 
 closeWithGrace({ delay: 30_000 }, async ({ signal, err }) => {
   if (err) logger.error({ err }, 'worker shutting down after a fatal error');
   else logger.info({ signal }, 'worker shutting down');
+  stopRecovery();
   await worker.shutdown();
 });
 
@@ -27,5 +31,7 @@ logger.info({ taskQueue: config.taskQueue, address: config.temporalAddress }, 'w
 try {
   await worker.run();
 } finally {
+  stopRecovery();
+  await temporal.close();
   await core.close();
 }

@@ -7,7 +7,7 @@ import { readConfigOrExit } from './config/index.js';
 import { createLogger } from './logger.js';
 import { startEmbeddedEngine, type EmbeddedEngine } from './temporal/embedded-engine.js';
 import { installTemporalLogger } from './temporal/runtime.js';
-import { announceAdminToken, connectTemporal, createWorker, openCore } from './wiring.js';
+import { announceAdminToken, connectTemporal, createWorker, openCore, startDeliveryRecovery } from './wiring.js';
 
 const config = readConfigOrExit();
 const logger = createLogger({ level: config.logLevel });
@@ -46,6 +46,8 @@ try {
     logger.fatal({ err }, 'the Temporal worker stopped');
     process.kill(process.pid, 'SIGTERM');
   });
+  const stopRecovery = startDeliveryRecovery(core, temporal, logger);
+  closers.push(async () => stopRecovery());
 
   const app = await buildConfiguredApp({
     core,

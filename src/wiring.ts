@@ -11,6 +11,7 @@ import { loadKeyring } from './config/keys.js';
 import { createGatewayRegistry } from './gateways/registry.js';
 import type { GatewayRegistry } from './gateways/types.js';
 import type { Logger } from './logger.js';
+import { createWebhookService } from './services/webhooks.js';
 import type { Keyring } from './security/keyring.js';
 import { openDatabase, type Database } from './store/db.js';
 import { createStores, type Stores } from './store/index.js';
@@ -179,4 +180,30 @@ export function createWorker(core: Core, address: string): Promise<PaygateWorker
       webhooks: { sandbox: core.config.sandbox },
     }),
   });
+}
+
+/** How often the worker process looks again for webhook deliveries without a run (the first look is at start). */
+export const DELIVERY_RECOVERY_INTERVAL_MS = 5 * 60_000;
+
+/**
+ * Starts the run of every webhook delivery a process saved but did not get to start (it died in between),
+ * and of deliveries left 'doing' by a run that ended: now, then every few minutes. A run that exists is
+ * left alone. Returns the function that stops the timer.
+ */
+export function startDeliveryRecovery(core: Core, temporal: TemporalClient, logger: Logger): () => void {
+  const webhooks = createWebhookService({
+    stores: core.stores,
+    clock: () => new Date(),
+    sandbox: core.config.sandbox,
+    workflows: { client: temporal.client, taskQueue: core.config.taskQueue },
+  });
+  const sweep = () =>
+    webhooks.recoverOrphans().then(
+      (n) => (n > 0 ? logger.info({ deliveries: n }, 'webhook deliveries without a run were started') : undefined),
+      (err: unknown) => logger.warn({ err }, 'the webhook delivery recovery sweep failed; it runs again later'),
+    );
+  void sweep();
+  const timer = setInterval(sweep, DELIVERY_RECOVERY_INTERVAL_MS);
+  timer.unref();
+  return () => clearInterval(timer);
 }

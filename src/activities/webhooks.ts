@@ -50,7 +50,9 @@ export function createWebhookActivities({ webhooks, options }: WebhookActivityDe
       if (delivery.status === 'done' || delivery.status === 'failed') return { state: delivery.status };
 
       const endpoint = await webhooks.findEndpointById(delivery.endpoint_id);
-      if (!endpoint || (!endpoint.enabled && !delivery.sends_when_disabled)) {
+      // a charge's feedback_url is sent whatever the project's webhook_url endpoint's switch says
+      const stoppedByEndpoint = delivery.destination === 'endpoint' && !delivery.sends_when_disabled;
+      if (!endpoint || (!endpoint.enabled && stoppedByEndpoint)) {
         await webhooks.markFailed(deliveryId);
         return { state: 'failed' };
       }
@@ -72,7 +74,11 @@ export function createWebhookActivities({ webhooks, options }: WebhookActivityDe
       const sent =
         'reason' in checked
           ? { httpStatus: null, responseBody: null, error: `refused: ${checked.reason}`, retryAfter: undefined, durationMs: 0 }
-          : await http.post(delivery.url, { ...signedHeaders(secrets, deliveryId, attemptedAt, body) }, body);
+          : await http.post(
+              delivery.url,
+              { 'content-type': delivery.content_type, ...signedHeaders(secrets, deliveryId, attemptedAt, body) },
+              body,
+            );
       const retryAfterMs = sent.httpStatus !== null ? parseRetryAfter(sent.retryAfter, attemptedAt) : undefined;
       const result = await webhooks.recordAttempt(deliveryId, {
         attempt,

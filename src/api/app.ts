@@ -24,6 +24,7 @@ import { receiptRoutes } from './routes/receipt.js';
 import { tokenRoutes } from './routes/token.js';
 import { verificationRoutes } from './routes/verification.js';
 import { webhookRoutes } from './routes/webhooks.js';
+import { messageRoutes } from './routes/messages.js';
 import type { Resolver } from '../webhooks/http.js';
 
 export type { ReadinessProbe } from './routes/health.js';
@@ -81,15 +82,17 @@ const routePlugins: readonly FastifyPluginAsync[] = [
   cancelRoutes,
   verificationRoutes,
   webhookRoutes,
+  messageRoutes,
 ];
 
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const clock = deps.clock ?? (() => new Date());
   const keyring = deps.keyring ?? createKeyring(parseKeyringSpec(generateKeyringSpec('ephemeral')));
   const stores = createStores(deps.database.db, keyring);
+  const logger = deps.logger ?? createLogger({ level: deps.config.logLevel });
   const resolved: ResolvedDeps = {
     ...deps,
-    logger: deps.logger ?? createLogger({ level: deps.config.logLevel }),
+    logger,
     clock,
     keyring,
     stores,
@@ -103,6 +106,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       ...(deps.config.sandbox && deps.sandboxUrl ? { sandboxUrl: deps.sandboxUrl } : {}),
       ...(deps.config.sandbox && deps.sandboxToken ? { sandboxToken: deps.sandboxToken } : {}),
       ...(deps.webhookResolve ? { webhookResolve: deps.webhookResolve } : {}),
+      logger,
     }),
   };
 

@@ -1,4 +1,5 @@
-// The admin CLI: `npm run admin -- projects <create|update|get|list|rotate-keys> [...]`, printing JSON.
+// The admin CLI: `npm run admin -- projects <create|update|get|list|rotate-keys|rotate-webhook-secret> [...]`,
+// printing JSON.
 //
 // By default it calls the running server's admin API (PAYGATE_URL, default http://127.0.0.1:PORT)
 // with ADMIN_TOKEN, which works whatever the database is (an embedded PGlite directory is held by
@@ -10,6 +11,7 @@ import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { request } from 'undici';
 import { parseConfig, ConfigError, type Config } from '../config/index.js';
+import { loadKeyring } from '../config/keys.js';
 import { ApiError } from '../domain/errors.js';
 import { SCOPES } from '../domain/scopes.js';
 import { validate } from '../domain/validation.js';
@@ -21,7 +23,8 @@ import {
   projectPatchSchema,
   renderProject,
 } from '../services/projects.js';
-import { createProjectStore } from '../store/projects.js';
+import { createWebhookService } from '../services/webhooks.js';
+import { createStores } from '../store/index.js';
 import { openConfiguredDatabase } from '../wiring.js';
 
 /** The gateways --direct knows: the sandbox PGs served in-process, given to projects only in sandbox mode. */
@@ -38,6 +41,8 @@ commands:
                                         new secret_key and private_key (shown only once); the old ones
                                         keep working N hours more (default ${DEFAULT_KEY_GRACE_HOURS}, 0 = stop now);
                                         every access token of the project is revoked
+  rotate-webhook-secret APPLICATION_ID  a new signing secret for webhook_url and feedback_url deliveries (shown
+                                        only once); the previous one keeps signing beside it for 24 hours
 
 project options:
   --name NAME
@@ -45,7 +50,7 @@ project options:
   --scopes a,b,...                      default all: ${SCOPES.join(',')}
   --allowed-ips ip,cidr,...             default empty (any source IP); "" clears
   --api-version 2.5                     default 2.5
-  --webhook-url URL                     "" clears
+  --webhook-url URL                     "" clears; the first URL prints its signing secret (shown only once)
   --merchant-company-name, --merchant-addr1, --merchant-addr2, --merchant-zipcode, --merchant-phone
   --key-expires-at ISO-8601             "" clears
   --pgs a,b,...                         default all configured gateways (sandbox PGs in sandbox mode only)
@@ -116,7 +121,7 @@ export function projectBodyFromFlags(values: Values): Record<string, unknown> {
 }
 
 interface Command {
-  readonly action: 'create' | 'update' | 'get' | 'list' | 'rotate-keys';
+  readonly action: 'create' | 'update' | 'get' | 'list' | 'rotate-keys' | 'rotate-webhook-secret';
   readonly applicationId?: string;
   readonly body: Record<string, unknown>;
   readonly url?: string;
@@ -137,6 +142,7 @@ export function parseCommand(argv: readonly string[]): Command | 'help' {
       return { action, ...base };
     case 'update':
     case 'get':
+    case 'rotate-webhook-secret':
       if (applicationId === undefined) throw new CliUsageError(`${action} needs an APPLICATION_ID`);
       return { action, applicationId, ...base };
     case 'list':
@@ -160,9 +166,17 @@ async function runOverHttp(command: Command, config: Config, env: NodeJS.Process
   const project = command.applicationId
     ? `/admin/v1/projects/${encodeURIComponent(command.applicationId)}`
     : '/admin/v1/projects';
-  const path = command.action === 'rotate-keys' ? `${project}/keys/rotate` : project;
-  const method =
-    command.action === 'create' || command.action === 'rotate-keys' ? 'POST' : command.action === 'update' ? 'PATCH' : 'GET';
+  const path =
+    command.action === 'rotate-keys'
+      ? `${project}/keys/rotate`
+      : command.action === 'rotate-webhook-secret'
+        ? `${project}/webhook/secret`
+        : project;
+  const method = ['create', 'rotate-keys', 'rotate-webhook-secret'].includes(command.action)
+    ? 'POST'
+    : command.action === 'update'
+      ? 'PATCH'
+      : 'GET';
   const res = await request(`${base}${path}`, {
     method,
     headers: {
@@ -185,13 +199,19 @@ class HttpAnswerError extends Error {
 }
 
 async function runDirect(command: Command, config: Config): Promise<unknown> {
+  const { keyring } = await loadKeyring(config);
   const database = await openConfiguredDatabase(config);
   try {
+    const stores = createStores(database.db, keyring);
+    const clock = () => new Date();
+    // no workflow engine here: the webhook service only stores URLs and secrets for the project service
+    const webhooks = createWebhookService({ stores, clock, sandbox: config.sandbox });
     const projects = createProjectService({
-      stores: { projects: createProjectStore(database.db) },
+      stores,
+      webhooks,
       knownPgs: SANDBOX_PGS,
       sandbox: config.sandbox,
-      clock: () => new Date(),
+      clock,
     });
     switch (command.action) {
       case 'create': {
@@ -199,8 +219,13 @@ async function runDirect(command: Command, config: Config): Promise<unknown> {
         const { project, secrets } = await projects.create(input);
         return { ...renderProject(project), ...secrets };
       }
-      case 'update':
-        return renderProject(await projects.update(command.applicationId!, validate(projectPatchSchema, command.body)));
+      case 'update': {
+        const { project, webhookSecret } = await projects.update(
+          command.applicationId!,
+          validate(projectPatchSchema, command.body),
+        );
+        return { ...renderProject(project), ...(webhookSecret ? { webhook_secret: webhookSecret } : {}) };
+      }
       case 'get':
         return renderProject(await projects.get(command.applicationId!));
       case 'list': {
@@ -210,6 +235,8 @@ async function runDirect(command: Command, config: Config): Promise<unknown> {
       case 'rotate-keys':
         // awaited here: the database closes in `finally`
         return await projects.rotateKeys(command.applicationId!, validate(keyRotationSchema, command.body));
+      case 'rotate-webhook-secret':
+        return await projects.rotateWebhookSecret(command.applicationId!);
     }
   } finally {
     await database.close();

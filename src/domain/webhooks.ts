@@ -347,3 +347,143 @@ export function renderDelivery(d: DeliveryView): Record<string, unknown> {
     })),
   };
 }
+
+// ---- the project's own notifications: its webhook_url (admin API) and a charge's feedback_url
+
+/** Events sent to a project's webhook_url or a charge's feedback_url (codes apart from the message events'). */
+export const PROJECT_EVENTS = {
+  100: 'payment.feedback',
+  200: 'escrow.status_changed',
+} as const satisfies Record<number, string>;
+
+export type DeliveryContentType = 'application/json' | 'application/x-www-form-urlencoded';
+export const DELIVERY_CONTENT_TYPES: readonly DeliveryContentType[] = ['application/json', 'application/x-www-form-urlencoded'];
+
+/** Where and how a charge's result is posted (the charge request's feedback_url and content_type). */
+export interface FeedbackTarget {
+  readonly url: string;
+  readonly contentType: DeliveryContentType;
+}
+
+/** The receipt of a completed charge, as its feedback_url receives it. */
+export function receiptFeedbackEvent(receipt: Record<string, unknown>): OutboundEvent {
+  const receiptId = typeof receipt.receipt_id === 'string' ? receipt.receipt_id : '';
+  const orderId = typeof receipt.order_id === 'string' ? receipt.order_id : '';
+  return { event: PROJECT_EVENTS[100], eventCode: 100, tags: [receiptId, orderId], payload: receipt };
+}
+
+/**
+ * The body of a delivery in its content type: JSON text, or a form body of the top-level fields (objects and
+ * arrays as JSON text, null and absent fields left out) — the same bytes on every attempt.
+ */
+export function encodeDeliveryBody(payload: Record<string, unknown>, contentType: DeliveryContentType): string {
+  if (contentType === 'application/json') return JSON.stringify(payload);
+  const form = new URLSearchParams();
+  for (const [key, value] of Object.entries(payload)) {
+    if (value === null || value === undefined) continue;
+    form.append(key, typeof value === 'object' ? JSON.stringify(value) : String(value));
+  }
+  return form.toString();
+}
+
+/**
+ * feedback_url and content_type of a charge request: undefined without a feedback_url; the URL under the
+ * webhook rules of the mode (https, or http to loopback in sandbox mode); content_type one of the two, JSON
+ * by default. Anything else is 9400 naming the field.
+ */
+export function parseFeedbackTarget(body: unknown, policy: UrlPolicy): FeedbackTarget | undefined {
+  const b = isRecord(body) ? body : {};
+  const rawUrl = b.feedback_url;
+  if (rawUrl === undefined || rawUrl === null || rawUrl === '') return undefined;
+  if (typeof rawUrl !== 'string') throw new ApiError('INVALID_REQUEST', { payloadMessage: 'feedback_url must be a URL' });
+  const checked = checkWebhookUrl(rawUrl.trim(), policy);
+  if ('reason' in checked) throw new ApiError('INVALID_REQUEST', { payloadMessage: `feedback_url: ${checked.reason}` });
+  const rawType = b.content_type ?? 'application/json';
+  if (!DELIVERY_CONTENT_TYPES.includes(rawType as DeliveryContentType)) {
+    throw new ApiError('INVALID_REQUEST', {
+      payloadMessage: `content_type must be one of ${DELIVERY_CONTENT_TYPES.join(', ')}`,
+    });
+  }
+  return { url: rawUrl.trim(), contentType: rawType as DeliveryContentType };
+}
+
+// ---- sandbox messages (POST /sandbox/v1/messages)
+
+export const MESSAGE_OUTCOMES = ['delivered', 'failed', 'fallback_sms'] as const;
+export type MessageOutcome = (typeof MESSAGE_OUTCOMES)[number];
+
+/** The events a message's outcome produces, in order: accepted (300), then its result (301 / 302 / 304). */
+export const OUTCOME_EVENTS: Record<MessageOutcome, readonly MessageEventCode[]> = {
+  delivered: [300, 301],
+  failed: [300, 302],
+  fallback_sms: [300, 304],
+};
+
+export interface SandboxMessageRequest {
+  readonly phone: string;
+  readonly templateCode: string;
+  readonly refId: string | null;
+  readonly outcome: MessageOutcome;
+}
+
+const sandboxMessageSchema = z.object({
+  phone: z.custom<string>(
+    (v) => typeof v === 'string' && /^01\d{8,9}$/.test(v),
+    invalid('phone must be a mobile number of 10-11 digits'),
+  ),
+  template_code: z.custom<string>(
+    (v) => typeof v === 'string' && /^[A-Za-z0-9_-]{1,64}$/.test(v),
+    invalid('template_code must be 1-64 letters, digits, _ or -'),
+  ),
+  ref_id: z
+    .custom<string | null>(
+      (v) => v === null || (typeof v === 'string' && v.length <= 100 && /^[\x21-\x7e]*$/.test(v)),
+      invalid('ref_id must be at most 100 printable ASCII characters'),
+    )
+    .optional(),
+  outcome: z
+    .custom<MessageOutcome>(
+      (v) => MESSAGE_OUTCOMES.includes(v as MessageOutcome),
+      invalid(`outcome must be one of ${MESSAGE_OUTCOMES.join(', ')}`),
+    )
+    .optional(),
+});
+
+/** POST /sandbox/v1/messages {phone, template_code, ref_id?, outcome?}: 9400 naming the first bad field. */
+export function parseSandboxMessage(body: unknown): SandboxMessageRequest {
+  const parsed = validate(sandboxMessageSchema, body ?? {});
+  return {
+    phone: parsed.phone,
+    templateCode: parsed.template_code,
+    refId: parsed.ref_id === undefined || parsed.ref_id === '' ? null : parsed.ref_id,
+    outcome: parsed.outcome ?? 'delivered',
+  };
+}
+
+export interface MessageEventInput {
+  readonly receiptId: string;
+  readonly refId: string | null;
+  readonly templateCode: string;
+  readonly phone: string;
+  readonly createdAt: Date;
+}
+
+/** One event of a message: tags [receipt_id, ref_id, template_code] (ref_id '' when none), as the spec lists them. */
+export function messageEvent(code: MessageEventCode, m: MessageEventInput): OutboundEvent {
+  const tags = [m.receiptId, m.refId ?? '', m.templateCode];
+  return {
+    event: MESSAGE_EVENTS[code],
+    eventCode: code,
+    tags,
+    payload: {
+      event: MESSAGE_EVENTS[code],
+      event_code: code,
+      receipt_id: m.receiptId,
+      ...(m.refId !== null ? { ref_id: m.refId } : {}),
+      template_code: m.templateCode,
+      phone: m.phone,
+      tags,
+      created_at: formatTimestamp(m.createdAt),
+    },
+  };
+}

@@ -6,6 +6,8 @@ import { createAccessTokenService, type AccessTokenService } from './access-toke
 import { createBillingKeyService, type BillingKeyService } from './billing-keys.js';
 import { createCancelService, type CancelService } from './cancels.js';
 import { createChargeService, type ChargeService } from './charges.js';
+import type { OperationLog } from './log.js';
+import { createMessageService, type MessageService } from './messages.js';
 import { createProjectService, type ProjectService } from './projects.js';
 import { createReceiptService, type ReceiptService } from './receipts.js';
 import { createVerificationService, type VerificationService, type WorkflowRuntime } from './verifications.js';
@@ -21,6 +23,7 @@ export interface Services {
   readonly receipts: ReceiptService;
   readonly verifications: VerificationService;
   readonly webhooks: WebhookService;
+  readonly messages: MessageService;
 }
 
 export interface ServiceDeps {
@@ -40,14 +43,25 @@ export interface ServiceDeps {
   readonly sandboxToken?: string;
   /** the DNS lookup of the webhook URL check at save (tests inject one) */
   readonly webhookResolve?: Resolver;
+  /** where a use case reports what happened outside a request (a delivery saved but not queued yet) */
+  readonly logger?: Pick<OperationLog, 'warn'>;
 }
 
 export function createServices(deps: ServiceDeps): Services {
   const { stores, gateways, clock } = deps;
-  const charges = createChargeService({ stores, gateways });
+  const webhooks = createWebhookService({
+    stores,
+    clock,
+    sandbox: deps.sandbox === true,
+    ...(deps.workflows ? { workflows: deps.workflows } : {}),
+    ...(deps.workflowCallTimeoutMs !== undefined ? { workflowCallTimeoutMs: deps.workflowCallTimeoutMs } : {}),
+    ...(deps.webhookResolve ? { resolve: deps.webhookResolve } : {}),
+    ...(deps.logger ? { logger: deps.logger } : {}),
+  });
+  const charges = createChargeService({ stores, gateways, webhooks, ...(deps.logger ? { logger: deps.logger } : {}) });
   const cancels = createCancelService({ stores, gateways, clock });
   return {
-    projects: createProjectService({ stores, knownPgs: gateways.names, sandbox: deps.sandbox === true, clock }),
+    projects: createProjectService({ stores, webhooks, knownPgs: gateways.names, sandbox: deps.sandbox === true, clock }),
     accessTokens: createAccessTokenService({ stores, clock }),
     billingKeys: createBillingKeyService({ stores, gateways, clock, charges, cancels }),
     charges,
@@ -62,13 +76,7 @@ export function createServices(deps: ServiceDeps): Services {
       ...(deps.sandboxUrl ? { sandboxUrl: deps.sandboxUrl } : {}),
       ...(deps.sandboxToken ? { sandboxToken: deps.sandboxToken } : {}),
     }),
-    webhooks: createWebhookService({
-      stores,
-      clock,
-      sandbox: deps.sandbox === true,
-      ...(deps.workflows ? { workflows: deps.workflows } : {}),
-      ...(deps.workflowCallTimeoutMs !== undefined ? { workflowCallTimeoutMs: deps.workflowCallTimeoutMs } : {}),
-      ...(deps.webhookResolve ? { resolve: deps.webhookResolve } : {}),
-    }),
+    webhooks,
+    messages: createMessageService({ stores, webhooks, clock }),
   };
 }

@@ -1,5 +1,7 @@
 // Projects: creating and changing a merchant application and its keys, for the admin API and the admin
-// CLI alike. Secrets are generated here and returned once; only their hashes are stored.
+// CLI alike. Secrets are generated here and returned once; only their hashes are stored. The project's
+// webhook_url gets its own signing secret (sealed in its webhook endpoint, src/services/webhooks.ts),
+// returned once when the first URL is stored and by the webhook secret rotation.
 import { z } from 'zod';
 import { ApiError } from '../domain/errors.js';
 import { hashSecret, newId, newSecret } from '../domain/ids.js';
@@ -8,6 +10,7 @@ import { SCOPES } from '../domain/scopes.js';
 import { formatOptionalTimestamp, formatTimestamp } from '../domain/time.js';
 import type { Stores } from '../store/index.js';
 import { toProject, type Project } from '../store/projects.js';
+import type { WebhookService } from './webhooks.js';
 
 const merchantSchema = z.strictObject({
   company_name: z.string().max(200).optional(),
@@ -72,6 +75,22 @@ export interface ProjectSecrets {
   readonly client_key: string;
   readonly secret_key: string;
   readonly private_key: string;
+  /** the webhook_url's signing secret, when the project was created with a webhook_url */
+  readonly webhook_secret?: string;
+}
+
+/** A project after a change; `webhookSecret` when this change stored its first webhook_url (shown once). */
+export interface ProjectUpdate {
+  readonly project: Project;
+  readonly webhookSecret?: string;
+}
+
+/** What the webhook secret rotation returns, once. */
+export interface RotatedWebhookSecret {
+  readonly application_id: string;
+  readonly webhook_secret: string;
+  /** the previous secret keeps signing beside the new one until then */
+  readonly previous_webhook_secret_expires_at?: string;
 }
 
 /** The sandbox PGs' names start with this (as their receipts' `sandbox: true` does, services/receipts.ts). */
@@ -86,7 +105,7 @@ function checkPgs(pgs: readonly string[], knownPgs: readonly string[]): void {
 
 export interface ProjectService {
   create(input: ProjectCreateInput): Promise<{ project: Project; secrets: ProjectSecrets }>;
-  update(applicationId: string, patch: ProjectPatchInput): Promise<Project>;
+  update(applicationId: string, patch: ProjectPatchInput): Promise<ProjectUpdate>;
   /** PROJECT_NOT_FOUND when there is none */
   get(applicationId: string): Promise<Project>;
   list(): Promise<Project[]>;
@@ -95,10 +114,13 @@ export interface ProjectService {
    * (default 24, 0 = stop now); every access token of the project is revoked. PROJECT_NOT_FOUND.
    */
   rotateKeys(applicationId: string, input: KeyRotationInput): Promise<RotatedKeys>;
+  /** A new webhook signing secret (returned once); the previous one signs beside it for 24 hours. PROJECT_NOT_FOUND. */
+  rotateWebhookSecret(applicationId: string): Promise<RotatedWebhookSecret>;
 }
 
 export function createProjectService(deps: {
   readonly stores: Pick<Stores, 'projects'>;
+  readonly webhooks: Pick<WebhookService, 'checkProjectUrl' | 'setProjectUrl' | 'rotateProjectSecret'>;
   /** the configured gateway names: the default `pgs` and what a project may be given */
   readonly knownPgs: readonly string[];
   /** sandbox mode: only then may a project get (and gets by default) the sandbox PGs */
@@ -112,7 +134,8 @@ export function createProjectService(deps: {
     async create(input) {
       const pgs = input.pgs ?? [...knownPgs];
       checkPgs(pgs, knownPgs);
-      const secrets: ProjectSecrets = {
+      if (input.webhook_url) deps.webhooks.checkProjectUrl(input.webhook_url);
+      const keys = {
         client_key: newSecret(18),
         secret_key: newSecret(32),
         private_key: newSecret(32),
@@ -121,9 +144,9 @@ export function createProjectService(deps: {
       const project = await projects.insert({
         application_id: newId(),
         name: input.name,
-        client_key: secrets.client_key,
-        secret_key_hash: hashSecret(secrets.secret_key),
-        private_key_hash: hashSecret(secrets.private_key),
+        client_key: keys.client_key,
+        secret_key_hash: hashSecret(keys.secret_key),
+        private_key_hash: hashSecret(keys.private_key),
         seller: input.seller ?? true,
         scopes: JSON.stringify(input.scopes ?? SCOPES),
         allowed_ips: JSON.stringify(input.allowed_ips ?? []),
@@ -135,11 +158,15 @@ export function createProjectService(deps: {
         created_at: now,
         updated_at: now,
       });
-      return { project, secrets };
+      const webhookSecret = input.webhook_url
+        ? await deps.webhooks.setProjectUrl(project.application_id, input.webhook_url)
+        : undefined;
+      return { project, secrets: { ...keys, ...(webhookSecret ? { webhook_secret: webhookSecret } : {}) } };
     },
 
     async update(applicationId, patch) {
       if (patch.pgs !== undefined) checkPgs(patch.pgs, knownPgs);
+      if (patch.webhook_url) deps.webhooks.checkProjectUrl(patch.webhook_url);
       const project = await projects.update(applicationId, {
         ...(patch.name !== undefined ? { name: patch.name } : {}),
         ...(patch.seller !== undefined ? { seller: patch.seller } : {}),
@@ -155,7 +182,9 @@ export function createProjectService(deps: {
         updated_at: deps.clock(),
       });
       if (!project) throw new ApiError('PROJECT_NOT_FOUND');
-      return project;
+      if (patch.webhook_url === undefined) return { project };
+      const webhookSecret = await deps.webhooks.setProjectUrl(applicationId, patch.webhook_url);
+      return { project, ...(webhookSecret ? { webhookSecret } : {}) };
     },
 
     async get(applicationId) {
@@ -185,6 +214,18 @@ export function createProjectService(deps: {
         secret_key: secretKey,
         private_key: privateKey,
         ...(previousKeysExpireAt ? { previous_keys_expire_at: formatTimestamp(previousKeysExpireAt) } : {}),
+      };
+    },
+
+    async rotateWebhookSecret(applicationId) {
+      if (!(await projects.findById(applicationId))) throw new ApiError('PROJECT_NOT_FOUND');
+      const rotated = await deps.webhooks.rotateProjectSecret(applicationId);
+      return {
+        application_id: applicationId,
+        webhook_secret: rotated.secret,
+        ...(rotated.previousSecretExpiresAt
+          ? { previous_webhook_secret_expires_at: formatTimestamp(rotated.previousSecretExpiresAt) }
+          : {}),
       };
     },
   };

@@ -1,14 +1,20 @@
 // Outbound webhooks: the messaging sub-service's configuration (read, save, secret rotation), the test
-// send, the delivery history, manual retry and replay — and `deliver`, the one entry every producer of
-// outbound events calls (message events now; escrow, recurring charges and feedback_url next). Each
-// delivery is a workflow `delivery:<delivery_id>` (src/workflows/delivery.ts).
+// send, the delivery history, manual retry and replay; the project's webhook_url and its secret (admin
+// API) — and `deliver`, the one entry every producer of outbound events goes through. Producers call
+// `deliverMessageEvent` (message events), `deliverToProject` (payment / escrow / recurring events to the
+// project's webhook_url) or `deliverFeedback` (a charge's receipt to its feedback_url). Each delivery is a
+// workflow `delivery:<delivery_id>` (src/workflows/delivery.ts); `recoverOrphans` starts the runs of
+// deliveries saved by a process that died before starting them.
 import type { Client } from '@temporalio/client';
 import { DELIVERY_WORKFLOW_TYPE, type DeliveryInput, deliveryWorkflowId, endpointDisabledSignal } from '../contracts/webhooks.js';
 import { assertOwnedBy } from '../domain/access.js';
 import { ApiError } from '../domain/errors.js';
 import { newId } from '../domain/ids.js';
 import {
+  checkWebhookUrl,
   type DeliveryView,
+  encodeDeliveryBody,
+  type FeedbackTarget,
   type OutboundEvent,
   type PageQuery,
   parseReplaySince,
@@ -23,6 +29,7 @@ import type { Project } from '../store/projects.js';
 import type { DeliveryRow, EndpointKind } from '../store/webhooks.js';
 import { checkDestination, type Resolver } from '../webhooks/http.js';
 import { newSigningSecret } from '../webhooks/signing.js';
+import type { OperationLog } from './log.js';
 import type { deliveryWorkflow } from '../workflows/delivery.js';
 import { DEFAULT_WORKFLOW_CALL_TIMEOUT_MS, type WorkflowRuntime } from './verifications.js';
 
@@ -35,7 +42,28 @@ export interface EndpointRef {
 export interface DeliverOptions {
   /** sent even when the endpoint is disabled or not subscribed to the event (the test send) */
   readonly regardless?: boolean;
+  /** a charge's feedback_url (and content type) instead of the endpoint's URL; the endpoint's secret signs */
+  readonly feedback?: FeedbackTarget;
+  /**
+   * When the workflow cannot be started now: false (the default) deletes the row and throws 9503, for a
+   * caller that answers the merchant; true keeps the row `ready` for recoverOrphans and returns it, for a
+   * producer whose event already happened (a charge, a message).
+   */
+  readonly keepIfNotStarted?: boolean;
 }
+
+/** The project's webhook signing secret as the admin API shows it, once. */
+export interface ProjectWebhookSecret {
+  readonly secret: string;
+  /** the previous secret keeps signing until then (after a rotation of a secret that existed) */
+  readonly previousSecretExpiresAt?: Date;
+}
+
+/** Deliveries recoverOrphans looks at: saved at least this long ago without a run. */
+export const ORPHAN_AFTER_MS = 60_000;
+/** 'doing' this long means the run that made the attempt is gone (an attempt takes 15 s at most). */
+export const STUCK_DOING_AFTER_MS = 10 * 60_000;
+const MAX_ORPHANS_PER_SWEEP = 500;
 
 /** A failed delivery sent again: the same webhook-id, a new workflow run. */
 export interface Requeued {
@@ -47,6 +75,7 @@ export interface Requeued {
 export const MAX_REPLAY = 1000;
 const MAX_DELIVERY_ID_LENGTH = 100;
 const MESSAGE: EndpointKind = 'message';
+const PROJECT: EndpointKind = 'project';
 
 export interface WebhookService {
   config(project: Project): Promise<WebhookConfigView>;
@@ -65,6 +94,29 @@ export interface WebhookService {
    * Undefined when the endpoint has no URL, is disabled, or is not subscribed to the event (unless `regardless`).
    */
   deliver(event: OutboundEvent, endpoint: EndpointRef, opts?: DeliverOptions): Promise<DeliveryRow | undefined>;
+
+  /** A message event to the project's messaging webhook, when configured, enabled and subscribed. */
+  deliverMessageEvent(applicationId: string, event: OutboundEvent): Promise<DeliveryRow | undefined>;
+  /** A payment / escrow / recurring event to the project's webhook_url; undefined without one or while disabled. */
+  deliverToProject(applicationId: string, event: OutboundEvent): Promise<DeliveryRow | undefined>;
+  /** A charge's receipt to its feedback_url, signed with the project's webhook secret (issued now if it has none). */
+  deliverFeedback(applicationId: string, target: FeedbackTarget, event: OutboundEvent): Promise<DeliveryRow>;
+
+  /** Checks the admin API's webhook_url under the mode's URL rules (3028); nothing is written. */
+  checkProjectUrl(url: string): void;
+  /**
+   * Stores the project's webhook_url (null clears it; a URL re-enables a disabled one and clears its failure
+   * count). Returns the signing secret when this call issued it (the first URL), else undefined.
+   */
+  setProjectUrl(applicationId: string, url: string | null): Promise<string | undefined>;
+  /** A new secret for the project's webhook_url and feedback_url deliveries; the previous one signs 24 h more. */
+  rotateProjectSecret(applicationId: string): Promise<ProjectWebhookSecret>;
+
+  /**
+   * Starts the run of every delivery that may have none (see WebhookStore.possiblyOrphaned); a run that
+   * exists is left alone (same workflow id). Returns how many were looked at.
+   */
+  recoverOrphans(): Promise<number>;
 }
 
 export function createWebhookService(deps: {
@@ -76,6 +128,8 @@ export function createWebhookService(deps: {
   readonly workflowCallTimeoutMs?: number;
   /** the save-time DNS lookup (tests inject one) */
   readonly resolve?: Resolver;
+  /** where a producer's delivery that could not be queued yet is reported */
+  readonly logger?: Pick<OperationLog, 'warn'>;
 }): WebhookService {
   const store = deps.stores.webhooks;
   const policy: UrlPolicy = { sandbox: deps.sandbox };
@@ -86,7 +140,11 @@ export function createWebhookService(deps: {
     return deps.workflows.client;
   };
 
-  const startRun = async (input: DeliveryInput, replacing: boolean): Promise<void> => {
+  /**
+   * Starts `delivery:<id>`. 'new': a fresh delivery; 'replace': a manual retry replaces a run still winding
+   * down after its delivery failed; 'recover': a run that exists is kept (a closed one may be followed).
+   */
+  const startRun = async (input: DeliveryInput, mode: 'new' | 'replace' | 'recover'): Promise<void> => {
     const c = client();
     try {
       await c.withDeadline(Date.now() + callTimeoutMs, () =>
@@ -94,8 +152,8 @@ export function createWebhookService(deps: {
           workflowId: deliveryWorkflowId(input.deliveryId),
           taskQueue: deps.workflows!.taskQueue,
           args: [input],
-          // a manual retry replaces a run that is still winding down after its delivery failed
-          ...(replacing ? { workflowIdConflictPolicy: 'TERMINATE_EXISTING' as const } : {}),
+          ...(mode === 'replace' ? { workflowIdConflictPolicy: 'TERMINATE_EXISTING' as const } : {}),
+          ...(mode === 'recover' ? { workflowIdConflictPolicy: 'USE_EXISTING' as const } : {}),
         }),
       );
     } catch (cause) {
@@ -122,7 +180,7 @@ export function createWebhookService(deps: {
     if (!reopened) throw new ApiError('WEBHOOK_DELIVERY_NOT_FAILED');
     const next = reopened.retry_count + 1;
     try {
-      await startRun({ deliveryId: row.delivery_id, firstAttempt: next, lastAttempt: next }, true);
+      await startRun({ deliveryId: row.delivery_id, firstAttempt: next, lastAttempt: next }, 'replace');
     } catch (err) {
       await store.markFailed(row.delivery_id);
       throw err;
@@ -204,26 +262,98 @@ export function createWebhookService(deps: {
 
     async deliver(event, ref, opts = {}) {
       const endpoint = await store.findEndpoint(ref.applicationId, ref.kind);
-      if (!endpoint?.url) return undefined;
-      if (!opts.regardless && (!endpoint.enabled || !endpoint.events.includes(event.eventCode))) return undefined;
+      if (!endpoint) return undefined;
+      if (opts.feedback === undefined) {
+        if (!endpoint.url) return undefined;
+        if (!opts.regardless && !endpoint.enabled) return undefined;
+        // a message webhook subscribes to event codes; a project's webhook_url gets every event sent to it
+        if (!opts.regardless && ref.kind === 'message' && !endpoint.events.includes(event.eventCode)) return undefined;
+      }
+      const contentType = opts.feedback?.contentType ?? 'application/json';
       const row = await store.createDelivery({
         deliveryId: newId(),
         endpoint,
         event: event.event,
         eventCode: event.eventCode,
         tags: event.tags,
-        body: JSON.stringify(event.payload),
+        body: encodeDeliveryBody(event.payload, contentType),
         sendsWhenDisabled: opts.regardless === true,
         createdAt: deps.clock(),
+        ...(opts.feedback ? { feedbackUrl: opts.feedback.url, contentType } : {}),
       });
       try {
-        await startRun({ deliveryId: row.delivery_id, firstAttempt: 1, lastAttempt: row.max_retry }, false);
+        await startRun({ deliveryId: row.delivery_id, firstAttempt: 1, lastAttempt: row.max_retry }, 'new');
       } catch (err) {
+        if (opts.keepIfNotStarted) {
+          // the event happened: the row waits for recoverOrphans (at the next worker start, or its sweep)
+          deps.logger?.warn({ delivery_id: row.delivery_id }, 'webhook delivery saved but not queued yet; it is recovered later');
+          return row;
+        }
         // never queued: the delivery did not happen
         await store.deleteDelivery(row.delivery_id);
         throw err;
       }
       return row;
+    },
+
+    deliverMessageEvent(applicationId, event) {
+      return service.deliver(event, { kind: MESSAGE, applicationId }, { keepIfNotStarted: true });
+    },
+
+    deliverToProject(applicationId, event) {
+      return service.deliver(event, { kind: PROJECT, applicationId }, { keepIfNotStarted: true });
+    },
+
+    async deliverFeedback(applicationId, target, event) {
+      // a project without a webhook_url still signs: its endpoint row is created with a secret (rotate shows it)
+      await store.saveEndpoint(applicationId, PROJECT, {}, newSigningSecret(), newId());
+      const row = await service.deliver(event, { kind: PROJECT, applicationId }, { feedback: target, keepIfNotStarted: true });
+      if (!row) throw new Error('the project endpoint vanished while a feedback delivery was being saved');
+      return row;
+    },
+
+    checkProjectUrl(url) {
+      const checked = checkWebhookUrl(url, policy);
+      if ('reason' in checked) throw new ApiError('WEBHOOK_URL_INVALID', { payloadMessage: `webhook_url: ${checked.reason}` });
+    },
+
+    async setProjectUrl(applicationId, url) {
+      if (url === null) {
+        // nothing to clear on a project that never had an endpoint
+        if (!(await store.findEndpoint(applicationId, PROJECT))) return undefined;
+        await store.saveEndpoint(applicationId, PROJECT, { url: null }, newSigningSecret(), newId());
+        return undefined;
+      }
+      service.checkProjectUrl(url);
+      const saved = await store.saveEndpoint(applicationId, PROJECT, { url, enabled: true }, newSigningSecret(), newId());
+      return saved.issuedSecret;
+    },
+
+    async rotateProjectSecret(applicationId) {
+      const until = new Date(deps.clock().getTime() + SECRET_OVERLAP_MS);
+      const endpoint = await store.rotateSecret(applicationId, PROJECT, newSigningSecret(), until, newId());
+      const view = store.configView(endpoint);
+      return {
+        secret: view.secret!,
+        ...(endpoint.previous_secret_expires_at ? { previousSecretExpiresAt: endpoint.previous_secret_expires_at } : {}),
+      };
+    },
+
+    async recoverOrphans() {
+      const now = deps.clock().getTime();
+      const rows = await store.possiblyOrphaned(
+        new Date(now - ORPHAN_AFTER_MS),
+        new Date(now - STUCK_DOING_AFTER_MS),
+        MAX_ORPHANS_PER_SWEEP,
+      );
+      for (const row of rows) {
+        const next = row.retry_count + 1;
+        await startRun(
+          { deliveryId: row.delivery_id, firstAttempt: next, lastAttempt: Math.max(row.max_retry, next) },
+          'recover',
+        );
+      }
+      return rows.length;
     },
   };
   return service;

@@ -7,6 +7,7 @@ import { createAccessTokenStore, type AccessTokenStore } from './access-tokens.j
 import { createBillingKeyStore, type BillingKeyStore } from './billing-keys.js';
 import type { Tables } from './db.js';
 import { createIdempotencyStore, type IdempotencyStore } from './idempotency.js';
+import { createMessageStore, type MessageStore } from './messages.js';
 import { createProjectStore, type ProjectStore } from './projects.js';
 import { createReceiptStore, type ReceiptStore } from './receipts.js';
 import { createVerificationStore, type VerificationStore } from './verifications.js';
@@ -20,6 +21,7 @@ export interface Stores {
   readonly receipts: ReceiptStore;
   readonly verifications: VerificationStore;
   readonly webhooks: WebhookStore;
+  readonly messages: MessageStore;
 }
 
 export function createStores(db: Kysely<Tables>, keyring: Keyring): Stores {
@@ -32,5 +34,6 @@ export function createStores(db: Kysely<Tables>, keyring: Keyring): Stores {
     receipts: createReceiptStore(db),
     verifications: createVerificationStore(db, cipher),
     webhooks: createWebhookStore(db, cipher),
+    messages: createMessageStore(db, cipher),
   };
 }

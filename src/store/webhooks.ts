@@ -7,6 +7,7 @@ import {
   DEFAULT_MAX_ATTEMPTS,
   DEFAULT_MESSAGE_EVENTS,
   type AttemptView,
+  type DeliveryContentType,
   type DeliveryState,
   type DeliveryView,
   stateAfterAttempt,
@@ -16,12 +17,17 @@ import {
 import type { FieldCipher } from '../security/field-cipher.js';
 import type { Tables } from './db.js';
 import type { WebhookAttemptsTable, WebhookDeliveriesTable, WebhookEndpointsTable } from './migrations/0005_webhooks.js';
+import type { DeliveryDestinationColumns } from './migrations/0006_messages.js';
 
 export type EndpointRow = Selectable<WebhookEndpointsTable>;
-export type DeliveryRow = Selectable<WebhookDeliveriesTable>;
+export type DeliveryRow = Selectable<WebhookDeliveriesTable & DeliveryDestinationColumns>;
 export type AttemptRow = Selectable<WebhookAttemptsTable>;
 
-export type EndpointKind = 'message';
+/** 'message': the messaging sub-service's webhook; 'project': the project's webhook_url (payments, escrow) */
+export type EndpointKind = 'message' | 'project';
+
+/** A PUT's change, or the admin API's webhook_url (null clears the URL). */
+export type EndpointChange = Omit<WebhookConfigChange, 'url'> & { readonly url?: string | null };
 
 export interface NewDelivery {
   readonly deliveryId: string;
@@ -29,10 +35,14 @@ export interface NewDelivery {
   readonly event: string;
   readonly eventCode: number;
   readonly tags: readonly string[];
-  /** the exact JSON text sent on every attempt */
+  /** the exact body sent on every attempt */
   readonly body: string;
   readonly sendsWhenDisabled: boolean;
   readonly createdAt: Date;
+  /** a charge's feedback_url instead of the endpoint's URL: signed with the endpoint's secret, not counted in its health */
+  readonly feedbackUrl?: string;
+  /** application/json unless said otherwise */
+  readonly contentType?: DeliveryContentType;
 }
 
 export interface SigningSecrets {
@@ -71,10 +81,10 @@ export interface WebhookStore {
   saveEndpoint(
     applicationId: string,
     kind: EndpointKind,
-    change: WebhookConfigChange,
+    change: EndpointChange,
     newSecret: string,
     endpointId: string,
-  ): Promise<{ endpoint: EndpointRow; disabled: boolean }>;
+  ): Promise<{ endpoint: EndpointRow; disabled: boolean; issuedSecret?: string }>;
   /** The new secret signs from now on; the current one keeps signing beside it until `previousUntil`. */
   rotateSecret(
     applicationId: string,
@@ -100,6 +110,12 @@ export interface WebhookStore {
   reopenFailed(deliveryId: string): Promise<DeliveryRow | undefined>;
   /** Every waiting delivery of the endpoint stops as failed (tests and manual retries excepted); their ids. */
   stopPending(endpointId: string): Promise<string[]>;
+  /**
+   * Deliveries that may have no workflow: 'ready' with no attempt made, created before `createdBefore` (the
+   * process that saved them may have died before starting their run), or 'doing' untouched since
+   * `doingBefore` (their run ended without recording the attempt). Oldest first, at most `limit`.
+   */
+  possiblyOrphaned(createdBefore: Date, doingBefore: Date, limit: number): Promise<DeliveryRow[]>;
 
   findAttempt(deliveryId: string, attempt: number): Promise<AttemptRow | undefined>;
   /** ready/doing -> doing before a send; false when the delivery is no longer waiting. */
@@ -146,7 +162,8 @@ export function createWebhookStore(db: Kysely<Tables>, cipher: FieldCipher): Web
         application_id: applicationId,
         kind,
         url: null,
-        events: JSON.stringify(DEFAULT_MESSAGE_EVENTS),
+        // a project endpoint gets every payment event its producers send; events filter message events only
+        events: JSON.stringify(kind === 'message' ? DEFAULT_MESSAGE_EVENTS : []),
         enabled: true,
         secret_sealed: null,
         previous_secret_sealed: null,
@@ -173,7 +190,8 @@ export function createWebhookStore(db: Kysely<Tables>, cipher: FieldCipher): Web
       .set({ status: 'failed', updated_at: sql<Date>`now()` })
       .where('endpoint_id', '=', endpointId)
       .where('status', '=', 'ready')
-      .where('sends_when_disabled', '=', false);
+      .where('sends_when_disabled', '=', false)
+      .where('destination', '=', 'endpoint');
     if (except !== undefined) update = update.where('delivery_id', '!=', except);
     const rows = await update.returning('delivery_id').execute();
     return rows.map((r) => r.delivery_id);
@@ -214,7 +232,11 @@ export function createWebhookStore(db: Kysely<Tables>, cipher: FieldCipher): Web
           .where('endpoint_id', '=', id)
           .returningAll()
           .executeTakeFirstOrThrow();
-        return { endpoint, disabled: current.enabled && !endpoint.enabled };
+        return {
+          endpoint,
+          disabled: current.enabled && !endpoint.enabled,
+          ...(current.secret_sealed === null ? { issuedSecret: newSecret } : {}),
+        };
       });
     },
 
@@ -268,7 +290,9 @@ export function createWebhookStore(db: Kysely<Tables>, cipher: FieldCipher): Web
           application_id: d.endpoint.application_id,
           event: d.event,
           event_code: d.eventCode,
-          url: d.endpoint.url ?? '',
+          url: d.feedbackUrl ?? d.endpoint.url ?? '',
+          destination: d.feedbackUrl !== undefined ? 'feedback' : 'endpoint',
+          content_type: d.contentType ?? 'application/json',
           status: 'ready',
           max_retry: d.endpoint.retry_count,
           tags: JSON.stringify(d.tags),
@@ -364,6 +388,22 @@ export function createWebhookStore(db: Kysely<Tables>, cipher: FieldCipher): Web
       return stopPendingIn(db, endpointId);
     },
 
+    async possiblyOrphaned(createdBefore, doingBefore, limit) {
+      return db
+        .selectFrom('webhook_deliveries')
+        .selectAll()
+        .where((eb) =>
+          eb.or([
+            eb.and([eb('status', '=', 'ready'), eb('retry_count', '=', 0), eb('created_at', '<', createdBefore)]),
+            eb.and([eb('status', '=', 'doing'), eb('updated_at', '<', doingBefore)]),
+          ]),
+        )
+        .orderBy('created_at')
+        .orderBy('delivery_id')
+        .limit(limit)
+        .execute();
+    },
+
     async findAttempt(deliveryId, attempt) {
       return db
         .selectFrom('webhook_attempts')
@@ -433,6 +473,16 @@ export function createWebhookStore(db: Kysely<Tables>, cipher: FieldCipher): Web
 
         const succeeded = r.httpStatus !== null && r.httpStatus >= 200 && r.httpStatus < 300;
         const gone = r.httpStatus === 410;
+        if (delivery.destination === 'feedback') {
+          // a charge's feedback_url is not the endpoint: its answers leave the endpoint's health alone
+          const state = stateAfterAttempt({ succeeded, attempt: r.attempt, lastAttempt: r.lastAttempt, endpointGone: gone });
+          await trx
+            .updateTable('webhook_deliveries')
+            .set({ status: state, retry_count: sql<number>`greatest(retry_count, ${r.attempt})`, updated_at: sql<Date>`now()` })
+            .where('delivery_id', '=', deliveryId)
+            .execute();
+          return { state, retryAfterMs: r.retryAfterMs, stoppedDeliveryIds: [] };
+        }
         const endpoint = await trx
           .selectFrom('webhook_endpoints')
           .selectAll()

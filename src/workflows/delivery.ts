@@ -15,7 +15,8 @@ const attempts = proxyActivities<WebhookActivities>({
     initialInterval: '1 second',
     backoffCoefficient: 2,
     maximumInterval: '1 minute',
-    maximumAttempts: 30,
+    // no attempt cap: the activity is idempotent (an attempt number is recorded once), and a database that
+    // is down for an hour must not end the run with its row left 'doing' — it resumes when the database does
     nonRetryableErrorTypes: [DELIVERY_NOT_FOUND],
   },
 });

@@ -17,6 +17,7 @@ const EXEMPT: Readonly<Record<string, 'none' | 'admin'>> = {
   'GET /admin/v1/projects/:application_id': 'admin',
   'PATCH /admin/v1/projects/:application_id': 'admin',
   'POST /admin/v1/projects/:application_id/keys/rotate': 'admin',
+  'POST /admin/v1/projects/:application_id/webhook/secret': 'admin',
 };
 
 /** The scopes README documents for the routes that exist today; a route not listed must still declare one. */
@@ -33,6 +34,7 @@ const KNOWN: Readonly<Record<string, Scope>> = {
   'POST /v2/authenticate/confirm': 'authentication',
   'GET /v2/certificate/:receipt_id': 'certificate',
   'GET /sandbox/v1/sms': 'authentication',
+  'POST /sandbox/v1/messages': 'message_webhook',
   'GET /message/alimtalk/webhook': 'message_webhook',
   'PUT /message/alimtalk/webhook': 'message_webhook',
   'POST /message/alimtalk/webhook/secret': 'message_webhook',

@@ -1,5 +1,6 @@
-// The admin API (Authorization: Bearer ADMIN_TOKEN): create, change and read projects, rotate their keys.
-// Secrets (secret_key, private_key) are returned once, by the create and rotate calls.
+// The admin API (Authorization: Bearer ADMIN_TOKEN): create, change and read projects, rotate their keys
+// and their webhook signing secret. Secrets (secret_key, private_key, webhook_secret) are returned once,
+// by the create, rotate and (for the first webhook_url) update calls.
 import type { FastifyPluginAsync } from 'fastify';
 import { z } from 'zod';
 import { validate } from '../../domain/validation.js';
@@ -21,9 +22,9 @@ export const adminRoutes: FastifyPluginAsync = async (app) => {
   app.patch('/admin/v1/projects/:application_id', { config: adminConfig }, async (request) => {
     const { application_id } = validate(applicationIdParams, request.params);
     const patch = validate(projectPatchSchema, request.body ?? {});
-    const project = await projects.update(application_id, patch);
+    const { project, webhookSecret } = await projects.update(application_id, patch);
     request.log.info({ application_id }, 'project updated');
-    return renderProject(project);
+    return { ...renderProject(project), ...(webhookSecret ? { webhook_secret: webhookSecret } : {}) };
   });
 
   app.get('/admin/v1/projects/:application_id', { config: adminConfig }, async (request) => {
@@ -37,6 +38,14 @@ export const adminRoutes: FastifyPluginAsync = async (app) => {
     const input = validate(keyRotationSchema, request.body ?? {});
     const rotated = await projects.rotateKeys(application_id, input);
     request.log.info({ application_id, grace_hours: input.grace_hours }, 'project keys rotated');
+    return rotated;
+  });
+
+  // A new signing secret for webhook_url and feedback_url deliveries; the previous one signs 24 h more.
+  app.post('/admin/v1/projects/:application_id/webhook/secret', { config: adminConfig }, async (request) => {
+    const { application_id } = validate(applicationIdParams, request.params);
+    const rotated = await projects.rotateWebhookSecret(application_id);
+    request.log.info({ application_id }, 'project webhook secret rotated');
     return rotated;
   });
 

@@ -2,6 +2,7 @@
 // Raw card data lives only in the issuance handler's locals and the service call.
 import type { FastifyInstance } from 'fastify';
 import { parseBillingKeyRequest, parseChargeRequest, parsePgAndMethod, VERIFICATION_CHARGE_WON } from '../../domain/billing.js';
+import { parseFeedbackTarget } from '../../domain/webhooks.js';
 import { receiptResponse } from '../../services/receipts.js';
 import { createIdempotencyHooks } from '../idempotency.js';
 
@@ -46,14 +47,17 @@ export async function billingRoutes(app: FastifyInstance): Promise<void> {
           'order_id is unique per project (9410 ORDER_ID_DUPLICATED). The PG call carries an idempotency key derived from ' +
           '(project, order_id): after a PG failure (9502) the receipt stays pending (status 0) and retrying the same charge ' +
           'with the same order_id completes it without charging twice. ' +
-          'A PG refusal is 9430 PAYMENT_DECLINED with pg_error_code.',
+          'A PG refusal is 9430 PAYMENT_DECLINED with pg_error_code. ' +
+          'feedback_url (https; http to loopback in sandbox mode) receives the receipt once the charge completes, as a ' +
+          'signed webhook delivery (content_type application/json, the default, or application/x-www-form-urlencoded).',
         tags: ['billing'],
       },
     },
     async (request) => {
       const requestedAt = clock();
       const params = parseChargeRequest(request.body);
-      const row = await services.charges.charge(request.project, params, requestedAt);
+      const feedback = parseFeedbackTarget(request.body, { sandbox: app.deps.config.sandbox });
+      const row = await services.charges.charge(request.project, params, requestedAt, feedback);
       request.log.info({ receipt_id: row.receipt_id, pg: row.pg }, 'billing key charged');
       return receiptResponse(row, request.project);
     },

@@ -6,8 +6,9 @@ import { migration as billing } from './0002_billing.js';
 import { migration as verifications } from './0003_verifications.js';
 import { migration as keyRotation } from './0004_key_rotation.js';
 import { migration as webhooks } from './0005_webhooks.js';
+import { migration as messages } from './0006_messages.js';
 
-export const migrations = [platform, billing, verifications, keyRotation, webhooks] as const;
+export const migrations = [platform, billing, verifications, keyRotation, webhooks, messages] as const;
 
 type UnionToIntersection<U> = (U extends unknown ? (k: U) => void : never) extends (k: infer I) => void ? I : never;
 type TablesOf<M> = M extends Migration<infer T> ? T : never;
