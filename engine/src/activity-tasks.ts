@@ -4,6 +4,7 @@
 import { randomUUID } from 'node:crypto';
 import type { EngineCore, Rpc, RpcName, RpcRequest, RpcResponse, TaskRef } from './core.js';
 import { invalid, notFound } from './errors.js';
+import { FailureReason, blobTooLarge, oversizedFailure, payloadsSize, serverFailure } from './limits.js';
 import { longPoll } from './long-poll.js';
 import {
   EventType,
@@ -21,6 +22,7 @@ import {
   type Req,
 } from './proto.js';
 import { nextRetry, retryPolicyOf, retrySpec } from './retry.js';
+import { mergePriority } from './runs.js';
 import { execKey, type ActivityState, type Execution } from './state.js';
 import { decodeToken, encodeToken } from './tokens.js';
 import { addExternal } from './workflow-tasks.js';
@@ -255,7 +257,8 @@ export function startActivity(
     startToCloseTimeout: msDuration(a.startToCloseMs),
     heartbeatTimeout: msDuration(a.heartbeatMs),
     retryPolicy: a.retryPolicy,
-    priority: scheduled?.priority,
+    // The activity's own priority fields win; the workflow's fill in the rest (Temporal's inheritance).
+    priority: mergePriority(s.priority, scheduled?.priority),
   };
 }
 
@@ -284,7 +287,7 @@ function reportRpc<M extends RpcName>(
 }
 
 function byToken(core: EngineCore, r: { taskToken?: Uint8Array | null }): Found {
-  const t = decodeToken(r.taskToken);
+  const t = decodeToken(r.taskToken, core.namespaces);
   if (t.k !== 'act') throw invalid('not an activity task token');
   const ex = core.runs.get(execKey(t.ns, t.r));
   const a = ex && core.isOpen(ex) ? ex.s.activities[t.s] : undefined;
@@ -321,6 +324,9 @@ function completed(
   a: ActivityState,
   r: { result?: Payloads | null; identity?: string | null },
 ): object {
+  // Too large to keep: the activity fails for good instead, as on Temporal.
+  if (blobTooLarge(core, payloadsSize(r.result)))
+    return failed(core, ex, a, { failure: serverFailure(FailureReason.completeResult, true) });
   return closeStarted(core, ex, a, EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED, 'activityTaskCompletedEventAttributes', {
     result: r.result,
     scheduledEventId: a.scheduledEventId,
@@ -334,9 +340,22 @@ function failed(
   ex: Execution,
   a: ActivityState,
   r: { failure?: Failure | null; lastHeartbeatDetails?: Payloads | null },
-): object {
-  failAttempt(core, ex, a, r.failure ?? { message: 'activity failed' }, 0, r.lastHeartbeatDetails ?? null);
-  return {};
+): { failures?: Failure[] } {
+  // What is too large to keep is replaced or dropped, and the worker told so in `failures`.
+  const failures: Failure[] = [];
+  let details = r.lastHeartbeatDetails ?? null;
+  if (details && blobTooLarge(core, payloadsSize(details))) {
+    failures.push(serverFailure(FailureReason.heartbeat, true));
+    details = null;
+  }
+  let failure = r.failure ?? { message: 'activity failed' };
+  const replaced = oversizedFailure(core, failure);
+  if (replaced) {
+    failure = replaced;
+    failures.push(replaced);
+  }
+  failAttempt(core, ex, a, failure, 0, details);
+  return failures.length > 0 ? { failures } : {};
 }
 
 function canceled(
@@ -345,6 +364,8 @@ function canceled(
   a: ActivityState,
   r: { details?: Payloads | null; identity?: string | null },
 ): object {
+  if (blobTooLarge(core, payloadsSize(r.details)))
+    return failed(core, ex, a, { failure: serverFailure(FailureReason.cancelDetails, true) });
   return closeStarted(core, ex, a, EventType.EVENT_TYPE_ACTIVITY_TASK_CANCELED, 'activityTaskCanceledEventAttributes', {
     details: r.details,
     latestCancelRequestedEventId: a.cancelRequestedEventId,
@@ -361,6 +382,11 @@ function heartbeat(
   a: ActivityState,
   r: { details?: Payloads | null },
 ): { cancelRequested: boolean } {
+  if (r.details && blobTooLarge(core, payloadsSize(r.details))) {
+    // Details too large to keep: the activity fails for good, and the worker is told to stop.
+    failed(core, ex, a, { failure: serverFailure(FailureReason.heartbeat, true) });
+    return { cancelRequested: true };
+  }
   if (r.details) a.heartbeatDetails = r.details;
   a.lastHeartbeatTime = core.clock.now();
   if (a.heartbeatMs) core.setDeadline(ex, `act:${a.scheduledEventId}:hb`, a.lastHeartbeatTime + a.heartbeatMs);

@@ -1,4 +1,5 @@
 // Argument parsing of bin/temporal-devserver for the two command lines @temporalio/testing uses.
+import { parseDynamicConfig } from './dynamic-config.js';
 import type { DevServerOptions } from './server.js';
 
 export type CliOptions = DevServerOptions & { logLevel?: string; logFormat?: string };
@@ -34,6 +35,7 @@ export function parseArgs(argv: string[]): CliOptions {
       namespaces: [],
       searchAttributes: {},
     };
+    const dynamicConfigValues: string[] = [];
     for (let i = 2; i < argv.length; i++) {
       let flag = argv[i]!;
       let value: string | undefined;
@@ -65,6 +67,9 @@ export function parseArgs(argv: string[]): CliOptions {
           if (name) opts.searchAttributes![name] = type || 'Keyword';
           break;
         }
+        case '--dynamic-config-value':
+          if (value !== undefined) dynamicConfigValues.push(value);
+          break;
         case '--log-level':
           opts.logLevel = value;
           break;
@@ -75,6 +80,7 @@ export function parseArgs(argv: string[]): CliOptions {
           break;
       }
     }
+    opts.dynamicConfig = parseDynamicConfig(dynamicConfigValues);
     return opts;
   }
   const port = Number(argv[0]);

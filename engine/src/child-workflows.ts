@@ -4,7 +4,7 @@
 import type { EngineCore } from './core.js';
 import { Code, RpcError } from './errors.js';
 import { EventType, durationMs, enums, num, type temporal, type Command, type Plain } from './proto.js';
-import { newRun } from './runs.js';
+import { mergePriority, newRun } from './runs.js';
 import { admitStart } from './start.js';
 import type { Execution } from './state.js';
 import { addExternal } from './workflow-tasks.js';
@@ -37,10 +37,11 @@ export function startChild(core: EngineCore, ex: Execution, c: Command, complete
       header: a.header,
       memo: a.memo,
       searchAttributes: a.searchAttributes,
+      priority: a.priority,
     },
   );
   const initiatedEventId = num(e.eventId);
-  after.push(() => startChildRun(core, ex, a, ns, initiatedEventId, completedId));
+  after.push(() => startChildRun(core, ex, a, ns, initiatedEventId, completedId, c.userMetadata));
 }
 
 /** Starts the child run (or records why it could not start) and tells the parent. */
@@ -51,6 +52,7 @@ function startChildRun(
   ns: string,
   initiatedEventId: number,
   completedId: number,
+  userMetadata: Command['userMetadata'],
 ): void {
   const s = ex.s;
   const workflowId = a.workflowId ?? '';
@@ -84,6 +86,9 @@ function startChildRun(
       retryPolicy: a.retryPolicy,
       parent: { namespace: s.namespace, workflowId: s.workflowId, runId: s.runId, initiatedEventId },
       rootExecution: root ?? { workflowId: s.workflowId, runId: s.runId },
+      // As the server does: the command's priority fields win, the parent's fill in the rest.
+      priority: mergePriority(s.priority, a.priority),
+      userMetadata,
     });
   } catch (err) {
     if (!(err instanceof RpcError)) throw err;

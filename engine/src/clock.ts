@@ -24,6 +24,8 @@ export class Clock {
   private checkQueued = false;
   private lockCount: number;
   private readonly outstanding = new Set<string>();
+  /** UnlockTimeSkippingWithSleep calls in progress (each took one lock away until its deadline). */
+  private sleepers = 0;
   private stopped = false;
 
   constructor(readonly timeSkipping: boolean) {
@@ -66,6 +68,24 @@ export class Clock {
     return this.lockCount;
   }
 
+  /**
+   * UnlockTimeSkippingWithSleep (the SDK's `env.sleep()`): unlocks now and locks again, synchronously, when the
+   * clock reaches `at`. While such a sleep is in progress the clock counts as the Java test server's does — one
+   * counter of locks and outstanding tasks, skipping at zero — so an activity that sleeps this way (and holds
+   * time as a running task) still reaches its deadline, firing the timers due before it on the way.
+   */
+  sleepUnlocked(at: number): Promise<void> {
+    this.unlock();
+    this.sleepers++;
+    return new Promise((resolve) =>
+      this.schedule(at, () => {
+        this.sleepers--;
+        this.lockCount++;
+        resolve();
+      }),
+    );
+  }
+
   /** Outstanding work (a workflow or activity task in flight) holds time still in time-skipping mode. */
   setOutstanding(key: string, busy: boolean): void {
     if (busy) {
@@ -75,8 +95,14 @@ export class Clock {
     }
   }
 
-  describe(): { locks: number; outstanding: string[]; timers: number; virtualOffsetMs: number } {
-    return { locks: this.lockCount, outstanding: [...this.outstanding], timers: this.heap.length, virtualOffsetMs: this.offset };
+  describe(): { locks: number; outstanding: string[]; sleepers: number; timers: number; virtualOffsetMs: number } {
+    return {
+      locks: this.lockCount,
+      outstanding: [...this.outstanding],
+      sleepers: this.sleepers,
+      timers: this.heap.length,
+      virtualOffsetMs: this.offset,
+    };
   }
 
   stop(): void {
@@ -86,8 +112,11 @@ export class Clock {
   }
 
   private canSkip(): boolean {
-    // Unlike an unlock's check, a jump needs every task settled: time must not run past a task in flight.
-    return this.timeSkipping && this.lockCount <= 0 && this.outstanding.size === 0;
+    if (!this.timeSkipping) return false;
+    // Unlike an unlock's check, a jump needs every task settled: time must not run past a task in flight...
+    if (this.lockCount <= 0 && this.outstanding.size === 0) return true;
+    // ...unless a caller sleeps with time unlocked: then, as in the Java test server, tasks are just locks.
+    return this.sleepers > 0 && this.lockCount + this.outstanding.size <= 0;
   }
 
   private kick(): void {

@@ -3,13 +3,15 @@
 // change tracking and journal staging. The concern modules (workflow-tasks.ts, activity-tasks.ts, ...) are
 // functions over one EngineCore; engine.ts wires the gRPC handlers to them.
 import { Clock, type TimerHandle } from './clock.js';
-import { invalid, notFound } from './errors.js';
+import { DEFAULT_DYNAMIC_CONFIG, type DynamicConfig } from './dynamic-config.js';
+import { invalid, namespaceNotFound, notFound } from './errors.js';
 import type { Journal, JournalRecord } from './journal.js';
 import { TaskQueues } from './matching.js';
 import {
   Status,
   msTs,
   num,
+  pb,
   type temporal,
   type Command,
   type HistoryEvent,
@@ -33,6 +35,35 @@ export interface ServerRecord {
 }
 
 const DEFAULT_RETENTION_MS = 24 * 3600 * 1000;
+
+/**
+ * The history's size in bytes as Temporal counts it: the protobuf encoding of its events (each framed as an
+ * element of `History.events`). Each event is encoded once, the first time the size is asked for after it was
+ * appended; after a restart the count starts again from the restored events.
+ */
+export function historySizeBytes(ex: Execution): number {
+  ex.sized ??= { events: 0, bytes: 0 };
+  const sized = ex.sized;
+  for (; sized.events < ex.history.length; sized.events++) sized.bytes += encodedEventSize(ex.history[sized.events]!);
+  return sized.bytes;
+}
+
+const HistoryEventType = pb.temporal.api.history.v1.HistoryEvent;
+
+function encodedEventSize(e: HistoryEvent): number {
+  // The writer's length is known before finish(), which would only copy the bytes out.
+  const length = HistoryEventType.encode(e as temporal.api.history.v1.IHistoryEvent).len;
+  return 1 + varintSize(length) + length;
+}
+
+function varintSize(n: number): number {
+  let size = 1;
+  while (n >= 0x80) {
+    n = Math.floor(n / 0x80);
+    size++;
+  }
+  return size;
+}
 
 /** Custom search attributes that Temporal's dev server and the Java test server define out of the box. */
 const PREDEFINED_SEARCH_ATTRIBUTES: Record<string, string> = {
@@ -93,6 +124,8 @@ export interface EngineOptions {
   namespaces: string[];
   searchAttributes: Record<string, string>;
   journal?: Journal;
+  /** Dynamic config settings given on the command line; Temporal's defaults for the rest. */
+  dynamicConfig?: Partial<DynamicConfig>;
 }
 
 export class EngineCore {
@@ -110,6 +143,7 @@ export class EngineCore {
   readonly namespaceRetentionMs = new Map<string, number>();
   readonly saTypes: Map<string, string>;
   readonly journal: Journal | undefined;
+  readonly dynamicConfig: DynamicConfig;
   /** Namespaces or search attributes changed since the server record was last journaled. */
   serverDirty = false;
   taskId = 1;
@@ -122,6 +156,7 @@ export class EngineCore {
     this.namespaces = new Set(['default', ...opts.namespaces]);
     this.saTypes = new Map([...Object.entries(PREDEFINED_SEARCH_ATTRIBUTES), ...Object.entries(opts.searchAttributes)]);
     this.journal = opts.journal;
+    this.dynamicConfig = { ...DEFAULT_DYNAMIC_CONFIG, ...opts.dynamicConfig };
   }
 
   // ---------------------------------------------------------------- change tracking & journal staging
@@ -241,7 +276,7 @@ export class EngineCore {
   /** The namespace of a request (default when empty); NOT_FOUND for unknown ones. */
   ns(namespace: string | null | undefined): string {
     const n = namespace || 'default';
-    if (!this.namespaces.has(n)) throw notFound(`namespace ${n} not found`);
+    if (!this.namespaces.has(n)) throw namespaceNotFound(n);
     return n;
   }
 
@@ -356,6 +391,16 @@ export class EngineCore {
       const attrs = Object.entries(last).find(([k]) => k.endsWith('EventAttributes'))?.[1] as { startedEventId?: number };
       if (attrs) attrs.startedEventId = num(first.eventId);
     }
+  }
+
+  /** Drops the events from `length` on (a discarded speculative workflow task) and their share of the history size. */
+  truncateHistory(ex: Execution, length: number): void {
+    const sized = ex.sized;
+    if (sized && sized.events > length) {
+      for (let i = length; i < sized.events; i++) sized.bytes -= encodedEventSize(ex.history[i]!);
+      sized.events = length;
+    }
+    ex.history.length = length;
   }
 
   flushBuffered(ex: Execution): boolean {

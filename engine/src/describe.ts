@@ -1,14 +1,16 @@
 // Read-mostly RPCs about the server and its runs: DescribeWorkflowExecution and the visibility view of a run,
 // GetSystemInfo, namespaces (describe / list / register), DescribeTaskQueue, and registering search attributes.
-import type { EngineCore, Rpc } from './core.js';
+import { historySizeBytes, type EngineCore, type Rpc } from './core.js';
 import { Code, RpcError, invalid } from './errors.js';
-import { durationMs, enums, msDuration, msTs, type temporal, type Plain } from './proto.js';
+import { durationMs, enums, msDuration, msTs, type temporal, type Plain, type SearchAttributes } from './proto.js';
 import type { ActivityState, Execution } from './state.js';
+import { namespaceId } from './tokens.js';
 
 /** The visibility/describe view of a run. */
 export function executionInfo(ex: Execution): Plain<temporal.api.workflow.v1.IWorkflowExecutionInfo> {
   const s = ex.s;
   const root = ex.history[0]?.workflowExecutionStartedEventAttributes?.rootWorkflowExecution;
+  const version = s.workerVersion;
   return {
     execution: { workflowId: s.workflowId, runId: s.runId },
     type: { name: s.workflowType },
@@ -18,15 +20,31 @@ export function executionInfo(ex: Execution): Plain<temporal.api.workflow.v1.IWo
     historyLength: ex.history.length,
     executionTime: msTs(s.executionTime),
     memo: s.memo ?? { fields: {} },
-    searchAttributes: s.searchAttributes ?? { indexedFields: {} },
+    searchAttributes: withBuildIds(s.searchAttributes, s.buildIds),
     taskQueue: s.taskQueue,
     parentNamespaceId: s.parent?.namespace,
     parentExecution: s.parent ? { workflowId: s.parent.workflowId, runId: s.parent.runId } : undefined,
-    rootExecution: root,
+    // A run without a parent is the root of its tree (its started event names no root).
+    rootExecution: root ?? { workflowId: s.workflowId, runId: s.runId },
     firstRunId: s.firstRunId,
     stateTransitionCount: s.stateTransitions,
     executionDuration: s.closeTime ? msDuration(s.closeTime - s.executionTime) : undefined,
+    historySizeBytes: historySizeBytes(ex),
+    priority: s.priority ?? undefined,
+    mostRecentWorkerVersionStamp: version?.stamp ?? undefined,
+    workerDeploymentName: version?.deploymentName || undefined,
+    versioningInfo: version?.behavior ? { behavior: version.behavior, deploymentVersion: version.deploymentVersion } : undefined,
   };
+}
+
+/** The run's search attributes with the `BuildIds` the server maintains (a KeywordList, as Temporal encodes it). */
+function withBuildIds(sa: SearchAttributes | null, buildIds: string[] | undefined): SearchAttributes {
+  if (!buildIds?.length) return sa ?? { indexedFields: {} };
+  const payload = {
+    metadata: { encoding: Buffer.from('json/plain'), type: Buffer.from('KeywordList') },
+    data: Buffer.from(JSON.stringify(buildIds)),
+  };
+  return { indexedFields: { ...sa?.indexedFields, BuildIds: payload } };
 }
 
 export const describeWorkflowExecution: Rpc<'DescribeWorkflowExecution'> = async (core, r) => {
@@ -38,6 +56,8 @@ export const describeWorkflowExecution: Rpc<'DescribeWorkflowExecution'> = async
       workflowExecutionTimeout: msDuration(s.executionTimeoutMs),
       workflowRunTimeout: msDuration(s.runTimeoutMs),
       defaultWorkflowTaskTimeout: msDuration(s.workflowTaskTimeoutMs),
+      // Static summary / details given at start, as the started event carries them.
+      userMetadata: ex.history[0]?.userMetadata,
     },
     workflowExecutionInfo: executionInfo(ex),
     pendingActivities: Object.values(s.activities).map(pendingActivityInfo),
@@ -94,6 +114,9 @@ export const getSystemInfo: Rpc<'GetSystemInfo'> = async () => ({
     encodedFailureAttributes: true,
     sdkMetadata: true,
     upsertMemo: true,
+    eagerWorkflowStart: true,
+    // Workers then stamp completions with their build id (recorded in history and in the BuildIds search attribute).
+    buildIdBasedVersioning: true,
   },
 });
 
@@ -103,8 +126,13 @@ export const describeNamespace: Rpc<'DescribeNamespace'> = async (core, r) => {
     namespaceInfo: {
       name,
       state: enums.NamespaceState.NAMESPACE_STATE_REGISTERED,
-      id: Buffer.from(name).toString('hex'),
-      capabilities: { eagerWorkflowStart: false, syncUpdate: true, asyncUpdate: true },
+      id: namespaceId(name),
+      capabilities: { eagerWorkflowStart: true, syncUpdate: true, asyncUpdate: true },
+      // What the SDKs check payloads against before sending them (Temporal reports its dynamic config here).
+      limits: {
+        blobSizeLimitError: core.dynamicConfig.blobSizeLimitError,
+        memoSizeLimitError: core.dynamicConfig.memoSizeLimitError,
+      },
     },
     config: { workflowExecutionRetentionTtl: msDuration(core.retentionOf(name)) },
     isGlobalNamespace: false,

@@ -14,7 +14,7 @@ import {
   respondActivityTaskFailedById,
 } from './activity-tasks.js';
 import type { Clock } from './clock.js';
-import { EngineCore, type EngineOptions, type OnCancel, type Rpc, type RpcName } from './core.js';
+import { EngineCore, type EngineOptions, type OnCancel, type Rpc, type RpcName, type RpcRequest } from './core.js';
 import { onDeadline } from './deadlines.js';
 import {
   addSearchAttributes,
@@ -26,24 +26,33 @@ import {
   listNamespaces,
   registerNamespace,
 } from './describe.js';
+import { namespaceNotFound } from './errors.js';
 import { getWorkflowExecutionHistory, getWorkflowExecutionHistoryReverse } from './history.js';
 import { requestCancelWorkflowExecution, terminateWorkflowExecution } from './lifecycle.js';
+import { REQUEST_LIMITS, enforceHistoryLimits, runOfToken } from './limits.js';
+import { executeMultiOperation } from './multi-operation.js';
 import { restore, sweepClosed } from './persistence.js';
 import type { temporal, Plain } from './proto.js';
 import { queryWorkflow, respondQueryTaskCompleted } from './queries.js';
 import { pollWorkflowExecutionUpdate, signalWorkflowExecution, updateWorkflowExecution } from './signals-updates.js';
 import { signalWithStartWorkflowExecution, startWorkflowExecution } from './start.js';
 import type { Execution } from './state.js';
+import { unimplementedHandlers } from './unimplemented.js';
 import { respondWorkflowTaskCompleted } from './workflow-task-completion.js';
 import { pollWorkflowTaskQueue, resetStickyTaskQueue, respondWorkflowTaskFailed, shutdownWorker } from './workflow-tasks.js';
 
 export type { EngineOptions } from './core.js';
 
-/** The WorkflowService RPCs the engine serves (List / Scan / Count are visibility-service.ts); the rest are UNIMPLEMENTED. */
+/**
+ * The WorkflowService RPCs the engine serves (List / Scan / Count are visibility-service.ts); the rest answer
+ * UNIMPLEMENTED naming their feature (unimplemented.ts).
+ */
 const WORKFLOW_SERVICE: { [M in RpcName]?: Rpc<M> } = {
   // start.ts
   StartWorkflowExecution: startWorkflowExecution,
   SignalWithStartWorkflowExecution: signalWithStartWorkflowExecution,
+  // multi-operation.ts
+  ExecuteMultiOperation: executeMultiOperation,
   // workflow-tasks.ts, workflow-task-completion.ts
   PollWorkflowTaskQueue: pollWorkflowTaskQueue,
   RespondWorkflowTaskCompleted: respondWorkflowTaskCompleted,
@@ -80,6 +89,19 @@ const WORKFLOW_SERVICE: { [M in RpcName]?: Rpc<M> } = {
 };
 
 type Handler = (r: never, onCancel: OnCancel) => Promise<object>;
+type RequestCheck = (core: EngineCore, r: never) => void | Promise<void>;
+
+/** A request naming a namespace this server does not have is NamespaceNotFound (an empty one means `default`). */
+function knownNamespace(core: EngineCore, r: never): void {
+  const namespace = (r as { namespace?: string | null }).namespace;
+  if (namespace && !core.namespaces.has(namespace)) throw namespaceNotFound(namespace);
+}
+
+/** After a completion the run's history may have passed `limit.historyCount.error` / `limit.historySize.error`. */
+async function enforceHistoryLimitsAfterCompletion(core: EngineCore, r: never): Promise<void> {
+  const ex = runOfToken(core, (r as RpcRequest<'RespondWorkflowTaskCompleted'>).taskToken);
+  if (ex && enforceHistoryLimits(core, ex)) await core.commit();
+}
 
 export class Engine {
   readonly clock: Clock;
@@ -90,15 +112,36 @@ export class Engine {
     this.clock = this.core.clock;
   }
 
-  /** The WorkflowService handlers over this engine, by method name (grpc.ts serves them). */
+  /**
+   * The WorkflowService handlers over this engine, by method name (grpc.ts serves them). As on Temporal, a request
+   * naming an unknown namespace is NamespaceNotFound before anything else, then the size limits apply (limits.ts).
+   */
   workflowService(): Record<string, Handler> {
     const core = this.core;
     const handlers: Record<string, Handler> = {};
     for (const [name, rpc] of Object.entries(WORKFLOW_SERVICE)) {
       const handle = rpc as (core: EngineCore, r: never, onCancel: OnCancel) => Promise<object>;
-      handlers[name] = (r, onCancel) => handle(core, r, onCancel);
+      const check = REQUEST_LIMITS[name as RpcName] as RequestCheck | undefined;
+      // RegisterNamespace names the namespace it is about to create.
+      const namespaced = name !== 'RegisterNamespace';
+      const after = name === 'RespondWorkflowTaskCompleted' ? enforceHistoryLimitsAfterCompletion : undefined;
+      handlers[name] = async (r, onCancel) => {
+        if (namespaced) knownNamespace(core, r);
+        if (check) await check(core, r);
+        const res = await handle(core, r, onCancel);
+        if (after) await after(core, r);
+        return res;
+      };
     }
     return handlers;
+  }
+
+  /**
+   * UNIMPLEMENTED answers (naming the feature) for every method of `serviceName`: served after the real handlers,
+   * so only methods nobody implements reach them.
+   */
+  unimplemented(serviceName: string): Record<string, Handler> {
+    return unimplementedHandlers(serviceName, (namespace) => this.core.ns(namespace));
   }
 
   /**

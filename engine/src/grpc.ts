@@ -1,5 +1,6 @@
 // Wires handler objects to @grpc/grpc-js using the reflected service descriptors of @temporalio/proto.
-// Methods without a handler are simply not registered, so grpc-js answers them UNIMPLEMENTED.
+// Methods without a handler are not registered, so grpc-js answers them UNIMPLEMENTED; the engine passes a last
+// handler object that answers the methods of features it lacks with a message naming the feature (engine.ts).
 import * as grpc from '@grpc/grpc-js';
 import { RpcError } from './errors.js';
 import { log } from './log.js';
@@ -69,7 +70,14 @@ export function addService(server: grpc.Server, serviceName: string, ...handlerO
         },
         (err: unknown) => {
           if (err instanceof RpcError) {
-            callback({ code: err.code, details: err.message });
+            const detailsBin = err.statusDetailsBin();
+            if (detailsBin) {
+              const metadata = new grpc.Metadata();
+              metadata.set('grpc-status-details-bin', detailsBin);
+              callback({ code: err.code, details: err.message, metadata });
+            } else {
+              callback({ code: err.code, details: err.message });
+            }
           } else {
             log.error(`${m.name} failed`, { error: err instanceof Error ? (err.stack ?? err.message) : String(err) });
             callback({ code: grpc.status.INTERNAL, details: err instanceof Error ? err.message : String(err) });

@@ -18,12 +18,13 @@ import {
 } from './proto.js';
 import { nextRetry, retrySpec } from './retry.js';
 import { newRun } from './runs.js';
+import { abortUpdates } from './signals-updates.js';
 import { execKey, type Execution } from './state.js';
 import { addExternal, workflowTaskDone } from './workflow-tasks.js';
 
 type ContinueAsNewAttributes = Plain<temporal.api.command.v1.IContinueAsNewWorkflowExecutionCommandAttributes>;
 
-/** `continued`: a next run carries on (continue-as-new, retry), so the parent keeps waiting. */
+/** `continued`: a next run carries on (continue-as-new, retry), so the parent keeps waiting and unaccepted updates move on. */
 export function closeRun(core: EngineCore, ex: Execution, status: number, continued = false): void {
   const s = ex.s;
   s.status = status;
@@ -34,12 +35,7 @@ export function closeRun(core: EngineCore, ex: Execution, status: number, contin
   s.timers = {};
   workflowTaskDone(core, ex);
   s.buffered = [];
-  for (const u of Object.values(s.updates)) {
-    if (u.phase === 'admitted' || u.phase === 'delivered') {
-      u.phase = 'rejected';
-      u.outcome = { failure: { message: 'workflow execution already completed' } };
-    }
-  }
+  abortUpdates(ex, continued);
   core.markDirty(ex);
   core.notify(ex);
   if (!continued) notifyParent(core, ex, status);
@@ -245,6 +241,7 @@ export function startNextRun(
     startDelayMs: how.backoffMs,
     executionExpirationTime: s.executionExpirationTime,
     rootExecution: first?.rootWorkflowExecution,
+    priority: s.priority,
   });
   s.continuedAsNewRunId = next.s.runId;
   // The parent keeps waiting: its child record now points at the new run.

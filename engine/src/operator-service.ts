@@ -22,6 +22,7 @@ const SYSTEM: Record<string, number> = {
   CloseTime: TYPES.Datetime!,
   ExecutionTime: TYPES.Datetime!,
   HistoryLength: TYPES.Int!,
+  BuildIds: TYPES.KeywordList!,
 };
 
 export class OperatorService {

@@ -33,7 +33,9 @@ export function nextRetry(
   expiration: number,
 ): { delay: number } | { retryState: number } {
   const app = failure?.applicationFailureInfo;
-  if (app?.nonRetryable) return { retryState: RetryState.RETRY_STATE_NON_RETRYABLE_FAILURE };
+  if (app?.nonRetryable || failure?.serverFailureInfo?.nonRetryable) {
+    return { retryState: RetryState.RETRY_STATE_NON_RETRYABLE_FAILURE };
+  }
   if (app?.type && spec.nonRetryableErrorTypes.includes(app.type)) {
     return { retryState: RetryState.RETRY_STATE_NON_RETRYABLE_FAILURE };
   }

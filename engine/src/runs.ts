@@ -15,7 +15,7 @@ import {
   type RetryPolicy,
   type SearchAttributes,
 } from './proto.js';
-import { execKey, type Execution, type ExecutionState } from './state.js';
+import { execKey, type Execution, type ExecutionState, type Priority } from './state.js';
 import { scheduleWorkflowTask } from './workflow-tasks.js';
 
 const DEFAULT_WFT_TIMEOUT_MS = 10_000;
@@ -44,7 +44,9 @@ export interface NewRunParams {
   startDelayMs?: number;
   executionExpirationTime?: number;
   userMetadata?: Plain<temporal.api.sdk.v1.IUserMetadata> | null;
+  /** The root of the run's tree of child workflows; absent for a run that has no parent (it is its own root). */
   rootExecution?: Plain<temporal.api.common.v1.IWorkflowExecution> | null;
+  priority?: Priority | null;
 }
 
 /** The signal of a signal-with-start: written right after the started event, before the first workflow task. */
@@ -138,6 +140,9 @@ function initialState(core: EngineCore, namespace: string, p: NewRunParams, now:
     cancelRequested: false,
     continuedAsNewRunId: '',
     stateTransitions: 0,
+    priority: p.priority ?? null,
+    buildIds: [],
+    workerVersion: null,
   };
 }
 
@@ -167,6 +172,25 @@ function startedAttributes(p: NewRunParams, s: ExecutionState): object {
     parentWorkflowNamespace: p.parent?.namespace,
     parentWorkflowExecution: p.parent ? { workflowId: p.parent.workflowId, runId: p.parent.runId } : undefined,
     parentInitiatedEventId: p.parent?.initiatedEventId,
-    rootWorkflowExecution: p.rootExecution ?? { workflowId: p.workflowId, runId: s.runId },
+    // As in Temporal, only a child's started event names the root; a run without a parent is its own root.
+    rootWorkflowExecution: p.rootExecution ?? undefined,
+    priority: p.priority ?? undefined,
+  };
+}
+
+/**
+ * Temporal's priority inheritance: each field of `override` that is set (non-zero, non-empty) wins over the
+ * same field of `base` (a child's command over its parent's priority, an activity's over its workflow's).
+ */
+export function mergePriority(
+  base: Priority | null | undefined,
+  override: Priority | null | undefined,
+): Priority | null | undefined {
+  if (!base) return override;
+  if (!override) return base;
+  return {
+    priorityKey: override.priorityKey || base.priorityKey,
+    fairnessKey: override.fairnessKey || base.fairnessKey,
+    fairnessWeight: override.fairnessWeight || base.fairnessWeight,
   };
 }

@@ -1,5 +1,6 @@
 // Assembles the engine and its gRPC services; the programmatic entry point (the CLI is a thin layer over it).
 import * as grpc from '@grpc/grpc-js';
+import type { DynamicConfig } from './dynamic-config.js';
 import { Engine } from './engine.js';
 import { addService } from './grpc.js';
 import { installSyncDecompression } from './grpc-decompression.js';
@@ -8,6 +9,9 @@ import { log } from './log.js';
 import { HealthService, OperatorService } from './operator-service.js';
 import { TestService } from './test-service.js';
 import { VisibilityService } from './visibility-service.js';
+
+/** The largest request the server accepts (gRPC's default, which Temporal keeps). */
+export const MAX_REQUEST_BYTES = 4 * 1024 * 1024;
 
 export interface DevServerOptions {
   /** Time-skipping test server (virtual clock + TestService) instead of the real-clock dev server. */
@@ -20,6 +24,8 @@ export interface DevServerOptions {
   dbFilename?: string;
   /** How long closed executions are kept; 24 h by default. */
   retentionMs?: number;
+  /** Dynamic config settings (`--dynamic-config-value`); Temporal's defaults for the rest. */
+  dynamicConfig?: Partial<DynamicConfig>;
 }
 
 export interface DevServer {
@@ -43,6 +49,7 @@ export async function startDevServer(opts: DevServerOptions): Promise<DevServer>
     searchAttributes: opts.searchAttributes ?? {},
     journal,
     retentionMs: opts.retentionMs,
+    dynamicConfig: opts.dynamicConfig,
   });
   if (restored) {
     const count = engine.restore(restored);
@@ -51,12 +58,16 @@ export async function startDevServer(opts: DevServerOptions): Promise<DevServer>
   }
   installSyncDecompression();
   const server = new grpc.Server({
-    'grpc.max_receive_message_length': 128 * 1024 * 1024,
+    // Temporal's frontend keeps gRPC's default: a request over 4 MiB is RESOURCE_EXHAUSTED.
+    'grpc.max_receive_message_length': MAX_REQUEST_BYTES,
     // Channelz bookkeeping (per-call counters and timestamps) serves no one here and costs on every call.
     'grpc.enable_channelz': 0,
   });
-  addService(server, 'temporal.api.workflowservice.v1.WorkflowService', engine.workflowService(), new VisibilityService(engine));
-  addService(server, 'temporal.api.operatorservice.v1.OperatorService', new OperatorService(engine));
+  const workflowService = 'temporal.api.workflowservice.v1.WorkflowService';
+  const operatorService = 'temporal.api.operatorservice.v1.OperatorService';
+  const unimplementedWorkflowRpcs = engine.unimplemented(workflowService);
+  addService(server, workflowService, engine.workflowService(), new VisibilityService(engine), unimplementedWorkflowRpcs);
+  addService(server, operatorService, new OperatorService(engine), engine.unimplemented(operatorService));
   addService(server, 'grpc.health.v1.Health', new HealthService());
   if (opts.timeSkipping) addService(server, 'temporal.api.testservice.v1.TestService', new TestService(engine.clock));
   const host = opts.host ?? '127.0.0.1';

@@ -1,15 +1,20 @@
 // Starting workflows: StartWorkflowExecution and SignalWithStartWorkflowExecution, with request-id dedupe and
 // the workflow id reuse / conflict policies (also applied to child workflows).
 import type { EngineCore, Rpc } from './core.js';
+import { eagerWorkflowTask } from './eager-start.js';
 import { Code, RpcError, invalid } from './errors.js';
 import { terminate } from './lifecycle.js';
-import { Status, durationMs, enums, type Req } from './proto.js';
+import { Status, durationMs, enums, packAny, pb, type Req } from './proto.js';
 import { newRun, type NewRunParams } from './runs.js';
-import { signal } from './signals-updates.js';
+import { MAX_ID_LENGTH, signal } from './signals-updates.js';
 import type { Execution } from './state.js';
 
-function startRequestParams(r: Req<'StartWorkflowExecutionRequest'>): NewRunParams {
+/** The run a start request asks for, checked as Temporal's frontend does. */
+export function startRequestParams(r: Req<'StartWorkflowExecutionRequest'>): NewRunParams {
   if (!r.workflowId) throw invalid('WorkflowId is not set on request.');
+  if (r.workflowId.length > MAX_ID_LENGTH) {
+    throw invalid(`WorkflowId exceeds maximum allowed length (${r.workflowId.length}/${MAX_ID_LENGTH})`);
+  }
   if (!r.workflowType?.name) throw invalid('WorkflowType is not set on request.');
   if (!r.taskQueue?.name) throw invalid('TaskQueue is not set on request.');
   return {
@@ -31,7 +36,18 @@ function startRequestParams(r: Req<'StartWorkflowExecutionRequest'>): NewRunPara
     userMetadata: r.userMetadata,
     lastCompletionResult: r.lastCompletionResult,
     continuedFailure: r.continuedFailure,
+    priority: r.priority,
   };
+}
+
+/** Temporal's WorkflowExecutionAlreadyStarted: ALREADY_EXISTS with the detail the SDKs read the run from. */
+function alreadyStarted(prev: Execution, message: string): RpcError {
+  const detail = packAny(
+    'temporal.api.errordetails.v1.WorkflowExecutionAlreadyStartedFailure',
+    pb.temporal.api.errordetails.v1.WorkflowExecutionAlreadyStartedFailure,
+    { startRequestId: prev.s.requestIds[0] ?? '', runId: prev.s.runId },
+  );
+  return new RpcError(Code.ALREADY_EXISTS, `${message} WorkflowId: ${prev.s.workflowId}, RunId: ${prev.s.runId}.`, [detail]);
 }
 
 /** Applies request-id dedupe and the id reuse/conflict policies; returns an existing run to answer with, if any. */
@@ -57,22 +73,16 @@ export function admitStart(
       terminate(core, prev, 'terminated by a new start with the same workflow id', null, identity);
       return {};
     }
-    throw new RpcError(
-      Code.ALREADY_EXISTS,
-      `Workflow execution is already running. WorkflowId: ${workflowId}, RunId: ${prev.s.runId}.`,
-    );
+    throw alreadyStarted(prev, 'Workflow execution is already running.');
   }
   const R = enums.WorkflowIdReusePolicy;
   if (reuse === R.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE) {
-    throw new RpcError(
-      Code.ALREADY_EXISTS,
-      `Workflow execution already finished and the reuse policy rejects duplicates. WorkflowId: ${workflowId}.`,
-    );
+    throw alreadyStarted(prev, 'Workflow execution already finished.');
   }
   if (reuse === R.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE_FAILED_ONLY) {
     const s = prev.s.status;
     if (s === Status.WORKFLOW_EXECUTION_STATUS_COMPLETED || s === Status.WORKFLOW_EXECUTION_STATUS_CONTINUED_AS_NEW) {
-      throw new RpcError(Code.ALREADY_EXISTS, `Workflow execution already completed successfully. WorkflowId: ${workflowId}.`);
+      throw alreadyStarted(prev, 'Workflow execution already finished successfully.');
     }
   }
   return {};
@@ -96,8 +106,9 @@ export const startWorkflowExecution: Rpc<'StartWorkflowExecution'> = async (core
     return { runId: existing.s.runId, started: !!deduped, status: existing.s.status };
   }
   const ex = newRun(core, namespace, params);
+  const eagerTask = eagerWorkflowTask(core, ex, r);
   await core.commit();
-  return { runId: ex.s.runId, started: true, status: ex.s.status };
+  return { runId: ex.s.runId, started: true, status: ex.s.status, eagerWorkflowTask: eagerTask };
 };
 
 export const signalWithStartWorkflowExecution: Rpc<'SignalWithStartWorkflowExecution'> = async (core, r) => {

@@ -49,10 +49,12 @@ export interface WorkflowTaskState {
 
 export interface UpdateState {
   updateId: string;
-  phase: 'admitted' | 'delivered' | 'accepted' | 'completed' | 'rejected';
+  /** `aborted`: the run closed before the worker accepted it (`abortedBy` says whether a next run carries on). */
+  phase: 'admitted' | 'delivered' | 'accepted' | 'completed' | 'rejected' | 'aborted';
   request: Plain<temporal.api.update.v1.IRequest>;
   acceptedEventId: number;
   outcome: Plain<temporal.api.update.v1.IOutcome> | null;
+  abortedBy?: 'closing' | 'continuing';
 }
 
 export interface ChildState {
@@ -115,6 +117,22 @@ export interface ExecutionState {
   cancelRequested: boolean;
   continuedAsNewRunId: string;
   stateTransitions: number;
+  /** The run's priority (start request, or the parent's merged with the child command's); absent before it was kept. */
+  priority?: Priority | null;
+  /** Values of the `BuildIds` search attribute, kept up to date as workflow tasks complete. */
+  buildIds?: string[];
+  /** What the last completed workflow task said about its worker's version (worker versioning / deployments). */
+  workerVersion?: WorkerVersionInfo | null;
+}
+
+export type Priority = Plain<temporal.api.common.v1.IPriority>;
+
+export interface WorkerVersionInfo {
+  stamp: Plain<temporal.api.common.v1.IWorkerVersionStamp> | null;
+  deploymentName: string;
+  deploymentVersion: Plain<temporal.api.deployment.v1.IWorkerDeploymentVersion> | null;
+  /** VersioningBehavior of the workflow as that task reported it (UNSPECIFIED when the worker is unversioned). */
+  behavior: number;
 }
 
 export interface Execution {
@@ -122,6 +140,8 @@ export interface Execution {
   history: HistoryEvent[];
   /** History length already in the journal (everything after it goes out with the next commit). */
   persistedLength: number;
+  /** How many events of the history are counted in its size, and their encoded bytes (core.ts `historySizeBytes`). */
+  sized?: { events: number; bytes: number };
 }
 
 export const execKey = (namespace: string, runId: string) => `${namespace}/${runId}`;

@@ -41,11 +41,11 @@ export class TestService {
 
   async UnlockTimeSkippingWithSleep(r: SleepRequest): Promise<object> {
     const at = this.clock.now() + durationMs(r.duration);
-    await this.UnlockTimeSkipping();
     try {
-      await this.until(at);
-    } finally {
-      this.clock.lock();
+      // Locks again in the deadline's own callback, before the clock can jump any further.
+      await this.clock.sleepUnlocked(at);
+    } catch (err) {
+      throw new RpcError(Code.FAILED_PRECONDITION, (err as Error).message);
     }
     return {};
   }

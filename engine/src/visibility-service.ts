@@ -25,6 +25,7 @@ const BUILTIN_FIELDS = new Set([
   'ExecutionTime',
   'TaskQueue',
   'HistoryLength',
+  'BuildIds',
 ]);
 
 export class VisibilityService {
@@ -42,6 +43,7 @@ export class VisibilityService {
       ExecutionTime: s.executionTime,
       TaskQueue: s.taskQueue,
       HistoryLength: ex.history.length,
+      BuildIds: s.buildIds?.length ? s.buildIds : null,
     };
     const types = this.engine.searchAttributeTypes();
     for (const [k, p] of Object.entries(s.searchAttributes?.indexedFields ?? {})) {

@@ -8,8 +8,8 @@ import { invalid } from './errors.js';
 import { log } from './log.js';
 import { CommandType, EventType, enums, num, type Command, type Message, type Req } from './proto.js';
 import { answerAttachedQueries, dispatchPendingQueries } from './queries.js';
-import { processMessage } from './signals-updates.js';
-import type { ActivityState, Execution } from './state.js';
+import { processMessage, rejectUnprocessedUpdates } from './signals-updates.js';
+import type { ActivityState, Execution, WorkerVersionInfo } from './state.js';
 import { decodeToken } from './tokens.js';
 import {
   appendTaskOutcome,
@@ -99,7 +99,7 @@ function onlyRejections(commands: Command[], messages: Map<string, Message>): bo
 function discardSpeculativeTask(core: EngineCore, ex: Execution, r: CompletedRequest, messages: Map<string, Message>): void {
   const s = ex.s;
   for (const m of messages.values()) processMessage(core, ex, m, 0);
-  ex.history.length = s.wft.speculativeFrom!;
+  core.truncateHistory(ex, s.wft.speculativeFrom!);
   workflowTaskDone(core, ex);
   s.wft.speculativeFrom = null;
   applySticky(ex, r);
@@ -135,6 +135,7 @@ function completeWorkflowTask(
     applyCommand(core, ex, c, completedId, after, eager);
   }
   for (const m of messages.values()) processMessage(core, ex, m, completedId);
+  if (core.isOpen(ex) && !r.forceCreateNewWorkflowTask) rejectUnprocessedUpdates(ex);
   if (core.isOpen(ex)) {
     const wake = core.flushBuffered(ex);
     for (const f of after) f();
@@ -156,6 +157,7 @@ function completeWorkflowTask(
 /** The WorkflowTaskCompleted event; the task is done and the worker's sticky queue recorded. Returns the event id. */
 function recordCompletion(core: EngineCore, ex: Execution, r: CompletedRequest): number {
   const s = ex.s;
+  const version = workerVersionOf(r);
   const completed = core.appendNow(
     ex,
     core.event(EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED, 'workflowTaskCompletedEventAttributes', {
@@ -165,9 +167,14 @@ function recordCompletion(core: EngineCore, ex: Execution, r: CompletedRequest):
       binaryChecksum: r.binaryChecksum,
       sdkMetadata: r.sdkMetadata,
       meteringMetadata: r.meteringMetadata,
-      workerVersion: r.workerVersionStamp,
+      workerVersion: version.stamp ?? undefined,
+      workerDeploymentName: version.deploymentName || undefined,
+      deploymentVersion: version.deploymentVersion ?? undefined,
+      versioningBehavior: version.behavior || undefined,
     }),
   );
+  s.workerVersion = version;
+  s.buildIds = buildIdsAfterCompletion(s.buildIds ?? [], version);
   const completedId = num(completed.eventId);
   s.lastCompletedStartedEventId = s.wft.startedEventId;
   s.lastWftCompletedEventId = completedId;
@@ -176,4 +183,64 @@ function recordCompletion(core: EngineCore, ex: Execution, r: CompletedRequest):
   workflowTaskDone(core, ex);
   applySticky(ex, r);
   return completedId;
+}
+
+/**
+ * What a completion says about its worker's version, as the server records it in the WorkflowTaskCompleted event:
+ * the version stamp (build id), the deployment name, the deployment version of a worker that uses worker
+ * versioning, and the workflow's versioning behavior (only when the worker uses versioning: SDKs report their
+ * default behavior even when they do not).
+ */
+function workerVersionOf(r: CompletedRequest): WorkerVersionInfo {
+  const options = r.deploymentOptions;
+  const versioned = options?.workerVersioningMode === enums.WorkerVersioningMode.WORKER_VERSIONING_MODE_VERSIONED;
+  let deploymentVersion: WorkerVersionInfo['deploymentVersion'] = null;
+  if (versioned && options?.buildId) {
+    deploymentVersion = { deploymentName: options.deploymentName ?? '', buildId: options.buildId };
+  } else if (!options && r.deployment?.buildId) {
+    deploymentVersion = { deploymentName: r.deployment.seriesName ?? '', buildId: r.deployment.buildId };
+  }
+  return {
+    stamp: r.workerVersionStamp ?? null,
+    deploymentName: options?.deploymentName || r.deployment?.seriesName || '',
+    deploymentVersion,
+    behavior: options && !versioned ? 0 : (r.versioningBehavior ?? 0),
+  };
+}
+
+const UNVERSIONED = 'unversioned';
+/** Temporal's `limit.searchAttributeValueSize` default: older build ids are dropped to stay within it. */
+const MAX_BUILD_IDS_BYTES = 2 * 1024;
+
+/**
+ * The `BuildIds` search attribute after a completed workflow task, as Temporal maintains it: first the
+ * `unversioned` sentinel (a workflow neither on build-id versioning nor with a versioning behavior) or
+ * `pinned:<deployment>:<build id>` (a pinned workflow), then every build id that completed a task, as
+ * `unversioned:<id>` or `versioned:<id>` (build-id versioning), oldest first.
+ */
+export function buildIdsAfterCompletion(existing: readonly string[], version: WorkerVersionInfo): string[] {
+  const B = enums.VersioningBehavior;
+  const out: string[] = [];
+  if (!version.stamp?.useVersioning && version.behavior === B.VERSIONING_BEHAVIOR_UNSPECIFIED) out.push(UNVERSIONED);
+  if (version.behavior === B.VERSIONING_BEHAVIOR_PINNED) {
+    const v = version.deploymentVersion;
+    out.push(`pinned:${v ? `${v.deploymentName}:${v.buildId}` : '__unversioned__'}`);
+  }
+  let buildId = '';
+  if (version.stamp) {
+    const id = version.stamp.buildId ?? '';
+    buildId = !id ? UNVERSIONED : `${version.stamp.useVersioning ? 'versioned' : 'unversioned'}:${id}`;
+  }
+  let found = false;
+  for (const v of existing) {
+    if (v === buildId) found = true;
+    if (v !== UNVERSIONED && !v.startsWith('assigned:') && !v.startsWith('pinned')) out.push(v);
+  }
+  if (!found && buildId) out.push(buildId);
+  // Keep the sentinel; drop the oldest build ids past the size limit.
+  const keepFirst = out[0] === UNVERSIONED ? 1 : 0;
+  while (out.length > 0 && Buffer.byteLength(JSON.stringify(out)) > MAX_BUILD_IDS_BYTES) {
+    out.splice(out.length === 1 ? 0 : keepFirst, 1);
+  }
+  return out;
 }

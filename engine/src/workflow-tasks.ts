@@ -2,7 +2,7 @@
 // it to pollers, starting it (history, update requests and queries it carries), failing, timing out and
 // retrying it, and the sticky queues of workers that go away. Completion is workflow-task-completion.ts.
 import { randomUUID } from 'node:crypto';
-import type { EngineCore, Rpc, TaskRef } from './core.js';
+import { historySizeBytes, type EngineCore, type Rpc, type TaskRef } from './core.js';
 import { notFound } from './errors.js';
 import { HISTORY_PAGE, pageToken } from './history.js';
 import { log } from './log.js';
@@ -181,7 +181,8 @@ function takeWorkflowTask(
   return startWorkflowTask(core, ex, r.identity ?? '', sticky);
 }
 
-function startWorkflowTask(
+/** Starts the scheduled task for a poller (or, eager-start.ts, for the caller of a start). */
+export function startWorkflowTask(
   core: EngineCore,
   ex: Execution,
   identity: string,
@@ -189,13 +190,16 @@ function startWorkflowTask(
 ): Req<'PollWorkflowTaskQueueResponse'> {
   const s = ex.s;
   const now = core.clock.now();
+  const { sizeBytes, reasons } = historyLimits(core, ex);
   const started = core.appendNow(
     ex,
     core.event(EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED, 'workflowTaskStartedEventAttributes', {
       scheduledEventId: s.wft.scheduledEventId,
       identity,
       requestId: randomUUID(),
-      historySizeBytes: 0,
+      historySizeBytes: sizeBytes,
+      suggestContinueAsNew: reasons.length > 0 || undefined,
+      suggestContinueAsNewReasons: reasons.length > 0 ? reasons : undefined,
     }),
   );
   s.wft.phase = 'started';
@@ -237,6 +241,24 @@ function startWorkflowTask(
     messages,
     queries,
   };
+}
+
+/**
+ * The history's size as the started event reports it, and why continue-as-new is suggested, as Temporal decides
+ * it: the size so far (without this task's started event) against `limit.historySize.suggestContinueAsNew`, and
+ * the started event's id against `limit.historyCount.suggestContinueAsNew`.
+ */
+function historyLimits(core: EngineCore, ex: Execution): { sizeBytes: number; reasons: number[] } {
+  const R = enums.SuggestContinueAsNewReason;
+  const sizeBytes = historySizeBytes(ex);
+  const reasons: number[] = [];
+  if (sizeBytes >= core.dynamicConfig.historySizeSuggestContinueAsNew) {
+    reasons.push(R.SUGGEST_CONTINUE_AS_NEW_REASON_HISTORY_SIZE_TOO_LARGE);
+  }
+  if (ex.history.length + 1 >= core.dynamicConfig.historyCountSuggestContinueAsNew) {
+    reasons.push(R.SUGGEST_CONTINUE_AS_NEW_REASON_TOO_MANY_HISTORY_EVENTS);
+  }
+  return { sizeBytes, reasons };
 }
 
 /** Admitted updates go out with the starting task as protocol messages (their requests). */

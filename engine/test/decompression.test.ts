@@ -7,6 +7,17 @@ import proto from '@temporalio/proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { syncDecompressionInstalled } from '../src/grpc-decompression.js';
 import { startDevServer, type DevServer } from '../src/index.js';
+import { MAX_REQUEST_BYTES } from '../src/server.js';
+
+function varint(n: number): Buffer {
+  const out: number[] = [];
+  while (n >= 0x80) {
+    out.push((n & 0x7f) | 0x80);
+    n = Math.floor(n / 0x80);
+  }
+  out.push(n);
+  return Buffer.from(out);
+}
 
 const { GetSystemInfoRequest, GetSystemInfoResponse } = proto.temporal.api.workflowservice.v1;
 const PATH = '/temporal.api.workflowservice.v1.WorkflowService/GetSystemInfo';
@@ -93,10 +104,19 @@ describe('compressed requests', () => {
     expect(decodeURIComponent(reply.message ?? '')).toBe('Failed to decompress message');
   });
 
-  it('answers RESOURCE_EXHAUSTED for a frame that inflates past the 128 MiB limit', async () => {
-    const bomb = gzipSync(Buffer.alloc(128 * 1024 * 1024 + 1));
+  it('answers RESOURCE_EXHAUSTED for a frame that inflates past the 4 MiB request limit', async () => {
+    const bomb = gzipSync(Buffer.alloc(MAX_REQUEST_BYTES + 1));
     const reply = await rawCall(server.address, bomb, true);
     expect(reply.status).toBe(String(8));
-    expect(decodeURIComponent(reply.message ?? '')).toMatch(/decompresses to a size larger than/);
+    expect(decodeURIComponent(reply.message ?? '')).toMatch(/decompresses to a size larger than 4194304/);
+  });
+
+  it('answers RESOURCE_EXHAUSTED for an uncompressed request over 4 MiB, as Temporal (gRPC default) does', async () => {
+    // An unknown field (number 1000, bytes) keeps the message a valid GetSystemInfoRequest whatever its size.
+    const field = (size: number) => Buffer.concat([Buffer.from([0xc2, 0x3e]), varint(size), Buffer.alloc(size)]);
+    const over = await rawCall(server.address, field(MAX_REQUEST_BYTES), false);
+    expect(over.status).toBe(String(8));
+    const under = await rawCall(server.address, field(MAX_REQUEST_BYTES - 16), false);
+    expect(under.status).toBe(String(0));
   });
 });

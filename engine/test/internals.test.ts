@@ -2,10 +2,13 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import proto from '@temporalio/proto';
 import { afterEach, describe, expect, it } from 'vitest';
 import { parseArgs } from '../src/args.js';
 import { Clock } from '../src/clock.js';
 import { Journal } from '../src/journal.js';
+import { memoSize, payloadsSize, truncateFailure } from '../src/limits.js';
+import { decodeToken, encodeToken, namespaceId } from '../src/tokens.js';
 import { parseVisibilityQuery, QueryParseError, type VisibilityRecord } from '../src/visibility.js';
 
 describe('visibility query parser', () => {
@@ -156,12 +159,112 @@ describe('clock', () => {
     expect(order).toEqual(['a', 'c']);
   });
 
+  it("skips to a sleeper's deadline with a task outstanding, locking again at the deadline", async () => {
+    const clock = make(true);
+    const start = clock.now();
+    clock.unlock(); // result(): the counter is 0
+    clock.setOutstanding('activity', true); // the running activity that calls env.sleep()
+    const timer = fired(clock, start + 60_000);
+    const late = fired(clock, start + 10 * 86_400_000);
+    await clock.sleepUnlocked(start + 3_600_000);
+    expect(clock.now()).toBeGreaterThanOrEqual(start + 3_600_000);
+    expect(clock.now()).toBeLessThan(start + 3_700_000);
+    expect(await timer).toBeGreaterThanOrEqual(start + 60_000);
+    // Locked again (by the outstanding task): the far timer does not fire.
+    expect(clock.describe()).toMatchObject({ locks: 0, sleepers: 0 });
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(clock.now()).toBeLessThan(start + 3_700_000);
+    clock.setOutstanding('activity', false);
+    expect(await late).toBeGreaterThanOrEqual(start + 10 * 86_400_000);
+  });
+
   it('never jumps in dev-server mode', async () => {
     const clock = make(false);
     clock.schedule(clock.now() + 3_600_000, () => undefined);
     await new Promise((resolve) => setImmediate(resolve));
     await new Promise((resolve) => setImmediate(resolve));
     expect(clock.describe().virtualOffsetMs).toBe(0);
+  });
+});
+
+describe('task tokens', () => {
+  const temporalToken = (namespaceId: string, activityId: string) => {
+    const str = (field: number, v: string) =>
+      Buffer.concat([Buffer.from([(field << 3) | 2, Buffer.byteLength(v)]), Buffer.from(v)]);
+    return Buffer.concat([
+      str(1, namespaceId),
+      str(2, 'wf'),
+      str(3, 'run-1'),
+      Buffer.from([4 << 3, 7, 5 << 3, 2]),
+      str(6, activityId),
+    ]);
+  };
+
+  it("reads its own tokens and tokens in Temporal's format, resolving the namespace id", () => {
+    const own = encodeToken({ k: 'act', ns: 'default', r: 'run-1', s: 7, a: 2 });
+    expect(decodeToken(own)).toEqual({ k: 'act', ns: 'default', r: 'run-1', s: 7, a: 2 });
+    const id = namespaceId('payments');
+    expect(id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-5[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    expect(namespaceId('payments')).toBe(id);
+    expect(namespaceId('default')).not.toBe(id);
+    expect(decodeToken(temporalToken(id, '1'), ['default', 'payments'])).toEqual({
+      k: 'act',
+      ns: 'payments',
+      r: 'run-1',
+      s: 7,
+      a: 2,
+    });
+  });
+
+  it('answers NamespaceNotFound for an unknown namespace id and INVALID_ARGUMENT for bytes that are no token', () => {
+    expect(() => decodeToken(temporalToken(namespaceId('gone'), '1'), ['default'])).toThrow(/Namespace .* is not found\./);
+    for (const bad of [new Uint8Array([1]), Buffer.from([0x0a, 0x05, 0x61]), Buffer.from('{nope')]) {
+      expect(() => decodeToken(bad, ['default'])).toThrow(
+        expect.objectContaining({ code: 3, message: 'Error deserializing task token.' }),
+      );
+    }
+    expect(() => decodeToken(new Uint8Array(), ['default'])).toThrow(/Task token not set/);
+  });
+});
+
+describe('payload sizes and failure truncation', () => {
+  const { Payloads, Memo } = proto.temporal.api.common.v1;
+
+  it('measures payloads and memos exactly as their protobuf encoding', () => {
+    const payload = (data: number, meta: Record<string, number>) => ({
+      data: Buffer.alloc(data, 1),
+      metadata: Object.fromEntries(Object.entries(meta).map(([k, n]) => [k, Buffer.alloc(n, 2)])),
+    });
+    for (const payloads of [
+      [],
+      [payload(0, {})],
+      [payload(10, { encoding: 16 })],
+      [payload(300_000, { encoding: 20, x: 200 }), payload(5, {})],
+    ]) {
+      expect(payloadsSize({ payloads })).toBe(Payloads.encode({ payloads }).finish().length);
+    }
+    const fields = { a: payload(1000, { encoding: 10 }), long_key_name: payload(70_000, {}) };
+    expect(memoSize({ fields })).toBe(Memo.encode({ fields }).finish().length);
+    expect(payloadsSize(null)).toBe(0);
+  });
+
+  it('truncates a failure as Temporal does: info kept, strings cut to the budget, causes while it lasts', () => {
+    const f = {
+      message: 'm'.repeat(5000),
+      source: 'TypeScriptSDK',
+      stackTrace: 's'.repeat(5000),
+      applicationFailureInfo: { type: 'Boom', nonRetryable: true, details: { payloads: [{ data: Buffer.alloc(9000) }] } },
+      cause: { message: 'inner', serverFailureInfo: { nonRetryable: false } },
+    };
+    const t = truncateFailure(f, 1000)!;
+    expect(t.applicationFailureInfo).toEqual({ type: 'Boom', nonRetryable: true });
+    expect(t.source).toBe('TypeScriptSDK');
+    expect(t.message!.length).toBeLessThan(1000);
+    expect(t.stackTrace).toBe('');
+    expect(t.cause).toBeUndefined();
+    const roomy = truncateFailure(f, 20_000)!;
+    expect(roomy.message).toBe(f.message);
+    expect(roomy.cause).toEqual({ source: '', message: 'inner', stackTrace: '', serverFailureInfo: { nonRetryable: false } });
   });
 });
 

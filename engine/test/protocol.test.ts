@@ -173,11 +173,108 @@ describe('raw protocol', () => {
     expect(kept.workflowExecutionInfo?.execution?.runId).toBe(standard.runId);
   });
 
-  it('answers UNIMPLEMENTED for RPCs it does not serve and advertises only what it implements', async () => {
-    await expect(connection.workflowService.listSchedules({ namespace: 'default' })).rejects.toMatchObject({ code: 12 });
-    const info = await connection.workflowService.getSystemInfo({});
+  it('hands the first workflow task back in the start response when eager execution is asked for', async () => {
+    const svc = connection.workflowService;
+    const taskQueue = `raw-${randomUUID()}`;
+    const workflowId = `eager-${randomUUID()}`;
+    const requestId = randomUUID();
+    const start = {
+      namespace: 'default',
+      workflowId,
+      workflowType: { name: 'raw' },
+      taskQueue: { name: taskQueue },
+      requestId,
+      identity: 'starter',
+      requestEagerExecution: true,
+    };
+    const { runId, eagerWorkflowTask: task } = await svc.startWorkflowExecution(start);
+    expect(task?.workflowExecution).toMatchObject({ workflowId, runId });
+    expect(Number(task?.startedEventId)).toBe(3);
+    expect(Number(task?.previousStartedEventId)).toBe(0);
+    expect(task?.attempt).toBe(1);
+    expect(task?.history?.events?.map((e) => e.eventType)).toEqual([
+      EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED,
+      EventType.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED,
+      EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED,
+    ]);
+    expect(task?.history?.events?.[2]?.workflowTaskStartedEventAttributes?.identity).toBe('starter');
+    // A retried start (same request id) answers with the run, not a second copy of its task.
+    const retried = await svc.startWorkflowExecution(start);
+    expect(retried.runId).toBe(runId);
+    expect(retried.eagerWorkflowTask).toBeFalsy();
+    await svc.respondWorkflowTaskCompleted({
+      namespace: 'default',
+      taskToken: task!.taskToken,
+      commands: [
+        { commandType: CommandType.COMMAND_TYPE_COMPLETE_WORKFLOW_EXECUTION, completeWorkflowExecutionCommandAttributes: {} },
+      ],
+    });
+    const described = await svc.describeWorkflowExecution({ namespace: 'default', execution: { workflowId, runId } });
+    expect(described.workflowExecutionInfo?.status).toBe(
+      proto.temporal.api.enums.v1.WorkflowExecutionStatus.WORKFLOW_EXECUTION_STATUS_COMPLETED,
+    );
+    // No eager task for a delayed start: there is no task yet.
+    const delayed = await svc.startWorkflowExecution({
+      ...start,
+      workflowId: `eager-delayed-${randomUUID()}`,
+      requestId: randomUUID(),
+      workflowStartDelay: msToTs('1h'),
+    });
+    expect(delayed.eagerWorkflowTask).toBeFalsy();
+  });
+
+  it('puts NamespaceNotFoundFailure in the status details of an unknown namespace', async () => {
+    type GrpcError = { code: number; details: string; metadata: { get(k: string): unknown[] } };
+    const err = (await connection.workflowService
+      .describeWorkflowExecution({ namespace: 'nowhere', execution: { workflowId: 'x' } })
+      .then(
+        () => undefined,
+        (e: unknown) => e,
+      )) as GrpcError;
+    expect(err).toMatchObject({ code: 5, details: 'Namespace nowhere is not found.' });
+    const bin = err.metadata.get('grpc-status-details-bin')[0] as Buffer;
+    const status = proto.google.rpc.Status.decode(bin);
+    expect(status.code).toBe(5);
+    expect(status.details[0]?.type_url).toBe('type.googleapis.com/temporal.api.errordetails.v1.NamespaceNotFoundFailure');
+    const detail = proto.temporal.api.errordetails.v1.NamespaceNotFoundFailure.decode(status.details[0]!.value!);
+    expect(detail.namespace).toBe('nowhere');
+  });
+
+  it('answers UNIMPLEMENTED naming the feature for RPCs it does not serve, and advertises only what it implements', async () => {
+    const svc = connection.workflowService;
+    await expect(svc.listSchedules({ namespace: 'default' })).rejects.toMatchObject({
+      code: 12,
+      details: 'Schedules are not implemented by temporal-devserver (ListSchedules)',
+    });
+    await expect(svc.startActivityExecution({ namespace: 'default' })).rejects.toMatchObject({
+      code: 12,
+      details: expect.stringMatching(/^Standalone activities are not implemented by temporal-devserver/),
+    });
+    await expect(svc.pollNexusTaskQueue({ namespace: 'default' })).rejects.toMatchObject({
+      code: 12,
+      details: expect.stringMatching(/^Nexus operations and endpoints are not implemented/),
+    });
+    await expect(svc.resetWorkflowExecution({ namespace: 'default' })).rejects.toMatchObject({
+      code: 12,
+      details: expect.stringMatching(/^Workflow reset is not implemented/),
+    });
+    await expect(svc.listWorkerDeployments({ namespace: 'default' })).rejects.toMatchObject({
+      code: 12,
+      details: expect.stringMatching(/^Worker deployments are not implemented/),
+    });
+    await expect(connection.operatorService.listNexusEndpoints({})).rejects.toMatchObject({
+      code: 12,
+      details: expect.stringMatching(/^Nexus operations and endpoints are not implemented/),
+    });
+    // As on Temporal, the namespace is checked before anything else.
+    await expect(svc.listSchedules({ namespace: 'no-such-namespace' })).rejects.toMatchObject({
+      code: 5,
+      details: 'Namespace no-such-namespace is not found.',
+    });
+    const info = await svc.getSystemInfo({});
     expect(info.capabilities?.sdkMetadata).toBe(true);
-    expect(info.capabilities?.buildIdBasedVersioning).toBeFalsy();
-    expect(info.capabilities?.eagerWorkflowStart).toBeFalsy();
+    expect(info.capabilities?.eagerWorkflowStart).toBe(true);
+    expect(info.capabilities?.supportsSchedules).toBeFalsy();
+    expect(info.capabilities?.nexus).toBeFalsy();
   });
 });

@@ -30,6 +30,8 @@ const PROVEN_SYSTEM_CAPABILITIES = [
   'encodedFailureAttributes',
   'sdkMetadata',
   'upsertMemo',
+  'eagerWorkflowStart',
+  'buildIdBasedVersioning',
 ] as const;
 const REQUIRED_SYSTEM_CAPABILITIES = [
   'signalAndQueryHeader',
@@ -38,7 +40,7 @@ const REQUIRED_SYSTEM_CAPABILITIES = [
   'encodedFailureAttributes',
   'sdkMetadata',
 ] as const;
-const PROVEN_NAMESPACE_CAPABILITIES = ['syncUpdate', 'asyncUpdate'] as const;
+const PROVEN_NAMESPACE_CAPABILITIES = ['syncUpdate', 'asyncUpdate', 'eagerWorkflowStart'] as const;
 
 function advertised(capabilities: object | null | undefined): string[] {
   return Object.entries(capabilities ?? {})

@@ -425,3 +425,6 @@ export async function duplicateChild(): Promise<string> {
   await first.result();
   return outcome;
 }
+export * from './workflows-updates.js';
+export * from './workflows-info.js';
+export * from './workflows-errors.js';
