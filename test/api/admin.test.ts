@@ -281,6 +281,24 @@ describe('admin CLI', () => {
     );
   });
 
+  it('rotates the webhook signing secret over HTTP; the first webhook_url shows its secret once', async () => {
+    const env = { ADMIN_TOKEN: TEST_ADMIN_TOKEN, PAYGATE_URL: url };
+    const created = await cli(['projects', 'create', '--name', 'Hooked', '--webhook-url', 'https://x.example/h'], env);
+    const project = JSON.parse(created.out);
+    expect(project.webhook_secret).toMatch(/^whsec_/);
+    const rotated = await cli(['projects', 'rotate-webhook-secret', project.application_id], env);
+    expect(rotated.code).toBe(0);
+    expect(JSON.parse(rotated.out)).toMatchObject({
+      application_id: project.application_id,
+      webhook_secret: expect.stringMatching(/^whsec_/),
+    });
+    expect(JSON.parse(rotated.out).webhook_secret).not.toBe(project.webhook_secret);
+    const shown = await cli(['projects', 'get', project.application_id], env);
+    expect(shown.out).not.toContain(project.webhook_secret);
+    const missing = await cli(['projects', 'rotate-webhook-secret'], env);
+    expect(missing.code).toBe(2);
+  });
+
   it('prints the catalog error and exits 1 when the server refuses', async () => {
     const res = await cli(['projects', 'create', '--name', 'x', '--scopes', 'bogus'], {
       ADMIN_TOKEN: TEST_ADMIN_TOKEN,
@@ -335,6 +353,18 @@ describe('admin CLI', () => {
       const bad = await cli(['projects', 'update', project.application_id, '--direct', '--pgs', 'nope'], env);
       expect(bad.code).toBe(1);
       expect(JSON.parse(bad.err)).toMatchObject({ error_code: 'INVALID_REQUEST' });
+      // the first webhook_url prints its signing secret once (sealed with the DATA_DIR keyring); a rotation a new one
+      const hooked = await cli(
+        ['projects', 'update', project.application_id, '--direct', '--webhook-url', 'https://x.example/h'],
+        env,
+      );
+      expect(JSON.parse(hooked.out).webhook_secret).toMatch(/^whsec_/);
+      const rotated = await cli(['projects', 'rotate-webhook-secret', project.application_id, '--direct'], env);
+      expect(rotated.code).toBe(0);
+      const answer = JSON.parse(rotated.out);
+      expect(answer.webhook_secret).toMatch(/^whsec_/);
+      expect(answer.webhook_secret).not.toBe(JSON.parse(hooked.out).webhook_secret);
+      expect(answer.previous_webhook_secret_expires_at).toEqual(expect.any(String));
     } finally {
       await rm(dataDir, { recursive: true, force: true });
     }
