@@ -4,6 +4,7 @@
 import { randomUUID } from 'node:crypto';
 import { status as grpcStatus } from '@grpc/grpc-js';
 import {
+  WithStartWorkflowOperation,
   WorkflowNotFoundError,
   WorkflowUpdateFailedError,
   WorkflowUpdateRPCTimeoutOrCancelledError,
@@ -172,8 +173,11 @@ export function createVerificationService(deps: {
 
       await callWorkflow(
         async () => {
-          const handle = await client.workflow.start<typeof verificationWorkflow>(VERIFICATION_WORKFLOW_TYPE, {
+          // Update-with-start: one round trip starts the run and waits for the OTP send to settle
+          // (ExecuteMultiOperation, enabled by default since Temporal 1.26.2).
+          const startWorkflowOperation = new WithStartWorkflowOperation<typeof verificationWorkflow>(VERIFICATION_WORKFLOW_TYPE, {
             workflowId: verificationWorkflowId(receiptId),
+            workflowIdConflictPolicy: 'FAIL',
             taskQueue,
             args: [
               {
@@ -189,7 +193,7 @@ export function createVerificationService(deps: {
               },
             ],
           });
-          await handle.executeUpdate(otpSentUpdate);
+          await client.workflow.executeUpdateWithStart(otpSentUpdate, { startWorkflowOperation });
         },
         () => new ApiError('AUTH_REQUEST_FAILED', { message: 'The verification workflow did not answer in time.' }),
       );
