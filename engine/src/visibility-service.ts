@@ -3,7 +3,14 @@ import type { Engine } from './engine.js';
 import { invalid } from './errors.js';
 import { Status, type Req } from './proto.js';
 import type { Execution } from './state.js';
-import { QueryParseError, parseVisibilityQuery, payloadValue, type VisibilityRecord } from './visibility.js';
+import {
+  parseCountQuery,
+  parseVisibilityQuery,
+  payloadValue,
+  type Predicate,
+  QueryParseError,
+  type VisibilityRecord,
+} from './visibility.js';
 
 const STATUS_NAMES: Record<number, string> = {
   [Status.WORKFLOW_EXECUTION_STATUS_RUNNING]: 'Running',
@@ -27,6 +34,13 @@ const BUILTIN_FIELDS = new Set([
   'HistoryLength',
   'BuildIds',
 ]);
+
+function keywordPayload(value: string) {
+  return {
+    metadata: { encoding: Buffer.from('json/plain'), type: Buffer.from('Keyword') },
+    data: Buffer.from(JSON.stringify(value)),
+  };
+}
 
 export class VisibilityService {
   constructor(private readonly engine: Engine) {}
@@ -56,16 +70,22 @@ export class VisibilityService {
     return rec;
   }
 
-  /** Runs of the namespace matching the query, newest first. */
-  private matching(namespace: string, query: string | null | undefined): Execution[] {
+  private parse<T>(parser: (query: string, known: (field: string) => boolean) => T, query: string | null | undefined): T {
     const types = this.engine.searchAttributeTypes();
-    let pred: ReturnType<typeof parseVisibilityQuery>;
     try {
-      pred = parseVisibilityQuery(query ?? '', (f) => BUILTIN_FIELDS.has(f) || types.has(f));
+      return parser(query ?? '', (f) => BUILTIN_FIELDS.has(f) || types.has(f));
     } catch (err) {
       if (err instanceof QueryParseError) throw invalid(`invalid query: ${err.message}`);
       throw err;
     }
+  }
+
+  /** Runs of the namespace matching the query, newest first. */
+  private matching(namespace: string, query: string | null | undefined): Execution[] {
+    return this.filter(namespace, this.parse(parseVisibilityQuery, query));
+  }
+
+  private filter(namespace: string, pred: Predicate): Execution[] {
     const out: Execution[] = [];
     for (const ex of this.engine.executions()) {
       if (ex.s.namespace === namespace && pred(this.record(ex))) out.push(ex);
@@ -90,6 +110,16 @@ export class VisibilityService {
   }
 
   async CountWorkflowExecutions(r: Req<'CountWorkflowExecutionsRequest'>): Promise<Req<'CountWorkflowExecutionsResponse'>> {
-    return { count: this.matching(this.engine.ns(r.namespace), r.query).length };
+    const namespace = this.engine.ns(r.namespace);
+    const { predicate, groupBy } = this.parse(parseCountQuery, r.query);
+    const runs = this.filter(namespace, predicate);
+    if (groupBy === undefined) return { count: runs.length };
+    // grouped by ExecutionStatus: one group per status present, in the status enum's order
+    const byStatus = new Map<number, number>();
+    for (const ex of runs) byStatus.set(ex.s.status, (byStatus.get(ex.s.status) ?? 0) + 1);
+    const groups = [...byStatus.entries()]
+      .sort(([a], [b]) => a - b)
+      .map(([status, count]) => ({ groupValues: [keywordPayload(STATUS_NAMES[status] ?? 'Unspecified')], count }));
+    return { count: runs.length, groups };
   }
 }

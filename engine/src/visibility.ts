@@ -18,7 +18,21 @@ export class QueryParseError extends Error {}
 
 type Token = { kind: 'ident' | 'string' | 'number' | 'op' | 'lparen' | 'rparen' | 'comma'; text: string };
 
-const KEYWORDS = new Set(['AND', 'OR', 'NOT', 'IN', 'BETWEEN', 'ORDER', 'BY', 'ASC', 'DESC', 'STARTS_WITH', 'IS', 'NULL']);
+const KEYWORDS = new Set([
+  'AND',
+  'OR',
+  'NOT',
+  'IN',
+  'BETWEEN',
+  'ORDER',
+  'GROUP',
+  'BY',
+  'ASC',
+  'DESC',
+  'STARTS_WITH',
+  'IS',
+  'NULL',
+]);
 
 function tokenize(src: string): Token[] {
   const out: Token[] = [];
@@ -122,7 +136,32 @@ function compare(a: VisibilityValue | undefined, op: string, b: string | number 
 
 /** Parses a visibility query into a predicate; an empty query matches everything. */
 export function parseVisibilityQuery(query: string, knownFields: (name: string) => boolean): Predicate {
+  const { predicate, groupBy } = parseCountQuery(query, knownFields);
+  if (groupBy !== undefined) throw new QueryParseError("'GROUP BY' clause is only supported in count query");
+  return predicate;
+}
+
+/**
+ * A count query: the filter, and the field of a trailing `GROUP BY` — Temporal groups counts by
+ * `ExecutionStatus` only.
+ */
+export function parseCountQuery(
+  query: string,
+  knownFields: (name: string) => boolean,
+): { predicate: Predicate; groupBy?: string } {
   const toks = tokenize(query);
+  const isGroupKw = (t: Token | undefined, kw: string) => !!t && t.kind === 'ident' && t.text.toUpperCase() === kw;
+  const groupAt = toks.findIndex((t, i) => isGroupKw(t, 'GROUP') && isGroupKw(toks[i + 1], 'BY'));
+  if (groupAt < 0) return { predicate: parsePredicate(toks, knownFields) };
+  const field = toks[groupAt + 2];
+  if (field?.kind !== 'ident' || groupAt + 3 !== toks.length) throw new QueryParseError("invalid 'GROUP BY' clause");
+  if (field.text !== 'ExecutionStatus') {
+    throw new QueryParseError("'GROUP BY' clause is only supported for ExecutionStatus search attribute");
+  }
+  return { predicate: parsePredicate(toks.slice(0, groupAt), knownFields), groupBy: field.text };
+}
+
+function parsePredicate(toks: Token[], knownFields: (name: string) => boolean): Predicate {
   let pos = 0;
   const peek = () => toks[pos];
   const isKw = (t: Token | undefined, kw: string) => !!t && t.kind === 'ident' && t.text.toUpperCase() === kw;

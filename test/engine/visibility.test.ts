@@ -131,4 +131,27 @@ describe('count', () => {
     await expectCount(`WorkflowType = '${probeType}' AND StartTime >= '${iso(startTimes[1])}'`, 2);
     await expectCount(`WorkflowId = '${uniqueId('nobody')}'`, 0);
   });
+
+  it('groups a count by ExecutionStatus, and only a count, and only by ExecutionStatus', async () => {
+    const query = `WorkflowType = '${probeType}'`;
+    await expectCount(query, 3);
+    expect(await env.client.workflow.count(`${query} GROUP BY ExecutionStatus`)).toEqual({
+      count: 3,
+      groups: [
+        { count: 2, groupValues: [['Running']] },
+        { count: 1, groupValues: [['Terminated']] },
+      ],
+    });
+    expect(await env.client.workflow.count(query)).toEqual({ count: 3, groups: [] });
+    // the SDK wraps the server's INVALID_ARGUMENT; its message is in the cause
+    const refusal = (call: Promise<unknown>) =>
+      call.then(
+        () => 'accepted',
+        (err: Error & { cause?: { code?: number; details?: string } }) => `${err.cause?.code} ${err.cause?.details}`,
+      );
+    expect(await refusal(env.client.workflow.count(`${query} GROUP BY WorkflowType`))).toMatch(
+      /^3 .*'GROUP BY' clause is only supported for ExecutionStatus/,
+    );
+    expect(await refusal(listIds(`${query} GROUP BY ExecutionStatus`))).toMatch(/^3 .*only supported in count query/);
+  });
 });
