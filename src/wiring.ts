@@ -41,7 +41,10 @@ export async function startConfiguredGateways(config: Config, logger: Logger): P
   }
   if (config.sandboxGatewayUrl) {
     // a sandbox server of its own (split deployments: API and worker must see the same sandbox)
-    const registry = createGatewayRegistry({ sandboxUrl: config.sandboxGatewayUrl });
+    const registry = createGatewayRegistry({
+      sandboxUrl: config.sandboxGatewayUrl,
+      ...(config.sandboxToken ? { sandboxToken: config.sandboxToken } : {}),
+    });
     if (!config.sandboxToken) {
       logger.warn(
         'SANDBOX_TOKEN is not set: the sandbox SMS inbox (GET /sandbox/v1/sms) cannot be read from SANDBOX_GATEWAY_URL',
@@ -68,7 +71,7 @@ export async function startConfiguredGateways(config: Config, logger: Logger): P
     token,
     logger: logger.child({ component: 'sandbox-pg' }),
   });
-  const registry = createGatewayRegistry({ sandboxUrl: sandbox.url });
+  const registry = createGatewayRegistry({ sandboxUrl: sandbox.url, sandboxToken: token });
   return {
     gateways: registry,
     sandboxUrl: sandbox.url,

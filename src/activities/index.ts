@@ -2,11 +2,12 @@
 // `npm start` and the test helpers all register exactly this set.
 import type { GatewayRegistry } from '../gateways/types.js';
 import type { Stores } from '../store/index.js';
+import { createEscrowActivities } from './escrow.js';
 import { createVerificationActivities } from './verification.js';
 import { createWebhookActivities, type WebhookActivityOptions } from './webhooks.js';
 
 export interface ActivityDeps {
-  readonly stores: Pick<Stores, 'verifications' | 'webhooks'>;
+  readonly stores: Pick<Stores, 'verifications' | 'webhooks' | 'escrow' | 'receipts' | 'projects'>;
   readonly gateways: GatewayRegistry;
   /** how webhook attempts reach receivers; without it, production rules (https, global addresses only) */
   readonly webhooks?: WebhookActivityOptions;
@@ -16,6 +17,12 @@ export function createActivities(deps: ActivityDeps) {
   return {
     ...createVerificationActivities({ gateways: deps.gateways, verifications: deps.stores.verifications }),
     ...createWebhookActivities({ webhooks: deps.stores.webhooks, options: deps.webhooks ?? { sandbox: false } }),
+    ...createEscrowActivities({
+      stores: deps.stores,
+      gateways: deps.gateways,
+      sandbox: deps.webhooks?.sandbox ?? false,
+      ...(deps.webhooks?.clock ? { clock: deps.webhooks.clock } : {}),
+    }),
   };
 }
 

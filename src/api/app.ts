@@ -25,6 +25,7 @@ import { tokenRoutes } from './routes/token.js';
 import { verificationRoutes } from './routes/verification.js';
 import { webhookRoutes } from './routes/webhooks.js';
 import { messageRoutes } from './routes/messages.js';
+import { escrowRoutes } from './routes/escrow.js';
 import type { Resolver } from '../webhooks/http.js';
 
 export type { ReadinessProbe } from './routes/health.js';
@@ -83,6 +84,7 @@ const routePlugins: readonly FastifyPluginAsync[] = [
   verificationRoutes,
   webhookRoutes,
   messageRoutes,
+  escrowRoutes,
 ];
 
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
@@ -106,6 +108,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       ...(deps.config.sandbox && deps.sandboxUrl ? { sandboxUrl: deps.sandboxUrl } : {}),
       ...(deps.config.sandbox && deps.sandboxToken ? { sandboxToken: deps.sandboxToken } : {}),
       ...(deps.webhookResolve ? { webhookResolve: deps.webhookResolve } : {}),
+      publicBaseUrl: (deps.config.publicBaseUrl ?? `http://127.0.0.1:${deps.config.port}`).replace(/\/+$/, ''),
       logger,
     }),
   };

@@ -26,6 +26,7 @@
 //   9429 TOO_MANY_REQUESTS        too many failed authentications (or token requests); Retry-After says when
 //   9430 PAYMENT_DECLINED         the PG refused a charge with a billing key (pg_error_code carried)
 //   9431 HEADERS_TOO_LARGE
+//   9432 PG_NOTIFICATION_INVALID  a PG notification whose signature (or order) does not check out
 //   9500 INTERNAL_ERROR
 //   9502 GATEWAY_UNAVAILABLE      the PG could not be reached or answered garbage
 //   9503 SERVICE_UNAVAILABLE
@@ -134,6 +135,7 @@ export const errorCatalog = {
   TOO_MANY_REQUESTS: { code: 9429, status: 429, message: 'Too many requests; retry after the Retry-After seconds.' },
   PAYMENT_DECLINED: { code: 9430, status: 400, message: 'The PG refused the payment.' },
   HEADERS_TOO_LARGE: { code: 9431, status: 431, message: 'The request headers are too large.' },
+  PG_NOTIFICATION_INVALID: { code: 9432, status: 401, message: 'The PG notification is not signed by the PG.' },
   INTERNAL_ERROR: { code: 9500, status: 500, message: 'An internal error occurred.' },
   GATEWAY_UNAVAILABLE: { code: 9502, status: 502, message: 'The PG could not be reached. Retry with the same Idempotency-Key.' },
   SERVICE_UNAVAILABLE: { code: 9503, status: 503, message: 'The service is not ready.' },

@@ -3,6 +3,7 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import type { MaskedCard } from './card.js';
+import type { EscrowData } from './escrow.js';
 import { ApiError } from './errors.js';
 import { formatOptionalTimestamp, formatTimestamp } from './time.js';
 import { fails, fields, isPlainId, isRecord, notPlainId, validate } from './validation.js';
@@ -98,6 +99,8 @@ export interface ReceiptResponse {
   status_locale: string;
   card_data?: CardData;
   currency: string;
+  /** escrow payments only */
+  escrow_data?: EscrowData;
 }
 
 /** Receipt lookup / charge / cancel response. Keys without a value are left out, never null. */

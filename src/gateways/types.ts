@@ -3,6 +3,7 @@
 // only these types, never a gateway's wire format (hyperswitch's connector idea). The values they carry
 // (card, masked card, carrier, verified person) are domain types.
 import type { CardDetails, MaskedCard } from '../domain/card.js';
+import type { EscrowStatus, ResolvedShipment } from '../domain/escrow.js';
 import type { ChargeApproval } from '../domain/receipt.js';
 import type { Carrier, VerifiedPerson } from '../domain/verification.js';
 
@@ -76,11 +77,57 @@ export interface IdentityGateway {
   confirmOtp(req: { readonly tid: string; readonly otp: string }): Promise<VerifiedPerson>;
 }
 
+/** A one-off payment (the sandbox's stand-in for a payment window) and its refund. */
+export interface PaymentGateway {
+  pay(req: {
+    readonly idempotencyKey: string;
+    readonly amount: number;
+    readonly taxFree: number;
+    readonly orderId: string;
+    readonly orderName: string;
+    readonly escrow: boolean;
+    /** where an escrow PG sends its notifications, and the reference it echoes in them */
+    readonly notifyUrl?: string;
+    readonly merchantRef: string;
+  }): Promise<{ readonly gatewayTid: string; readonly approvedAt: Date; readonly approvalNo: string; readonly card: MaskedCard }>;
+  cancel(req: GatewayCancelRequest): Promise<GatewayCancelResult>;
+}
+
+/** A PG's notification about an escrow order, verified by its signature. */
+export interface EscrowNotification {
+  readonly notificationId: string;
+  readonly gatewayTid: string;
+  /** what paygate gave the PG at payment (the receipt id) */
+  readonly merchantRef: string;
+  readonly event: string;
+  readonly occurredAt: Date;
+}
+
+export interface EscrowGateway {
+  /** registers carrier and tracking number; throws GatewayDeclinedError when the PG refuses */
+  startShipping(req: {
+    readonly idempotencyKey: string;
+    readonly gatewayTid: string;
+    readonly shipment: ResolvedShipment;
+  }): Promise<{ readonly confirmUrl?: string }>;
+  /** the order's escrow status as the PG knows it (reconcile) */
+  orderStatus(req: { readonly gatewayTid: string }): Promise<EscrowStatus>;
+  /** checks the signature of a notification and reads it; undefined when it is not the PG's */
+  verifyNotification(
+    headers: Readonly<Record<string, string | string[] | undefined>>,
+    rawBody: string,
+  ): EscrowNotification | undefined;
+  /** whether the first-PG rules (merchant and recipient checks, every field on the wire) apply */
+  readonly sendsParties: boolean;
+}
+
 /** What one configured PG offers. A capability that is absent is not supported by that PG. */
 export interface Gateway {
   readonly name: string;
   readonly card?: CardBillingGateway;
   readonly identity?: IdentityGateway;
+  readonly payments?: PaymentGateway;
+  readonly escrow?: EscrowGateway;
 }
 
 /**

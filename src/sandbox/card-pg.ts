@@ -182,6 +182,31 @@ export class SandboxCardPg {
     });
   }
 
+  /** A one-off payment (the sandbox's payment window): a charge its cancels refund like any other. */
+  pay(req: {
+    amount: number;
+    tax_free: number;
+  }): PgOutcome<{ tid: string; approval_no: string; approved_at: string; card: WireCard }> {
+    if (req.amount < 1 || req.tax_free < 0 || req.tax_free > req.amount) return refused('C205', 'invalid amount');
+    const tid = newId('spy_');
+    this.chargesByTid.set(tid, {
+      tid,
+      amount: req.amount,
+      taxFree: req.tax_free,
+      cancelledAmount: 0,
+      cancelledTaxFree: 0,
+      cancelCount: 0,
+    });
+    this.stats.chargesApproved++;
+    const issuer = issuerFor('4');
+    return approved({
+      tid,
+      approval_no: String(randomInt(0, 100_000_000)).padStart(8, '0'),
+      approved_at: this.clock().toISOString(),
+      card: { masked_no: '4000-00**-****-0000', issuer_name: issuer.name, issuer_code: issuer.code, kind: issuer.kind },
+    });
+  }
+
   revokeBillingKey(req: { bkey: string }): PgOutcome<Record<string, never>> {
     const claims = decodeBillingKey(this.secret, req.bkey);
     if (claims === undefined) return refused('C201', 'invalid billing key');

@@ -20,6 +20,16 @@
 //        -> {tid}
 //   POST /auth/v1/resends               {tid} -> {}
 //   POST /auth/v1/confirms              {tid, otp} -> {user_name, phone_no, birthday, sex: M|F, foreigner: '0'|'1', telco, ci, di}
+//   POST /pay/v1/payments               {pg, amount, tax_free, order_id, goods_name, escrow, merchant_ref, notify_url?}
+//        -> {tid, approval_no, approved_at, card}   (refunded by /card/v1/cancels; an escrow PG opens an escrow order)
+//   POST /escrow-a/v1/shipments         {tid, invoice_no, dlv_company_code, dlv_company_name, prepay, dlv_day, rcv_name,
+//        rcv_tel, rcv_addr, rcv_zip, snd_name, snd_tel, snd_zip, snd_addr1, snd_addr2, return_url?} -> {confirm_url}
+//   POST /escrow-a/v1/orders/status     {tid} -> {escrow_state: WAIT|DLV|CFRM|RJCT|RFND|HOLD}
+//   POST /escrow-b/v1/invoices          {TID, INVOICE_NO, COURIER} -> {}
+//   POST /escrow-b/v1/inquiry           {TID} -> {STATE: ready|shipping|confirmed|rejected|refunded|held}
+//   Escrow notifications (the PG calling paygate): POST <notify_url> {notification_id, tid, merchant_ref, event,
+//   occurred_at}, header x-sandbox-signature: t=<unix ms>,v1=<hex HMAC-SHA256 of "<t>.<body>">, keyed with
+//   HMAC-SHA256(token, 'escrow-notification'); up to 3 attempts, 1 s apart, until a 2xx.
 //
 // Refusal codes
 //   C101 invalid card number (not 15-16 digits or Luhn fails)   C102 card expired
@@ -34,6 +44,7 @@
 //   A103 invalid birth date / resident number digit              A201 unknown tid
 //   A202 OTP mismatch                                            A203 OTP expired (30 minutes after sending)
 //   A204 locked after 5 wrong OTPs                               A205 already confirmed (resend)
+//   EA01 / B404 unknown escrow tid   EA02 / B409 shipping already registered   EA31 / B422 tracking number FAIL-PG refused
 //   E400 malformed request   E404 no such route   E422 idempotency key reused with another body   E500 PG failure
 //
 // Card companies by leading digits (longest prefix wins): 4 Sandbox VISA (SVS), 5 Sandbox Master (SMC),
@@ -48,7 +59,9 @@
 // Fault injection (tests)
 //   Header `X-Sandbox-Fault: 500 | timeout | garbage` on any PG request, or arm the next N requests of
 //   an operation: POST /_sandbox/faults {operation, fault, count?}; DELETE /_sandbox/faults disarms all.
-//   Operations: billing_key.issue, charge, cancel, billing_key.revoke, otp.request, otp.resend, otp.confirm.
+//   Operations: billing_key.issue, charge, cancel, billing_key.revoke, otp.request, otp.resend, otp.confirm,
+//   payment, escrow.ship, escrow.status, escrow.notify (the PG's notification to paygate).
+//     drop    -> escrow.notify only: the notification is lost (never sent)
 //     500     -> HTTP 500 before doing anything
 //     timeout -> does the operation (and records it for idempotency), then holds the answer for
 //                faultDelayMs (released early on close): the caller times out, a retry replays
@@ -63,12 +76,16 @@
 //   GET /_sandbox/charges?idempotency_key=...    {idempotency_key, executions, tid} — executions counts real charges
 //   GET /_sandbox/charges/:tid                   {tid, amount, tax_free, cancelled_amount, cancelled_tax_free, cancel_count}
 //   GET /_sandbox/sms?phone=...                  {list: [{phone, message, otp, tid, sent_at}]} newest first
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+//   GET /_sandbox/pg-requests?tid=...            {list: [{pg, operation, body, received_at}]} what the PGs received, newest first
+//   POST /_sandbox/escrow/events {tid, event, duplicate?} -> 202 {notification_id}: the buyer acts; the PG notifies
+import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import Fastify, { LogController, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import { BoundedMap } from './bounded-map.js';
 import { SandboxCardPg } from './card-pg.js';
+import { SandboxEscrowPg } from './escrow-pg.js';
+import { BUYER_EVENTS } from '../domain/escrow.js';
 import { SandboxIdentityPg } from './identity-pg.js';
 import type { PgOutcome } from './outcome.js';
 
@@ -83,9 +100,13 @@ export const SANDBOX_OPERATIONS = [
   'otp.request',
   'otp.resend',
   'otp.confirm',
+  'payment',
+  'escrow.ship',
+  'escrow.status',
+  'escrow.notify',
 ] as const;
 export type SandboxOperation = (typeof SANDBOX_OPERATIONS)[number];
-export const SANDBOX_FAULTS = ['500', 'timeout', 'garbage'] as const;
+export const SANDBOX_FAULTS = ['500', 'timeout', 'garbage', 'drop'] as const;
 export type SandboxFault = (typeof SANDBOX_FAULTS)[number];
 
 export interface SandboxGatewaysOptions {
@@ -159,6 +180,41 @@ const bodies = {
   }),
   otpResend: z.object({ tid: z.string().min(1).max(100) }),
   otpConfirm: z.object({ tid: z.string().min(1).max(100), otp: z.string().max(16) }),
+  pay: z.object({
+    pg: z.string().min(1).max(100),
+    amount: money,
+    tax_free: money,
+    order_id: z.string().min(1).max(1_000),
+    goods_name: z.string().max(1_000),
+    escrow: z.boolean(),
+    merchant_ref: z.string().min(1).max(100),
+    notify_url: z.url().max(2_000).optional(),
+  }),
+  shipA: z.object({
+    tid: z.string().min(1).max(100),
+    invoice_no: z.string().min(1).max(100),
+    dlv_company_code: z.string().min(1).max(10),
+    dlv_company_name: z.string().max(100),
+    prepay: z.literal('SH'),
+    dlv_day: z.number().int().min(1).max(365),
+    rcv_name: z.string().min(1).max(100),
+    rcv_tel: z.string().min(1).max(30),
+    rcv_addr: z.string().min(1).max(500),
+    rcv_zip: z.string().min(1).max(20),
+    snd_name: z.string().min(1).max(100),
+    snd_tel: z.string().min(1).max(30),
+    snd_zip: z.string().min(1).max(20),
+    snd_addr1: z.string().min(1).max(500),
+    snd_addr2: z.string().min(1).max(500),
+    return_url: z.string().max(1_000).optional(),
+  }),
+  statusA: z.object({ tid: z.string().min(1).max(100) }),
+  shipB: z.strictObject({
+    TID: z.string().min(1).max(100),
+    INVOICE_NO: z.string().min(1).max(100),
+    COURIER: z.string().min(1).max(20),
+  }),
+  statusB: z.object({ TID: z.string().min(1).max(100) }),
 };
 
 const envelopeOf = (outcome: PgOutcome<unknown>): Envelope =>
@@ -172,6 +228,7 @@ export async function startSandboxGateways(opts: SandboxGatewaysOptions = {}): P
   const faultDelayMs = opts.faultDelayMs ?? DEFAULT_FAULT_DELAY_MS;
   const card = new SandboxCardPg(secret, clock);
   const identity = new SandboxIdentityPg(secret, clock);
+  const escrow = new SandboxEscrowPg(createHmac('sha256', token).update('escrow-notification').digest(), clock);
 
   const answers = new BoundedMap<string, StoredAnswer>(IDEMPOTENCY_CAPACITY);
   const executions = new BoundedMap<string, { count: number; tid: string | undefined }>(IDEMPOTENCY_CAPACITY);
@@ -346,6 +403,123 @@ export async function startSandboxGateways(opts: SandboxGatewaysOptions = {}): P
     run: (b) => identity.confirmOtp(b),
   });
 
+  pgRoute({
+    url: '/pay/v1/payments',
+    operation: 'payment',
+    body: bodies.pay,
+    requireIdempotencyKey: true,
+    run: (b) => {
+      const outcome = card.pay(b);
+      if (outcome.ok) {
+        escrow.receive(outcome.data.tid, b.pg, 'payment', b);
+        if (b.escrow) escrow.open(outcome.data.tid, b.pg, b.notify_url, b.merchant_ref);
+      }
+      return outcome;
+    },
+    tidOf: tidField,
+  });
+  pgRoute({
+    url: '/escrow-a/v1/shipments',
+    operation: 'escrow.ship',
+    body: bodies.shipA,
+    requireIdempotencyKey: true,
+    run: (b) => {
+      escrow.receive(b.tid, 'sandbox_escrow_a', 'escrow.ship', b);
+      return escrow.shipA(b);
+    },
+  });
+  pgRoute({
+    url: '/escrow-a/v1/orders/status',
+    operation: 'escrow.status',
+    body: bodies.statusA,
+    requireIdempotencyKey: false,
+    run: (b) => {
+      escrow.receive(b.tid, 'sandbox_escrow_a', 'escrow.status', b);
+      return escrow.statusA(b);
+    },
+  });
+  pgRoute({
+    url: '/escrow-b/v1/invoices',
+    operation: 'escrow.ship',
+    body: bodies.shipB,
+    requireIdempotencyKey: true,
+    run: (b) => {
+      escrow.receive(b.TID, 'sandbox_escrow_b', 'escrow.ship', b);
+      return escrow.shipB(b);
+    },
+  });
+  pgRoute({
+    url: '/escrow-b/v1/inquiry',
+    operation: 'escrow.status',
+    body: bodies.statusB,
+    requireIdempotencyKey: false,
+    run: (b) => {
+      escrow.receive(b.TID, 'sandbox_escrow_b', 'escrow.status', b);
+      return escrow.statusB(b);
+    },
+  });
+
+  /** Sends a notification to paygate: up to 3 attempts, 1 s apart, until a 2xx; stops when the server closes. */
+  const notifyAbort = new AbortController();
+  const sendNotification = async (url: string, body: string): Promise<void> => {
+    for (let attempt = 1; attempt <= 3 && !notifyAbort.signal.aborted; attempt++) {
+      try {
+        const res = await fetch(url, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'x-sandbox-signature': escrow.sign(body, Date.now()) },
+          body,
+          redirect: 'manual',
+          signal: AbortSignal.any([notifyAbort.signal, AbortSignal.timeout(10_000)]),
+        });
+        await res.body?.cancel();
+        if (res.ok) return;
+      } catch {
+        // unreachable: the next attempt
+      }
+      await new Promise((resolve) => setTimeout(resolve, 1_000).unref());
+    }
+  };
+
+  const buyerEventBody = z.object({
+    tid: z.string().min(1).max(100),
+    event: z.enum(BUYER_EVENTS),
+    duplicate: z.boolean().default(false),
+  });
+  app.post('/_sandbox/escrow/events', async (req, reply) => {
+    const parsed = buyerEventBody.safeParse(req.body);
+    if (!parsed.success) return reply.code(400).send({ res_cd: 'E400', res_msg: 'malformed request' });
+    const { tid, event, duplicate } = parsed.data;
+    const acted = escrow.buyerEvent(tid, event);
+    if (!acted.known) return reply.code(404).send({ res_cd: 'EA01', res_msg: 'unknown escrow transaction' });
+    const notification = acted.notification;
+    if (notification === undefined) return reply.code(202).send({ notification_id: null, sent: false });
+    requests['escrow.notify']++;
+    const dropped = nextFault('escrow.notify', req) !== undefined;
+    if (dropped) counters.injectedFaults++;
+    else {
+      // the notification travels after the answer, as a PG's would
+      void (async () => {
+        await sendNotification(notification.url, notification.body);
+        if (duplicate) await sendNotification(notification.url, notification.body);
+      })();
+    }
+    return reply.code(202).send({ notification_id: notification.notificationId, sent: !dropped });
+  });
+
+  const pgRequestsQuery = z.object({ tid: z.string().min(1).max(100) });
+  app.get('/_sandbox/pg-requests', async (req, reply) => {
+    const parsed = pgRequestsQuery.safeParse(req.query);
+    if (!parsed.success) return reply.code(400).send({ res_cd: 'E400', res_msg: 'tid is required' });
+    return {
+      list: escrow.requestsFor(parsed.data.tid).map((r) => ({
+        pg: r.pg,
+        operation: r.operation,
+        body: r.body,
+        received_at: r.receivedAt.toISOString(),
+      })),
+    };
+  });
+
   const armBody = z.object({
     operation: z.enum(SANDBOX_OPERATIONS),
     fault: z.enum(SANDBOX_FAULTS),
@@ -428,6 +602,7 @@ export async function startSandboxGateways(opts: SandboxGatewaysOptions = {}): P
     token,
     close() {
       closing ??= (async () => {
+        notifyAbort.abort();
         for (const release of [...heldAnswers]) release();
         await app.close();
       })();

@@ -69,7 +69,9 @@ export function createCancelService(deps: {
           },
           cancel,
         );
-        const gateway = deps.gateways.get(receipt.pg)?.card;
+        // a billing payment is refunded by the card capability, a one-off (escrow) payment by its payment capability
+        const pg = deps.gateways.get(receipt.pg);
+        const gateway = receipt.billing_key !== null ? pg?.card : (pg?.payments ?? pg?.card);
         if (!gateway) throw new ApiError('RC_PG_NOT_FOUND');
         if (receipt.gateway_tid === null) throw new ApiError('RECEIPT_NOT_CANCELLABLE');
 

@@ -6,6 +6,7 @@ import { createAccessTokenService, type AccessTokenService } from './access-toke
 import { createBillingKeyService, type BillingKeyService } from './billing-keys.js';
 import { createCancelService, type CancelService } from './cancels.js';
 import { createChargeService, type ChargeService } from './charges.js';
+import { createEscrowService, type EscrowService } from './escrow.js';
 import type { OperationLog } from './log.js';
 import { createMessageService, type MessageService } from './messages.js';
 import { createProjectService, type ProjectService } from './projects.js';
@@ -24,6 +25,7 @@ export interface Services {
   readonly verifications: VerificationService;
   readonly webhooks: WebhookService;
   readonly messages: MessageService;
+  readonly escrow: EscrowService;
 }
 
 export interface ServiceDeps {
@@ -45,6 +47,8 @@ export interface ServiceDeps {
   readonly webhookResolve?: Resolver;
   /** where a use case reports what happened outside a request (a delivery saved but not queued yet) */
   readonly logger?: Pick<OperationLog, 'warn'>;
+  /** {base_url}: where escrow PGs are told to send their notifications */
+  readonly publicBaseUrl?: string;
 }
 
 export function createServices(deps: ServiceDeps): Services {
@@ -78,5 +82,16 @@ export function createServices(deps: ServiceDeps): Services {
     }),
     webhooks,
     messages: createMessageService({ stores, webhooks, clock }),
+    escrow: createEscrowService({
+      stores,
+      gateways,
+      clock,
+      ...(deps.workflows ? { workflows: deps.workflows } : {}),
+      ...(deps.workflowCallTimeoutMs !== undefined ? { workflowCallTimeoutMs: deps.workflowCallTimeoutMs } : {}),
+      ...(deps.publicBaseUrl ? { notifyBaseUrl: deps.publicBaseUrl } : {}),
+      ...(deps.sandboxUrl ? { sandboxUrl: deps.sandboxUrl } : {}),
+      ...(deps.sandboxToken ? { sandboxToken: deps.sandboxToken } : {}),
+      ...(deps.logger ? { logger: deps.logger } : {}),
+    }),
   };
 }

@@ -1,7 +1,9 @@
 // Payment receipts as every billing operation returns them, and the receipt lookup.
 import { assertOwnedBy } from '../domain/access.js';
 import { ApiError } from '../domain/errors.js';
+import { renderEscrowData } from '../domain/escrow.js';
 import { isResourceId, renderReceipt, type ReceiptResponse } from '../domain/receipt.js';
+import type { EscrowOrderRow } from '../store/escrow.js';
 import type { Project } from '../store/projects.js';
 import { receiptView, type ReceiptRow } from '../store/receipts.js';
 import type { Stores } from '../store/index.js';
@@ -16,19 +18,34 @@ export function receiptResponse(row: ReceiptRow, project: Project): ReceiptRespo
   );
 }
 
+/** An escrow payment's receipt carries escrow_data; any other receipt is returned as it is. */
+export function withEscrowData(receipt: ReceiptResponse, order: EscrowOrderRow | undefined): ReceiptResponse {
+  if (!order) return receipt;
+  return {
+    ...receipt,
+    escrow_data: renderEscrowData({
+      status: order.status,
+      shippingStartedAt: order.shipping_started_at,
+      receiptConfirmedAt: order.receipt_confirmed_at,
+      receiptRevokedAt: order.receipt_revoked_at,
+      confirmUrl: order.confirm_url,
+    }),
+  };
+}
+
 export interface ReceiptService {
   /** A payment receipt of `project`: 2000 unknown, 1225 another project's. */
   lookup(project: Project, receiptId: string): Promise<ReceiptResponse>;
 }
 
-export function createReceiptService({ stores }: { readonly stores: Pick<Stores, 'receipts'> }): ReceiptService {
+export function createReceiptService({ stores }: { readonly stores: Pick<Stores, 'receipts' | 'escrow'> }): ReceiptService {
   return {
     async lookup(project, receiptId) {
       if (!isResourceId(receiptId)) throw new ApiError('RC_NOT_FOUND');
       const row = await stores.receipts.find(receiptId);
       if (!row) throw new ApiError('RC_NOT_FOUND');
       assertOwnedBy(project, row.application_id);
-      return receiptResponse(row, project);
+      return withEscrowData(receiptResponse(row, project), await stores.escrow.find(receiptId));
     },
   };
 }

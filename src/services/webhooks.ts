@@ -50,6 +50,11 @@ export interface DeliverOptions {
    * producer whose event already happened (a charge, a message).
    */
   readonly keepIfNotStarted?: boolean;
+  /**
+   * The producer's own id for the delivery, derived from its event: a producer retried after a crash finds
+   * the delivery it saved (and starts its run if it has none) instead of saving a second one.
+   */
+  readonly deliveryId?: string;
 }
 
 /** The project's webhook signing secret as the admin API shows it, once. */
@@ -98,7 +103,7 @@ export interface WebhookService {
   /** A message event to the project's messaging webhook, when configured, enabled and subscribed. */
   deliverMessageEvent(applicationId: string, event: OutboundEvent): Promise<DeliveryRow | undefined>;
   /** A payment / escrow / recurring event to the project's webhook_url; undefined without one or while disabled. */
-  deliverToProject(applicationId: string, event: OutboundEvent): Promise<DeliveryRow | undefined>;
+  deliverToProject(applicationId: string, event: OutboundEvent, deliveryId?: string): Promise<DeliveryRow | undefined>;
   /** A charge's receipt to its feedback_url, signed with the project's webhook secret (issued now if it has none). */
   deliverFeedback(applicationId: string, target: FeedbackTarget, event: OutboundEvent): Promise<DeliveryRow>;
 
@@ -269,9 +274,19 @@ export function createWebhookService(deps: {
         // a message webhook subscribes to event codes; a project's webhook_url gets every event sent to it
         if (!opts.regardless && ref.kind === 'message' && !endpoint.events.includes(event.eventCode)) return undefined;
       }
+      if (opts.deliveryId !== undefined) {
+        const saved = await store.findDelivery(opts.deliveryId);
+        if (saved) {
+          // no attempt yet: its run may never have started (a run that exists is kept)
+          if (saved.status === 'ready' && saved.retry_count === 0) {
+            await startRun({ deliveryId: saved.delivery_id, firstAttempt: 1, lastAttempt: saved.max_retry }, 'recover');
+          }
+          return saved;
+        }
+      }
       const contentType = opts.feedback?.contentType ?? 'application/json';
       const row = await store.createDelivery({
-        deliveryId: newId(),
+        deliveryId: opts.deliveryId ?? newId(),
         endpoint,
         event: event.event,
         eventCode: event.eventCode,
@@ -300,8 +315,12 @@ export function createWebhookService(deps: {
       return service.deliver(event, { kind: MESSAGE, applicationId }, { keepIfNotStarted: true });
     },
 
-    deliverToProject(applicationId, event) {
-      return service.deliver(event, { kind: PROJECT, applicationId }, { keepIfNotStarted: true });
+    deliverToProject(applicationId, event, deliveryId) {
+      return service.deliver(
+        event,
+        { kind: PROJECT, applicationId },
+        { keepIfNotStarted: true, ...(deliveryId !== undefined ? { deliveryId } : {}) },
+      );
     },
 
     async deliverFeedback(applicationId, target, event) {

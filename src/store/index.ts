@@ -6,6 +6,7 @@ import type { Keyring } from '../security/keyring.js';
 import { createAccessTokenStore, type AccessTokenStore } from './access-tokens.js';
 import { createBillingKeyStore, type BillingKeyStore } from './billing-keys.js';
 import type { Tables } from './db.js';
+import { createEscrowStore, type EscrowStore } from './escrow.js';
 import { createIdempotencyStore, type IdempotencyStore } from './idempotency.js';
 import { createMessageStore, type MessageStore } from './messages.js';
 import { createProjectStore, type ProjectStore } from './projects.js';
@@ -22,6 +23,7 @@ export interface Stores {
   readonly verifications: VerificationStore;
   readonly webhooks: WebhookStore;
   readonly messages: MessageStore;
+  readonly escrow: EscrowStore;
 }
 
 export function createStores(db: Kysely<Tables>, keyring: Keyring): Stores {
@@ -35,5 +37,6 @@ export function createStores(db: Kysely<Tables>, keyring: Keyring): Stores {
     verifications: createVerificationStore(db, cipher),
     webhooks: createWebhookStore(db, cipher),
     messages: createMessageStore(db, cipher),
+    escrow: createEscrowStore(db, cipher),
   };
 }

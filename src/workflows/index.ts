@@ -1,3 +1,4 @@
 // The worker's workflow bundle entry: every workflow paygate runs.
 export { deliveryWorkflow } from './delivery.js';
 export { verificationWorkflow } from './verification.js';
+export { escrowWorkflow } from './escrow.js';

@@ -118,7 +118,7 @@ export async function buildTestApp(overrides: TestAppOverrides = {}): Promise<Te
     if (!gateways) {
       const sandbox = await startSandboxGateways({ host: '127.0.0.1', port: 0, clock: now, logger, token: TEST_SANDBOX_TOKEN });
       cleanups.push(() => sandbox.close());
-      const registry = createGatewayRegistry({ sandboxUrl: sandbox.url, timeoutMs: 5_000 });
+      const registry = createGatewayRegistry({ sandboxUrl: sandbox.url, timeoutMs: 5_000, sandboxToken: TEST_SANDBOX_TOKEN });
       cleanups.push(() => registry.close());
       gateways = registry;
       sandboxUrl = sandbox.url;

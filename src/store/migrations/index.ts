@@ -7,8 +7,9 @@ import { migration as verifications } from './0003_verifications.js';
 import { migration as keyRotation } from './0004_key_rotation.js';
 import { migration as webhooks } from './0005_webhooks.js';
 import { migration as messages } from './0006_messages.js';
+import { migration as escrow } from './0007_escrow.js';
 
-export const migrations = [platform, billing, verifications, keyRotation, webhooks, messages] as const;
+export const migrations = [platform, billing, verifications, keyRotation, webhooks, messages, escrow] as const;
 
 type UnionToIntersection<U> = (U extends unknown ? (k: U) => void : never) extends (k: infer I) => void ? I : never;
 type TablesOf<M> = M extends Migration<infer T> ? T : never;

@@ -1,0 +1,150 @@
+// The escrow workflow's activities: the PG's shipping start and status inquiry, the refund of a rejection
+// approval through the cancel service, and recording a transition together with its ESCROW_STATUS_CHANGED
+// delivery. Each is safe to run again: the PG call carries a key derived from the order, the refund a
+// cancel_id, the transition the workflow's sequence number, the delivery an id derived from both.
+import { createHash } from 'node:crypto';
+import { Context } from '@temporalio/activity';
+import { ApplicationFailure } from '@temporalio/common';
+import type { EscrowTransition } from '../contracts/escrow.js';
+import { escrowWebhookPayload, renderEscrowData, type ResolvedShipment } from '../domain/escrow.js';
+import { ApiError } from '../domain/errors.js';
+import { PROJECT_EVENTS } from '../domain/webhooks.js';
+import type { EscrowGateway, GatewayRegistry } from '../gateways/types.js';
+import { createCancelService } from '../services/cancels.js';
+import type { OperationLog } from '../services/log.js';
+import { receiptResponse } from '../services/receipts.js';
+import { createWebhookService } from '../services/webhooks.js';
+import type { Stores } from '../store/index.js';
+import { toProject } from '../store/projects.js';
+import { callGateway } from './failures.js';
+
+export interface EscrowActivityDeps {
+  readonly stores: Pick<Stores, 'escrow' | 'receipts' | 'projects' | 'webhooks'>;
+  readonly gateways: GatewayRegistry;
+  /** sandbox mode (the webhook URL rules of deliveries) */
+  readonly sandbox: boolean;
+  readonly clock?: () => Date;
+}
+
+/** The cancel_id of a rejection approval's refund: one refund per order, whoever retries. */
+export const ESCROW_REFUND_CANCEL_ID = 'escrow-rejection-approved';
+const ESCROW_WEBHOOK_CODE = 200;
+
+/** The delivery id of one transition's webhook: 24 hex characters like every id, the same on every retry. */
+export function escrowDeliveryId(receiptId: string, seq: number): string {
+  return createHash('sha256').update(`escrow-webhook\u0000${receiptId}\u0000${seq}`).digest('hex').slice(0, 24);
+}
+
+export function createEscrowActivities(deps: EscrowActivityDeps) {
+  const clock = deps.clock ?? (() => new Date());
+  const { stores } = deps;
+  const escrowGateway = (pg: string): EscrowGateway => {
+    const escrow = deps.gateways.get(pg)?.escrow;
+    if (!escrow) throw ApplicationFailure.nonRetryable(`PG '${pg}' has no escrow`, 'GatewayNotConfigured');
+    return escrow;
+  };
+  const activityLog = (): OperationLog => Context.current().log as unknown as OperationLog;
+  const project = async (applicationId: string) => {
+    const row = await stores.projects.findById(applicationId);
+    if (!row) throw ApplicationFailure.nonRetryable(`project ${applicationId} no longer exists`, 'ProjectNotFound');
+    return toProject(row);
+  };
+
+  return {
+    async startEscrowShipping(input: {
+      receiptId: string;
+      attempt: number;
+      pg: string;
+      gatewayTid: string;
+      shipment: ResolvedShipment;
+    }) {
+      return callGateway(() =>
+        escrowGateway(input.pg).startShipping({
+          idempotencyKey: `escrow:${input.receiptId}:shipping:${input.attempt}`,
+          gatewayTid: input.gatewayTid,
+          shipment: input.shipment,
+        }),
+      );
+    },
+
+    async inquireEscrowStatus(input: { pg: string; gatewayTid: string }): Promise<number> {
+      return callGateway(() => escrowGateway(input.pg).orderStatus({ gatewayTid: input.gatewayTid }));
+    },
+
+    /** Refunds the whole payment; a payment the merchant already refunded in full is left as it is. */
+    async refundEscrowPayment(input: { receiptId: string; applicationId: string }): Promise<{ refunded: boolean }> {
+      const cancels = createCancelService({ stores, gateways: deps.gateways, clock });
+      try {
+        await cancels.cancel(
+          await project(input.applicationId),
+          {
+            receiptId: input.receiptId,
+            cancelPrice: undefined,
+            cancelTaxFree: undefined,
+            cancelId: ESCROW_REFUND_CANCEL_ID,
+            cancelMessage: 'escrow rejection approved',
+          },
+          activityLog(),
+        );
+        return { refunded: true };
+      } catch (err) {
+        if (err instanceof ApiError && err.errorCode === 'RECEIPT_NOT_CANCELLABLE') return { refunded: false };
+        throw err;
+      }
+    },
+
+    /**
+     * Records one event of the order; a transition also gets its ESCROW_STATUS_CHANGED delivery (when the
+     * project has a webhook_url), saved once under an id derived from the order and the sequence number.
+     */
+    async recordEscrowEvent(input: {
+      transition: EscrowTransition;
+      tracking?: { trackingNumber: string; deliveryCorp: string };
+    }): Promise<{ deliveryId?: string }> {
+      const { transition } = input;
+      const recorded = await stores.escrow.record(transition, input.tracking, clock());
+      if (recorded.event.to_status === null) return {};
+      if (recorded.event.delivery_id !== null) return { deliveryId: recorded.event.delivery_id };
+
+      const owner = await project(recorded.order.application_id);
+      const receipt = await stores.receipts.find(transition.receiptId);
+      if (!receipt) throw ApplicationFailure.nonRetryable(`receipt ${transition.receiptId} vanished`, 'ReceiptNotFound');
+      const escrowData = renderEscrowData({
+        status: recorded.event.to_status,
+        shippingStartedAt: recorded.order.shipping_started_at,
+        receiptConfirmedAt: recorded.order.receipt_confirmed_at,
+        receiptRevokedAt: recorded.order.receipt_revoked_at,
+        confirmUrl: recorded.order.confirm_url,
+      });
+      const payload = escrowWebhookPayload(
+        { ...receiptResponse(receipt, owner), escrow_data: escrowData },
+        escrowData,
+        { applicationId: owner.application_id, apiVersion: owner.api_version },
+        receipt.billing_key,
+      );
+      const context = Context.current();
+      const webhooks = createWebhookService({
+        stores,
+        clock,
+        sandbox: deps.sandbox,
+        workflows: { client: context.client, taskQueue: context.info.taskQueue },
+        logger: activityLog(),
+      });
+      const delivery = await webhooks.deliverToProject(
+        owner.application_id,
+        {
+          event: PROJECT_EVENTS[ESCROW_WEBHOOK_CODE],
+          eventCode: ESCROW_WEBHOOK_CODE,
+          tags: [transition.receiptId, String(recorded.event.to_status)],
+          payload,
+        },
+        escrowDeliveryId(transition.receiptId, transition.seq),
+      );
+      if (!delivery) return {};
+      await stores.escrow.setDelivery(transition.receiptId, transition.seq, delivery.delivery_id);
+      return { deliveryId: delivery.delivery_id };
+    },
+  };
+}
+
+export type EscrowActivities = ReturnType<typeof createEscrowActivities>;

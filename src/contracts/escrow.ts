@@ -1,0 +1,64 @@
+import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
+import type { ResolvedShipment } from '../domain/escrow.js';
+import type { BuyerEvent, EscrowEventSource } from '../domain/escrow-status.js';
+import type { UpdateProof } from './verification.js';
+
+// The escrow order workflow's contract, shared by the workflow, its activities and the API.
+
+export const ESCROW_WORKFLOW_TYPE = 'escrowWorkflow';
+export const escrowWorkflowId = (receiptId: string): string => `escrow:${receiptId}`;
+
+export interface EscrowInput {
+  readonly receiptId: string;
+  readonly applicationId: string;
+  readonly pg: string;
+  /** the PG's payment tid: what the PG knows the order by */
+  readonly gatewayTid: string;
+  /** hours without a notification (in 3 or -2) before the PG is asked; the project's setting at payment */
+  readonly reconcileAfterHours: number;
+}
+
+/** Shipping start: the shipment after the fallbacks; sealed by the payload codec (it names the recipient). */
+export type ShippingStartArgs = UpdateProof & { readonly shipment: ResolvedShipment };
+
+export interface ShippingStartResult {
+  readonly shippingStartedAt: string;
+}
+
+/** A PG notification, verified by the API before it is signalled. */
+export interface PgNotification {
+  /** the PG's notification id: a redelivery carries the same id */
+  readonly notificationId: string;
+  readonly event: BuyerEvent;
+  /** ISO 8601: when the PG says the buyer acted */
+  readonly occurredAt: string;
+}
+
+/** Failures handed back to the API: ApplicationFailure type = catalog error name, details[0] = this. */
+export interface EscrowFailureDetails {
+  readonly pgErrorCode?: string;
+}
+
+export type EscrowErrorName = 'RC_ESCROW_NOT_READY' | 'RC_ESCROW_SHIPPING_START_FAILED';
+
+export const shippingStartUpdate = defineUpdate<ShippingStartResult, [ShippingStartArgs]>('shippingStart');
+export const pgNotificationSignal = defineSignal<[PgNotification]>('pgNotification');
+/** The workflow's escrow status (tests, diagnostics). */
+export const escrowStatusQuery = defineQuery<number>('escrowStatus');
+
+/** One row of the events history, as the activities record it. */
+export interface EscrowTransition {
+  readonly receiptId: string;
+  /** the workflow's own sequence number of this event: a retried activity records it once */
+  readonly seq: number;
+  readonly event: string;
+  readonly source: EscrowEventSource;
+  readonly fromStatus: number;
+  /** undefined: recorded and ignored (does not fit the state, duplicate) */
+  readonly toStatus?: number;
+  readonly note?: string;
+  readonly occurredAt: string;
+  readonly notificationId?: string;
+  /** the first escrow PG's confirmation page (shipping start) */
+  readonly confirmUrl?: string;
+}

@@ -1,0 +1,267 @@
+import {
+  ActivityFailure,
+  ApplicationFailure,
+  allHandlersFinished,
+  condition,
+  proxyActivities,
+  setHandler,
+} from '@temporalio/workflow';
+import type { EscrowActivities } from '../activities/escrow.js';
+import { GATEWAY_DECLINED, type GatewayDeclinedDetails } from '../contracts/gateway-failures.js';
+import {
+  type EscrowErrorName,
+  type EscrowFailureDetails,
+  type EscrowInput,
+  type PgNotification,
+  type ShippingStartArgs,
+  type ShippingStartResult,
+  escrowStatusQuery,
+  pgNotificationSignal,
+  shippingStartUpdate,
+} from '../contracts/escrow.js';
+import { UPDATE_NOT_AUTHORIZED } from '../contracts/verification.js';
+import {
+  type BuyerEvent,
+  type EscrowEventSource,
+  EscrowStatus,
+  awaitsBuyer,
+  isFinalEscrowStatus,
+  nextEscrowStatus,
+} from '../domain/escrow-status.js';
+
+// One escrow order, from the payment to its end (confirmed, refunded, held):
+//   0 --shipping start (update)--> 3 --PG notifications (signals)--> 1 | -2 --> -3 (refund) ; 3 | -2 --> -1.
+// In 3 and -2, a silence of the project's reconcile hours makes the workflow ask the PG (with backoff), so a
+// lost notification never strands the order. Every event, applied or ignored, is recorded by an activity.
+
+const gateway = proxyActivities<EscrowActivities>({
+  startToCloseTimeout: '15 seconds',
+  retry: {
+    initialInterval: '500 milliseconds',
+    backoffCoefficient: 2,
+    maximumInterval: '5 seconds',
+    maximumAttempts: 3,
+    nonRetryableErrorTypes: [GATEWAY_DECLINED],
+  },
+});
+
+// Recording and refunding must happen: retried without a cap (a database or PG outage delays, never loses them).
+const durable = proxyActivities<EscrowActivities>({
+  startToCloseTimeout: '30 seconds',
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '5 minutes' },
+});
+
+const MIN_NONCE_LENGTH = 16;
+const HOUR_MS = 60 * 60 * 1000;
+/** the reconcile wait doubles after each inquiry that found nothing new, up to this many times the setting */
+const MAX_BACKOFF_FACTOR = 8;
+
+/** The event a status stands for, when the PG's status inquiry reveals a transition no notification brought. */
+const EVENT_FOR_STATUS: Readonly<Partial<Record<number, BuyerEvent>>> = {
+  [EscrowStatus.PurchaseConfirmed]: 'purchase_confirmed',
+  [EscrowStatus.RejectionRequested]: 'purchase_rejected',
+  [EscrowStatus.RejectionApproved]: 'rejection_approved',
+  [EscrowStatus.SettlementHeld]: 'settlement_held',
+};
+
+function failure(name: EscrowErrorName, message: string, details: EscrowFailureDetails = {}): ApplicationFailure {
+  return ApplicationFailure.create({ type: name, message, nonRetryable: true, details: [details] });
+}
+
+function declinedBy(err: unknown): GatewayDeclinedDetails | undefined {
+  if (err instanceof ActivityFailure && err.cause instanceof ApplicationFailure && err.cause.type === GATEWAY_DECLINED) {
+    return err.cause.details?.[0] as GatewayDeclinedDetails | undefined;
+  }
+  return undefined;
+}
+
+export async function escrowWorkflow(input: EscrowInput): Promise<void> {
+  const { receiptId } = input;
+  let status: number = EscrowStatus.Waiting;
+  let seq = 0;
+  let shipping = false;
+  /** shipping starts sent to the PG: each has its own key, a refused one does not block a corrected one */
+  let shippingAttempts = 0;
+  const spentNonces = new Set<string>();
+  const seenNotifications = new Set<string>();
+  const inbox: PgNotification[] = [];
+  const reconcileMs = Math.max(1, input.reconcileAfterHours) * HOUR_MS;
+
+  const assertReady = (): void => {
+    if (status !== EscrowStatus.Waiting || shipping) {
+      throw failure('RC_ESCROW_NOT_READY', `the escrow is not waiting for shipping (status ${status})`);
+    }
+  };
+  const assertFreshProof = (args: Partial<ShippingStartArgs> | undefined): void => {
+    const nonce = args?.nonce;
+    if (typeof nonce !== 'string' || nonce.length < MIN_NONCE_LENGTH || spentNonces.has(nonce)) {
+      throw ApplicationFailure.create({
+        type: UPDATE_NOT_AUTHORIZED,
+        message: 'the update carries no fresh proof from paygate',
+        nonRetryable: true,
+      });
+    }
+  };
+
+  const record = async (
+    event: string,
+    source: EscrowEventSource,
+    toStatus: number | undefined,
+    occurredAt: string,
+    extra: { note?: string; notificationId?: string; confirmUrl?: string } = {},
+    tracking?: { trackingNumber: string; deliveryCorp: string },
+  ): Promise<void> => {
+    const fromStatus = status;
+    await durable.recordEscrowEvent({
+      transition: {
+        receiptId,
+        seq: ++seq,
+        event,
+        source,
+        fromStatus,
+        ...(toStatus !== undefined ? { toStatus } : {}),
+        occurredAt,
+        ...extra,
+      },
+      ...(tracking ? { tracking } : {}),
+    });
+    if (toStatus !== undefined) status = toStatus;
+  };
+
+  /** Moves the order; a rejection approval refunds the payment first, so its webhook shows the refund. */
+  const transition = async (
+    event: BuyerEvent,
+    source: EscrowEventSource,
+    to: number,
+    occurredAt: string,
+    notificationId?: string,
+  ): Promise<void> => {
+    let note: string | undefined;
+    if (to === EscrowStatus.RejectionApproved) {
+      const { refunded } = await durable.refundEscrowPayment({ receiptId, applicationId: input.applicationId });
+      if (!refunded) note = 'the payment was already refunded in full';
+    }
+    await record(event, source, to, occurredAt, {
+      ...(note !== undefined ? { note } : {}),
+      ...(notificationId !== undefined ? { notificationId } : {}),
+    });
+  };
+
+  setHandler(escrowStatusQuery, () => status);
+  setHandler(pgNotificationSignal, (notification) => {
+    inbox.push(notification);
+  });
+
+  setHandler(
+    shippingStartUpdate,
+    async (args): Promise<ShippingStartResult> => {
+      assertFreshProof(args);
+      spentNonces.add(args.nonce);
+      assertReady();
+      shipping = true;
+      try {
+        let confirmUrl: string | undefined;
+        try {
+          ({ confirmUrl } = await gateway.startEscrowShipping({
+            receiptId,
+            attempt: ++shippingAttempts,
+            pg: input.pg,
+            gatewayTid: input.gatewayTid,
+            shipment: args.shipment,
+          }));
+        } catch (err) {
+          const declined = declinedBy(err);
+          throw failure(
+            'RC_ESCROW_SHIPPING_START_FAILED',
+            declined ? declined.pgMessage : 'the escrow PG could not be reached',
+            declined ? { pgErrorCode: declined.pgErrorCode } : {},
+          );
+        }
+        const at = new Date().toISOString();
+        await record(
+          'shipping_started',
+          'api',
+          EscrowStatus.ShippingStarted,
+          at,
+          confirmUrl !== undefined ? { confirmUrl } : {},
+          { trackingNumber: args.shipment.trackingNumber, deliveryCorp: args.shipment.deliveryCorp },
+        );
+        return { shippingStartedAt: at };
+      } finally {
+        shipping = false;
+      }
+    },
+    {
+      validator: (args) => {
+        assertFreshProof(args);
+        assertReady();
+      },
+    },
+  );
+
+  const handle = async (n: PgNotification): Promise<void> => {
+    if (seenNotifications.has(n.notificationId)) {
+      await record(n.event, 'pg_notification', undefined, n.occurredAt, {
+        note: 'duplicate notification',
+        notificationId: n.notificationId,
+      });
+      return;
+    }
+    seenNotifications.add(n.notificationId);
+    const next = nextEscrowStatus(status, n.event);
+    if (next === undefined) {
+      await record(n.event, 'pg_notification', undefined, n.occurredAt, {
+        note: `does not fit escrow status ${status}`,
+        notificationId: n.notificationId,
+      });
+      return;
+    }
+    await transition(n.event, 'pg_notification', next, n.occurredAt, n.notificationId);
+  };
+
+  /** Asks the PG and applies what it learns, through the intermediate state when two notifications were lost. */
+  const reconcile = async (): Promise<boolean> => {
+    let pgStatus: number;
+    try {
+      pgStatus = await gateway.inquireEscrowStatus({ pg: input.pg, gatewayTid: input.gatewayTid });
+    } catch {
+      return false;
+    }
+    let changed = false;
+    for (let step = 0; step < 2 && pgStatus !== status; step++) {
+      let event = EVENT_FOR_STATUS[pgStatus];
+      let to = event === undefined ? undefined : nextEscrowStatus(status, event);
+      if (to === undefined && pgStatus === EscrowStatus.RejectionApproved) {
+        event = 'purchase_rejected';
+        to = nextEscrowStatus(status, event);
+      }
+      if (event === undefined || to === undefined) break;
+      await transition(event, 'reconcile', to, new Date().toISOString());
+      changed = true;
+    }
+    return changed;
+  };
+
+  let waitMs = reconcileMs;
+  while (!isFinalEscrowStatus(status)) {
+    if (awaitsBuyer(status)) {
+      const heard = await condition(() => inbox.length > 0, waitMs);
+      if (!heard) {
+        waitMs = (await reconcile()) ? reconcileMs : Math.min(waitMs * 2, reconcileMs * MAX_BACKOFF_FACTOR);
+        continue;
+      }
+    } else {
+      // waiting for shipping: notifications are recorded (and ignored) as they come
+      await condition(() => inbox.length > 0 || status !== EscrowStatus.Waiting);
+    }
+    await condition(() => !shipping);
+    while (inbox.length > 0) {
+      await handle(inbox.shift()!);
+      waitMs = reconcileMs;
+    }
+  }
+
+  // notifications that arrived together with the last one
+  while (inbox.length > 0) await handle(inbox.shift()!);
+  await condition(allHandlersFinished);
+}

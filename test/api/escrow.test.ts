@@ -1,0 +1,407 @@
+// Escrow over HTTP through the real worker, engine and sandbox PGs: sandbox payments, shipping start with
+// every error code and both PGs' wire bodies, buyer events as signed PG notifications, transitions with the
+// refund on -3, duplicates and out-of-order notifications, ESCROW_STATUS_CHANGED webhooks (api 2.4 / 2.5)
+// and the events history; a dropped notification reconciled after the timer (time skipping).
+import { Webhook } from 'standardwebhooks';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { TestApp } from '../helpers/app.js';
+import { TEST_SANDBOX_TOKEN } from '../helpers/app.js';
+import { BUYER, createEscrowProject, escrowClient, MERCHANT, startEscrowApp } from './escrow-fixtures.js';
+import { eventually, expectApiError, type Receiver, startReceiver } from './webhook-fixtures.js';
+
+const ISO_KST = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\+09:00$/;
+
+function hasNoNull(value: unknown): boolean {
+  if (value === null) return false;
+  if (typeof value === 'object') return Object.values(value as object).every(hasNoNull);
+  return true;
+}
+
+describe('escrow', () => {
+  let t: TestApp;
+  let hook: Receiver;
+  beforeAll(async () => {
+    t = await startEscrowApp();
+    hook = await startReceiver();
+  }, 120_000);
+  afterAll(async () => {
+    await hook?.close();
+    await t?.close();
+  });
+
+  const escrowStatus = async (api: ReturnType<typeof escrowClient>, receiptId: string) =>
+    ((await api.receipt(receiptId)).body.escrow_data as { status: number }).status;
+  const untilStatus = (api: ReturnType<typeof escrowClient>, receiptId: string, status: number) =>
+    eventually(async () => ((await escrowStatus(api, receiptId)) === status ? true : undefined), `escrow status ${status}`);
+
+  describe('sandbox payments', () => {
+    it('an escrow payment is a complete receipt with escrow_data 0; a plain one has none; the PG saw the payment', async () => {
+      const project = await createEscrowProject(t);
+      const api = escrowClient(t, project);
+      const paid = await api.pay({ pg: 'sandbox_escrow_a', escrow: true, user: BUYER, metadata: { sku: 'A1' } });
+      expect(paid.status, JSON.stringify(paid.body)).toBe(200);
+      expect(paid.body).toMatchObject({ status: 1, price: 10_000, pg: 'sandbox_escrow_a', metadata: { sku: 'A1' } });
+      expect(paid.body.escrow_data).toEqual({ status: 0, status_locale: '에스크로대기' });
+      expect(hasNoNull(paid.body)).toBe(true);
+      const receiptId = paid.body.receipt_id as string;
+      expect((await api.receipt(receiptId)).body.escrow_data).toEqual({ status: 0, status_locale: '에스크로대기' });
+      // the buyer is stored sealed, never in plain text
+      const row = await t.deps.database.db
+        .selectFrom('escrow_orders')
+        .selectAll()
+        .where('receipt_id', '=', receiptId)
+        .executeTakeFirstOrThrow();
+      expect(row.buyer_sealed).not.toContain(BUYER.phone);
+
+      const plain = await api.pay({ pg: 'sandbox_card' });
+      expect(plain.status).toBe(200);
+      expect(plain.body.escrow_data).toBeUndefined();
+
+      const wire = await api.pgRequests(receiptId);
+      expect(wire.status).toBe(200);
+      const list = wire.body.list as { pg: string; operation: string; body: Record<string, unknown> }[];
+      expect(list[0]).toMatchObject({ pg: 'sandbox_escrow_a', operation: 'payment', body: { amount: 10_000, escrow: true } });
+      expect(list[0]!.body.notify_url).toMatch(/\/pg\/v1\/escrow\/notifications\/sandbox_escrow_a$/);
+
+      const duplicate = await api.pay({ pg: 'sandbox_escrow_a', escrow: true, order_id: paid.body.order_id });
+      expectApiError(duplicate, 409, 9410, 'ORDER_ID_DUPLICATED');
+      expectApiError(await api.pay({ pg: 'sandbox_identity' }), 404, 2001, 'RC_PG_NOT_FOUND');
+    });
+  });
+
+  describe('shipping start errors', () => {
+    it('answers every error code with its HTTP status, in the spec order, without moving the order', async () => {
+      const project = await createEscrowProject(t);
+      const api = escrowClient(t, project);
+      const pay = async (body: Record<string, unknown>) => (await api.pay(body)).body.receipt_id as string;
+      const ok = { tracking_number: '1234567890', delivery_corp: 'CJ대한통운' };
+
+      expectApiError(await api.ship('0123456789abcdef01234567', ok), 404, 2000, 'RC_NOT_FOUND');
+      expectApiError(await api.ship('not-an-id', ok), 404, 2000, 'RC_NOT_FOUND');
+      expectApiError(await api.ship(await pay({ pg: 'sandbox_escrow_a' }), ok), 400, 2703, 'RC_NOT_ESCROW');
+
+      const cancelled = await pay({ pg: 'sandbox_escrow_a', escrow: true, user: BUYER });
+      const cancel = await api.send('POST', '/v2/cancel', { receipt_id: cancelled });
+      expect(cancel.status, JSON.stringify(cancel.body)).toBe(200);
+      expectApiError(await api.ship(cancelled, ok), 400, 2069, 'RC_NOT_CONFIRMED');
+
+      const order = await pay({ pg: 'sandbox_escrow_a', escrow: true, user: BUYER });
+      expectApiError(await api.ship(order, { delivery_corp: 'CJ대한통운' }), 400, 2706, 'RC_TRACKING_NUMBER_BLANK');
+      expectApiError(await api.ship(order, { tracking_number: ' ', delivery_corp: '' }), 400, 2706, 'RC_TRACKING_NUMBER_BLANK');
+      expectApiError(await api.ship(order, { tracking_number: '1' }), 400, 2707, 'RC_DELIVERY_CORP_BLANK');
+
+      const cardEscrow = await pay({ pg: 'sandbox_card', escrow: true });
+      expectApiError(await api.ship(cardEscrow, ok), 404, 2702, 'RC_ESCROW_SHIPPING_NO_METHOD');
+
+      const failed = await api.ship(order, { tracking_number: 'FAIL-PG', delivery_corp: 'CJ대한통운' });
+      expectApiError(failed, 500, 2701, 'RC_ESCROW_SHIPPING_START_FAILED');
+      expect(failed.body.pg_error_code).toBe('EA31');
+      expect(failed.body.message).toContain('invalid invoice number');
+      expect(await escrowStatus(api, order)).toBe(0);
+
+      const shipped = await api.ship(order, ok);
+      expect(shipped.status, JSON.stringify(shipped.body)).toBe(200);
+      // a repeated call: 2700, answered before anything reaches the PG
+      const before = ((await api.pgRequests(order)).body.list as unknown[]).length;
+      expectApiError(await api.ship(order, ok), 400, 2700, 'RC_ESCROW_NOT_READY');
+      expect(((await api.pgRequests(order)).body.list as unknown[]).length).toBe(before);
+    });
+
+    it('the first escrow PG checks the merchant registration (2708-2712) whatever company says, then the recipient (2713-2716)', async () => {
+      const fields = ['company_name', 'addr1', 'addr2', 'zipcode', 'phone'] as const;
+      const codes = [2708, 2709, 2710, 2711, 2712];
+      const names = [
+        'RC_PROVIDER_NAME_BLANK',
+        'RC_PROVIDER_ADDR1_BLANK',
+        'RC_PROVIDER_ADDR2_BLANK',
+        'RC_PROVIDER_ZIP_BLANK',
+        'RC_PROVIDER_PHONE_BLANK',
+      ];
+      const company = { name: 'Given', phone: '021111', zipcode: '11111', addr1: 'a1', addr2: 'a2' };
+      for (const [i, field] of fields.entries()) {
+        const project = await createEscrowProject(t, { merchant: { ...MERCHANT, [field]: '' } });
+        const api = escrowClient(t, project);
+        const order = (await api.pay({ pg: 'sandbox_escrow_a', escrow: true, user: BUYER })).body.receipt_id as string;
+        expectApiError(
+          await api.ship(order, { tracking_number: '1', delivery_corp: '한진택배', company }),
+          400,
+          codes[i]!,
+          names[i]!,
+        );
+      }
+
+      const project = await createEscrowProject(t);
+      const api = escrowClient(t, project);
+      const ship = { tracking_number: '1', delivery_corp: '한진택배' };
+      const noBuyer = (await api.pay({ pg: 'sandbox_escrow_a', escrow: true })).body.receipt_id as string;
+      expectApiError(await api.ship(noBuyer, ship), 400, 2713, 'RC_USER_NAME_BLANK');
+      expectApiError(await api.ship(noBuyer, { ...ship, user: { username: 'R' } }), 400, 2714, 'RC_USER_PHONE_BLANK');
+      expectApiError(
+        await api.ship(noBuyer, { ...ship, user: { username: 'R', phone: '010' } }),
+        400,
+        2715,
+        'RC_USER_ADDRESS_BLANK',
+      );
+      expectApiError(
+        await api.ship(noBuyer, { ...ship, user: { username: 'R', phone: '010', address: 'addr' } }),
+        400,
+        2716,
+        'RC_USER_ZIPCODE_BLANK',
+      );
+      // address and zipcode fall back only to the same keys saved at payment
+      const partial = (await api.pay({ pg: 'sandbox_escrow_a', escrow: true, user: { username: 'B', phone: '010' } })).body
+        .receipt_id as string;
+      expectApiError(await api.ship(partial, ship), 400, 2715, 'RC_USER_ADDRESS_BLANK');
+      expect(await escrowStatus(api, partial)).toBe(0);
+    });
+
+    it('seller projects only (600); the scope or a Bearer token (1222 HTTP 401 without)', async () => {
+      const ship = { tracking_number: '1', delivery_corp: '한진택배' };
+      const buyer = await createEscrowProject(t, { seller: false });
+      const nonSeller = escrowClient(t, buyer);
+      const order = (await nonSeller.pay({ pg: 'sandbox_escrow_b', escrow: true })).body.receipt_id as string;
+      expectApiError(await nonSeller.ship(order, ship), 403, 600, 'API_ONLY_SELLER');
+
+      const narrow = await createEscrowProject(t, { scopes: ['subscribe_payment', 'receipt'] });
+      const api = escrowClient(t, narrow);
+      const own = (await api.pay({ pg: 'sandbox_escrow_b', escrow: true })).body.receipt_id as string;
+      expectApiError(await api.ship(own, ship), 401, 1222, 'API_SCOPE_INVALID');
+      const token = await t.app.inject({
+        method: 'POST',
+        url: '/v2/request/token',
+        payload: { application_id: narrow.applicationId, private_key: narrow.privateKey },
+      });
+      const bearer = `Bearer ${token.json().access_token as string}`;
+      const shipped = await api.ship(own, ship, bearer);
+      expect(shipped.status, JSON.stringify(shipped.body)).toBe(200);
+    });
+  });
+
+  describe('wire bodies', () => {
+    it('sandbox_escrow_a gets every field: mapped carrier (unknown 9999), day 5, SH, the registered zipcode, fallbacks', async () => {
+      const project = await createEscrowProject(t);
+      const api = escrowClient(t, project);
+      const order = (await api.pay({ pg: 'sandbox_escrow_a', escrow: true, user: BUYER })).body.receipt_id as string;
+      const shipped = await api.ship(order, {
+        receipt_id: 'ignored',
+        receipt_url: 'ignored',
+        tracking_number: 'T-100',
+        delivery_corp: 'CJ대한통운',
+        shipping_prepayment: false,
+        user: { phone: '01099998888' },
+        company: { name: 'Override Co', zipcode: '99999' },
+      });
+      expect(shipped.status, JSON.stringify(shipped.body)).toBe(200);
+      expect(shipped.body.status).toBe(1);
+      const data = shipped.body.escrow_data as Record<string, unknown>;
+      expect(data.status).toBe(3);
+      expect(data.status_locale).toBe('배송시작');
+      expect(data.shipping_started_at).toMatch(ISO_KST);
+      expect(data.escrow_confirm_url).toMatch(/^https:\/\//);
+      expect(hasNoNull(shipped.body)).toBe(true);
+
+      const list = (await api.pgRequests(order)).body.list as { operation: string; body: Record<string, unknown> }[];
+      expect(list[0]!.operation).toBe('escrow.ship');
+      expect(list[0]!.body).toMatchObject({
+        invoice_no: 'T-100',
+        dlv_company_code: '04',
+        prepay: 'SH',
+        dlv_day: 5,
+        rcv_name: BUYER.username,
+        rcv_tel: '01099998888',
+        rcv_addr: BUYER.address,
+        rcv_zip: BUYER.zipcode,
+        snd_name: 'Override Co',
+        snd_zip: MERCHANT.zipcode,
+        snd_addr1: MERCHANT.addr1,
+      });
+
+      const other = (await api.pay({ pg: 'sandbox_escrow_a', escrow: true, user: BUYER })).body.receipt_id as string;
+      expect((await api.ship(other, { tracking_number: 'T-2', delivery_corp: 'Unknown Parcel', shipping_day: 2 })).status).toBe(
+        200,
+      );
+      const otherBody = ((await api.pgRequests(other)).body.list as { body: Record<string, unknown> }[])[0]!.body;
+      expect(otherBody).toMatchObject({ dlv_company_code: '9999', dlv_day: 2 });
+    });
+
+    it('sandbox_escrow_b gets only TID, invoice and courier (unknown ETC), with no merchant or recipient checks', async () => {
+      const project = await createEscrowProject(t, { merchant: {} });
+      const api = escrowClient(t, project);
+      const order = (await api.pay({ pg: 'sandbox_escrow_b', escrow: true })).body.receipt_id as string;
+      const shipped = await api.ship(order, {
+        tracking_number: 'B-1',
+        delivery_corp: 'FedEx',
+        shipping_day: 3,
+        user: { username: 'x' },
+      });
+      expect(shipped.status, JSON.stringify(shipped.body)).toBe(200);
+      const data = shipped.body.escrow_data as Record<string, unknown>;
+      expect(data.status).toBe(3);
+      expect(data.escrow_confirm_url).toBeUndefined();
+      const list = (await api.pgRequests(order)).body.list as { body: Record<string, unknown> }[];
+      expect(Object.keys(list[0]!.body).sort()).toEqual(['COURIER', 'INVOICE_NO', 'TID']);
+      expect(list[0]!.body).toMatchObject({ INVOICE_NO: 'B-1', COURIER: 'FEDEX' });
+
+      const other = (await api.pay({ pg: 'sandbox_escrow_b', escrow: true })).body.receipt_id as string;
+      expect((await api.ship(other, { tracking_number: 'B-2', delivery_corp: '호남택배' })).status).toBe(200);
+      expect(((await api.pgRequests(other)).body.list as { body: Record<string, unknown> }[])[0]!.body.COURIER).toBe('ETC');
+      const refused = await api.ship((await api.pay({ pg: 'sandbox_escrow_b', escrow: true })).body.receipt_id as string, {
+        tracking_number: 'FAIL-PG',
+        delivery_corp: 'DHL',
+      });
+      expectApiError(refused, 500, 2701, 'RC_ESCROW_SHIPPING_START_FAILED');
+      expect(refused.body.pg_error_code).toBe('B422');
+    });
+  });
+
+  describe('buyer events, transitions and webhooks', () => {
+    const hookRequests = (receiptId: string) =>
+      hook.requests.filter((r) => (JSON.parse(r.body) as { receipt_id?: string }).receipt_id === receiptId);
+
+    it('3 -> 1 sends one signed ESCROW_STATUS_CHANGED per change (api 2.5), the history names each delivery', async () => {
+      const project = await createEscrowProject(t, { webhook_url: hook.url, api_version: '2.5' });
+      const api = escrowClient(t, project);
+      const order = (await api.pay({ pg: 'sandbox_escrow_a', escrow: true, user: BUYER })).body.receipt_id as string;
+      expect((await api.ship(order, { tracking_number: '1', delivery_corp: '우체국택배' })).status).toBe(200);
+      const accepted = await api.buyer(order, { event: 'purchase_confirmed' });
+      expect(accepted.status, JSON.stringify(accepted.body)).toBe(202);
+      await untilStatus(api, order, 1);
+      const receipt = (await api.receipt(order)).body;
+      const data = receipt.escrow_data as Record<string, unknown>;
+      expect(data.receipt_confirmed_at).toMatch(ISO_KST);
+      expect(data.escrow_confirm_url).toBeUndefined();
+
+      await eventually(async () => (hookRequests(order).length >= 2 ? true : undefined), 'two webhooks');
+      const bodies = hookRequests(order).map((r) => JSON.parse(r.body) as Record<string, unknown>);
+      expect(bodies.map((b) => (b.escrow_data as { status: number }).status)).toEqual([3, 1]);
+      for (const b of bodies) {
+        expect(b).toMatchObject({
+          webhook_type: 'ESCROW_STATUS_CHANGED',
+          application_id: project.applicationId,
+          escrow_webhook: true,
+          billing_key: null,
+          status: 1,
+          receipt_id: order,
+        });
+      }
+      for (const r of hookRequests(order)) {
+        const at = new Date(Number(r.headers['webhook-timestamp']) * 1000);
+        expect(r.headers['webhook-signature']!.split(' ')).toContain(
+          new Webhook(project.webhookSecret!).sign(r.headers['webhook-id']!, at, r.body),
+        );
+      }
+      const events = (await api.events(order)).body.list as Record<string, unknown>[];
+      expect(events.map((e) => [e.event, e.source, e.to_status])).toEqual([
+        ['shipping_started', 'api', 3],
+        ['purchase_confirmed', 'pg_notification', 1],
+      ]);
+      expect(events.map((e) => e.delivery_id)).toEqual(hookRequests(order).map((r) => r.headers['webhook-id']));
+    });
+
+    it('3 -> -2 -> -3 refunds through the cancel service; api 2.4 sends webhook_type null', async () => {
+      const project = await createEscrowProject(t, { webhook_url: hook.url, api_version: '2.4' });
+      const api = escrowClient(t, project);
+      const order = (await api.pay({ pg: 'sandbox_escrow_b', escrow: true, price: 33_000 })).body.receipt_id as string;
+      expect((await api.ship(order, { tracking_number: '1', delivery_corp: 'UPS' })).status).toBe(200);
+      expect((await api.buyer(order, { event: 'purchase_rejected' })).status).toBe(202);
+      await untilStatus(api, order, -2);
+      expect(((await api.receipt(order)).body.escrow_data as Record<string, unknown>).receipt_revoked_at).toMatch(ISO_KST);
+      expect((await api.buyer(order, { event: 'rejection_approved' })).status).toBe(202);
+      await untilStatus(api, order, -3);
+      const receipt = (await api.receipt(order)).body;
+      expect(receipt).toMatchObject({ status: 20, cancelled_price: 33_000 });
+
+      await eventually(async () => (hookRequests(order).length >= 3 ? true : undefined), 'three webhooks');
+      const bodies = hookRequests(order).map((r) => JSON.parse(r.body) as Record<string, unknown>);
+      expect(bodies.map((b) => (b.escrow_data as { status: number }).status)).toEqual([3, -2, -3]);
+      for (const b of bodies) {
+        expect('webhook_type' in b).toBe(true);
+        expect(b.webhook_type).toBeNull();
+        expect(b.escrow_webhook).toBe(true);
+      }
+      expect(bodies[2]).toMatchObject({ status: 20, cancelled_price: 33_000 });
+    });
+
+    it('settlement held from -2; duplicates and events out of order are recorded and ignored; unknown names 9400', async () => {
+      const project = await createEscrowProject(t, { webhook_url: hook.url });
+      const api = escrowClient(t, project);
+      const order = (await api.pay({ pg: 'sandbox_escrow_a', escrow: true, user: BUYER })).body.receipt_id as string;
+      expectApiError(await api.buyer(order, { event: 'purchase_exploded' }), 400, 9400, 'INVALID_REQUEST');
+      // a notification before shipping does not fit state 0
+      expect((await api.buyer(order, { event: 'purchase_confirmed' })).status).toBe(202);
+      await eventually(
+        async () => (((await api.events(order)).body.list as unknown[]).length === 1 ? true : undefined),
+        'ignored',
+      );
+      expect((await api.ship(order, { tracking_number: '1', delivery_corp: '롯데택배' })).status).toBe(200);
+      expect((await api.buyer(order, { event: 'rejection_approved' })).status).toBe(202);
+      expect((await api.buyer(order, { event: 'purchase_rejected', duplicate: true })).status).toBe(202);
+      await untilStatus(api, order, -2);
+      expect((await api.buyer(order, { event: 'settlement_held' })).status).toBe(202);
+      await untilStatus(api, order, -1);
+      const events = await eventually(async () => {
+        const list = (await api.events(order)).body.list as Record<string, unknown>[];
+        return list.length === 6 ? list : undefined;
+      }, 'six events');
+      expect(events.map((e) => [e.event, e.applied, e.note ?? null])).toEqual([
+        ['purchase_confirmed', false, 'does not fit escrow status 0'],
+        ['shipping_started', true, null],
+        ['rejection_approved', false, 'does not fit escrow status 3'],
+        ['purchase_rejected', true, null],
+        ['purchase_rejected', false, 'duplicate notification'],
+        ['settlement_held', true, null],
+      ]);
+      await eventually(async () => (hookRequests(order).length >= 3 ? true : undefined), 'three webhooks');
+      await new Promise((r) => setTimeout(r, 300));
+      expect(
+        hookRequests(order).map((r) => (JSON.parse(r.body) as { escrow_data: { status: number } }).escrow_data.status),
+      ).toEqual([3, -2, -1]);
+    });
+
+    it('a notification without the PG signature is refused (9432, HTTP 401) and changes nothing', async () => {
+      const body = JSON.stringify({
+        notification_id: 'n1',
+        tid: 'x',
+        merchant_ref: 'y',
+        event: 'purchase_confirmed',
+        occurred_at: new Date().toISOString(),
+      });
+      const res = await t.app.inject({
+        method: 'POST',
+        url: '/pg/v1/escrow/notifications/sandbox_escrow_a',
+        headers: { 'content-type': 'application/json', 'x-sandbox-signature': `t=${Date.now()},v1=${'0'.repeat(64)}` },
+        payload: body,
+      });
+      expect(res.statusCode).toBe(401);
+      expect(res.json().code).toBe(9432);
+    });
+  });
+
+  describe('reconcile', () => {
+    it('a dropped notification: after the reconcile hours the workflow asks the PG and applies what it learns', async () => {
+      const project = await createEscrowProject(t);
+      const api = escrowClient(t, project);
+      const order = (await api.pay({ pg: 'sandbox_escrow_a', escrow: true, user: BUYER })).body.receipt_id as string;
+      expect((await api.ship(order, { tracking_number: '1', delivery_corp: '로젠택배' })).status).toBe(200);
+      const arm = await fetch(new URL('/_sandbox/faults', t.sandboxUrl), {
+        method: 'POST',
+        headers: { authorization: `Bearer ${TEST_SANDBOX_TOKEN}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ operation: 'escrow.notify', fault: 'drop', count: 1 }),
+      });
+      expect(arm.status).toBe(200);
+      const sent = await api.buyer(order, { event: 'purchase_confirmed' });
+      expect(sent.body).toMatchObject({ sent: false });
+      await new Promise((r) => setTimeout(r, 500));
+      expect(await escrowStatus(api, order)).toBe(3);
+
+      await t.temporal!.skipTime(73 * 60 * 60 * 1000);
+      await untilStatus(api, order, 1);
+      const events = (await api.events(order)).body.list as Record<string, unknown>[];
+      expect(events.at(-1)).toMatchObject({ event: 'purchase_confirmed', source: 'reconcile', to_status: 1, applied: true });
+      const inquiries = ((await api.pgRequests(order)).body.list as { operation: string }[]).filter(
+        (r) => r.operation === 'escrow.status',
+      );
+      expect(inquiries.length).toBeGreaterThanOrEqual(1);
+    });
+  });
+});
