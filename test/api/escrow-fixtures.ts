@@ -21,7 +21,8 @@ export const BUYER = {
   zipcode: '48000',
 };
 
-async function freePort(): Promise<number> {
+/** A port free right now on loopback (the app listens on it so PGs can call back). */
+export async function freePort(): Promise<number> {
   const server = createServer();
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
