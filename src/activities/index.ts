@@ -3,11 +3,12 @@
 import type { GatewayRegistry } from '../gateways/types.js';
 import type { Stores } from '../store/index.js';
 import { createEscrowActivities } from './escrow.js';
+import { createReserveActivities } from './reserve.js';
 import { createVerificationActivities } from './verification.js';
 import { createWebhookActivities, type WebhookActivityOptions } from './webhooks.js';
 
 export interface ActivityDeps {
-  readonly stores: Pick<Stores, 'verifications' | 'webhooks' | 'escrow' | 'receipts' | 'projects'>;
+  readonly stores: Pick<Stores, 'verifications' | 'webhooks' | 'escrow' | 'receipts' | 'projects' | 'reserves' | 'billingKeys'>;
   readonly gateways: GatewayRegistry;
   /** how webhook attempts reach receivers; without it, production rules (https, global addresses only) */
   readonly webhooks?: WebhookActivityOptions;
@@ -18,6 +19,12 @@ export function createActivities(deps: ActivityDeps) {
     ...createVerificationActivities({ gateways: deps.gateways, verifications: deps.stores.verifications }),
     ...createWebhookActivities({ webhooks: deps.stores.webhooks, options: deps.webhooks ?? { sandbox: false } }),
     ...createEscrowActivities({
+      stores: deps.stores,
+      gateways: deps.gateways,
+      sandbox: deps.webhooks?.sandbox ?? false,
+      ...(deps.webhooks?.clock ? { clock: deps.webhooks.clock } : {}),
+    }),
+    ...createReserveActivities({
       stores: deps.stores,
       gateways: deps.gateways,
       sandbox: deps.webhooks?.sandbox ?? false,

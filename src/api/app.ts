@@ -26,6 +26,7 @@ import { verificationRoutes } from './routes/verification.js';
 import { webhookRoutes } from './routes/webhooks.js';
 import { messageRoutes } from './routes/messages.js';
 import { escrowRoutes } from './routes/escrow.js';
+import { reserveRoutes } from './routes/reserve.js';
 import type { Resolver } from '../webhooks/http.js';
 
 export type { ReadinessProbe } from './routes/health.js';
@@ -85,6 +86,7 @@ const routePlugins: readonly FastifyPluginAsync[] = [
   webhookRoutes,
   messageRoutes,
   escrowRoutes,
+  reserveRoutes,
 ];
 
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {

@@ -27,6 +27,9 @@
 //   9430 PAYMENT_DECLINED         the PG refused a charge with a billing key (pg_error_code carried)
 //   9431 HEADERS_TOO_LARGE
 //   9432 PG_NOTIFICATION_INVALID  a PG notification whose signature (or order) does not check out
+//   9440 RESERVE_NOT_FOUND        no such reserved charge
+//   9441 RESERVE_NOT_REVOKABLE    the reserved charge was revoked or has started executing
+//   9442 RESERVE_EXECUTE_AT_INVALID  reserve_execute_at unparsable, in the past or more than 1 year ahead
 //   9500 INTERNAL_ERROR
 //   9502 GATEWAY_UNAVAILABLE      the PG could not be reached or answered garbage
 //   9503 SERVICE_UNAVAILABLE
@@ -136,6 +139,9 @@ export const errorCatalog = {
   PAYMENT_DECLINED: { code: 9430, status: 400, message: 'The PG refused the payment.' },
   HEADERS_TOO_LARGE: { code: 9431, status: 431, message: 'The request headers are too large.' },
   PG_NOTIFICATION_INVALID: { code: 9432, status: 401, message: 'The PG notification is not signed by the PG.' },
+  RESERVE_NOT_FOUND: { code: 9440, status: 404, message: 'The reserved charge was not found.' },
+  RESERVE_NOT_REVOKABLE: { code: 9441, status: 409, message: 'The reserved charge was already revoked or executed.' },
+  RESERVE_EXECUTE_AT_INVALID: { code: 9442, status: 400, message: 'reserve_execute_at must be in the future, at most 1 year ahead.' },
   INTERNAL_ERROR: { code: 9500, status: 500, message: 'An internal error occurred.' },
   GATEWAY_UNAVAILABLE: { code: 9502, status: 502, message: 'The PG could not be reached. Retry with the same Idempotency-Key.' },
   SERVICE_UNAVAILABLE: { code: 9503, status: 503, message: 'The service is not ready.' },

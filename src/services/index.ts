@@ -11,6 +11,7 @@ import type { OperationLog } from './log.js';
 import { createMessageService, type MessageService } from './messages.js';
 import { createProjectService, type ProjectService } from './projects.js';
 import { createReceiptService, type ReceiptService } from './receipts.js';
+import { createReserveService, type ReserveService } from './reserves.js';
 import { createVerificationService, type VerificationService, type WorkflowRuntime } from './verifications.js';
 import { createWebhookService, type WebhookService } from './webhooks.js';
 import type { Resolver } from '../webhooks/http.js';
@@ -26,6 +27,7 @@ export interface Services {
   readonly webhooks: WebhookService;
   readonly messages: MessageService;
   readonly escrow: EscrowService;
+  readonly reserves: ReserveService;
 }
 
 export interface ServiceDeps {
@@ -92,6 +94,13 @@ export function createServices(deps: ServiceDeps): Services {
       ...(deps.sandboxUrl ? { sandboxUrl: deps.sandboxUrl } : {}),
       ...(deps.sandboxToken ? { sandboxToken: deps.sandboxToken } : {}),
       ...(deps.logger ? { logger: deps.logger } : {}),
+    }),
+    reserves: createReserveService({
+      stores,
+      gateways,
+      clock,
+      ...(deps.workflows ? { workflows: deps.workflows } : {}),
+      ...(deps.workflowCallTimeoutMs !== undefined ? { workflowCallTimeoutMs: deps.workflowCallTimeoutMs } : {}),
     }),
   };
 }

@@ -104,8 +104,11 @@ export interface WebhookService {
   deliverMessageEvent(applicationId: string, event: OutboundEvent): Promise<DeliveryRow | undefined>;
   /** A payment / escrow / recurring event to the project's webhook_url; undefined without one or while disabled. */
   deliverToProject(applicationId: string, event: OutboundEvent, deliveryId?: string): Promise<DeliveryRow | undefined>;
-  /** A charge's receipt to its feedback_url, signed with the project's webhook secret (issued now if it has none). */
-  deliverFeedback(applicationId: string, target: FeedbackTarget, event: OutboundEvent): Promise<DeliveryRow>;
+  /**
+   * A charge's receipt to its feedback_url, signed with the project's webhook secret (issued now if it has none).
+   * With a `deliveryId` (a reserve's result), a second call returns the delivery saved by the first.
+   */
+  deliverFeedback(applicationId: string, target: FeedbackTarget, event: OutboundEvent, deliveryId?: string): Promise<DeliveryRow>;
 
   /** Checks the admin API's webhook_url under the mode's URL rules (3028); nothing is written. */
   checkProjectUrl(url: string): void;
@@ -323,10 +326,14 @@ export function createWebhookService(deps: {
       );
     },
 
-    async deliverFeedback(applicationId, target, event) {
+    async deliverFeedback(applicationId, target, event, deliveryId) {
       // a project without a webhook_url still signs: its endpoint row is created with a secret (rotate shows it)
       await store.saveEndpoint(applicationId, PROJECT, {}, newSigningSecret(), newId());
-      const row = await service.deliver(event, { kind: PROJECT, applicationId }, { feedback: target, keepIfNotStarted: true });
+      const row = await service.deliver(
+        event,
+        { kind: PROJECT, applicationId },
+        { feedback: target, keepIfNotStarted: true, ...(deliveryId !== undefined ? { deliveryId } : {}) },
+      );
       if (!row) throw new Error('the project endpoint vanished while a feedback delivery was being saved');
       return row;
     },

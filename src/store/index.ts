@@ -11,6 +11,7 @@ import { createIdempotencyStore, type IdempotencyStore } from './idempotency.js'
 import { createMessageStore, type MessageStore } from './messages.js';
 import { createProjectStore, type ProjectStore } from './projects.js';
 import { createReceiptStore, type ReceiptStore } from './receipts.js';
+import { createReserveStore, type ReserveStore } from './reserves.js';
 import { createVerificationStore, type VerificationStore } from './verifications.js';
 import { createWebhookStore, type WebhookStore } from './webhooks.js';
 
@@ -24,6 +25,7 @@ export interface Stores {
   readonly webhooks: WebhookStore;
   readonly messages: MessageStore;
   readonly escrow: EscrowStore;
+  readonly reserves: ReserveStore;
 }
 
 export function createStores(db: Kysely<Tables>, keyring: Keyring): Stores {
@@ -38,5 +40,6 @@ export function createStores(db: Kysely<Tables>, keyring: Keyring): Stores {
     webhooks: createWebhookStore(db, cipher),
     messages: createMessageStore(db, cipher),
     escrow: createEscrowStore(db, cipher),
+    reserves: createReserveStore(db, cipher),
   };
 }
