@@ -141,7 +141,7 @@ export const errorCatalog = {
   PG_NOTIFICATION_INVALID: { code: 9432, status: 401, message: 'The PG notification is not signed by the PG.' },
   RESERVE_NOT_FOUND: { code: 9440, status: 404, message: 'The reserved charge was not found.' },
   RESERVE_NOT_REVOKABLE: { code: 9441, status: 409, message: 'The reserved charge was already revoked or executed.' },
-  RESERVE_EXECUTE_AT_INVALID: { code: 9442, status: 400, message: 'reserve_execute_at must be in the future, at most 1 year ahead.' },
+  RESERVE_EXECUTE_AT_INVALID: { code: 9442, status: 400, message: 'reserve_execute_at must be within the next year.' },
   INTERNAL_ERROR: { code: 9500, status: 500, message: 'An internal error occurred.' },
   GATEWAY_UNAVAILABLE: { code: 9502, status: 502, message: 'The PG could not be reached. Retry with the same Idempotency-Key.' },
   SERVICE_UNAVAILABLE: { code: 9503, status: 503, message: 'The service is not ready.' },
