@@ -17,8 +17,10 @@ import { SCOPES } from '../domain/scopes.js';
 import { validate } from '../domain/validation.js';
 import {
   createProjectService,
+  DEFAULT_ESCROW_RECONCILE_HOURS,
   DEFAULT_KEY_GRACE_HOURS,
   keyRotationSchema,
+  MAX_ESCROW_RECONCILE_HOURS,
   projectCreateSchema,
   projectPatchSchema,
   renderProject,
@@ -28,7 +30,7 @@ import { createStores } from '../store/index.js';
 import { openConfiguredDatabase } from '../wiring.js';
 
 /** The gateways --direct knows: the sandbox PGs served in-process, given to projects only in sandbox mode. */
-const SANDBOX_PGS = ['sandbox_card', 'sandbox_noauto', 'sandbox_identity'] as const;
+const SANDBOX_PGS = ['sandbox_card', 'sandbox_noauto', 'sandbox_identity', 'sandbox_escrow_a', 'sandbox_escrow_b'] as const;
 
 const USAGE = `usage: npm run admin -- projects <command> [options]
 
@@ -54,6 +56,8 @@ project options:
   --merchant-company-name, --merchant-addr1, --merchant-addr2, --merchant-zipcode, --merchant-phone
   --key-expires-at ISO-8601             "" clears
   --pgs a,b,...                         default all configured gateways (sandbox PGs in sandbox mode only)
+  --escrow-reconcile-hours N            hours without a PG notification before an escrow order asks its PG
+                                        (1-${MAX_ESCROW_RECONCILE_HOURS}, default ${DEFAULT_ESCROW_RECONCILE_HOURS}); orders paid afterwards use it
 
 connection:
   --url URL        the server (default PAYGATE_URL or http://127.0.0.1:$ADMIN_PORT, else $PORT); needs ADMIN_TOKEN
@@ -74,6 +78,7 @@ const OPTIONS = {
   'merchant-phone': { type: 'string' },
   'key-expires-at': { type: 'string' },
   pgs: { type: 'string' },
+  'escrow-reconcile-hours': { type: 'string' },
   'grace-hours': { type: 'string' },
   url: { type: 'string' },
   direct: { type: 'boolean' },
@@ -111,6 +116,13 @@ export function projectBodyFromFlags(values: Values): Record<string, unknown> {
   if (str('webhook-url') !== undefined) body.webhook_url = str('webhook-url') === '' ? null : str('webhook-url');
   if (str('key-expires-at') !== undefined) body.key_expires_at = str('key-expires-at') === '' ? null : str('key-expires-at');
   if (str('pgs') !== undefined) body.pgs = list(str('pgs')!);
+  const reconcileHours = str('escrow-reconcile-hours');
+  if (reconcileHours !== undefined) {
+    if (!/^-?\d+$/.test(reconcileHours.trim()))
+      throw new CliUsageError('--escrow-reconcile-hours must be a whole number of hours');
+    // the bounds are the server's to check: out of range is its catalog error, as for every field
+    body.escrow_reconcile_hours = Number(reconcileHours);
+  }
   const merchant: Record<string, string> = {};
   for (const field of ['company-name', 'addr1', 'addr2', 'zipcode', 'phone'] as const) {
     const value = str(`merchant-${field}`);

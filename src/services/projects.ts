@@ -20,6 +20,11 @@ const merchantSchema = z.strictObject({
   phone: z.string().max(40).optional(),
 });
 
+/** Hours without a PG notification before an escrow order asks its PG (the column's check holds the same bounds). */
+export const DEFAULT_ESCROW_RECONCILE_HOURS = 72;
+export const MIN_ESCROW_RECONCILE_HOURS = 1;
+export const MAX_ESCROW_RECONCILE_HOURS = 8760;
+
 const projectFields = {
   name: z.string().trim().min(1).max(200),
   seller: z.boolean(),
@@ -33,6 +38,7 @@ const projectFields = {
   merchant: merchantSchema,
   key_expires_at: z.iso.datetime({ offset: true }).nullable(),
   pgs: z.array(z.string().min(1).max(100)).max(50),
+  escrow_reconcile_hours: z.number().int().min(MIN_ESCROW_RECONCILE_HOURS).max(MAX_ESCROW_RECONCILE_HOURS),
 };
 
 export const projectCreateSchema = z.strictObject({
@@ -45,6 +51,7 @@ export const projectCreateSchema = z.strictObject({
   merchant: projectFields.merchant.optional(),
   key_expires_at: projectFields.key_expires_at.optional(),
   pgs: projectFields.pgs.optional(),
+  escrow_reconcile_hours: projectFields.escrow_reconcile_hours.optional(),
 });
 
 export const projectPatchSchema = projectCreateSchema.partial();
@@ -155,6 +162,7 @@ export function createProjectService(deps: {
         merchant: JSON.stringify(input.merchant ?? {}),
         key_expires_at: input.key_expires_at ? new Date(input.key_expires_at) : null,
         pgs: JSON.stringify(pgs),
+        escrow_reconcile_hours: input.escrow_reconcile_hours ?? DEFAULT_ESCROW_RECONCILE_HOURS,
         created_at: now,
         updated_at: now,
       });
@@ -179,6 +187,8 @@ export function createProjectService(deps: {
           ? { key_expires_at: patch.key_expires_at === null ? null : new Date(patch.key_expires_at) }
           : {}),
         ...(patch.pgs !== undefined ? { pgs: JSON.stringify(patch.pgs) } : {}),
+        // applies to escrow orders paid from now on: each order's workflow keeps the value it started with
+        ...(patch.escrow_reconcile_hours !== undefined ? { escrow_reconcile_hours: patch.escrow_reconcile_hours } : {}),
         updated_at: deps.clock(),
       });
       if (!project) throw new ApiError('PROJECT_NOT_FOUND');
@@ -243,6 +253,7 @@ export function renderProject(project: Project): Record<string, unknown> {
     api_version: project.api_version,
     merchant: project.merchant,
     pgs: project.pgs,
+    escrow_reconcile_hours: project.escrow_reconcile_hours,
     created_at: formatTimestamp(project.created_at),
     updated_at: formatTimestamp(project.updated_at),
   };

@@ -2,7 +2,6 @@
 // creating and changing them live in src/services/projects.ts.
 import type { Insertable, Kysely, Selectable, Updateable } from 'kysely';
 import type { RotatingKey } from '../domain/key-rotation.js';
-import type { ProjectsTable } from './migrations/0001_platform.js';
 import type { Tables } from './migrations/index.js';
 
 export type ProjectRow = Selectable<Tables['projects']>;
@@ -40,9 +39,9 @@ export interface KeyRotation {
 }
 
 export interface ProjectStore {
-  insert(values: Insertable<ProjectsTable>): Promise<Project>;
+  insert(values: Insertable<Tables['projects']>): Promise<Project>;
   /** The changed project, or undefined when there is no such project. */
-  update(applicationId: string, changes: Updateable<ProjectsTable>): Promise<Project | undefined>;
+  update(applicationId: string, changes: Updateable<Tables['projects']>): Promise<Project | undefined>;
   findById(applicationId: string): Promise<ProjectRow | undefined>;
   findByClientKey(clientKey: string): Promise<ProjectRow | undefined>;
   /** Oldest first. */

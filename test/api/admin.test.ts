@@ -67,6 +67,7 @@ describe('admin API', () => {
       api_version: '2.5',
       merchant: {},
       pgs: [...t.deps.gateways.names],
+      escrow_reconcile_hours: 72,
     });
     expect(body.application_id).toMatch(/^[0-9a-f]{24}$/);
     for (const key of ['client_key', 'secret_key', 'private_key']) expect(body[key]).toMatch(/^[A-Za-z0-9_-]{20,}$/);
@@ -107,6 +108,7 @@ describe('admin API', () => {
       merchant: { company_name: 'ACME', addr1: 'Seoul', addr2: '1F', zipcode: '04524', phone: '0212345678' },
       key_expires_at: '2030-01-01T00:00:00+09:00',
       pgs: ['sandbox_card'],
+      escrow_reconcile_hours: 24,
     };
     const res = await create(input);
     expect(res.statusCode).toBe(201);
@@ -127,6 +129,13 @@ describe('admin API', () => {
       { name: 'x', api_version: 'latest' },
       { name: 'x', unknown_field: 1 },
       { name: 'x', merchant: { company_name: 'A', surprise: true } },
+      // escrow_reconcile_hours: a whole number of hours from 1 to a year
+      { name: 'x', escrow_reconcile_hours: 0 },
+      { name: 'x', escrow_reconcile_hours: -5 },
+      { name: 'x', escrow_reconcile_hours: 1.5 },
+      { name: 'x', escrow_reconcile_hours: 8761 },
+      { name: 'x', escrow_reconcile_hours: '72' },
+      { name: 'x', escrow_reconcile_hours: null },
     ];
     for (const payload of bad) {
       const res = await create(payload);
@@ -167,6 +176,22 @@ describe('admin API', () => {
     // receipt lookup checks a scope, so an expired key is refused there with 1218 (the spec's "at scope check")
     expect((await keysWork(created)).basic).toBe('APP_CLIENT_KEY_EXPIRED');
     expect((await patch(created.application_id, { key_expires_at: null })).json()).not.toHaveProperty('key_expires_at');
+  });
+
+  it('PATCH sets escrow_reconcile_hours within its bounds, shown by GET; out of bounds changes nothing', async () => {
+    const created = (await create({ name: 'Escrow shop' })).json();
+    for (const hours of [1, 8760, 6]) {
+      const res = await patch(created.application_id, { escrow_reconcile_hours: hours });
+      expect(res.statusCode).toBe(200);
+      expect(res.json().escrow_reconcile_hours).toBe(hours);
+    }
+    for (const hours of [0, 8761, 2.5, 'soon']) {
+      const res = await patch(created.application_id, { escrow_reconcile_hours: hours });
+      expect(res.statusCode, String(hours)).toBe(400);
+      expect(res.json()).toMatchObject({ error_code: 'INVALID_REQUEST', code: 9400 });
+    }
+    const shown = await t.app.inject({ method: 'GET', url: `/admin/v1/projects/${created.application_id}`, headers: ADMIN });
+    expect(shown.json().escrow_reconcile_hours).toBe(6);
   });
 
   it('PATCH of an unknown project -> 404 PROJECT_NOT_FOUND; a malformed id -> INVALID_REQUEST', async () => {
@@ -271,8 +296,15 @@ describe('admin CLI', () => {
     expect(updated.code).toBe(0);
     expect(JSON.parse(updated.out)).toMatchObject({ name: 'Renamed', webhook_url: 'https://x.example/h', seller: false });
 
+    const reconcile = await cli(['projects', 'update', project.application_id, '--escrow-reconcile-hours', '12'], env);
+    expect(reconcile.code).toBe(0);
+    expect(JSON.parse(reconcile.out).escrow_reconcile_hours).toBe(12);
+    const outOfRange = await cli(['projects', 'update', project.application_id, '--escrow-reconcile-hours', '0'], env);
+    expect(outOfRange.code).toBe(1);
+    expect(JSON.parse(outOfRange.err)).toMatchObject({ error_code: 'INVALID_REQUEST', code: 9400 });
+
     const shown = await cli(['projects', 'get', project.application_id], env);
-    expect(JSON.parse(shown.out).name).toBe('Renamed');
+    expect(JSON.parse(shown.out)).toMatchObject({ name: 'Renamed', escrow_reconcile_hours: 12 });
     expect(shown.out).not.toContain(project.secret_key);
 
     const listed = await cli(['projects', 'list'], env);
@@ -319,6 +351,7 @@ describe('admin CLI', () => {
       ['projects', 'update'],
       ['projects', 'create', '--bogus-flag', 'x'],
       ['projects', 'create', '--seller', 'maybe'],
+      ['projects', 'create', '--name', 'x', '--escrow-reconcile-hours', 'three days'],
     ]) {
       const res = await cli(argv, env);
       expect(res.code, argv.join(' ')).toBe(2);
@@ -346,8 +379,20 @@ describe('admin CLI', () => {
       expect(project).toMatchObject({
         name: 'Direct',
         seller: true,
-        pgs: ['sandbox_card', 'sandbox_noauto', 'sandbox_identity'],
+        pgs: ['sandbox_card', 'sandbox_noauto', 'sandbox_identity', 'sandbox_escrow_a', 'sandbox_escrow_b'],
+        escrow_reconcile_hours: 72,
       });
+      const reconcile = await cli(
+        ['projects', 'update', project.application_id, '--direct', '--escrow-reconcile-hours', '48'],
+        env,
+      );
+      expect(JSON.parse(reconcile.out).escrow_reconcile_hours).toBe(48);
+      const tooLong = await cli(
+        ['projects', 'update', project.application_id, '--direct', '--escrow-reconcile-hours', '9000'],
+        env,
+      );
+      expect(tooLong.code).toBe(1);
+      expect(JSON.parse(tooLong.err)).toMatchObject({ error_code: 'INVALID_REQUEST' });
       const listed = await cli(['projects', 'list', '--direct'], env);
       expect(JSON.parse(listed.out).list).toHaveLength(1);
       const bad = await cli(['projects', 'update', project.application_id, '--direct', '--pgs', 'nope'], env);
@@ -410,7 +455,13 @@ describe('sandbox PGs only in sandbox mode', () => {
     const t = await buildTestApp({ env: { PAYGATE_SANDBOX: 'true' } });
     try {
       const created = await t.app.inject({ method: 'POST', url: '/admin/v1/projects', headers: ADMIN, payload: { name: 'dev' } });
-      expect(created.json().pgs).toEqual(['sandbox_card', 'sandbox_noauto', 'sandbox_identity']);
+      expect(created.json().pgs).toEqual([
+        'sandbox_card',
+        'sandbox_noauto',
+        'sandbox_identity',
+        'sandbox_escrow_a',
+        'sandbox_escrow_b',
+      ]);
     } finally {
       await t.close();
     }

@@ -5,7 +5,7 @@
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestApp } from '../helpers/app.js';
-import { TEST_SANDBOX_TOKEN } from '../helpers/app.js';
+import { TEST_ADMIN_TOKEN, TEST_SANDBOX_TOKEN } from '../helpers/app.js';
 import { BUYER, createEscrowProject, escrowClient, MERCHANT, startEscrowApp } from './escrow-fixtures.js';
 import { eventually, expectApiError, type Receiver, startReceiver } from './webhook-fixtures.js';
 
@@ -402,6 +402,48 @@ describe('escrow', () => {
         (r) => r.operation === 'escrow.status',
       );
       expect(inquiries.length).toBeGreaterThanOrEqual(1);
+    });
+
+    it("the project's escrow_reconcile_hours (admin API) sets the timer: 2 hours reconciles, 72 still waits", async () => {
+      const quick = await createEscrowProject(t);
+      const patched = await t.app.inject({
+        method: 'PATCH',
+        url: `/admin/v1/projects/${quick.applicationId}`,
+        headers: { authorization: `Bearer ${TEST_ADMIN_TOKEN}` },
+        payload: { escrow_reconcile_hours: 2 },
+      });
+      expect(patched.json()).toMatchObject({ escrow_reconcile_hours: 2 });
+      const slow = await createEscrowProject(t);
+      const orders: { api: ReturnType<typeof escrowClient>; order: string }[] = [];
+      for (const project of [quick, slow]) {
+        const api = escrowClient(t, project);
+        const order = (await api.pay({ pg: 'sandbox_escrow_b', escrow: true })).body.receipt_id as string;
+        expect((await api.ship(order, { tracking_number: '1', delivery_corp: 'DHL' })).status).toBe(200);
+        orders.push({ api, order });
+      }
+      const arm = await fetch(new URL('/_sandbox/faults', t.sandboxUrl), {
+        method: 'POST',
+        headers: { authorization: `Bearer ${TEST_SANDBOX_TOKEN}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ operation: 'escrow.notify', fault: 'drop', count: 2 }),
+      });
+      expect(arm.status).toBe(200);
+      for (const { api, order } of orders) {
+        expect((await api.buyer(order, { event: 'purchase_confirmed' })).body).toMatchObject({ sent: false });
+      }
+
+      await t.temporal!.skipTime(3 * 60 * 60 * 1000);
+      const [fast, waiting] = orders as [(typeof orders)[0], (typeof orders)[0]];
+      await untilStatus(fast.api, fast.order, 1);
+      expect(((await fast.api.events(fast.order)).body.list as Record<string, unknown>[]).at(-1)).toMatchObject({
+        source: 'reconcile',
+        to_status: 1,
+      });
+      // the 72-hour order has not asked its PG: no inquiry, still shipped
+      expect(await escrowStatus(waiting.api, waiting.order)).toBe(3);
+      const asked = ((await waiting.api.pgRequests(waiting.order)).body.list as { operation: string }[]).filter(
+        (r) => r.operation === 'escrow.status',
+      );
+      expect(asked).toHaveLength(0);
     });
   });
 });
