@@ -76,6 +76,9 @@ export function parseArgs(argv: string[]): CliOptions {
         case '--log-format':
           opts.logFormat = value;
           break;
+        case '--clock-control':
+          opts.clockControl = true;
+          break;
         default:
           break;
       }

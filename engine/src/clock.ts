@@ -1,6 +1,7 @@
 // One clock for the whole service. In time-skipping mode it is virtual: it runs at wall speed but jumps to the
 // next deadline whenever nothing can make progress on its own (lock counter 0, no task outstanding) — the
-// semantics of the Java test server's SelfAdvancingTimer.
+// semantics of the Java test server's SelfAdvancingTimer. In dev-server mode it is real time plus an offset
+// that only an advance (`advanceTo`, the sandbox clock) moves, and only forward.
 
 export interface TimerHandle {
   cancel(): void;
@@ -27,6 +28,11 @@ export class Clock {
   /** UnlockTimeSkippingWithSleep calls in progress (each took one lock away until its deadline). */
   private sleepers = 0;
   private stopped = false;
+  /** Dev-server mode: the time an advance in progress takes the clock to, and who waits for it to settle. */
+  private advanceTarget = -Infinity;
+  private advanceWaiters: Array<() => void> = [];
+  /** Called whenever the offset moves (the engine journals it, so time never goes back across a restart). */
+  onOffsetChange: (() => void) | undefined;
 
   constructor(readonly timeSkipping: boolean) {
     // Time skipping starts locked, as in the Java test server: TimeSkippingWorkflowClient.result() unlocks it.
@@ -35,6 +41,31 @@ export class Clock {
 
   now(): number {
     return Date.now() + this.offset;
+  }
+
+  /** How far the clock is ahead of the wall clock. */
+  get offsetMs(): number {
+    return this.offset;
+  }
+
+  /** A journaled offset, applied on restart; never moves the clock back. */
+  restoreOffset(ms: number): void {
+    if (ms > this.offset) this.offset = ms;
+  }
+
+  /**
+   * Dev-server mode: moves the clock forward to `at`, one deadline at a time in order, each jump only once no
+   * workflow or activity task is outstanding (the work the previous deadline caused has settled), then to `at`
+   * itself. Resolves once the clock has reached `at` and nothing is outstanding. A time already passed changes
+   * nothing but still waits for the work in flight to settle.
+   */
+  advanceTo(at: number): Promise<void> {
+    if (this.timeSkipping) throw new Error('advanceTo is for the dev-server clock; time skipping moves on its own');
+    if (at > this.advanceTarget) this.advanceTarget = at;
+    return new Promise<void>((resolve) => {
+      this.advanceWaiters.push(resolve);
+      this.kick();
+    });
   }
 
   schedule(at: number, fn: () => void): TimerHandle {
@@ -111,8 +142,8 @@ export class Clock {
     this.wake = null;
   }
 
-  private canSkip(): boolean {
-    if (!this.timeSkipping) return false;
+  private canSkip(nextAt: number): boolean {
+    if (!this.timeSkipping) return this.advanceWaiters.length > 0 && this.outstanding.size === 0 && nextAt <= this.advanceTarget;
     // Unlike an unlock's check, a jump needs every task settled: time must not run past a task in flight...
     if (this.lockCount <= 0 && this.outstanding.size === 0) return true;
     // ...unless a caller sleeps with time unlocked: then, as in the Java test server, tasks are just locks.
@@ -137,13 +168,13 @@ export class Clock {
       if (!next) break;
       const now = this.now();
       if (next.at > now) {
-        if (!this.canSkip()) break;
+        if (!this.canSkip(next.at)) break;
         // A fired timer usually creates a task: let it register before deciding to jump again.
         if (fired) {
           this.kick();
           return;
         }
-        this.offset += next.at - now;
+        this.moveOffset(next.at - now);
       }
       this.pop();
       fired = true;
@@ -153,7 +184,29 @@ export class Clock {
         process.stderr.write(`temporal-devserver: timer callback failed: ${String(err)}\n`);
       }
     }
+    if (this.advanceWaiters.length > 0) {
+      if (fired) {
+        this.kick();
+        return;
+      }
+      if (this.outstanding.size === 0) this.finishAdvance();
+    }
     this.armWake();
+  }
+
+  /** Nothing due before the target and nothing outstanding: the rest of the way, then the waiters are told. */
+  private finishAdvance(): void {
+    const rest = this.advanceTarget - this.now();
+    if (rest > 0) this.moveOffset(rest);
+    this.advanceTarget = -Infinity;
+    const waiters = this.advanceWaiters;
+    this.advanceWaiters = [];
+    for (const w of waiters) w();
+  }
+
+  private moveOffset(ms: number): void {
+    this.offset += ms;
+    this.onOffsetChange?.();
   }
 
   private armWake(): void {

@@ -32,6 +32,8 @@ export interface ServerRecord {
   searchAttributes: Record<string, string>;
   /** Retention of namespaces registered with their own. */
   retentionMs?: Record<string, number>;
+  /** How far the dev-server clock was advanced (the sandbox clock); restored so time never goes back. */
+  clockOffsetMs?: number;
 }
 
 const DEFAULT_RETENTION_MS = 24 * 3600 * 1000;
@@ -153,6 +155,8 @@ export class EngineCore {
     private readonly onDeadline: DeadlineHandler,
   ) {
     this.clock = new Clock(opts.timeSkipping);
+    // An advanced dev-server clock is journaled with the server record (time-skipping mode never has a journal).
+    if (!opts.timeSkipping) this.clock.onOffsetChange = () => this.markServerDirty();
     this.namespaces = new Set(['default', ...opts.namespaces]);
     this.saTypes = new Map([...Object.entries(PREDEFINED_SEARCH_ATTRIBUTES), ...Object.entries(opts.searchAttributes)]);
     this.journal = opts.journal;
@@ -171,6 +175,7 @@ export class EngineCore {
       namespaces: [...this.namespaces],
       searchAttributes: Object.fromEntries(this.saTypes),
       retentionMs: Object.fromEntries(this.namespaceRetentionMs),
+      ...(this.clock.offsetMs > 0 && !this.clock.timeSkipping ? { clockOffsetMs: this.clock.offsetMs } : {}),
     };
     return { key: SERVER_RECORD_KEY, base: 0, events: [], state };
   }

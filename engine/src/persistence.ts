@@ -12,6 +12,8 @@ import { dispatchWorkflowTask, workflowTaskTimedOut } from './workflow-tasks.js'
  */
 export function restore(core: EngineCore, restored: Map<string, { state: unknown; events: unknown[] }>): number {
   const server = restored.get(SERVER_RECORD_KEY)?.state as ServerRecord | undefined;
+  // Before any deadline is re-armed: the advanced clock carries on from where it was.
+  if (server?.clockOffsetMs && !core.clock.timeSkipping) core.clock.restoreOffset(server.clockOffsetMs);
   for (const n of server?.namespaces ?? []) core.namespaces.add(n);
   for (const [n, ms] of Object.entries(server?.retentionMs ?? {})) core.namespaceRetentionMs.set(n, ms);
   // Types given on this start's command line win over remembered ones.

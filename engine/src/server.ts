@@ -26,6 +26,8 @@ export interface DevServerOptions {
   retentionMs?: number;
   /** Dynamic config settings (`--dynamic-config-value`); Temporal's defaults for the rest. */
   dynamicConfig?: Partial<DynamicConfig>;
+  /** Dev-server mode: serve TestService's GetCurrentTime / Sleep / SleepUntil to advance the clock (`--clock-control`). */
+  clockControl?: boolean;
 }
 
 export interface DevServer {
@@ -69,7 +71,9 @@ export async function startDevServer(opts: DevServerOptions): Promise<DevServer>
   addService(server, workflowService, engine.workflowService(), new VisibilityService(engine), unimplementedWorkflowRpcs);
   addService(server, operatorService, new OperatorService(engine), engine.unimplemented(operatorService));
   addService(server, 'grpc.health.v1.Health', new HealthService());
-  if (opts.timeSkipping) addService(server, 'temporal.api.testservice.v1.TestService', new TestService(engine.clock));
+  const testService = 'temporal.api.testservice.v1.TestService';
+  if (opts.timeSkipping) addService(server, testService, new TestService(engine.clock));
+  else if (opts.clockControl) addService(server, testService, new TestService(engine.clock, () => engine.commit()));
   const host = opts.host ?? '127.0.0.1';
   const port = await new Promise<number>((resolve, reject) =>
     server.bindAsync(

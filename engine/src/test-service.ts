@@ -1,4 +1,7 @@
-// temporal.api.testservice.v1.TestService: the time-skipping controls used by @temporalio/testing.
+// temporal.api.testservice.v1.TestService: the time-skipping controls used by @temporalio/testing. In dev-server
+// mode with `--clock-control` it is served too, as an advanceable clock: GetCurrentTime, and Sleep / SleepUntil
+// move the clock forward (firing what comes due in order, each once the work before it settled) and answer once
+// the clock got there and no task is outstanding; there is no time skipping to lock or unlock.
 import type { Clock } from './clock.js';
 import { Code, RpcError } from './errors.js';
 import { log } from './log.js';
@@ -7,19 +10,36 @@ import { durationMs, msTs, tsMs, type Plain, type temporal } from './proto.js';
 type SleepRequest = Plain<temporal.api.testservice.v1.ISleepRequest>;
 type SleepUntilRequest = Plain<temporal.api.testservice.v1.ISleepUntilRequest>;
 
-export class TestService {
-  constructor(private readonly clock: Clock) {}
+const NO_TIME_SKIPPING = 'time skipping is off in dev-server mode: advance the clock with Sleep or SleepUntil';
 
-  private until(at: number): Promise<void> {
-    return new Promise((resolve) => this.clock.schedule(at, resolve));
+export class TestService {
+  /** `commit` (dev-server mode) makes the advanced offset durable before an advance is answered. */
+  constructor(
+    private readonly clock: Clock,
+    private readonly commit?: () => Promise<void>,
+  ) {}
+
+  private async until(at: number): Promise<void> {
+    if (!this.clock.timeSkipping) {
+      await this.clock.advanceTo(at);
+      await this.commit?.();
+      return;
+    }
+    await new Promise<void>((resolve) => this.clock.schedule(at, resolve));
+  }
+
+  private requireTimeSkipping(): void {
+    if (!this.clock.timeSkipping) throw new RpcError(Code.FAILED_PRECONDITION, NO_TIME_SKIPPING);
   }
 
   async LockTimeSkipping(): Promise<object> {
+    this.requireTimeSkipping();
     this.clock.lock();
     return {};
   }
 
   async UnlockTimeSkipping(): Promise<object> {
+    this.requireTimeSkipping();
     try {
       this.clock.unlock();
     } catch (err) {
@@ -40,6 +60,7 @@ export class TestService {
   }
 
   async UnlockTimeSkippingWithSleep(r: SleepRequest): Promise<object> {
+    this.requireTimeSkipping();
     const at = this.clock.now() + durationMs(r.duration);
     try {
       // Locks again in the deadline's own callback, before the clock can jump any further.
