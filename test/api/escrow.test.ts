@@ -4,6 +4,7 @@
 // and the events history; a dropped notification reconciled after the timer (time skipping).
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { escrowWorkflowId } from '../../src/contracts/escrow.js';
 import type { TestApp } from '../helpers/app.js';
 import { TEST_ADMIN_TOKEN, TEST_SANDBOX_TOKEN } from '../helpers/app.js';
 import { BUYER, createEscrowProject, escrowClient, MERCHANT, startEscrowApp } from './escrow-fixtures.js';
@@ -356,6 +357,60 @@ describe('escrow', () => {
       expect(
         hookRequests(order).map((r) => (JSON.parse(r.body) as { escrow_data: { status: number } }).escrow_data.status),
       ).toEqual([3, -2, -1]);
+    });
+
+    it('a notification after the order has ended is recorded as ignored: nothing changes, no webhook', async () => {
+      const project = await createEscrowProject(t, { webhook_url: hook.url });
+      const api = escrowClient(t, project);
+      const order = (await api.pay({ pg: 'sandbox_escrow_b', escrow: true })).body.receipt_id as string;
+      expect((await api.ship(order, { tracking_number: '1', delivery_corp: 'DHL' })).status).toBe(200);
+      expect((await api.buyer(order, { event: 'purchase_confirmed' })).status).toBe(202);
+      await untilStatus(api, order, 1);
+      const handle = t.temporal!.client.workflow.getHandle(escrowWorkflowId(order));
+      await eventually(async () => ((await handle.describe()).status.name === 'COMPLETED' ? true : undefined), 'the run to end');
+      await eventually(async () => (hookRequests(order).length === 2 ? true : undefined), 'two webhooks');
+      const before = await api.receipt(order);
+
+      // the PG sends more (the buyer acts again, redelivered): no run to signal, so the API records them
+      expect((await api.buyer(order, { event: 'settlement_held', duplicate: true })).status).toBe(202);
+      const ignored = await eventually(async () => {
+        const list = (await api.events(order)).body.list as Record<string, unknown>[];
+        return list.length === 4 ? list.slice(2) : undefined;
+      }, 'two ignored notifications');
+      for (const e of ignored) {
+        expect(e).toMatchObject({
+          event: 'settlement_held',
+          source: 'pg_notification',
+          from_status: 1,
+          applied: false,
+          note: 'the order has ended',
+        });
+        expect(e).not.toHaveProperty('to_status');
+        expect(e).not.toHaveProperty('delivery_id');
+      }
+      expect(ignored[0]!.notification_id).toBe(ignored[1]!.notification_id);
+      expect((await api.receipt(order)).body).toEqual(before.body);
+      // the ignored notifications were recorded before the PG got its answer, and no delivery was saved for them
+      const deliveries = await t.deps.database.db
+        .selectFrom('webhook_deliveries')
+        .select('delivery_id')
+        .where('application_id', '=', project.applicationId)
+        .execute();
+      expect(deliveries).toHaveLength(2);
+      expect(hookRequests(order)).toHaveLength(2);
+    });
+
+    it('the events history of an unknown, foreign, malformed or non-escrow receipt is refused', async () => {
+      const owner = await createEscrowProject(t);
+      const ownerApi = escrowClient(t, owner);
+      const order = (await ownerApi.pay({ pg: 'sandbox_escrow_a', escrow: true, user: BUYER })).body.receipt_id as string;
+      const plain = (await ownerApi.pay({ pg: 'sandbox_escrow_a' })).body.receipt_id as string;
+      expect((await ownerApi.events(order)).status).toBe(200);
+      const stranger = escrowClient(t, await createEscrowProject(t));
+      expectApiError(await stranger.events(order), 403, 1225, 'APP_KEY_CHAIN_SESSION_INVALID');
+      expectApiError(await ownerApi.events('0123456789abcdef01234567'), 404, 2000, 'RC_NOT_FOUND');
+      expectApiError(await ownerApi.events('not-a-receipt'), 404, 2000, 'RC_NOT_FOUND');
+      expectApiError(await ownerApi.events(plain), 400, 2703, 'RC_NOT_ESCROW');
     });
 
     it('a notification without the PG signature is refused (9432, HTTP 401) and changes nothing', async () => {
