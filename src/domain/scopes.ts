@@ -11,12 +11,13 @@
 //
 // Which route needs which scope (every project route declares one; test/api/route-scopes.test.ts):
 //   billing_key        billing key issuance, lookup, destroy
-//   subscribe_payment  charges with a billing key
-//   receipt            receipt lookup
+//   subscribe_payment  charges with a billing key; the sandbox's payments
+//   receipt            receipt lookup; the escrow events history, the sandbox pg-requests (reads of a payment)
 //   cancel             cancels
 //   authentication     verification request, resend, confirm; the sandbox SMS inbox (it shows OTPs)
 //   certificate        verification result lookup
-//   escrow_shipping_start, message_webhook: their areas' routes
+//   escrow_shipping_start  shipping start; the sandbox buyer's events (only shipping start takes any Bearer token)
+//   message_webhook        its area's routes; the sandbox messages
 export const SCOPES = [
   'billing_key',
   'subscribe_payment',

@@ -96,8 +96,10 @@ export async function escrowRoutes(app: FastifyInstance): Promise<void> {
   app.post<{ Params: { receipt_id: string } }>(
     '/sandbox/v1/escrow/:receipt_id/events',
     {
-      // the buyer's side of the sandbox's payments: the scope that makes them (shipping start's scope is the seller's)
-      config: { auth: 'project', scope: 'subscribe_payment' },
+      // the escrow area's scope, as each sandbox helper takes its area's: a key made for escrow drives the whole
+      // order without the right to charge billing keys. Bearer tokens are checked as usual (the spec's exception
+      // is shipping start alone).
+      config: { auth: 'project', scope: 'escrow_shipping_start' },
       preHandler: idempotency.preHandler,
       onSend: idempotency.onSend,
       schema: {
