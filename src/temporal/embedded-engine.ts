@@ -11,6 +11,8 @@ export const DEVSERVER_PATH = fileURLToPath(new URL('../../bin/temporal-devserve
 
 export interface EmbeddedEngine {
   readonly address: string;
+  /** the engine process (benchmarks read its memory) */
+  readonly pid: number | undefined;
   stop(): Promise<void>;
 }
 
@@ -47,6 +49,8 @@ export async function startEmbeddedEngine(opts: {
   dataDir: string;
   namespace: string;
   port?: number;
+  /** serve the advanceable clock (sandbox mode: the sandbox clock); the real clock otherwise */
+  clockControl?: boolean;
   onOutput?: (line: string) => void;
 }): Promise<EmbeddedEngine> {
   // the journal is private; the child also inherits this process's umask (077 under openCore)
@@ -67,6 +71,7 @@ export async function startEmbeddedEngine(opts: {
       '--db-filename',
       path.join(opts.dataDir, 'temporal.db'),
       '--headless',
+      ...(opts.clockControl ? ['--clock-control'] : []),
     ],
     { stdio: ['ignore', 'pipe', 'pipe'] },
   );
@@ -88,6 +93,7 @@ export async function startEmbeddedEngine(opts: {
 
   return {
     address: `127.0.0.1:${port}`,
+    pid: child.pid,
     async stop() {
       process.off('exit', killOnExit);
       if (child.exitCode !== null || child.signalCode !== null) return;
