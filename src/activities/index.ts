@@ -4,11 +4,15 @@ import type { GatewayRegistry } from '../gateways/types.js';
 import type { Stores } from '../store/index.js';
 import { createEscrowActivities } from './escrow.js';
 import { createReserveActivities } from './reserve.js';
+import { createScheduleActivities } from './schedule.js';
 import { createVerificationActivities } from './verification.js';
 import { createWebhookActivities, type WebhookActivityOptions } from './webhooks.js';
 
 export interface ActivityDeps {
-  readonly stores: Pick<Stores, 'verifications' | 'webhooks' | 'escrow' | 'receipts' | 'projects' | 'reserves' | 'billingKeys'>;
+  readonly stores: Pick<
+    Stores,
+    'verifications' | 'webhooks' | 'escrow' | 'receipts' | 'projects' | 'reserves' | 'billingKeys' | 'schedules'
+  >;
   readonly gateways: GatewayRegistry;
   /** how webhook attempts reach receivers; without it, production rules (https, global addresses only) */
   readonly webhooks?: WebhookActivityOptions;
@@ -25,6 +29,12 @@ export function createActivities(deps: ActivityDeps) {
       ...(deps.webhooks?.clock ? { clock: deps.webhooks.clock } : {}),
     }),
     ...createReserveActivities({
+      stores: deps.stores,
+      gateways: deps.gateways,
+      sandbox: deps.webhooks?.sandbox ?? false,
+      ...(deps.webhooks?.clock ? { clock: deps.webhooks.clock } : {}),
+    }),
+    ...createScheduleActivities({
       stores: deps.stores,
       gateways: deps.gateways,
       sandbox: deps.webhooks?.sandbox ?? false,

@@ -27,6 +27,7 @@ import { webhookRoutes } from './routes/webhooks.js';
 import { messageRoutes } from './routes/messages.js';
 import { escrowRoutes } from './routes/escrow.js';
 import { reserveRoutes } from './routes/reserve.js';
+import { scheduleRoutes } from './routes/schedules.js';
 import type { Resolver } from '../webhooks/http.js';
 
 export type { ReadinessProbe } from './routes/health.js';
@@ -87,6 +88,7 @@ const routePlugins: readonly FastifyPluginAsync[] = [
   messageRoutes,
   escrowRoutes,
   reserveRoutes,
+  scheduleRoutes,
 ];
 
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {

@@ -12,6 +12,7 @@ import { createMessageService, type MessageService } from './messages.js';
 import { createProjectService, type ProjectService } from './projects.js';
 import { createReceiptService, type ReceiptService } from './receipts.js';
 import { createReserveService, type ReserveService } from './reserves.js';
+import { createScheduleService, type ScheduleService } from './schedules.js';
 import { createVerificationService, type VerificationService, type WorkflowRuntime } from './verifications.js';
 import { createWebhookService, type WebhookService } from './webhooks.js';
 import type { Resolver } from '../webhooks/http.js';
@@ -28,6 +29,7 @@ export interface Services {
   readonly messages: MessageService;
   readonly escrow: EscrowService;
   readonly reserves: ReserveService;
+  readonly schedules: ScheduleService;
 }
 
 export interface ServiceDeps {
@@ -66,10 +68,26 @@ export function createServices(deps: ServiceDeps): Services {
   });
   const charges = createChargeService({ stores, gateways, webhooks, ...(deps.logger ? { logger: deps.logger } : {}) });
   const cancels = createCancelService({ stores, gateways, clock });
+  const schedules = createScheduleService({
+    stores,
+    gateways,
+    clock,
+    ...(deps.workflows ? { workflows: deps.workflows } : {}),
+    ...(deps.workflowCallTimeoutMs !== undefined ? { workflowCallTimeoutMs: deps.workflowCallTimeoutMs } : {}),
+  });
+  const billingKeys = createBillingKeyService({ stores, gateways, clock, charges, cancels });
   return {
     projects: createProjectService({ stores, webhooks, knownPgs: gateways.names, sandbox: deps.sandbox === true, clock }),
     accessTokens: createAccessTokenService({ stores, clock }),
-    billingKeys: createBillingKeyService({ stores, gateways, clock, charges, cancels }),
+    billingKeys: {
+      ...billingKeys,
+      // destroying a billing key cancels the schedules that charge it
+      async destroy(project, billingKey, log) {
+        const destroyed = await billingKeys.destroy(project, billingKey, log);
+        await schedules.cancelForKey(project, destroyed.billing_key, log);
+        return destroyed;
+      },
+    },
     charges,
     cancels,
     receipts: createReceiptService({ stores }),
@@ -102,5 +120,6 @@ export function createServices(deps: ServiceDeps): Services {
       ...(deps.workflows ? { workflows: deps.workflows } : {}),
       ...(deps.workflowCallTimeoutMs !== undefined ? { workflowCallTimeoutMs: deps.workflowCallTimeoutMs } : {}),
     }),
+    schedules,
   };
 }

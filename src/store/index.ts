@@ -12,6 +12,7 @@ import { createMessageStore, type MessageStore } from './messages.js';
 import { createProjectStore, type ProjectStore } from './projects.js';
 import { createReceiptStore, type ReceiptStore } from './receipts.js';
 import { createReserveStore, type ReserveStore } from './reserves.js';
+import { createScheduleStore, type ScheduleStore } from './schedules.js';
 import { createVerificationStore, type VerificationStore } from './verifications.js';
 import { createWebhookStore, type WebhookStore } from './webhooks.js';
 
@@ -26,6 +27,7 @@ export interface Stores {
   readonly messages: MessageStore;
   readonly escrow: EscrowStore;
   readonly reserves: ReserveStore;
+  readonly schedules: ScheduleStore;
 }
 
 export function createStores(db: Kysely<Tables>, keyring: Keyring): Stores {
@@ -41,5 +43,6 @@ export function createStores(db: Kysely<Tables>, keyring: Keyring): Stores {
     messages: createMessageStore(db, cipher),
     escrow: createEscrowStore(db, cipher),
     reserves: createReserveStore(db, cipher),
+    schedules: createScheduleStore(db),
   };
 }

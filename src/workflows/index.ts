@@ -3,3 +3,4 @@ export { deliveryWorkflow } from './delivery.js';
 export { verificationWorkflow } from './verification.js';
 export { escrowWorkflow } from './escrow.js';
 export { reserveWorkflow } from './reserve.js';
+export { scheduleWorkflow } from './schedule.js';

@@ -9,8 +9,19 @@ import { migration as webhooks } from './0005_webhooks.js';
 import { migration as messages } from './0006_messages.js';
 import { migration as escrow } from './0007_escrow.js';
 import { migration as reserves } from './0008_reserves.js';
+import { migration as schedules } from './0009_schedules.js';
 
-export const migrations = [platform, billing, verifications, keyRotation, webhooks, messages, escrow, reserves] as const;
+export const migrations = [
+  platform,
+  billing,
+  verifications,
+  keyRotation,
+  webhooks,
+  messages,
+  escrow,
+  reserves,
+  schedules,
+] as const;
 
 type UnionToIntersection<U> = (U extends unknown ? (k: U) => void : never) extends (k: infer I) => void ? I : never;
 type TablesOf<M> = M extends Migration<infer T> ? T : never;

@@ -1,0 +1,206 @@
+import {
+  ApplicationFailure,
+  allHandlersFinished,
+  condition,
+  continueAsNew,
+  proxyActivities,
+  setHandler,
+  workflowInfo,
+} from '@temporalio/workflow';
+import type { ScheduleActivities } from '../activities/schedule.js';
+import {
+  cancelScheduleUpdate,
+  type ScheduleErrorName,
+  type ScheduleInput,
+  pauseScheduleUpdate,
+  patchScheduleUpdate,
+  resumeScheduleUpdate,
+  scheduleStateQuery,
+} from '../contracts/schedule.js';
+import { UPDATE_NOT_AUTHORIZED, type UpdateProof } from '../contracts/verification.js';
+import { dueAt, isPastEnd, type ScheduleStatus } from '../domain/schedule.js';
+
+// One subscription schedule: sleep to each period's due time, charge it once through the charge service
+// (order_id <schedule_id>-<period>), walk the dunning ladder on a decline (past_due, retried after each delay,
+// then paused or cancelled), complete at max_charges / end_at. Pause, resume, cancel and patch are updates whose
+// validators refuse what the status does not allow (9451) before anything reaches the history. The run
+// continues as new every RUN_PERIODS periods (or when the engine suggests it) so its history stays bounded.
+
+// Charges and status writes must happen: retried without a cap (a PG or database outage delays them, and is
+// never a dunning attempt; the order_id claim makes a retry re-drive the same charge, never a second one).
+const durable = proxyActivities<ScheduleActivities>({
+  startToCloseTimeout: '60 seconds',
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '5 minutes' },
+});
+
+/** Periods handled by one run before it continues as new. */
+export const RUN_PERIODS = 12;
+const MIN_NONCE_LENGTH = 16;
+const ENDED: readonly ScheduleStatus[] = ['cancelled', 'completed'];
+
+function refuse(name: ScheduleErrorName, message: string): ApplicationFailure {
+  return ApplicationFailure.create({ type: name, message, nonRetryable: true });
+}
+
+export async function scheduleWorkflow(input: ScheduleInput): Promise<ScheduleStatus> {
+  const { scheduleId, plan } = input;
+  let status: ScheduleStatus = input.status;
+  let period = input.period;
+  let chargesMade = input.chargesMade;
+  let attempts = input.attempts;
+  let retryAt = input.retryAt;
+  let runPeriods = 0;
+  // bumped by every update that changes what the main loop waits for
+  let version = 0;
+  const spentNonces = new Set<string>();
+
+  const checkProof = (proof: Partial<UpdateProof> | undefined) => {
+    const nonce = proof?.nonce;
+    if (typeof nonce !== 'string' || nonce.length < MIN_NONCE_LENGTH || spentNonces.has(nonce)) {
+      throw ApplicationFailure.create({
+        type: UPDATE_NOT_AUTHORIZED,
+        message: 'the update carries no fresh proof from paygate',
+        nonRetryable: true,
+      });
+    }
+  };
+  const notEnded = () => {
+    if (ENDED.includes(status)) throw refuse('SCHEDULE_STATE_INVALID', `the schedule is ${status}`);
+  };
+
+  setHandler(scheduleStateQuery, () => ({ status, period, attempts, runPeriods }));
+  setHandler(
+    pauseScheduleUpdate,
+    async (proof) => {
+      spentNonces.add(proof.nonce);
+      status = 'paused';
+      version++;
+      await durable.pauseSchedule({ scheduleId, nonce: proof.nonce });
+      return status;
+    },
+    {
+      validator: (proof) => {
+        checkProof(proof);
+        notEnded();
+        if (status === 'paused') throw refuse('SCHEDULE_STATE_INVALID', 'the schedule is already paused');
+      },
+    },
+  );
+  setHandler(
+    resumeScheduleUpdate,
+    async (proof) => {
+      spentNonces.add(proof.nonce);
+      // missed periods are skipped, never charged late in a burst; a period left in dunning ends failed
+      const resumed = await durable.resumeSchedule({ scheduleId, plan, fromPeriod: period, chargesMade });
+      period = resumed.period;
+      attempts = 0;
+      retryAt = undefined;
+      if (status === 'paused') status = resumed.status;
+      version++;
+      return status;
+    },
+    {
+      validator: (proof) => {
+        checkProof(proof);
+        if (status !== 'paused') throw refuse('SCHEDULE_STATE_INVALID', `only a paused schedule resumes (it is ${status})`);
+      },
+    },
+  );
+  setHandler(
+    cancelScheduleUpdate,
+    async (proof) => {
+      spentNonces.add(proof.nonce);
+      // at once, so the loop charges nothing more; a charge already in flight finishes
+      status = 'cancelled';
+      version++;
+      await durable.cancelSchedule({ scheduleId, nonce: proof.nonce });
+      return status;
+    },
+    {
+      validator: (proof) => {
+        checkProof(proof);
+        notEnded();
+      },
+    },
+  );
+  setHandler(
+    patchScheduleUpdate,
+    async (proof, patch) => {
+      spentNonces.add(proof.nonce);
+      await durable.patchSchedule({ scheduleId, patch });
+      return status;
+    },
+    {
+      validator: (proof, _patch) => {
+        checkProof(proof);
+        notEnded();
+      },
+    },
+  );
+
+  // read through a function: the handlers change it between awaits, which narrowing cannot see
+  const current = (): ScheduleStatus => status;
+  while (!ENDED.includes(status)) {
+    if (status === 'paused') {
+      const v = version;
+      await condition(() => version !== v);
+      continue;
+    }
+    if (isPastEnd(plan, period, chargesMade)) {
+      status = await durable.completeSchedule({ scheduleId });
+      break;
+    }
+    const due = dueAt(plan, period);
+    const at = attempts > 0 && retryAt !== undefined ? Date.parse(retryAt) : due.getTime();
+    const waitMs = at - Date.now();
+    if (waitMs > 0) {
+      const v = version;
+      if (await condition(() => version !== v, waitMs)) continue;
+    }
+    const attempt = attempts + 1;
+    const final = attempt > input.retryDelaysSeconds.length;
+    const nextDelay = final ? undefined : input.retryDelaysSeconds[attempt - 1];
+    const retryAtNext = nextDelay === undefined ? undefined : new Date(Date.now() + nextDelay * 1000).toISOString();
+    const result = await durable.chargePeriod({
+      scheduleId,
+      period,
+      attempt,
+      dueAt: due.toISOString(),
+      nextDueAt: isPastEnd(plan, period + 1, chargesMade + 1) ? null : dueAt(plan, period + 1).toISOString(),
+      ...(retryAtNext !== undefined ? { retryAt: retryAtNext } : {}),
+      onExhausted: input.onExhausted,
+    });
+    chargesMade = result.chargesMade;
+    if (result.outcome === 'paid') {
+      period++;
+      attempts = 0;
+      retryAt = undefined;
+      runPeriods++;
+    } else if (result.outcome === 'declined' && !final) {
+      attempts = attempt;
+      retryAt = retryAtNext;
+    } else {
+      // exhausted (or the key is gone): the period is over, the schedule paused or cancelled by the activity
+      period++;
+      attempts = 0;
+      retryAt = undefined;
+      runPeriods++;
+    }
+    // an update (pause, cancel) that landed during the charge wins over the charge's own outcome
+    if (!ENDED.includes(current()) && current() !== 'paused') status = result.status;
+    if (!ENDED.includes(status) && (runPeriods >= RUN_PERIODS || workflowInfo().continueAsNewSuggested)) {
+      await condition(allHandlersFinished);
+      const { retryAt: _previous, ...carried } = input;
+      return continueAsNew<typeof scheduleWorkflow>({
+        ...carried,
+        period,
+        status,
+        chargesMade,
+        attempts,
+        ...(retryAt !== undefined ? { retryAt } : {}),
+      });
+    }
+  }
+  await condition(allHandlersFinished);
+  return status;
+}

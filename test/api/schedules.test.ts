@@ -1,0 +1,346 @@
+// Subscription schedules over HTTP through the real worker, the time-skipping engine and the sandbox PG: a
+// monthly schedule from Jan 31 charging the clamped days for 13 months (continuing as new on the way), dunning
+// with a declining card ending paused with its webhooks, pause/resume skipping the missed periods, PATCH from the
+// next period, cancel, the billing key's destroy cancelling its schedules, and every bad input of the issue as a
+// catalog error that changes nothing.
+import { randomUUID } from 'node:crypto';
+import { WorkflowUpdateFailedError } from '@temporalio/client';
+import { ApplicationFailure } from '@temporalio/common';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { pauseScheduleUpdate, scheduleStateQuery, scheduleWorkflowId } from '../../src/contracts/schedule.js';
+import { chargeIdempotencyKey } from '../../src/domain/billing.js';
+import { formatTimestamp } from '../../src/domain/time.js';
+import { buildTestApp, type TestApp, type TestProject } from '../helpers/app.js';
+import { bounded } from '../helpers/temporal.js';
+import { type JsonResponse, keyInClient, sandboxChargeExecutions } from './key-in-fixtures.js';
+import { eventually, expectApiError, type Receiver, startReceiver } from './webhook-fixtures.js';
+
+interface Hook {
+  webhook_type: string;
+  schedule?: { schedule_id: string };
+  charge?: Record<string, unknown>;
+  receipt?: Record<string, unknown>;
+}
+
+const HOUR_MS = 60 * 60 * 1000;
+const DAY_MS = 24 * HOUR_MS;
+
+describe('subscription schedules', () => {
+  let t: TestApp;
+  let hooks: Receiver;
+  beforeAll(async () => {
+    t = await buildTestApp({ withTemporal: true });
+    hooks = await startReceiver('/hooks');
+  }, 120_000);
+  afterAll(async () => {
+    await hooks?.close();
+    await t?.close();
+  });
+
+  const setup = async (card?: string) => {
+    const project = await t.createProject({ webhook_url: hooks.url });
+    const api = keyInClient(t, project);
+    return { project, api, key: await api.issuedKey(card ? { card_no: card } : {}) };
+  };
+  const call = async (project: TestProject, method: 'GET' | 'POST' | 'PATCH' | 'DELETE', url: string, body?: unknown) => {
+    const res = await t.app.inject({
+      method,
+      url,
+      headers: { authorization: project.basicAuth },
+      ...(body === undefined ? {} : { payload: body as object }),
+    });
+    return { status: res.statusCode, body: res.json() as Record<string, unknown>, headers: res.headers } as JsonResponse;
+  };
+  const create = (project: TestProject, body: Record<string, unknown>) =>
+    call(project, 'POST', '/v2/subscribe/schedules', { order_name: 'Monthly plan', price: 9_900, interval: 'month', ...body });
+  const view = async (project: TestProject, id: string) => (await call(project, 'GET', `/v2/subscribe/schedules/${id}`)).body;
+  const chargesOf = async (project: TestProject, id: string) =>
+    (await call(project, 'GET', `/v2/subscribe/schedules/${id}/charges`)).body.list as Record<string, unknown>[];
+  const skipTo = async (at: Date) => {
+    const ms = at.getTime() - t.clock.now().getTime();
+    if (ms > 0) await t.temporal!.skipTime(ms);
+  };
+  const until = <T>(probe: () => Promise<T | undefined>, what: string) => eventually(probe, what, 30_000);
+  const paidCount = (project: TestProject, id: string, n: number) =>
+    until(async () => {
+      const list = await chargesOf(project, id);
+      return list.filter((c) => c.status === 'paid').length >= n ? list : undefined;
+    }, `${n} paid periods of ${id}`);
+  const hooksOf = (id: string, type?: string) =>
+    hooks.requests
+      .map((r) => ({ id: r.headers['webhook-id'], body: JSON.parse(r.body) as Hook }))
+      .filter((r) => r.body.schedule?.schedule_id === id && (type === undefined || r.body.webhook_type === type));
+  const distinctHooks = (id: string, type: string) => new Set(hooksOf(id, type).map((h) => h.id)).size;
+  const scheduleRows = async (project: TestProject) =>
+    (
+      await t.deps.database.db
+        .selectFrom('schedules')
+        .select('schedule_id')
+        .where('application_id', '=', project.applicationId)
+        .execute()
+    ).length;
+  /** The next Jan 31, 09:00 KST after the engine's now. */
+  const nextJan31 = () => {
+    const year = new Date(t.clock.now().getTime() + 9 * HOUR_MS).getUTCFullYear() + 1;
+    return new Date(`${year}-01-31T09:00:00+09:00`);
+  };
+
+  it('a monthly schedule from Jan 31 charges the clamped days for 13 months, once each, continuing as new; then completes', async () => {
+    const { project, key } = await setup();
+    const start = nextJan31();
+    const created = await create(project, {
+      billing_key: key,
+      start_at: start.toISOString(),
+      max_charges: 13,
+      metadata: { plan: 'pro' },
+    });
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    const id = created.body.schedule_id as string;
+    expect(created.body).toMatchObject({
+      status: 'active',
+      interval: 'month',
+      interval_count: 1,
+      charges_made: 0,
+      max_charges: 13,
+      start_at: formatTimestamp(start),
+      next_charge_at: formatTimestamp(start),
+      metadata: { plan: 'pro' },
+    });
+    const upcoming = await call(project, 'GET', `/v2/subscribe/schedules/${id}/upcoming?count=4`);
+    expect((upcoming.body.list as string[]).map((d) => d.slice(5, 10))).toEqual(['01-31', '02-28', '03-31', '04-30']);
+
+    const y = start.getUTCFullYear();
+    const feb = new Date(Date.UTC(y, 2, 0)).getUTCDate();
+    const expectedDays = [
+      '01-31',
+      `02-${feb}`,
+      '03-31',
+      '04-30',
+      '05-31',
+      '06-30',
+      '07-31',
+      '08-31',
+      '09-30',
+      '10-31',
+      '11-30',
+      '12-31',
+      '01-31',
+    ];
+    for (let n = 1; n <= 13; n++) {
+      // an hour before the due time nothing is charged; just after, exactly this period is
+      const due = new Date(`${n === 13 ? y + 1 : y}-${expectedDays[n - 1]}T09:00:00+09:00`);
+      await skipTo(new Date(due.getTime() - HOUR_MS));
+      expect((await chargesOf(project, id)).filter((c) => c.status === 'paid')).toHaveLength(n - 1);
+      await skipTo(new Date(due.getTime() + 1000));
+      await paidCount(project, id, n);
+    }
+    const list = await chargesOf(project, id);
+    expect(list.map((c) => (c.due_at as string).slice(5, 10))).toEqual(expectedDays);
+    expect(list.map((c) => c.order_id)).toEqual(expectedDays.map((_, i) => `${id}-${i + 1}`));
+    for (const c of list) {
+      expect(c).toMatchObject({ status: 'paid', attempts: 1, receipt_id: expect.any(String) });
+      expect(await sandboxChargeExecutions(t.sandboxUrl, chargeIdempotencyKey(project.applicationId, c.order_id as string))).toBe(
+        1,
+      );
+    }
+    const done = await until(async () => {
+      const v = await view(project, id);
+      return v.status === 'completed' ? v : undefined;
+    }, 'completed');
+    expect(done.charges_made).toBe(13);
+    expect(done.next_charge_at).toBeUndefined();
+    await until(async () => (distinctHooks(id, 'SUBSCRIPTION_COMPLETED') === 1 ? true : undefined), 'the COMPLETED webhook');
+    expect(distinctHooks(id, 'SUBSCRIPTION_CHARGED')).toBe(13);
+    const charged = hooksOf(id, 'SUBSCRIPTION_CHARGED')[0]!.body;
+    expect(charged.charge).toMatchObject({ period: expect.any(Number), status: 'paid' });
+    expect(charged.receipt).toMatchObject({ status: 1, price: 9_900 });
+
+    // 13 periods went through more than one run: the history was continued as new and kept its state
+    const events = await t.temporal!.rawHistory(scheduleWorkflowId(id));
+    expect(events[0]?.workflowExecutionStartedEventAttributes?.continuedExecutionRunId).toBeTruthy();
+    const result = await bounded(t.temporal!.client.workflow.getHandle(scheduleWorkflowId(id)).result(), 20_000, 'the schedule');
+    expect(result).toBe('completed');
+    expectApiError(await call(project, 'POST', `/v2/subscribe/schedules/${id}/pause`), 409, 9451, 'SCHEDULE_STATE_INVALID');
+  }, 240_000);
+
+  it('dunning: a declined card goes past_due, is retried after each delay, and ends paused with its webhooks', async () => {
+    const { project, key } = await setup('4000000000009995');
+    const created = await create(project, {
+      billing_key: key,
+      interval: 'day',
+      start_at: new Date(t.clock.now().getTime() + HOUR_MS).toISOString(),
+      retry: { delays: ['PT1H', 7200] },
+    });
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    const id = created.body.schedule_id as string;
+    await t.temporal!.skipTime(HOUR_MS + 1000);
+    const pastDue = await until(async () => {
+      const v = await view(project, id);
+      return v.status === 'past_due' ? v : undefined;
+    }, 'past_due');
+    expect(pastDue.next_charge_at).toBeDefined();
+    const first = (await chargesOf(project, id))[0]!;
+    expect(first).toMatchObject({ period: 1, status: 'retrying', attempts: 1, pg_error_code: expect.any(String) });
+
+    await t.temporal!.skipTime(HOUR_MS + 1000);
+    await until(async () => ((await chargesOf(project, id))[0]!.attempts === 2 ? true : undefined), 'the second attempt');
+    expect((await view(project, id)).status).toBe('past_due');
+    await t.temporal!.skipTime(2 * HOUR_MS + 1000);
+    const paused = await until(async () => {
+      const v = await view(project, id);
+      return v.status === 'paused' ? v : undefined;
+    }, 'paused after the ladder');
+    expect(paused.charges_made).toBe(0);
+    expect((await chargesOf(project, id))[0]).toMatchObject({ status: 'failed', attempts: 3 });
+    await until(async () => (distinctHooks(id, 'SUBSCRIPTION_PAUSED') === 1 ? true : undefined), 'the PAUSED webhook');
+    expect(distinctHooks(id, 'SUBSCRIPTION_CHARGE_FAILED')).toBe(3);
+    expect(distinctHooks(id, 'SUBSCRIPTION_PAST_DUE')).toBe(1);
+    expect(distinctHooks(id, 'SUBSCRIPTION_CHARGED')).toBe(0);
+    // a paused schedule charges nothing more
+    await t.temporal!.skipTime(3 * DAY_MS);
+    expect(await chargesOf(project, id)).toHaveLength(1);
+  }, 120_000);
+
+  it('pause / resume: missed periods are skipped, never charged late; invalid transitions are 9451 without history', async () => {
+    const { project, key } = await setup();
+    const created = await create(project, {
+      billing_key: key,
+      interval: 'day',
+      start_at: new Date(t.clock.now().getTime() + HOUR_MS).toISOString(),
+    });
+    const id = created.body.schedule_id as string;
+    await t.temporal!.skipTime(HOUR_MS + 1000);
+    await paidCount(project, id, 1);
+
+    expectApiError(await call(project, 'POST', `/v2/subscribe/schedules/${id}/resume`), 409, 9451, 'SCHEDULE_STATE_INVALID');
+    const paused = await call(project, 'POST', `/v2/subscribe/schedules/${id}/pause`);
+    expect(paused.status, JSON.stringify(paused.body)).toBe(200);
+    expect(paused.body.status).toBe('paused');
+    expectApiError(await call(project, 'POST', `/v2/subscribe/schedules/${id}/pause`), 409, 9451, 'SCHEDULE_STATE_INVALID');
+    // the workflow's validator refuses too (a caller past the database check), and the history keeps nothing of it
+    const handle = t.temporal!.client.workflow.getHandle(scheduleWorkflowId(id));
+    await expect(handle.executeUpdate(pauseScheduleUpdate, { args: [{ nonce: randomUUID() }] })).rejects.toSatisfy(
+      (err: unknown) =>
+        err instanceof WorkflowUpdateFailedError &&
+        err.cause instanceof ApplicationFailure &&
+        err.cause.type === 'SCHEDULE_STATE_INVALID',
+    );
+
+    await t.temporal!.skipTime(3 * DAY_MS + HOUR_MS);
+    expect((await chargesOf(project, id)).filter((c) => c.status === 'paid')).toHaveLength(1);
+    const resumed = await call(project, 'POST', `/v2/subscribe/schedules/${id}/resume`);
+    expect(resumed.status, JSON.stringify(resumed.body)).toBe(200);
+    expect(resumed.body.status).toBe('active');
+    expect(Date.parse(resumed.body.next_charge_at as string)).toBeGreaterThan(t.clock.now().getTime());
+    const list = await chargesOf(project, id);
+    expect(list.map((c) => c.status)).toEqual(['paid', 'skipped', 'skipped', 'skipped']);
+    expect(await sandboxChargeExecutions(t.sandboxUrl, chargeIdempotencyKey(project.applicationId, `${id}-2`))).toBe(0);
+    await t.temporal!.skipTime(DAY_MS);
+    const after = await paidCount(project, id, 2);
+    expect(after.at(-1)).toMatchObject({ period: 5, status: 'paid' });
+    const state = await handle.query(scheduleStateQuery);
+    expect(state).toMatchObject({ status: 'active', period: 6 });
+    const names = (await t.temporal!.rawHistory(scheduleWorkflowId(id))).map((e) => String(e.eventType));
+    expect(names.filter((n) => n.includes('UPDATE_REJECTED'))).toEqual([]);
+  }, 120_000);
+
+  it('PATCH applies from the next period; cancel stops it; destroying the key cancels its schedules', async () => {
+    const { project, api, key } = await setup();
+    const created = await create(project, {
+      billing_key: key,
+      interval: 'day',
+      price: 1_000,
+      start_at: new Date(t.clock.now().getTime() + HOUR_MS).toISOString(),
+    });
+    const id = created.body.schedule_id as string;
+    await t.temporal!.skipTime(HOUR_MS + 1000);
+    const [first] = await paidCount(project, id, 1);
+    const patched = await call(project, 'PATCH', `/v2/subscribe/schedules/${id}`, { price: 2_000, order_name: 'Upgraded' });
+    expect(patched.status, JSON.stringify(patched.body)).toBe(200);
+    expect(patched.body).toMatchObject({ price: 2_000, order_name: 'Upgraded' });
+    expect((await api.get(`/v2/receipt/${first!.receipt_id}`)).body.price).toBe(1_000);
+    await t.temporal!.skipTime(DAY_MS);
+    const [, second] = await paidCount(project, id, 2);
+    expect((await api.get(`/v2/receipt/${second!.receipt_id}`)).body).toMatchObject({ price: 2_000, order_name: 'Upgraded' });
+
+    const cancelled = await call(project, 'DELETE', `/v2/subscribe/schedules/${id}`);
+    expect(cancelled.status, JSON.stringify(cancelled.body)).toBe(200);
+    expect(cancelled.body.status).toBe('cancelled');
+    await until(async () => (distinctHooks(id, 'SUBSCRIPTION_CANCELLED') === 1 ? true : undefined), 'the CANCELLED webhook');
+    await t.temporal!.skipTime(2 * DAY_MS);
+    expect(await chargesOf(project, id)).toHaveLength(2);
+    expectApiError(await call(project, 'DELETE', `/v2/subscribe/schedules/${id}`), 409, 9451, 'SCHEDULE_STATE_INVALID');
+    expectApiError(
+      await call(project, 'PATCH', `/v2/subscribe/schedules/${id}`, { price: 5 }),
+      409,
+      9451,
+      'SCHEDULE_STATE_INVALID',
+    );
+    expectApiError(await call(project, 'POST', `/v2/subscribe/schedules/${id}/pause`), 409, 9451, 'SCHEDULE_STATE_INVALID');
+    expect((await view(project, id)).price).toBe(2_000);
+
+    // the key's destroy cancels every open schedule on it
+    const other = await create(project, { billing_key: key, start_at: new Date(t.clock.now().getTime() + DAY_MS).toISOString() });
+    const destroyed = await api.send('DELETE', `/v2/subscribe/billing_key/${key}`);
+    expect(destroyed.status).toBe(200);
+    expect((await view(project, other.body.schedule_id as string)).status).toBe('cancelled');
+    const listed = await call(project, 'GET', `/v2/subscribe/schedules?billing_key=${key}&status=cancelled&limit=1`);
+    expect(listed.body).toMatchObject({ page: 1, per: 1, count: 2 });
+    expect((listed.body.list as Record<string, unknown>[])[0]!.schedule_id).toBe(other.body.schedule_id);
+  }, 120_000);
+
+  it('every bad input of the issue is a catalog error and changes nothing', async () => {
+    const { project, key } = await setup();
+    const ok = { billing_key: key };
+    const bad: Record<string, unknown>[] = [
+      { interval: 'fortnight' },
+      { interval_count: 0 },
+      { interval_count: 366 },
+      { price: 0 },
+      { price: -5 },
+      { price: 99.5 },
+      { price: 1000, tax_free: 1001 },
+      { start_at: 'soon' },
+      { start_at: '2030-02-01T00:00:00+09:00', end_at: '2030-01-01T00:00:00+09:00' },
+      { retry: { delays: [0] } },
+      { retry: { delays: ['-PT1H'] } },
+      { retry: { delays: Array.from({ length: 11 }, () => 'PT1H') } },
+    ];
+    for (const body of bad) expectApiError(await create(project, { ...ok, ...body }), 400, 9400, 'INVALID_REQUEST');
+    expectApiError(await create(project, { billing_key: '0123456789abcdef01234567' }), 404, 2309, 'SUBSCRIBE_BK_NOT_FOUND');
+    expect(await scheduleRows(project)).toBe(0);
+
+    const created = await create(project, { ...ok, start_at: new Date(t.clock.now().getTime() + DAY_MS).toISOString() });
+    expect(created.status).toBe(201);
+    const id = created.body.schedule_id as string;
+    const before = await view(project, id);
+    const stranger = await setup();
+    expectApiError(await create(stranger.project, ok), 403, 1225, 'APP_KEY_CHAIN_SESSION_INVALID');
+    for (const [method, url, body] of [
+      ['GET', `/v2/subscribe/schedules/${id}`],
+      ['GET', `/v2/subscribe/schedules/${id}/charges`],
+      ['POST', `/v2/subscribe/schedules/${id}/pause`],
+      ['PATCH', `/v2/subscribe/schedules/${id}`, { price: 1 }],
+      ['DELETE', `/v2/subscribe/schedules/${id}`],
+    ] as const) {
+      expectApiError(await call(stranger.project, method, url, body), 403, 1225, 'APP_KEY_CHAIN_SESSION_INVALID');
+    }
+    expectApiError(
+      await call(project, 'GET', '/v2/subscribe/schedules/0123456789abcdef01234567'),
+      404,
+      9450,
+      'SCHEDULE_NOT_FOUND',
+    );
+    expectApiError(
+      await call(project, 'PATCH', `/v2/subscribe/schedules/${id}`, { interval: 'day' }),
+      400,
+      9400,
+      'INVALID_REQUEST',
+    );
+    expectApiError(await call(project, 'PATCH', `/v2/subscribe/schedules/${id}`, { price: 0 }), 400, 9400, 'INVALID_REQUEST');
+    expectApiError(await call(project, 'POST', `/v2/subscribe/schedules/${id}/resume`), 409, 9451, 'SCHEDULE_STATE_INVALID');
+    expect(await view(project, id)).toEqual(before);
+    expect(await scheduleRows(project)).toBe(1);
+    expect(await scheduleRows(stranger.project)).toBe(0);
+  });
+});
