@@ -6,6 +6,7 @@ import { buildConfiguredApp, listen } from './api/server.js';
 import { readConfigOrExit } from './config/index.js';
 import { createLogger } from './logger.js';
 import { startEmbeddedEngine, type EmbeddedEngine } from './temporal/embedded-engine.js';
+import { createSandboxClock, type SandboxClock } from './temporal/sandbox-clock.js';
 import { installTemporalLogger } from './temporal/runtime.js';
 import { announceAdminToken, connectTemporal, createWorker, openCore, startDeliveryRecovery } from './wiring.js';
 
@@ -21,7 +22,9 @@ const closeAll = async () => {
 };
 
 try {
-  const core = await openCore(config, logger);
+  // Sandbox mode on the embedded engine: one advanceable clock for the engine, the API, the activities and the PGs.
+  const sandboxClock = config.sandbox && !config.temporalAddress ? createSandboxClock() : undefined;
+  const core = await openCore(config, logger, sandboxClock ? { clock: sandboxClock.now } : {});
   closers.push(() => core.close());
 
   let engine: EmbeddedEngine | undefined;
@@ -30,17 +33,24 @@ try {
     engine = await startEmbeddedEngine({
       dataDir: path.resolve(config.dataDir, 'temporal'),
       namespace: config.temporalNamespace,
+      clockControl: sandboxClock !== undefined,
       onOutput: (line) => engineLog.debug(line),
     });
     closers.push(() => engine!.stop());
     logger.info({ address: engine.address }, 'embedded Temporal engine running');
   }
   const temporalAddress = config.temporalAddress ?? engine!.address;
+  let clock: SandboxClock | undefined;
+  if (sandboxClock) {
+    const connected = await sandboxClock.connect(temporalAddress);
+    closers.push(() => connected.close());
+    clock = connected;
+  }
 
   const temporal = await connectTemporal(core, temporalAddress);
   closers.push(() => temporal.close());
 
-  const worker = await createWorker(core, temporalAddress);
+  const worker = await createWorker(core, temporalAddress, clock ? { sandboxClock: clock } : {});
   closers.push(() => worker.shutdown());
   worker.run().catch((err: unknown) => {
     logger.fatal({ err }, 'the Temporal worker stopped');
@@ -54,6 +64,7 @@ try {
     logger,
     temporal,
     readiness: { worker: () => worker.worker.getState() === 'RUNNING' },
+    ...(clock ? { sandboxClock: clock } : {}),
   });
   await listen(app, config, closeAll);
 } catch (err) {

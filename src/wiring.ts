@@ -16,6 +16,7 @@ import type { Keyring } from './security/keyring.js';
 import { openDatabase, type Database } from './store/db.js';
 import { createStores, type Stores } from './store/index.js';
 import { connectTemporalClient, type TemporalClient } from './temporal/client.js';
+import { followEngineTime, type SandboxClock } from './temporal/sandbox-clock.js';
 import type { TemporalTransport } from './temporal/transport.js';
 import { createPaygateWorker, type PaygateWorker } from './temporal/worker.js';
 
@@ -35,7 +36,7 @@ export interface ConfiguredGateways {
 }
 
 /** The sandbox gateways (served on loopback) when sandbox mode is on; otherwise no gateways. */
-export async function startConfiguredGateways(config: Config, logger: Logger): Promise<ConfiguredGateways> {
+export async function startConfiguredGateways(config: Config, logger: Logger, clock?: () => Date): Promise<ConfiguredGateways> {
   if (!config.sandbox) {
     return { gateways: { get: () => undefined, names: [] }, close: async () => undefined };
   }
@@ -70,6 +71,7 @@ export async function startConfiguredGateways(config: Config, logger: Logger): P
     secret,
     token,
     logger: logger.child({ component: 'sandbox-pg' }),
+    ...(clock ? { clock } : {}),
   });
   const registry = createGatewayRegistry({ sandboxUrl: sandbox.url, sandboxToken: token });
   return {
@@ -126,7 +128,8 @@ export interface Core {
   close(): Promise<void>;
 }
 
-export async function openCore(config: Config, logger: Logger): Promise<Core> {
+/** `clock`: the sandbox clock of the embedded stack (the in-process sandbox PGs follow it). */
+export async function openCore(config: Config, logger: Logger, opts: { clock?: () => Date } = {}): Promise<Core> {
   warnAboutUnsafeSettings(config, logger);
   if (usesDataDir(config)) {
     const warning = await preparePrivateDataDir(config.dataDir);
@@ -141,7 +144,7 @@ export async function openCore(config: Config, logger: Logger): Promise<Core> {
   const database = await openConfiguredDatabase(config);
   let gateways: ConfiguredGateways;
   try {
-    gateways = await startConfiguredGateways(config, logger);
+    gateways = await startConfiguredGateways(config, logger, opts.clock);
   } catch (err) {
     await database.close();
     throw err;
@@ -170,18 +173,20 @@ export function connectTemporal(core: Core, address: string): Promise<TemporalCl
 }
 
 /** The worker that runs paygate's workflows and its one set of activities. */
-export function createWorker(core: Core, address: string): Promise<PaygateWorker> {
+/** `sandboxClock`: the embedded stack's advanceable clock (sandbox mode); the activities read and follow it. */
+export function createWorker(core: Core, address: string, opts: { sandboxClock?: SandboxClock } = {}): Promise<PaygateWorker> {
+  const activities = createActivities({
+    stores: core.stores,
+    gateways: core.gateways.gateways,
+    webhooks: { sandbox: core.config.sandbox, ...(opts.sandboxClock ? { clock: opts.sandboxClock.now } : {}) },
+  });
   return createPaygateWorker({
     address,
     namespace: core.config.temporalNamespace,
     taskQueue: core.config.taskQueue,
     keyring: core.keyring,
     transport: temporalTransport(core.config),
-    activities: createActivities({
-      stores: core.stores,
-      gateways: core.gateways.gateways,
-      webhooks: { sandbox: core.config.sandbox },
-    }),
+    activities: opts.sandboxClock ? followEngineTime(activities, opts.sandboxClock) : activities,
   });
 }
 

@@ -27,6 +27,8 @@ import { webhookRoutes } from './routes/webhooks.js';
 import { messageRoutes } from './routes/messages.js';
 import { escrowRoutes } from './routes/escrow.js';
 import { reserveRoutes } from './routes/reserve.js';
+import { sandboxClockRoutes } from './routes/sandbox-clock.js';
+import type { SandboxClock } from '../temporal/sandbox-clock.js';
 import { scheduleRoutes } from './routes/schedules.js';
 import type { Resolver } from '../webhooks/http.js';
 
@@ -56,6 +58,8 @@ export interface AppDeps {
   readonly sandboxToken?: string;
   /** the DNS lookup of the webhook URL check at save; tests inject one */
   readonly webhookResolve?: Resolver;
+  /** the embedded engine's advanceable clock (sandbox mode); pass its `now` as `clock` too */
+  readonly sandboxClock?: SandboxClock;
 }
 
 export type ResolvedDeps = AppDeps & {
@@ -89,6 +93,7 @@ const routePlugins: readonly FastifyPluginAsync[] = [
   escrowRoutes,
   reserveRoutes,
   scheduleRoutes,
+  sandboxClockRoutes,
 ];
 
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {

@@ -10,6 +10,7 @@ import type { FastifyInstance } from 'fastify';
 import { readConfigOrExit, type Config } from '../config/index.js';
 import { createLogger, type Logger } from '../logger.js';
 import type { TemporalClient } from '../temporal/client.js';
+import type { SandboxClock } from '../temporal/sandbox-clock.js';
 import { announceAdminToken, connectTemporal, openCore, type Core } from '../wiring.js';
 import { buildApp, type ReadinessProbe } from './app.js';
 import { ApiError } from '../domain/errors.js';
@@ -107,6 +108,8 @@ export function buildConfiguredApp(parts: {
   logger: Logger;
   temporal: TemporalClient;
   readiness?: Readonly<Record<string, ReadinessProbe>>;
+  /** the embedded engine's advanceable clock (npm start in sandbox mode): every business timestamp follows it */
+  sandboxClock?: SandboxClock;
 }): Promise<FastifyInstance> {
   const { core, temporal } = parts;
   return buildApp({
@@ -118,6 +121,7 @@ export function buildConfiguredApp(parts: {
     temporal: { client: temporal.client, taskQueue: core.config.taskQueue },
     ...(core.gateways.sandboxUrl ? { sandboxUrl: core.gateways.sandboxUrl } : {}),
     ...(core.gateways.sandboxToken ? { sandboxToken: core.gateways.sandboxToken } : {}),
+    ...(parts.sandboxClock ? { sandboxClock: parts.sandboxClock, clock: parts.sandboxClock.now } : {}),
     readiness: {
       temporal: async () => {
         await temporal.client.connection.workflowService.getSystemInfo({});

@@ -30,6 +30,7 @@
 //   9440 RESERVE_NOT_FOUND        no such reserved charge
 //   9441 RESERVE_NOT_REVOKABLE    the reserved charge was revoked or has started executing
 //   9442 RESERVE_EXECUTE_AT_INVALID  reserve_execute_at unparsable, in the past or more than 1 year ahead
+//   9460 SANDBOX_CLOCK_INVALID    a sandbox clock advance that is not forward (seconds not a positive integer, to not later)
 //   9450 SCHEDULE_NOT_FOUND       no such subscription schedule
 //   9451 SCHEDULE_STATE_INVALID   the schedule's status does not allow it (pause a cancelled one, resume an active one, ...)
 //   9500 INTERNAL_ERROR
@@ -146,6 +147,11 @@ export const errorCatalog = {
   RESERVE_EXECUTE_AT_INVALID: { code: 9442, status: 400, message: 'reserve_execute_at must be within the next year.' },
   SCHEDULE_NOT_FOUND: { code: 9450, status: 404, message: 'The subscription schedule was not found.' },
   SCHEDULE_STATE_INVALID: { code: 9451, status: 409, message: 'The subscription schedule does not allow this in its status.' },
+  SANDBOX_CLOCK_INVALID: {
+    code: 9460,
+    status: 400,
+    message: 'The sandbox clock only moves forward: seconds must be a positive whole number, or to a later time.',
+  },
   INTERNAL_ERROR: { code: 9500, status: 500, message: 'An internal error occurred.' },
   GATEWAY_UNAVAILABLE: { code: 9502, status: 502, message: 'The PG could not be reached. Retry with the same Idempotency-Key.' },
   SERVICE_UNAVAILABLE: { code: 9503, status: 503, message: 'The service is not ready.' },

@@ -9,7 +9,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
-import { InternalConnectionOptionsSymbol } from '@temporalio/client/lib/connection.js';
+import { type InternalConnectionOptions, InternalConnectionOptionsSymbol } from '@temporalio/client/lib/connection.js';
 import { msToTs } from '@temporalio/common/lib/time.js';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -58,11 +58,12 @@ async function connect(): Promise<Connection> {
   const connection = await eventually(
     async () => {
       // the TestService stub, as @temporalio/testing asks for it
-      const candidate = await Connection.connect({
+      const options: InternalConnectionOptions = {
         address: `127.0.0.1:${port}`,
         connectTimeout: 1_000,
         [InternalConnectionOptionsSymbol]: { supportsTestService: true },
-      });
+      };
+      const candidate = await Connection.connect(options);
       try {
         await candidate.withDeadline(Date.now() + 2_000, () => candidate.workflowService.getSystemInfo({}));
         return candidate;
