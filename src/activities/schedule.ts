@@ -114,7 +114,9 @@ export function createScheduleActivities(deps: ScheduleActivityDeps) {
       const existing = await stores.schedules.findCharge(schedule.schedule_id, input.period);
       if (existing?.status === 'paid')
         return { outcome: 'paid', status: schedule.status as ScheduleStatus, chargesMade: schedule.charges_made };
-      if (schedule.status === 'cancelled' || schedule.status === 'completed') return ended();
+      // a cancelled schedule charges nothing new, but a charge already claimed (in flight when it was cancelled) finishes
+      const claimed = await stores.schedules.findOrderReceipt(schedule.application_id, orderId);
+      if ((schedule.status === 'cancelled' || schedule.status === 'completed') && claimed === undefined) return ended();
       const charge = existing ?? (await stores.schedules.openCharge(schedule, input.period, new Date(input.dueAt), orderId));
       const owner = await project(schedule.application_id);
       const params: ChargeParams = {
@@ -148,8 +150,7 @@ export function createScheduleActivities(deps: ScheduleActivityDeps) {
       };
 
       // a run that charged and died before recording it: the completed receipt is this period's charge
-      const done = await stores.schedules.findOrderReceipt(schedule.application_id, orderId);
-      if (done?.status === PAYMENT_COMPLETE && done.charge_hash === chargeHash(params)) return paid(done);
+      if (claimed?.status === PAYMENT_COMPLETE && claimed.charge_hash === chargeHash(params)) return paid(claimed);
       try {
         const key = await findUsableBillingKey(stores, owner, schedule.billing_key);
         return await paid(await charges.chargeKey(owner, key, params, clock()));

@@ -12,7 +12,7 @@ import { chargeIdempotencyKey } from '../../src/domain/billing.js';
 import { formatTimestamp } from '../../src/domain/time.js';
 import { buildTestApp, type TestApp, type TestProject } from '../helpers/app.js';
 import { bounded } from '../helpers/temporal.js';
-import { type JsonResponse, keyInClient, sandboxChargeExecutions } from './key-in-fixtures.js';
+import { armSandboxFault, type JsonResponse, keyInClient, sandboxChargeExecutions } from './key-in-fixtures.js';
 import { eventually, expectApiError, type Receiver, startReceiver } from './webhook-fixtures.js';
 
 interface Hook {
@@ -200,6 +200,74 @@ describe('subscription schedules', () => {
     await t.temporal!.skipTime(3 * DAY_MS);
     expect(await chargesOf(project, id)).toHaveLength(1);
   }, 120_000);
+
+  it('dunning: a retry that succeeds brings a past_due schedule back to active, and an outage is not an attempt', async () => {
+    const { project, api, key: declining } = await setup('4000000000009995');
+    const created = await create(project, {
+      billing_key: declining,
+      interval: 'day',
+      start_at: new Date(t.clock.now().getTime() + HOUR_MS).toISOString(),
+      retry: { delays: ['PT1H', 'PT1H'] },
+    });
+    const id = created.body.schedule_id as string;
+    await t.temporal!.skipTime(HOUR_MS + 1000);
+    await until(async () => ((await view(project, id)).status === 'past_due' ? true : undefined), 'past_due');
+    // the customer's card is replaced behind the schedule (as a merchant would re-point it); the PG is down once
+    const good = await api.issuedKey();
+    await t.deps.database.db.updateTable('schedules').set({ billing_key: good }).where('schedule_id', '=', id).execute();
+    await armSandboxFault(t.sandboxUrl, 'charge', '500');
+    await t.temporal!.skipTime(HOUR_MS + 1000);
+    const [first] = await paidCount(project, id, 1);
+    // the 500 was retried by the activity: the period was paid on its second dunning attempt, not a third
+    expect(first).toMatchObject({ period: 1, status: 'paid', attempts: 2, order_id: `${id}-1-r2` });
+    const back = await view(project, id);
+    expect(back).toMatchObject({ status: 'active', charges_made: 1 });
+    expect(distinctHooks(id, 'SUBSCRIPTION_PAST_DUE')).toBe(1);
+    await until(async () => (distinctHooks(id, 'SUBSCRIPTION_CHARGED') === 1 ? true : undefined), 'the CHARGED webhook');
+  }, 120_000);
+
+  it('cancel while a charge is in flight: the charge finishes once, the schedule stays cancelled', async () => {
+    const { project, key } = await setup();
+    const created = await create(project, {
+      billing_key: key,
+      interval: 'day',
+      start_at: new Date(t.clock.now().getTime() + HOUR_MS).toISOString(),
+    });
+    const id = created.body.schedule_id as string;
+    // the sandbox PG charges, then holds its answer past the gateway client's timeout
+    await armSandboxFault(t.sandboxUrl, 'charge', 'timeout');
+    await t.temporal!.skipTime(HOUR_MS + 1000);
+    await until(async () => ((await chargesOf(project, id)).length === 1 ? true : undefined), 'the period opened');
+    const cancelled = await call(project, 'DELETE', `/v2/subscribe/schedules/${id}`);
+    expect(cancelled.status, JSON.stringify(cancelled.body)).toBe(200);
+    expect(cancelled.body.status).toBe('cancelled');
+    const [paid] = await eventually(
+      async () => {
+        const list = await chargesOf(project, id);
+        return list[0]?.status === 'paid' ? list : undefined;
+      },
+      'the in-flight charge to finish',
+      45_000,
+    );
+    expect(
+      await sandboxChargeExecutions(t.sandboxUrl, chargeIdempotencyKey(project.applicationId, paid!.order_id as string)),
+    ).toBe(1);
+    expect(await view(project, id)).toMatchObject({ status: 'cancelled', charges_made: 1 });
+    await t.temporal!.skipTime(2 * DAY_MS);
+    expect(await chargesOf(project, id)).toHaveLength(1);
+  }, 90_000);
+
+  it('the same Idempotency-Key answers the first create again and stores one schedule', async () => {
+    const { project, key } = await setup();
+    const headers = { authorization: project.basicAuth, 'idempotency-key': randomUUID() };
+    const payload = { billing_key: key, order_name: 'Plan', price: 1_000, interval: 'week' };
+    const first = await t.app.inject({ method: 'POST', url: '/v2/subscribe/schedules', headers, payload });
+    const second = await t.app.inject({ method: 'POST', url: '/v2/subscribe/schedules', headers, payload });
+    expect(first.statusCode).toBe(201);
+    expect(second.statusCode).toBe(201);
+    expect(second.json()).toEqual(first.json());
+    expect(await scheduleRows(project)).toBe(1);
+  });
 
   it('pause / resume: missed periods are skipped, never charged late; invalid transitions are 9451 without history', async () => {
     const { project, key } = await setup();
