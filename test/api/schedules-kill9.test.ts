@@ -1,0 +1,210 @@
+// kill -9 of the worker during a period's charge: the real standalone worker (worker.ts) runs as a child process
+// against the embedded engine (time-skipping) and a Postgres schema of its own, sharing the test's sandbox PG. The
+// PG executes the period's charge and holds its answer; the worker is killed with SIGKILL right then, and a new
+// worker's retry of the charge activity re-drives the same charge under the same order_id: exactly one PG
+// execution, one receipt, one paid period, one SUBSCRIPTION_CHARGED webhook.
+// Needs Postgres (DATABASE_URL, or the machine's server at 127.0.0.1:5432): PGlite cannot be shared by two processes.
+import { type ChildProcess, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Client } from '@temporalio/client';
+import { TestWorkflowEnvironment } from '@temporalio/testing';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { chargeIdempotencyKey } from '../../src/domain/billing.js';
+import { createGatewayRegistry } from '../../src/gateways/registry.js';
+import { type SandboxGateways, startSandboxGateways } from '../../src/sandbox/server.js';
+import { createKeyring, generateKeyringSpec, parseKeyringSpec } from '../../src/security/keyring.js';
+import { type Database, dropSchema, openDatabase } from '../../src/store/db.js';
+import { paygateDataConverter } from '../../src/temporal/data-converter.js';
+import { buildTestApp, TEST_SANDBOX_TOKEN, type TestApp } from '../helpers/app.js';
+import { bounded, DEVSERVER_PATH } from '../helpers/temporal.js';
+import { armSandboxFault, keyInClient, sandboxChargeExecutions } from './key-in-fixtures.js';
+import { eventually, type Receiver, startReceiver } from './webhook-fixtures.js';
+
+const WORKER_SCRIPT = fileURLToPath(new URL('../../worker.ts', import.meta.url));
+const POSTGRES_URL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+
+async function postgresReachable(url: string): Promise<boolean> {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 2_000 });
+  try {
+    await client.connect();
+    await client.query('select 1');
+    return true;
+  } catch {
+    return false;
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}
+
+const reachable = await postgresReachable(POSTGRES_URL);
+
+/** The worker process: its output kept for diagnostics, killed with SIGKILL. */
+class WorkerProcess {
+  readonly output: string[] = [];
+  private readonly exited: Promise<void>;
+  constructor(readonly process: ChildProcess) {
+    process.stdout?.on('data', (c: Buffer) => this.output.push(c.toString()));
+    process.stderr?.on('data', (c: Buffer) => this.output.push(c.toString()));
+    this.exited = new Promise((resolve) => process.once('exit', () => resolve()));
+  }
+  text(): string {
+    return this.output.join('');
+  }
+  async kill9(): Promise<void> {
+    if (this.process.exitCode === null && this.process.signalCode === null) this.process.kill('SIGKILL');
+    await bounded(this.exited, 10_000, 'the worker to exit after SIGKILL');
+  }
+}
+
+describe.skipIf(!reachable)('schedules: the worker killed -9 during a period charge (Postgres)', () => {
+  const schema = `t_schedules_kill9_${randomBytes(6).toString('hex')}`;
+  const keyringSpec = generateKeyringSpec('schedules-kill9');
+  const keyring = createKeyring(parseKeyringSpec(keyringSpec));
+  const taskQueue = `paygate-schedules-kill9-${randomBytes(4).toString('hex')}`;
+  const workers: WorkerProcess[] = [];
+  let dataDir: string;
+  let database: Database;
+  let env: TestWorkflowEnvironment;
+  let client: Client;
+  let sandbox: SandboxGateways;
+  let t: TestApp;
+  let receiver: Receiver;
+
+  const startWorker = async (): Promise<WorkerProcess> => {
+    const options = encodeURIComponent(`-c search_path=${schema}`);
+    const separator = POSTGRES_URL.includes('?') ? '&' : '?';
+    const worker = new WorkerProcess(
+      spawn(process.execPath, ['--import', 'tsx', WORKER_SCRIPT], {
+        stdio: ['ignore', 'pipe', 'pipe'],
+        env: {
+          PATH: process.env.PATH ?? '',
+          TEMPORAL_ADDRESS: env.address,
+          TEMPORAL_NAMESPACE: env.namespace ?? 'default',
+          TEMPORAL_TASK_QUEUE: taskQueue,
+          DATABASE_URL: `${POSTGRES_URL}${separator}options=${options}`,
+          ENCRYPTION_KEYS: keyringSpec,
+          PAYGATE_SANDBOX: 'true',
+          SANDBOX_GATEWAY_URL: sandbox.url,
+          SANDBOX_TOKEN: TEST_SANDBOX_TOKEN,
+          DATA_DIR: dataDir,
+          LOG_LEVEL: 'info',
+        },
+      }),
+    );
+    workers.push(worker);
+    await eventually(async () => (/worker running/.test(worker.text()) ? true : undefined), 'the worker to run', 60_000).catch(
+      (err: Error) => {
+        throw new Error(`${err.message}; worker output:\n${worker.text()}`);
+      },
+    );
+    return worker;
+  };
+
+  beforeAll(async () => {
+    dataDir = await mkdtemp(join(tmpdir(), 'paygate-schedules-kill9-'));
+    database = await openDatabase({ databaseUrl: POSTGRES_URL, schema, poolSize: 4 });
+    env = await bounded(
+      TestWorkflowEnvironment.createTimeSkipping({ server: { executable: { type: 'existing-path', path: DEVSERVER_PATH } } }),
+      60_000,
+      'the time-skipping engine to start',
+    );
+    client = new Client({
+      connection: env.connection,
+      namespace: env.namespace ?? 'default',
+      dataConverter: paygateDataConverter(keyring),
+    });
+    sandbox = await startSandboxGateways({ host: '127.0.0.1', port: 0, token: TEST_SANDBOX_TOKEN });
+    const gateways = createGatewayRegistry({ sandboxUrl: sandbox.url, timeoutMs: 5_000, sandboxToken: TEST_SANDBOX_TOKEN });
+    t = await buildTestApp({
+      database,
+      keyring,
+      gateways,
+      sandboxUrl: sandbox.url,
+      sandboxToken: TEST_SANDBOX_TOKEN,
+      temporal: { client, taskQueue },
+    });
+    receiver = await startReceiver();
+  }, 120_000);
+
+  afterAll(async () => {
+    for (const w of workers) await w.kill9().catch(() => undefined);
+    await receiver?.close();
+    await t?.close();
+    await sandbox?.close();
+    await bounded(env?.teardown() ?? Promise.resolve(), 15_000, 'the engine to stop').catch(() => undefined);
+    await database?.close();
+    await dropSchema(POSTGRES_URL, schema).catch(() => undefined);
+    if (dataDir) await rm(dataDir, { recursive: true, force: true });
+  }, 60_000);
+
+  it('the period is charged exactly once across the kill and the restart', async () => {
+    const project = await t.createProject({ webhook_url: receiver.url });
+    const api = keyInClient(t, project);
+    const key = await api.issuedKey();
+    const first = await startWorker();
+    // the PG executes the next charge and holds its answer: the charge activity is in flight when the worker dies
+    await armSandboxFault(sandbox.url, 'charge', 'timeout');
+    const created = await api.post('/v2/subscribe/schedules', {
+      billing_key: key,
+      order_name: 'Plan',
+      price: 5_500,
+      interval: 'month',
+    });
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    const id = created.body.schedule_id as string;
+    const pgKey = chargeIdempotencyKey(project.applicationId, `${id}-1`);
+    await eventually(
+      async () => ((await sandboxChargeExecutions(sandbox.url, pgKey)) === 1 ? true : undefined),
+      'the PG charge',
+      60_000,
+    );
+    await first.kill9();
+    expect(first.process.signalCode).toBe('SIGKILL');
+    const pending = await t.deps.database.db
+      .selectFrom('schedule_charges')
+      .select(['status', 'receipt_id'])
+      .where('schedule_id', '=', id)
+      .executeTakeFirstOrThrow();
+    expect(pending).toEqual({ status: 'retrying', receipt_id: null });
+
+    await startWorker();
+    // the engine retries the killed activity once its 60 s start-to-close timeout has passed (wall time)
+    const paid = await eventually(
+      async () => {
+        const list = (await api.get(`/v2/subscribe/schedules/${id}/charges`)).body.list as Record<string, unknown>[];
+        return list[0]?.status === 'paid' ? list : undefined;
+      },
+      'the period to be paid after the restart',
+      150_000,
+    );
+    expect(paid).toHaveLength(1);
+    expect(paid[0]).toMatchObject({ period: 1, order_id: `${id}-1`, attempts: 1 });
+    expect(await sandboxChargeExecutions(sandbox.url, pgKey)).toBe(1);
+    const receipts = await t.deps.database.db
+      .selectFrom('receipts')
+      .select(['receipt_id', 'status'])
+      .where('application_id', '=', project.applicationId)
+      .where('order_id', 'like', `${id}-%`)
+      .execute();
+    expect(receipts).toEqual([{ receipt_id: paid[0]!.receipt_id, status: 1 }]);
+    expect((await api.get(`/v2/subscribe/schedules/${id}`)).body).toMatchObject({ status: 'active', charges_made: 1 });
+    const charged = await eventually(
+      async () => {
+        const ids = new Set(
+          receiver.requests
+            .filter((r) => JSON.parse(r.body).webhook_type === 'SUBSCRIPTION_CHARGED')
+            .map((r) => r.headers['webhook-id']),
+        );
+        return ids.size >= 1 ? ids : undefined;
+      },
+      'the CHARGED webhook',
+      60_000,
+    );
+    expect(charged.size).toBe(1);
+  }, 300_000);
+});
