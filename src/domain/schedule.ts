@@ -16,6 +16,8 @@ export const MAX_INTERVAL_COUNT = 365;
 export const MAX_RETRY_DELAYS = 10;
 export const DEFAULT_RETRY_DELAYS_SECONDS: readonly number[] = [86_400, 3 * 86_400, 7 * 86_400];
 export const MAX_UPCOMING = 100;
+/** start_at may lag the server's clock by this much (the client's clock skew); earlier is refused. */
+export const START_AT_TOLERANCE_MS = 5 * 60 * 1000;
 const MAX_ORDER_NAME_LENGTH = 255;
 const MAX_METADATA_BYTES = 16 * 1024;
 
@@ -169,6 +171,8 @@ export function parseScheduleRequest(rawBody: unknown, now: Date): ScheduleReque
     intervalCount = c;
   }
   const startAt = body.start_at === undefined || body.start_at === null ? now : parseInstant(body.start_at, 'start_at');
+  // a start in the past would charge every period since then at once
+  if (startAt.getTime() < now.getTime() - START_AT_TOLERANCE_MS) throw invalid('start_at is in the past');
   let endAt: string | undefined;
   if (body.end_at !== undefined && body.end_at !== null) {
     const end = parseInstant(body.end_at, 'end_at');

@@ -369,6 +369,7 @@ describe('subscription schedules', () => {
       { price: 99.5 },
       { price: 1000, tax_free: 1001 },
       { start_at: 'soon' },
+      { start_at: '2020-01-01T00:00:00+09:00' },
       { start_at: '2030-02-01T00:00:00+09:00', end_at: '2030-01-01T00:00:00+09:00' },
       { retry: { delays: [0] } },
       { retry: { delays: ['-PT1H'] } },

@@ -108,6 +108,8 @@ describe('schedule requests', () => {
     expect(refused({ price: 10.5 })).toBe('INVALID_REQUEST');
     expect(refused({ tax_free: 10_000 })).toBe('INVALID_REQUEST');
     expect(refused({ start_at: 'next monday' })).toBe('INVALID_REQUEST');
+    expect(refused({ start_at: '2026-12-31T23:50:00Z' })).toBe('INVALID_REQUEST');
+    expect(refused({ start_at: '2026-12-31T23:58:00Z' })).toBe('accepted');
     expect(refused({ start_at: '2027-02-01T00:00:00Z', end_at: '2027-01-01T00:00:00Z' })).toBe('INVALID_REQUEST');
     expect(refused({ retry: { delays: [0] } })).toBe('INVALID_REQUEST');
     expect(refused({ retry: { delays: Array(11).fill(60) } })).toBe('INVALID_REQUEST');
