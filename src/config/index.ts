@@ -45,6 +45,7 @@ const envSchema = z.object({
     .optional(),
   TEMPORAL_NAMESPACE: z.string().trim().min(1).default('default'),
   TEMPORAL_TASK_QUEUE: z.string().trim().min(1).default('paygate'),
+  TEMPORAL_MAX_CACHED_WORKFLOWS: z.coerce.number().int().min(1).max(1_000_000).optional(),
   PAYGATE_SANDBOX: booleanFlag.optional(),
   TRUSTED_PROXIES: ipOrCidrList.default([]),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
@@ -85,6 +86,8 @@ export interface Config {
   readonly temporalAddress: string | undefined;
   readonly temporalNamespace: string;
   readonly taskQueue: string;
+  /** the worker's sticky cache of workflow runs; unset: DEFAULT_MAX_CACHED_WORKFLOWS (src/temporal/worker.ts) */
+  readonly maxCachedWorkflows: number | undefined;
   /** sandbox gateways served; defaults to on only when both DATABASE_URL and TEMPORAL_ADDRESS are unset */
   readonly sandbox: boolean;
   /** PAYGATE_SANDBOX=true with a production database or Temporal: the start-up log warns */
@@ -164,6 +167,7 @@ export function parseConfig(env: Env): Config {
     temporalAddress: e.TEMPORAL_ADDRESS,
     temporalNamespace: e.TEMPORAL_NAMESPACE,
     taskQueue: e.TEMPORAL_TASK_QUEUE,
+    maxCachedWorkflows: e.TEMPORAL_MAX_CACHED_WORKFLOWS,
     sandbox,
     sandboxForced: sandbox && !laptop,
     trustedProxies: e.TRUSTED_PROXIES,

@@ -7,6 +7,28 @@ import { type TemporalTransport, temporalTransportOptions } from './transport.js
 /** The workflow bundle entry: every workflow paygate runs. */
 export const WORKFLOWS_PATH = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
 
+type WorkflowBundlerOptions = NonNullable<WorkerOptions['bundlerOptions']>;
+
+/**
+ * How the workflow bundle is built (the worker's, and the tests' prebuilt one). The SDK re-evaluates every module
+ * of the bundle for each workflow run and keeps those instances with each cached run, so what a workflow does not
+ * use must not be in it: webpack's export analysis drops a library a workflow reaches only through functions it
+ * never calls (zod, imported by domain modules for their request parsing), as a production build would.
+ */
+export const WORKFLOW_BUNDLER_OPTIONS: WorkflowBundlerOptions = {
+  webpackConfigHook: (config) => ({
+    ...config,
+    optimization: { ...config.optimization, providedExports: true, usedExports: true, innerGraph: true, sideEffects: true },
+  }),
+};
+
+/**
+ * Workflow runs the worker keeps in memory between their tasks (the sticky cache). The SDK's default follows the
+ * heap limit (thousands here), and a webhook delivery waits hours on its ladder: an evicted run is replayed from
+ * its short history when its timer fires, which costs far less than holding every waiting run.
+ */
+export const DEFAULT_MAX_CACHED_WORKFLOWS = 500;
+
 export interface PaygateWorkerOptions {
   readonly address: string;
   readonly namespace: string;
@@ -15,6 +37,7 @@ export interface PaygateWorkerOptions {
   readonly activities: object;
   /** a prebuilt bundle (tests build one and reuse it); otherwise the workflows are bundled at start */
   readonly workflowBundle?: WorkerOptions['workflowBundle'];
+  /** the sticky cache's bound; DEFAULT_MAX_CACHED_WORKFLOWS unless set */
   readonly maxCachedWorkflows?: number;
   /** TLS / mTLS / API key for a production cluster */
   readonly transport?: TemporalTransport;
@@ -35,8 +58,10 @@ export async function createPaygateWorker(opts: PaygateWorkerOptions): Promise<P
     taskQueue: opts.taskQueue,
     activities: opts.activities,
     dataConverter: paygateDataConverter(opts.keyring),
-    ...(opts.workflowBundle ? { workflowBundle: opts.workflowBundle } : { workflowsPath: WORKFLOWS_PATH }),
-    ...(opts.maxCachedWorkflows !== undefined ? { maxCachedWorkflows: opts.maxCachedWorkflows } : {}),
+    ...(opts.workflowBundle
+      ? { workflowBundle: opts.workflowBundle }
+      : { workflowsPath: WORKFLOWS_PATH, bundlerOptions: WORKFLOW_BUNDLER_OPTIONS }),
+    maxCachedWorkflows: opts.maxCachedWorkflows ?? DEFAULT_MAX_CACHED_WORKFLOWS,
   });
   let running: Promise<void> | undefined;
   return {

@@ -1,7 +1,8 @@
 import { condition, getExternalWorkflowHandle, proxyActivities, setHandler } from '@temporalio/workflow';
 import type { WebhookActivities } from '../activities/webhooks.js';
 import { DELIVERY_NOT_FOUND, type DeliveryInput, deliveryWorkflowId, endpointDisabledSignal } from '../contracts/webhooks.js';
-import { type DeliveryState, retryDelayMs } from '../domain/webhooks.js';
+import { retryDelayMs } from '../domain/retry-ladder.js';
+import type { DeliveryState } from '../domain/webhooks.js';
 
 // One webhook delivery: attempt, wait on the ladder (0, 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h, ...
 // ±20 %, or the receiver's Retry-After capped at twice the rung), attempt again, until a 2xx, the last

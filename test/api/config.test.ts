@@ -60,6 +60,7 @@ describe('parseConfig', () => {
       TEMPORAL_TLS_CA: '/etc/paygate/ca.pem',
       TEMPORAL_TLS_SERVER_NAME: 'temporal.internal',
       TEMPORAL_API_KEY: 'cloud-api-key',
+      TEMPORAL_MAX_CACHED_WORKFLOWS: '200',
     });
     expect(config).toMatchObject({
       port: 9090,
@@ -69,6 +70,7 @@ describe('parseConfig', () => {
       temporalAddress: 'temporal:7233',
       temporalNamespace: 'payments',
       taskQueue: 'pg-q',
+      maxCachedWorkflows: 200,
       sandbox: false,
       trustedProxies: ['10.0.0.1', '172.16.0.0/12', '::1'],
       logLevel: 'warn',

@@ -22,7 +22,7 @@ import type { Keyring } from '../../src/security/keyring.js';
 import type { Database } from '../../src/store/db.js';
 import { createStores } from '../../src/store/index.js';
 import { paygateDataConverter } from '../../src/temporal/data-converter.js';
-import { WORKFLOWS_PATH } from '../../src/temporal/worker.js';
+import { WORKFLOW_BUNDLER_OPTIONS, WORKFLOWS_PATH } from '../../src/temporal/worker.js';
 
 export const DEVSERVER_PATH = fileURLToPath(new URL('../../bin/temporal-devserver', import.meta.url));
 
@@ -94,7 +94,11 @@ function installCapturingRuntime(): void {
 let bundle: Promise<WorkflowBundleWithSourceMap> | undefined;
 /** paygate's workflow bundle, built once per test file (webpack takes a while). */
 export function paygateWorkflowBundle(): Promise<WorkflowBundleWithSourceMap> {
-  bundle ??= bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: new DefaultLogger('ERROR') });
+  bundle ??= bundleWorkflowCode({
+    workflowsPath: WORKFLOWS_PATH,
+    logger: new DefaultLogger('ERROR'),
+    ...WORKFLOW_BUNDLER_OPTIONS,
+  });
   return bundle;
 }
 
