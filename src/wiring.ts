@@ -185,6 +185,7 @@ export function createWorker(core: Core, address: string, opts: { sandboxClock?:
     namespace: core.config.temporalNamespace,
     taskQueue: core.config.taskQueue,
     keyring: core.keyring,
+    ...(core.config.maxCachedWorkflows !== undefined ? { maxCachedWorkflows: core.config.maxCachedWorkflows } : {}),
     transport: temporalTransport(core.config),
     activities: opts.sandboxClock ? followEngineTime(activities, opts.sandboxClock) : activities,
   });
