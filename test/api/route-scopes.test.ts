@@ -4,6 +4,7 @@
 // Routes that are not project routes (auth 'none' / 'admin') are listed as exempt below, by name.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SCOPES, type Scope } from '../../src/domain/scopes.js';
+import type { SandboxClock } from '../../src/temporal/sandbox-clock.js';
 import { type Endpoint as RouteEndpoint, endpointsOf } from './route-list.js';
 import { buildTestApp, TEST_ADMIN_TOKEN, type TestApp, type TestProject } from '../helpers/app.js';
 
@@ -54,6 +55,8 @@ const KNOWN: Readonly<Record<string, Scope>> = {
   'POST /sandbox/v1/payments': 'subscribe_payment',
   'POST /sandbox/v1/escrow/:receipt_id/events': 'escrow_shipping_start',
   'GET /sandbox/v1/pg-requests': 'receipt',
+  'GET /sandbox/v1/clock': 'subscribe_payment',
+  'POST /sandbox/v1/clock/advance': 'subscribe_payment',
   'GET /message/alimtalk/webhook': 'message_webhook',
   'PUT /message/alimtalk/webhook': 'message_webhook',
   'POST /message/alimtalk/webhook/secret': 'message_webhook',
@@ -92,8 +95,16 @@ describe('every route declares who may call it and which scope it needs', () => 
   const tokens = new Map<TestProject, string>();
 
   beforeAll(async () => {
-    // a sandbox URL registers the sandbox-only SMS inbox; nothing in this test reaches it
-    t = await buildTestApp({ sandboxUrl: 'http://127.0.0.1:9' });
+    // a sandbox URL registers the sandbox-only SMS inbox, a sandbox clock the clock routes (registered only with
+    // the embedded engine); this test only walks their authentication, so a clock standing still serves
+    const still = new Date('2026-01-01T00:00:00Z');
+    const sandboxClock: SandboxClock = {
+      now: () => still,
+      read: async () => still,
+      advance: async () => ({ now: still, settled: true }),
+      observe: () => undefined,
+    };
+    t = await buildTestApp({ sandboxUrl: 'http://127.0.0.1:9', sandboxClock });
     endpoints = endpointsOf(t.app).map(named);
     noScopes = await t.createProject({ name: 'no scopes', scopes: [] });
     for (const scope of SCOPES) {
