@@ -53,8 +53,8 @@ export const describeWorkflowExecution: Rpc<'DescribeWorkflowExecution'> = async
   return {
     executionConfig: {
       taskQueue: { name: s.taskQueue, kind: enums.TaskQueueKind.TASK_QUEUE_KIND_NORMAL },
-      workflowExecutionTimeout: msDuration(s.executionTimeoutMs),
-      workflowRunTimeout: msDuration(s.runTimeoutMs),
+      workflowExecutionTimeout: s.executionTimeoutMs ? msDuration(s.executionTimeoutMs) : undefined,
+      workflowRunTimeout: s.runTimeoutMs ? msDuration(s.runTimeoutMs) : undefined,
       defaultWorkflowTaskTimeout: msDuration(s.workflowTaskTimeoutMs),
       // Static summary / details given at start, as the started event carries them.
       userMetadata: ex.history[0]?.userMetadata,

@@ -353,3 +353,26 @@ describe('build ids', () => {
     expect(described.searchAttributes.BuildIds).toEqual(['unversioned', `unversioned:${buildId}`]);
   });
 });
+
+describe('execution config', () => {
+  it('describe leaves the run and execution timeouts unset when the start set none, and reports them when it did', async () => {
+    const taskQueue = uniqueId('unpolled');
+    const plain = await env.client.workflow.start('noWorkerRunsThis', { taskQueue, workflowId: uniqueId('no-timeouts') });
+    const timed = await env.client.workflow.start('noWorkerRunsThis', {
+      taskQueue,
+      workflowId: uniqueId('timeouts'),
+      workflowRunTimeout: '2 hours',
+      workflowExecutionTimeout: '3 hours',
+    });
+    try {
+      const plainConfig = (await plain.describe()).raw.executionConfig;
+      expect(plainConfig?.workflowRunTimeout ?? null).toBeNull();
+      expect(plainConfig?.workflowExecutionTimeout ?? null).toBeNull();
+      const timedConfig = (await timed.describe()).raw.executionConfig;
+      expect(Number(timedConfig?.workflowRunTimeout?.seconds)).toBe(2 * 3600);
+      expect(Number(timedConfig?.workflowExecutionTimeout?.seconds)).toBe(3 * 3600);
+    } finally {
+      await Promise.all([plain.terminate(), timed.terminate()]);
+    }
+  });
+});
