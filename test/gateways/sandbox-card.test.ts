@@ -271,8 +271,20 @@ describe('stateless billing keys', () => {
 });
 
 describe('registry', () => {
-  it('offers sandbox_card with billing keys, sandbox_noauto without, sandbox_identity with identity', () => {
-    expect(fx.registry.names).toEqual(['sandbox_card', 'sandbox_noauto', 'sandbox_identity']);
+  it('offers sandbox_card with billing keys, sandbox_noauto without, sandbox_identity with identity, two escrow PGs', () => {
+    expect(fx.registry.names).toEqual([
+      'sandbox_card',
+      'sandbox_noauto',
+      'sandbox_identity',
+      'sandbox_escrow_a',
+      'sandbox_escrow_b',
+    ]);
+    for (const escrowPg of ['sandbox_escrow_a', 'sandbox_escrow_b']) {
+      expect(fx.registry.get(escrowPg)?.escrow, escrowPg).toBeDefined();
+      expect(fx.registry.get(escrowPg)?.payments, escrowPg).toBeDefined();
+      expect(fx.registry.get(escrowPg)?.card, escrowPg).toBeUndefined();
+    }
+    expect(fx.registry.get('sandbox_card')?.escrow).toBeUndefined();
     expect(fx.registry.get('sandbox_card')?.card).toBeDefined();
     expect(fx.registry.get('sandbox_noauto')).toBeDefined();
     expect(fx.registry.get('sandbox_noauto')?.card).toBeUndefined();
