@@ -51,6 +51,8 @@ export interface BillingKeyService {
   ): Promise<BillingKeyResponse>;
   lookupByReceipt(project: Project, receiptId: string): Promise<BillingKeyResponse>;
   lookup(project: Project, billingKey: string): Promise<BillingKeyResponse>;
+  /** The project's billing keys newest first, destroyed ones included (the dashboard). */
+  list(project: Project, limit: number): Promise<{ key: BillingKeyResponse; destroyedAt: Date | null }[]>;
   /** Revokes the key at its PG, then marks it destroyed. A PG refusal (already revoked, expired) still destroys it. */
   destroy(project: Project, billingKey: string, log: OperationLog): Promise<{ billing_key: string }>;
 }
@@ -187,6 +189,11 @@ export function createBillingKeyService(deps: {
 
     async lookup(project, billingKey) {
       return renderBillingKey(billingKeyView(await findUsableBillingKey(deps.stores, project, billingKey)));
+    },
+
+    async list(project, limit) {
+      const rows = await deps.stores.billingKeys.listOf(project.application_id, limit);
+      return rows.map((row) => ({ key: renderBillingKey(billingKeyView(row)), destroyedAt: row.destroyed_at }));
     },
 
     async destroy(project, billingKey, log) {

@@ -70,6 +70,8 @@ export interface EscrowService {
   /** A PG's notification, checked by its signature, handed to the order's workflow. */
   notification(pg: string, headers: Readonly<Record<string, string | string[] | undefined>>, rawBody: string): Promise<void>;
   events(project: Project, receiptId: string): Promise<EscrowEventView[]>;
+  /** The project's escrow orders as receipts with escrow_data, newest first (the dashboard). */
+  orders(project: Project, limit: number): Promise<ReceiptResponse[]>;
   pgRequests(
     project: Project,
     receiptId: string,
@@ -290,6 +292,15 @@ export function createEscrowService(deps: {
           deps.clock(),
         );
       }
+    },
+
+    async orders(project, limit) {
+      const orders = await stores.escrow.listOf(project.application_id, limit);
+      const receipts = await Promise.all(orders.map((order) => stores.receipts.find(order.receipt_id)));
+      return orders.flatMap((order, i) => {
+        const receipt = receipts[i];
+        return receipt ? [withEscrowData(receiptResponse(receipt, project), order)] : [];
+      });
     },
 
     async events(project, receiptId) {

@@ -36,6 +36,8 @@ export function withEscrowData(receipt: ReceiptResponse, order: EscrowOrderRow |
 export interface ReceiptService {
   /** A payment receipt of `project`: 2000 unknown, 1225 another project's. */
   lookup(project: Project, receiptId: string): Promise<ReceiptResponse>;
+  /** The project's receipts newest first (the dashboard); `search` is an order_id or a receipt_id. */
+  list(project: Project, q: { search?: string; limit: number }): Promise<ReceiptResponse[]>;
 }
 
 export function createReceiptService({ stores }: { readonly stores: Pick<Stores, 'receipts' | 'escrow'> }): ReceiptService {
@@ -46,6 +48,11 @@ export function createReceiptService({ stores }: { readonly stores: Pick<Stores,
       if (!row) throw new ApiError('RC_NOT_FOUND');
       assertOwnedBy(project, row.application_id);
       return withEscrowData(receiptResponse(row, project), await stores.escrow.find(receiptId));
+    },
+
+    async list(project, q) {
+      const rows = await stores.receipts.listOf(project.application_id, q);
+      return rows.map((row) => receiptResponse(row, project));
     },
   };
 }

@@ -31,6 +31,8 @@ export interface ReserveService {
     requestedAt: Date,
   ): Promise<{ reserve_id: string; reserve_execute_at: string }>;
   get(project: Project, reserveId: string): Promise<ReserveResponse>;
+  /** The project's reserved charges, newest first (the dashboard). */
+  list(project: Project, limit: number): Promise<ReserveResponse[]>;
   /** DELETE .../reserve/{reserve_id}: revoked, or 9441 when it was revoked or has started executing. */
   revoke(project: Project, reserveId: string): Promise<{ reserve_id: string; success: boolean }>;
 }
@@ -106,6 +108,11 @@ export function createReserveService(deps: {
 
     async get(project, reserveId) {
       return renderReserve(stores.reserves.view(await ownReserve(project, reserveId)));
+    },
+
+    async list(project, limit) {
+      const rows = await stores.reserves.listOf(project.application_id, limit);
+      return rows.map((row) => renderReserve(stores.reserves.view(row)));
     },
 
     async revoke(project, reserveId) {

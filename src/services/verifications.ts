@@ -91,6 +91,10 @@ export interface VerificationService {
    * verifications (by gateway tid), newest first. Another project's OTPs to the same phone stay hidden.
    */
   sandboxInbox(project: Project, phone: string): Promise<SandboxSms[]>;
+  /** The project's verifications, newest first (the dashboard); views without personal data. */
+  list(project: Project, limit: number): Promise<VerificationView[]>;
+  /** Sandbox mode: the messages of one verification of the caller, found by its own (sealed) phone. */
+  sandboxInboxOf(project: Project, receiptId: string): Promise<SandboxSms[]>;
 }
 
 export function createVerificationService(deps: {
@@ -145,7 +149,7 @@ export function createVerificationService(deps: {
     return row;
   };
 
-  return {
+  const service: VerificationService = {
     checkPg(project, pg) {
       if (!deps.gateways.get(pg)?.identity) throw new ApiError('AUTH_CONFIRM_METHOD_NOT_FOUND');
       if (!project.pgs.includes(pg))
@@ -249,5 +253,18 @@ export function createVerificationService(deps: {
       const own = await store.tidsOf(project.application_id, [...new Set(messages.map((m) => m.tid))]);
       return messages.filter((m) => own.has(m.tid));
     },
+
+    async list(project, limit) {
+      const rows = await store.listOf(project.application_id, limit);
+      return rows.map((row) => service.view(row, '', false));
+    },
+
+    async sandboxInboxOf(project, receiptId) {
+      const row = await ownVerification(receiptId, project, 'RC_NOT_FOUND');
+      const phone = store.openPerson(row).phone;
+      if (!phone || !row.tid) return [];
+      return (await service.sandboxInbox(project, phone)).filter((m) => m.tid === row.tid);
+    },
   };
+  return service;
 }

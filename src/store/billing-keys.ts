@@ -30,6 +30,8 @@ export interface BillingKeyStore {
   insert(key: NewBillingKey): Promise<BillingKeyRow>;
   /** Any project's key: callers check ownership (1225) with the row's application_id. */
   find(billingKey: string): Promise<BillingKeyRow | undefined>;
+  /** The project's newest first, at most `limit` (the dashboard's lists). */
+  listOf(applicationId: string, limit: number): Promise<BillingKeyRow[]>;
   findByReceipt(receiptId: string): Promise<BillingKeyRow | undefined>;
   /** Marks the key destroyed; false when it was already destroyed. */
   markDestroyed(billingKey: string, at: Date): Promise<boolean>;
@@ -65,6 +67,17 @@ export function createBillingKeyStore(db: Kysely<Tables>, cipher: FieldCipher): 
 
     async find(billingKey) {
       return db.selectFrom('billing_keys').selectAll().where('billing_key', '=', billingKey).executeTakeFirst();
+    },
+
+    async listOf(applicationId, limit) {
+      return db
+        .selectFrom('billing_keys')
+        .selectAll()
+        .where('application_id', '=', applicationId)
+        .orderBy('published_at', 'desc')
+        .orderBy('billing_key', 'desc')
+        .limit(limit)
+        .execute();
     },
 
     async findByReceipt(receiptId) {

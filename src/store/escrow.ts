@@ -44,6 +44,8 @@ export interface EscrowStore {
   /** The receipt (and escrow order) in one transaction; undefined when the project already used the order_id. */
   insertPayment(p: NewPayment): Promise<ReceiptRow | undefined>;
   find(receiptId: string): Promise<EscrowOrderRow | undefined>;
+  /** The project's newest first, at most `limit` (the dashboard's lists). */
+  listOf(applicationId: string, limit: number): Promise<EscrowOrderRow[]>;
   /** Whether the project has a receipt with this order_id (checked before the PG is asked to pay). */
   orderTaken(applicationId: string, orderId: string): Promise<boolean>;
   openBuyer(row: EscrowOrderRow): PaymentBuyer;
@@ -127,6 +129,15 @@ export function createEscrowStore(db: Kysely<Tables>, cipher: FieldCipher): Escr
     },
 
     find: (receiptId) => byId(receiptId).executeTakeFirst(),
+    listOf: (applicationId, limit) =>
+      db
+        .selectFrom('escrow_orders')
+        .selectAll()
+        .where('application_id', '=', applicationId)
+        .orderBy('created_at', 'desc')
+        .orderBy('receipt_id', 'desc')
+        .limit(limit)
+        .execute(),
 
     async orderTaken(applicationId, orderId) {
       const row = await db

@@ -51,6 +51,8 @@ export interface ReceiptStore {
   completeCharge(receiptId: string, result: ChargeApproval, maskedNumber: string): Promise<ReceiptRow>;
   /** Any project's receipt: callers check ownership (1225) with the row's application_id. */
   find(receiptId: string): Promise<ReceiptRow | undefined>;
+  /** The project's receipts newest first, at most `limit`; `search` matches an order_id or a receipt_id exactly. */
+  listOf(applicationId: string, q: { search?: string; limit: number }): Promise<ReceiptRow[]>;
   /**
    * Takes the receipt's cancel lease until `until`, so two cancels cannot refund the same won while
    * one waits for the PG. Returns the receipt as of taking the lease, or undefined when another
@@ -152,6 +154,13 @@ export function createReceiptStore(db: Kysely<Tables>): ReceiptStore {
 
     async find(receiptId) {
       return byId(receiptId).executeTakeFirst();
+    },
+
+    async listOf(applicationId, q) {
+      let query = db.selectFrom('receipts').selectAll().where('application_id', '=', applicationId);
+      const search = q.search;
+      if (search !== undefined) query = query.where((eb) => eb.or([eb('order_id', '=', search), eb('receipt_id', '=', search)]));
+      return query.orderBy('requested_at', 'desc').orderBy('receipt_id', 'desc').limit(q.limit).execute();
     },
 
     async acquireCancelLease(receiptId, now, until) {

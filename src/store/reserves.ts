@@ -39,6 +39,8 @@ export interface ReserveStore {
   /** A reserve whose workflow could not be started: it never existed. */
   delete(reserveId: string): Promise<void>;
   find(reserveId: string): Promise<ReserveRow | undefined>;
+  /** The project's newest first, at most `limit` (the dashboard's lists). */
+  listOf(applicationId: string, limit: number): Promise<ReserveRow[]>;
   /** reserved -> executing (started_at); the row as it is now, whatever it was. */
   markExecuting(reserveId: string, now: Date): Promise<ReserveRow>;
   /** reserved -> revoked; undefined when it was no longer reserved. */
@@ -104,6 +106,17 @@ export function createReserveStore(db: Kysely<Tables>, cipher: FieldCipher): Res
 
     async find(reserveId) {
       return byId(reserveId).executeTakeFirst();
+    },
+
+    async listOf(applicationId, limit) {
+      return db
+        .selectFrom('reserves')
+        .selectAll()
+        .where('application_id', '=', applicationId)
+        .orderBy('requested_at', 'desc')
+        .orderBy('reserve_id', 'desc')
+        .limit(limit)
+        .execute();
     },
 
     async markExecuting(reserveId, now) {

@@ -26,6 +26,8 @@ export interface NewVerification {
 export interface VerificationStore extends VerificationRecords {
   create(v: NewVerification): Promise<void>;
   find(receiptId: string): Promise<VerificationRow | undefined>;
+  /** The project's newest first, at most `limit` (the dashboard's lists). */
+  listOf(applicationId: string, limit: number): Promise<VerificationRow[]>;
   openPerson(row: VerificationRow): OpenedPerson;
   /** Which of `tids` (gateway transaction ids) belong to verifications of `applicationId`. */
   tidsOf(applicationId: string, tids: readonly string[]): Promise<Set<string>>;
@@ -78,6 +80,17 @@ export function createVerificationStore(db: Kysely<Tables>, cipher: FieldCipher)
 
     async find(receiptId) {
       return db.selectFrom('verifications').selectAll().where('receipt_id', '=', receiptId).executeTakeFirst();
+    },
+
+    async listOf(applicationId, limit) {
+      return db
+        .selectFrom('verifications')
+        .selectAll()
+        .where('application_id', '=', applicationId)
+        .orderBy('requested_at', 'desc')
+        .orderBy('receipt_id', 'desc')
+        .limit(limit)
+        .execute();
     },
 
     async tidsOf(applicationId, tids) {
