@@ -16,6 +16,8 @@
 //        -> {tid, approval_no, approved_at, card, installment}
 //   POST /card/v1/cancels               {tid, amount, tax_free, reason}  -> {cancel_tid, cancelled_at, remaining_amount}
 //   POST /card/v1/billing-keys/revoke   {bkey} -> {}
+//   POST /card/v1/inquiries             {operation: charge|cancel, idempotency_key} -> {state: executed|refused|not_found,
+//        result? (the operation's data), amount? (a charge's), res_cd?, res_msg? (a refusal's)}: what the PG did under a key
 //   POST /auth/v1/requests              {merchant_id, user_name, phone_no, birth_sex, telco, method: SMS|PASS, client_ip, site_url?}
 //        -> {tid}
 //   POST /auth/v1/resends               {tid} -> {}
@@ -557,6 +559,25 @@ export async function startSandboxGateways(opts: SandboxGatewaysOptions = {}): P
     idempotent_replays: counters.idempotentReplays,
     injected_faults: counters.injectedFaults,
   }));
+
+  // The inquiry a merchant (paygate) makes when it lost a charge's or cancel's answer: never executes anything.
+  const inquiryBody = z.object({ operation: z.enum(['charge', 'cancel']), idempotency_key: z.string().min(1).max(255) });
+  app.post('/card/v1/inquiries', async (req, reply) => {
+    const parsed = inquiryBody.safeParse(req.body);
+    if (!parsed.success) return reply.code(400).send({ res_cd: 'E400', res_msg: 'malformed request' });
+    const stored = answers.get(`${parsed.data.operation}\u0000${parsed.data.idempotency_key}`)?.body;
+    if (stored === undefined) return { res_cd: '0000', res_msg: 'approved', data: { state: 'not_found' } };
+    if (stored.res_cd !== '0000') {
+      return { res_cd: '0000', res_msg: 'approved', data: { state: 'refused', res_cd: stored.res_cd, res_msg: stored.res_msg } };
+    }
+    const tid = parsed.data.operation === 'charge' ? tidField(stored.data) : undefined;
+    const amount = tid === undefined ? undefined : card.chargeState(tid)?.amount;
+    return {
+      res_cd: '0000',
+      res_msg: 'approved',
+      data: { state: 'executed', result: stored.data, ...(amount === undefined ? {} : { amount }) },
+    };
+  });
 
   const chargesQuery = z.object({ idempotency_key: z.string().min(1) });
   app.get('/_sandbox/charges', async (req, reply) => {
