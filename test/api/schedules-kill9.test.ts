@@ -4,120 +4,25 @@
 // worker's retry of the charge activity re-drives the same charge under the same order_id: exactly one PG
 // execution, one receipt, one paid period, one SUBSCRIPTION_CHARGED webhook.
 // Needs Postgres (DATABASE_URL, or the machine's server at 127.0.0.1:5432): PGlite cannot be shared by two processes.
-import { type ChildProcess, spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { Client } from '@temporalio/client';
-import { TestWorkflowEnvironment } from '@temporalio/testing';
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chargeIdempotencyKey } from '../../src/domain/billing.js';
 import { createGatewayRegistry } from '../../src/gateways/registry.js';
 import { type SandboxGateways, startSandboxGateways } from '../../src/sandbox/server.js';
-import { createKeyring, generateKeyringSpec, parseKeyringSpec } from '../../src/security/keyring.js';
-import { type Database, dropSchema, openDatabase } from '../../src/store/db.js';
-import { paygateDataConverter } from '../../src/temporal/data-converter.js';
 import { buildTestApp, TEST_SANDBOX_TOKEN, type TestApp } from '../helpers/app.js';
-import { bounded, DEVSERVER_PATH } from '../helpers/temporal.js';
+import { openWorkerProcessStack, postgresReachable, type WorkerProcessStack } from '../helpers/worker-process.js';
 import { armSandboxFault, keyInClient, sandboxChargeExecutions } from './key-in-fixtures.js';
 import { eventually, type Receiver, startReceiver } from './webhook-fixtures.js';
 
-const WORKER_SCRIPT = fileURLToPath(new URL('../../worker.ts', import.meta.url));
-const POSTGRES_URL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
-
-async function postgresReachable(url: string): Promise<boolean> {
-  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 2_000 });
-  try {
-    await client.connect();
-    await client.query('select 1');
-    return true;
-  } catch {
-    return false;
-  } finally {
-    await client.end().catch(() => undefined);
-  }
-}
-
-const reachable = await postgresReachable(POSTGRES_URL);
-
-/** The worker process: its output kept for diagnostics, killed with SIGKILL. */
-class WorkerProcess {
-  readonly output: string[] = [];
-  private readonly exited: Promise<void>;
-  constructor(readonly process: ChildProcess) {
-    process.stdout?.on('data', (c: Buffer) => this.output.push(c.toString()));
-    process.stderr?.on('data', (c: Buffer) => this.output.push(c.toString()));
-    this.exited = new Promise((resolve) => process.once('exit', () => resolve()));
-  }
-  text(): string {
-    return this.output.join('');
-  }
-  async kill9(): Promise<void> {
-    if (this.process.exitCode === null && this.process.signalCode === null) this.process.kill('SIGKILL');
-    await bounded(this.exited, 10_000, 'the worker to exit after SIGKILL');
-  }
-}
-
-describe.skipIf(!reachable)('schedules: the worker killed -9 during a period charge (Postgres)', () => {
-  const schema = `t_schedules_kill9_${randomBytes(6).toString('hex')}`;
-  const keyringSpec = generateKeyringSpec('schedules-kill9');
-  const keyring = createKeyring(parseKeyringSpec(keyringSpec));
-  const taskQueue = `paygate-schedules-kill9-${randomBytes(4).toString('hex')}`;
-  const workers: WorkerProcess[] = [];
-  let dataDir: string;
-  let database: Database;
-  let env: TestWorkflowEnvironment;
-  let client: Client;
+describe.skipIf(!(await postgresReachable()))('schedules: the worker killed -9 during a period charge (Postgres)', () => {
+  let stack: WorkerProcessStack;
   let sandbox: SandboxGateways;
   let t: TestApp;
   let receiver: Receiver;
-
-  const startWorker = async (): Promise<WorkerProcess> => {
-    const options = encodeURIComponent(`-c search_path=${schema}`);
-    const separator = POSTGRES_URL.includes('?') ? '&' : '?';
-    const worker = new WorkerProcess(
-      spawn(process.execPath, ['--import', 'tsx', WORKER_SCRIPT], {
-        stdio: ['ignore', 'pipe', 'pipe'],
-        env: {
-          PATH: process.env.PATH ?? '',
-          TEMPORAL_ADDRESS: env.address,
-          TEMPORAL_NAMESPACE: env.namespace ?? 'default',
-          TEMPORAL_TASK_QUEUE: taskQueue,
-          DATABASE_URL: `${POSTGRES_URL}${separator}options=${options}`,
-          ENCRYPTION_KEYS: keyringSpec,
-          PAYGATE_SANDBOX: 'true',
-          SANDBOX_GATEWAY_URL: sandbox.url,
-          SANDBOX_TOKEN: TEST_SANDBOX_TOKEN,
-          DATA_DIR: dataDir,
-          LOG_LEVEL: 'info',
-        },
-      }),
-    );
-    workers.push(worker);
-    await eventually(async () => (/worker running/.test(worker.text()) ? true : undefined), 'the worker to run', 60_000).catch(
-      (err: Error) => {
-        throw new Error(`${err.message}; worker output:\n${worker.text()}`);
-      },
-    );
-    return worker;
-  };
+  const startWorker = () => stack.startWorker({ SANDBOX_GATEWAY_URL: sandbox.url, SANDBOX_TOKEN: TEST_SANDBOX_TOKEN });
 
   beforeAll(async () => {
-    dataDir = await mkdtemp(join(tmpdir(), 'paygate-schedules-kill9-'));
-    database = await openDatabase({ databaseUrl: POSTGRES_URL, schema, poolSize: 4 });
-    env = await bounded(
-      TestWorkflowEnvironment.createTimeSkipping({ server: { executable: { type: 'existing-path', path: DEVSERVER_PATH } } }),
-      60_000,
-      'the time-skipping engine to start',
-    );
-    client = new Client({
-      connection: env.connection,
-      namespace: env.namespace ?? 'default',
-      dataConverter: paygateDataConverter(keyring),
-    });
+    stack = await openWorkerProcessStack('schedules-kill9');
+    const { database, keyring, client, taskQueue } = stack;
     sandbox = await startSandboxGateways({ host: '127.0.0.1', port: 0, token: TEST_SANDBOX_TOKEN });
     const gateways = createGatewayRegistry({ sandboxUrl: sandbox.url, timeoutMs: 5_000, sandboxToken: TEST_SANDBOX_TOKEN });
     t = await buildTestApp({
@@ -132,14 +37,11 @@ describe.skipIf(!reachable)('schedules: the worker killed -9 during a period cha
   }, 120_000);
 
   afterAll(async () => {
-    for (const w of workers) await w.kill9().catch(() => undefined);
+    await stack?.killWorkers();
     await receiver?.close();
     await t?.close();
     await sandbox?.close();
-    await bounded(env?.teardown() ?? Promise.resolve(), 15_000, 'the engine to stop').catch(() => undefined);
-    await database?.close();
-    await dropSchema(POSTGRES_URL, schema).catch(() => undefined);
-    if (dataDir) await rm(dataDir, { recursive: true, force: true });
+    await stack?.close();
   }, 60_000);
 
   it('the period is charged exactly once across the kill and the restart', async () => {

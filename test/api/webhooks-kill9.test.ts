@@ -4,125 +4,31 @@
 // killed with SIGKILL while all of them are in flight, a new one is started, and every event reaches the
 // receiver — deduplicated by webhook-id, none lost — with each attempt recorded once.
 // Needs Postgres (DATABASE_URL, or the machine's server at 127.0.0.1:5432): PGlite cannot be shared by two processes.
-import { type ChildProcess, spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { Client } from '@temporalio/client';
-import { TestWorkflowEnvironment } from '@temporalio/testing';
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createKeyring, generateKeyringSpec, parseKeyringSpec } from '../../src/security/keyring.js';
-import { type Database, dropSchema, openDatabase } from '../../src/store/db.js';
-import { paygateDataConverter } from '../../src/temporal/data-converter.js';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
-import { bounded, DEVSERVER_PATH } from '../helpers/temporal.js';
+import { openWorkerProcessStack, postgresReachable, type WorkerProcessStack } from '../helpers/worker-process.js';
 import { attemptRows, eventually, type Receiver, startReceiver, webhookClient } from './webhook-fixtures.js';
 
-const WORKER_SCRIPT = fileURLToPath(new URL('../../worker.ts', import.meta.url));
-const POSTGRES_URL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const MESSAGES = 4; // each gives two events (300 and 301): eight deliveries
 
-async function postgresReachable(url: string): Promise<boolean> {
-  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 2_000 });
-  try {
-    await client.connect();
-    await client.query('select 1');
-    return true;
-  } catch {
-    return false;
-  } finally {
-    await client.end().catch(() => undefined);
-  }
-}
-
-const reachable = await postgresReachable(POSTGRES_URL);
-
-/** The worker process: its output kept for diagnostics, killed with SIGKILL. */
-class WorkerProcess {
-  readonly output: string[] = [];
-  private readonly exited: Promise<void>;
-  constructor(readonly process: ChildProcess) {
-    process.stdout?.on('data', (c: Buffer) => this.output.push(c.toString()));
-    process.stderr?.on('data', (c: Buffer) => this.output.push(c.toString()));
-    this.exited = new Promise((resolve) => process.once('exit', () => resolve()));
-  }
-  text(): string {
-    return this.output.join('');
-  }
-  async kill9(): Promise<void> {
-    if (this.process.exitCode === null && this.process.signalCode === null) this.process.kill('SIGKILL');
-    await bounded(this.exited, 10_000, 'the worker to exit after SIGKILL');
-  }
-}
-
-describe.skipIf(!reachable)('the worker killed -9 mid attempt and restarted (Postgres)', () => {
-  const schema = `t_kill9_${randomBytes(6).toString('hex')}`;
-  const keyringSpec = generateKeyringSpec('kill9');
-  const keyring = createKeyring(parseKeyringSpec(keyringSpec));
-  const taskQueue = `paygate-kill9-${randomBytes(4).toString('hex')}`;
-  const workers: WorkerProcess[] = [];
-  let dataDir: string;
-  let database: Database;
-  let env: TestWorkflowEnvironment;
+describe.skipIf(!(await postgresReachable()))('the worker killed -9 mid attempt and restarted (Postgres)', () => {
+  let stack: WorkerProcessStack;
   let t: TestApp;
   let receiver: Receiver;
-
-  const startWorker = async (): Promise<WorkerProcess> => {
-    const options = encodeURIComponent(`-c search_path=${schema}`);
-    const separator = POSTGRES_URL.includes('?') ? '&' : '?';
-    const worker = new WorkerProcess(
-      spawn(process.execPath, ['--import', 'tsx', WORKER_SCRIPT], {
-        stdio: ['ignore', 'pipe', 'pipe'],
-        env: {
-          PATH: process.env.PATH ?? '',
-          TEMPORAL_ADDRESS: env.address,
-          TEMPORAL_NAMESPACE: env.namespace ?? 'default',
-          TEMPORAL_TASK_QUEUE: taskQueue,
-          DATABASE_URL: `${POSTGRES_URL}${separator}options=${options}`,
-          ENCRYPTION_KEYS: keyringSpec,
-          PAYGATE_SANDBOX: 'true',
-          DATA_DIR: dataDir,
-          LOG_LEVEL: 'info',
-        },
-      }),
-    );
-    workers.push(worker);
-    await eventually(async () => (/worker running/.test(worker.text()) ? true : undefined), 'the worker to run', 60_000).catch(
-      (err: Error) => {
-        throw new Error(`${err.message}; worker output:\n${worker.text()}`);
-      },
-    );
-    return worker;
-  };
+  const startWorker = () => stack.startWorker();
 
   beforeAll(async () => {
-    dataDir = await mkdtemp(join(tmpdir(), 'paygate-kill9-'));
-    database = await openDatabase({ databaseUrl: POSTGRES_URL, schema, poolSize: 4 });
-    env = await bounded(
-      TestWorkflowEnvironment.createTimeSkipping({ server: { executable: { type: 'existing-path', path: DEVSERVER_PATH } } }),
-      60_000,
-      'the time-skipping engine to start',
-    );
-    const client = new Client({
-      connection: env.connection,
-      namespace: env.namespace ?? 'default',
-      dataConverter: paygateDataConverter(keyring),
-    });
+    stack = await openWorkerProcessStack('kill9');
+    const { database, keyring, client, taskQueue } = stack;
     t = await buildTestApp({ database, keyring, temporal: { client, taskQueue } });
     receiver = await startReceiver();
   }, 120_000);
 
   afterAll(async () => {
-    for (const w of workers) await w.kill9().catch(() => undefined);
+    await stack?.killWorkers();
     await receiver?.close();
     await t?.close();
-    await bounded(env?.teardown() ?? Promise.resolve(), 15_000, 'the engine to stop').catch(() => undefined);
-    await database?.close();
-    await dropSchema(POSTGRES_URL, schema).catch(() => undefined);
-    if (dataDir) await rm(dataDir, { recursive: true, force: true });
+    await stack?.close();
   }, 60_000);
 
   it('every event arrives (deduplicated by webhook-id), each attempt recorded once, nothing lost', async () => {
