@@ -4,18 +4,9 @@
 // merchant and recipient checks), then sends the workflow an update (shipping start) or a signal (a
 // notification) and renders the stored rows.
 import { createHash, randomUUID } from 'node:crypto';
-import { status as grpcStatus } from '@grpc/grpc-js';
-import {
-  WithStartWorkflowOperation,
-  WorkflowNotFoundError,
-  WorkflowUpdateFailedError,
-  WorkflowUpdateRPCTimeoutOrCancelledError,
-  isGrpcServiceError,
-} from '@temporalio/client';
-import { ApplicationFailure } from '@temporalio/common';
+import { WithStartWorkflowOperation, WorkflowNotFoundError } from '@temporalio/client';
 import {
   ESCROW_WORKFLOW_TYPE,
-  type EscrowFailureDetails,
   type EscrowInput,
   escrowWorkflowId,
   pgNotificationSignal,
@@ -31,7 +22,8 @@ import {
   resolveShipmentStrict,
   type SandboxPaymentRequest,
 } from '../domain/escrow.js';
-import { ApiError, isErrorName } from '../domain/errors.js';
+import { ApiError } from '../domain/errors.js';
+import { updateTimedOut, workflowRefusal } from './workflow-calls.js';
 import { newId } from '../domain/ids.js';
 import { isResourceId, PAYMENT_COMPLETE, type ReceiptResponse } from '../domain/receipt.js';
 import { formatTimestamp } from '../domain/time.js';
@@ -76,24 +68,6 @@ export interface EscrowService {
     project: Project,
     receiptId: string,
   ): Promise<{ pg: string; operation: string; body: unknown; received_at: string }[]>;
-}
-
-function timedOut(err: unknown): boolean {
-  return (
-    err instanceof WorkflowUpdateRPCTimeoutOrCancelledError ||
-    (isGrpcServiceError(err) && err.code === grpcStatus.DEADLINE_EXCEEDED)
-  );
-}
-
-function workflowError(err: unknown): unknown {
-  if (err instanceof WorkflowUpdateFailedError && err.cause instanceof ApplicationFailure) {
-    const { type, message } = err.cause;
-    if (type && isErrorName(type)) {
-      const details = (err.cause.details?.[0] ?? {}) as EscrowFailureDetails;
-      return new ApiError(type, { message, ...(details.pgErrorCode !== undefined ? { pgErrorCode: details.pgErrorCode } : {}) });
-    }
-  }
-  return err;
 }
 
 export function createEscrowService(deps: {
@@ -235,10 +209,10 @@ export function createEscrowService(deps: {
           }),
         );
       } catch (err) {
-        if (timedOut(err)) {
+        if (updateTimedOut(err)) {
           throw new ApiError('SERVICE_UNAVAILABLE', { message: 'The escrow workflow did not answer in time; retry later.' });
         }
-        throw workflowError(err);
+        throw workflowRefusal(err) ?? err;
       }
       return render(receiptId, project);
     },

@@ -2,12 +2,12 @@
 // then the reserve's workflow (src/workflows/reserve.ts) is started, or sent its revoke update. The charge
 // itself is the charge service's, made by the workflow's activity at reserve_execute_at.
 import { randomUUID } from 'node:crypto';
-import { status as grpcStatus } from '@grpc/grpc-js';
-import { WorkflowUpdateFailedError, WorkflowUpdateRPCTimeoutOrCancelledError, isGrpcServiceError } from '@temporalio/client';
+import { WorkflowUpdateFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { RESERVE_WORKFLOW_TYPE, reserveWorkflowId, revokeReserveUpdate } from '../contracts/reserve.js';
 import { assertOwnedBy } from '../domain/access.js';
 import { ApiError, isErrorName } from '../domain/errors.js';
+import { updateTimedOut } from './workflow-calls.js';
 import { newId } from '../domain/ids.js';
 import { isResourceId } from '../domain/receipt.js';
 import { renderReserve, type ReserveRequest, type ReserveResponse } from '../domain/reserve.js';
@@ -35,13 +35,6 @@ export interface ReserveService {
   list(project: Project, limit: number): Promise<ReserveResponse[]>;
   /** DELETE .../reserve/{reserve_id}: revoked, or 9441 when it was revoked or has started executing. */
   revoke(project: Project, reserveId: string): Promise<{ reserve_id: string; success: boolean }>;
-}
-
-function timedOut(err: unknown): boolean {
-  return (
-    err instanceof WorkflowUpdateRPCTimeoutOrCancelledError ||
-    (isGrpcServiceError(err) && err.code === grpcStatus.DEADLINE_EXCEEDED)
-  );
 }
 
 export function createReserveService(deps: {
@@ -100,7 +93,8 @@ export function createReserveService(deps: {
       } catch (err) {
         // no timer, no reserve: nothing is left that could charge
         await stores.reserves.delete(reserveId);
-        if (timedOut(err)) throw new ApiError('SERVICE_UNAVAILABLE', { message: 'The workflow engine did not answer; retry.' });
+        if (updateTimedOut(err))
+          throw new ApiError('SERVICE_UNAVAILABLE', { message: 'The workflow engine did not answer; retry.' });
         throw err;
       }
       return { reserve_id: reserveId, reserve_execute_at: formatTimestamp(request.executeAt) };
@@ -126,7 +120,8 @@ export function createReserveService(deps: {
           }),
         );
       } catch (err) {
-        if (timedOut(err)) throw new ApiError('SERVICE_UNAVAILABLE', { message: 'The reserve did not answer in time; retry.' });
+        if (updateTimedOut(err))
+          throw new ApiError('SERVICE_UNAVAILABLE', { message: 'The reserve did not answer in time; retry.' });
         if (err instanceof WorkflowUpdateFailedError && err.cause instanceof ApplicationFailure) {
           const type = err.cause.type;
           if (type && isErrorName(type)) throw new ApiError(type);

@@ -2,13 +2,7 @@
 // schedule's workflow (src/workflows/schedule.ts) is started, or sent its update. Charges are the charge
 // service's, made by the workflow's activity at each due time.
 import { randomUUID } from 'node:crypto';
-import { status as grpcStatus } from '@grpc/grpc-js';
-import {
-  WorkflowNotFoundError,
-  WorkflowUpdateFailedError,
-  WorkflowUpdateRPCTimeoutOrCancelledError,
-  isGrpcServiceError,
-} from '@temporalio/client';
+import { WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import {
   cancelScheduleUpdate,
@@ -20,6 +14,7 @@ import {
 } from '../contracts/schedule.js';
 import { assertOwnedBy } from '../domain/access.js';
 import { ApiError, isErrorName } from '../domain/errors.js';
+import { updateTimedOut } from './workflow-calls.js';
 import { newId } from '../domain/ids.js';
 import { isResourceId } from '../domain/receipt.js';
 import {
@@ -57,13 +52,6 @@ export interface ScheduleService {
   patch(project: Project, scheduleId: string, patch: SchedulePatch): Promise<Rendered>;
   /** The billing key was destroyed: every schedule still open on it is cancelled. */
   cancelForKey(project: Project, billingKey: string, log?: Pick<OperationLog, 'warn'>): Promise<number>;
-}
-
-function timedOut(err: unknown): boolean {
-  return (
-    err instanceof WorkflowUpdateRPCTimeoutOrCancelledError ||
-    (isGrpcServiceError(err) && err.code === grpcStatus.DEADLINE_EXCEEDED)
-  );
 }
 
 export function planOf(row: ScheduleRow): SchedulePlan {
@@ -105,7 +93,8 @@ export function createScheduleService(deps: {
     try {
       await client.withDeadline(Date.now() + callTimeoutMs, () => send(scheduleWorkflowId(scheduleId)));
     } catch (err) {
-      if (timedOut(err)) throw new ApiError('SERVICE_UNAVAILABLE', { message: 'The schedule did not answer in time; retry.' });
+      if (updateTimedOut(err))
+        throw new ApiError('SERVICE_UNAVAILABLE', { message: 'The schedule did not answer in time; retry.' });
       if (err instanceof WorkflowUpdateFailedError && err.cause instanceof ApplicationFailure) {
         const type = err.cause.type;
         if (type && isErrorName(type)) throw new ApiError(type);
@@ -154,7 +143,8 @@ export function createScheduleService(deps: {
       } catch (err) {
         // no workflow, no schedule: nothing is left that could charge
         await stores.schedules.delete(scheduleId);
-        if (timedOut(err)) throw new ApiError('SERVICE_UNAVAILABLE', { message: 'The workflow engine did not answer; retry.' });
+        if (updateTimedOut(err))
+          throw new ApiError('SERVICE_UNAVAILABLE', { message: 'The workflow engine did not answer; retry.' });
         throw err;
       }
       return render(row);

@@ -2,17 +2,7 @@
 // is a workflow (src/workflows/verification.ts); this service checks what the database can answer, then
 // drives the workflow with updates under a deadline and returns the stored row.
 import { randomUUID } from 'node:crypto';
-import { status as grpcStatus } from '@grpc/grpc-js';
-import {
-  WithStartWorkflowOperation,
-  WorkflowNotFoundError,
-  WorkflowUpdateFailedError,
-  WorkflowUpdateRPCTimeoutOrCancelledError,
-  isGrpcServiceError,
-  type Client,
-  type WorkflowHandle,
-} from '@temporalio/client';
-import { ApplicationFailure } from '@temporalio/common';
+import { WithStartWorkflowOperation, WorkflowNotFoundError, type Client, type WorkflowHandle } from '@temporalio/client';
 import {
   VERIFICATION_CAPS,
   VERIFICATION_WINDOW_MS,
@@ -23,10 +13,10 @@ import {
   resendOtpUpdate,
   verificationWorkflowId,
   type UpdateProof,
-  type VerificationFailureDetails,
 } from '../contracts/verification.js';
 import { assertOwnedBy } from '../domain/access.js';
-import { ApiError, isErrorName } from '../domain/errors.js';
+import { ApiError } from '../domain/errors.js';
+import { updateTimedOut, workflowRefusal } from './workflow-calls.js';
 import { newId } from '../domain/ids.js';
 import { parseOtp, type VerificationRequest, type VerificationView } from '../domain/verification.js';
 import { fetchSandboxSms, type SandboxSms } from '../gateways/sandbox-inbox.js';
@@ -48,30 +38,10 @@ export interface WorkflowRuntime {
   readonly taskQueue: string;
 }
 
-/** The workflow did not answer within the deadline (no worker polling, engine overloaded). */
-function timedOut(err: unknown): boolean {
-  return (
-    err instanceof WorkflowUpdateRPCTimeoutOrCancelledError ||
-    (isGrpcServiceError(err) && err.code === grpcStatus.DEADLINE_EXCEEDED)
-  );
-}
-
-/** A workflow's refusal (ApplicationFailure typed with a catalog name) as the API error it stands for. */
+/** A workflow's refusal as its catalog error; an ended run means nothing awaits an OTP any more. */
 function workflowError(err: unknown): unknown {
-  if (err instanceof WorkflowUpdateFailedError && err.cause instanceof ApplicationFailure) {
-    const { type, message } = err.cause;
-    if (type && isErrorName(type)) {
-      const details = (err.cause.details?.[0] ?? {}) as VerificationFailureDetails;
-      return new ApiError(type, {
-        message,
-        ...(details.pgErrorCode !== undefined ? { pgErrorCode: details.pgErrorCode } : {}),
-        ...(details.payloadMessage !== undefined ? { payloadMessage: details.payloadMessage } : {}),
-      });
-    }
-  }
-  // The workflow has ended (window closed, purged): nothing is awaiting an OTP any more.
   if (err instanceof WorkflowNotFoundError) return new ApiError('AUTH_NOT_READY');
-  return err;
+  return workflowRefusal(err) ?? err;
 }
 
 export interface VerificationService {
@@ -119,7 +89,7 @@ export function createVerificationService(deps: {
     try {
       return await workflows().client.withDeadline(Date.now() + callTimeoutMs, fn);
     } catch (err) {
-      if (timedOut(err)) throw onTimeout();
+      if (updateTimedOut(err)) throw onTimeout();
       throw workflowError(err);
     }
   };
