@@ -72,6 +72,8 @@ export async function startConfiguredGateways(config: Config, logger: Logger, cl
     token,
     logger: logger.child({ component: 'sandbox-pg' }),
     ...(clock ? { clock } : {}),
+    // its state survives a restart of npm start (src/sandbox/state-journal.ts)
+    stateDir: resolve(config.dataDir, 'sandbox-state'),
   });
   const registry = createGatewayRegistry({ sandboxUrl: sandbox.url, sandboxToken: token });
   return {

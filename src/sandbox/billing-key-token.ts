@@ -18,6 +18,8 @@ export const billingKeyClaims = z.object({
   exp: z.number().int(),
   /** issuance time, epoch ms */
   iat: z.number().int(),
+  /** the merchant that issued it (its calls can be faulted per merchant); absent in keys from before */
+  mid: z.string().min(1).optional(),
 });
 export type BillingKeyClaims = z.infer<typeof billingKeyClaims>;
 

@@ -1,6 +1,6 @@
 /**
- * A Map that forgets its oldest entries beyond `capacity`: the sandbox keeps its state in memory
- * and must not grow without bound under a long test run or a load test.
+ * A Map that forgets its oldest entries beyond `capacity`: the sandbox's state (in memory, journaled
+ * in DATA_DIR) must not grow without bound under a long test run or a load test.
  */
 export class BoundedMap<K, V> {
   private readonly entries = new Map<K, V>();
@@ -33,5 +33,10 @@ export class BoundedMap<K, V> {
 
   values(): IterableIterator<V> {
     return this.entries.values();
+  }
+
+  /** oldest first: replaying them in this order keeps the same entries on top */
+  pairs(): IterableIterator<[K, V]> {
+    return this.entries.entries();
   }
 }

@@ -5,6 +5,7 @@ import { isLuhnValid, maskCardNumber } from '../domain/card.js';
 import { decodeBillingKey, encodeBillingKey } from './billing-key-token.js';
 import { BoundedMap } from './bounded-map.js';
 import { approved, refused, type PgOutcome } from './outcome.js';
+import type { JournalRecord, JournalSink } from './state-journal.js';
 
 /** Test cards with fixed behaviour. */
 export const SANDBOX_CARDS = {
@@ -48,6 +49,9 @@ export interface WireCard {
 
 interface ChargeRecord {
   readonly tid: string;
+  /** who made it, when known (a merchant's faults follow its charges' cancels) */
+  readonly merchant?: string | undefined;
+  readonly pg?: string | undefined;
   readonly amount: number;
   readonly taxFree: number;
   cancelledAmount: number;
@@ -70,9 +74,12 @@ export class SandboxCardPg {
   constructor(
     private readonly secret: string,
     private readonly clock: () => Date,
+    /** where revocations and charges are kept across restarts */
+    private readonly journal: JournalSink = { write: () => undefined },
   ) {}
 
   issueBillingKey(req: {
+    merchant_id?: string | undefined;
     card_no: string;
     card_pw2: string;
     buyer_auth_no: string;
@@ -107,6 +114,7 @@ export class SandboxCardPg {
       refuse: req.card_no === SANDBOX_CARDS.refuseCharges,
       exp: expiresAt.getTime(),
       iat: now.getTime(),
+      ...(req.merchant_id === undefined ? {} : { mid: req.merchant_id }),
     });
     this.stats.billingKeysIssued++;
     return approved({
@@ -138,8 +146,10 @@ export class SandboxCardPg {
     if (claims.refuse) return refused('C204', 'charge refused by issuer');
 
     const tid = newId('sch_');
-    this.chargesByTid.set(tid, {
+    this.keepCharge({
       tid,
+      merchant: claims.mid,
+      pg: 'sandbox_card',
       amount: req.amount,
       taxFree: req.tax_free,
       cancelledAmount: 0,
@@ -174,6 +184,7 @@ export class SandboxCardPg {
     charge.cancelledAmount += req.amount;
     charge.cancelledTaxFree += req.tax_free;
     charge.cancelCount++;
+    this.journal.write({ k: 'card.charge', ...charge });
     this.stats.cancelsApproved++;
     return approved({
       cancel_tid: newId('scc_'),
@@ -184,13 +195,17 @@ export class SandboxCardPg {
 
   /** A one-off payment (the sandbox's payment window): a charge its cancels refund like any other. */
   pay(req: {
+    pg: string;
+    merchant_id?: string | undefined;
     amount: number;
     tax_free: number;
   }): PgOutcome<{ tid: string; approval_no: string; approved_at: string; card: WireCard }> {
     if (req.amount < 1 || req.tax_free < 0 || req.tax_free > req.amount) return refused('C205', 'invalid amount');
     const tid = newId('spy_');
-    this.chargesByTid.set(tid, {
+    this.keepCharge({
       tid,
+      merchant: req.merchant_id,
+      pg: req.pg,
       amount: req.amount,
       taxFree: req.tax_free,
       cancelledAmount: 0,
@@ -213,6 +228,7 @@ export class SandboxCardPg {
     // Revoking twice is not an error: destroy must be safe to retry.
     if (!this.revokedKeyIds.has(claims.kid)) {
       this.revokedKeyIds.set(claims.kid, true);
+      this.journal.write({ k: 'card.revoked', kid: claims.kid });
       this.stats.billingKeysRevoked++;
     }
     return approved({});
@@ -221,5 +237,29 @@ export class SandboxCardPg {
   /** Inspection for tests: the state of one charge. */
   chargeState(tid: string): Readonly<ChargeRecord> | undefined {
     return this.chargesByTid.get(tid);
+  }
+
+  /** The merchant of a billing key (undefined for keys issued without one, or not this sandbox's). */
+  billingKeyMerchant(bkey: string): string | undefined {
+    return decodeBillingKey(this.secret, bkey)?.mid;
+  }
+
+  private keepCharge(charge: ChargeRecord): void {
+    this.chargesByTid.set(charge.tid, charge);
+    this.journal.write({ k: 'card.charge', ...charge });
+  }
+
+  /** Replays one journaled fact (see state-journal.ts); other kinds are not this PG's. */
+  restore(record: JournalRecord): void {
+    if (record.k === 'card.revoked') this.revokedKeyIds.set(String(record.kid), true);
+    else if (record.k === 'card.charge') {
+      const { k: _k, ...charge } = record as JournalRecord & ChargeRecord;
+      this.chargesByTid.set(charge.tid, charge);
+    }
+  }
+
+  *snapshot(): Iterable<JournalRecord> {
+    for (const [kid] of this.revokedKeyIds.pairs()) yield { k: 'card.revoked', kid };
+    for (const charge of this.chargesByTid.values()) yield { k: 'card.charge', ...charge };
   }
 }

@@ -6,6 +6,7 @@ import { createHmac, randomBytes } from 'node:crypto';
 import { EscrowStatus, nextEscrowStatus, type BuyerEvent } from '../domain/escrow.js';
 import { BoundedMap } from './bounded-map.js';
 import { approved, refused, type PgOutcome } from './outcome.js';
+import type { JournalRecord, JournalSink } from './state-journal.js';
 
 /** A tracking number both escrow PGs refuse. */
 export const FAILING_TRACKING_NUMBER = 'FAIL-PG';
@@ -24,6 +25,8 @@ interface Order {
   status: EscrowStatus;
   readonly notifyUrl: string | undefined;
   readonly merchantRef: string;
+  /** the merchant that paid it, when the payment said */
+  readonly merchant?: string | undefined;
 }
 
 export interface PendingNotification {
@@ -60,12 +63,20 @@ export class SandboxEscrowPg {
     /** the token shared with paygate: notifications are signed with a subkey of it */
     private readonly notificationKey: Buffer,
     private readonly clock: () => Date,
+    /** where orders and received requests are kept across restarts */
+    private readonly journal: JournalSink = { write: () => undefined },
   ) {}
 
   /** Keeps what a PG received for a tid (newest last here; the route lists newest first). */
   receive(tid: string, pg: string, operation: string, body: unknown): void {
+    const receivedAt = this.clock();
+    this.keepReceived(tid, { pg, operation, body, receivedAt });
+    this.journal.write({ k: 'escrow.received', tid, pg, operation, body, receivedAt: receivedAt.toISOString() });
+  }
+
+  private keepReceived(tid: string, request: ReceivedRequest): void {
     const list = this.received.get(tid) ?? [];
-    list.push({ pg, operation, body, receivedAt: this.clock() });
+    list.push(request);
     if (list.length > MAX_REQUESTS_PER_ORDER) list.shift();
     this.received.set(tid, list);
   }
@@ -74,9 +85,42 @@ export class SandboxEscrowPg {
     return [...(this.received.get(tid) ?? [])].reverse();
   }
 
-  open(tid: string, pg: string, notifyUrl: string | undefined, merchantRef: string): void {
+  open(tid: string, pg: string, notifyUrl: string | undefined, merchantRef: string, merchant?: string): void {
     if (!isEscrowPg(pg)) return;
-    this.orders.set(tid, { tid, pg, status: EscrowStatus.Waiting, notifyUrl, merchantRef });
+    this.keep({ tid, pg, status: EscrowStatus.Waiting, notifyUrl, merchantRef, merchant });
+  }
+
+  /** The order of `tid`, for the merchant and PG its calls belong to. */
+  order(tid: string): Readonly<Order> | undefined {
+    return this.orders.get(tid);
+  }
+
+  private keep(order: Order): void {
+    this.orders.set(order.tid, order);
+    this.journal.write({ k: 'escrow.order', ...order });
+  }
+
+  /** Replays one journaled fact (see state-journal.ts); other kinds are not these PGs'. */
+  restore(record: JournalRecord): void {
+    if (record.k === 'escrow.order') {
+      const { k: _k, ...order } = record as JournalRecord & Order;
+      this.orders.set(order.tid, order);
+    } else if (record.k === 'escrow.received') {
+      const {
+        k: _k,
+        tid,
+        receivedAt,
+        ...request
+      } = record as JournalRecord & Omit<ReceivedRequest, 'receivedAt'> & { tid: string; receivedAt: string };
+      this.keepReceived(tid, { ...request, receivedAt: new Date(receivedAt) });
+    }
+  }
+
+  *snapshot(): Iterable<JournalRecord> {
+    for (const order of this.orders.values()) yield { k: 'escrow.order', ...order };
+    for (const [tid, list] of this.received.pairs()) {
+      for (const r of list) yield { k: 'escrow.received', tid, ...r, receivedAt: r.receivedAt.toISOString() };
+    }
   }
 
   shipA(b: { tid: string; invoice_no: string }): PgOutcome<{ confirm_url: string }> {
@@ -85,6 +129,7 @@ export class SandboxEscrowPg {
     if (order.status !== EscrowStatus.Waiting) return refused('EA02', 'shipping already registered');
     if (b.invoice_no === FAILING_TRACKING_NUMBER) return refused('EA31', 'invalid invoice number');
     order.status = EscrowStatus.ShippingStarted;
+    this.keep(order);
     return approved({ confirm_url: `https://escrow-a.sandbox.invalid/confirm/${order.tid}` });
   }
 
@@ -94,6 +139,7 @@ export class SandboxEscrowPg {
     if (order.status !== EscrowStatus.Waiting) return refused('B409', 'invoice already registered');
     if (b.INVOICE_NO === FAILING_TRACKING_NUMBER) return refused('B422', 'invoice number rejected by courier');
     order.status = EscrowStatus.ShippingStarted;
+    this.keep(order);
     return approved({});
   }
 
@@ -117,7 +163,10 @@ export class SandboxEscrowPg {
     const order = this.orders.get(tid);
     if (!order) return { known: false };
     const next = nextEscrowStatus(order.status, event);
-    if (next !== undefined) order.status = next;
+    if (next !== undefined) {
+      order.status = next;
+      this.keep(order);
+    }
     if (order.notifyUrl === undefined) return { known: true };
     const notificationId = `ntf_${randomBytes(12).toString('hex')}`;
     const body = JSON.stringify({

@@ -1,8 +1,9 @@
 // The sandbox identity PG's behaviour, independent of HTTP: SMS OTP / pass push, resend, confirm,
-// the derived person data (birth, gender, foreigner, CI, DI) and the in-memory SMS inbox.
+// the derived person data (birth, gender, foreigner, CI, DI) and the SMS inbox (journaled, state-journal.ts).
 import { createHmac, randomBytes, randomInt, timingSafeEqual } from 'node:crypto';
 import { BoundedMap } from './bounded-map.js';
 import { approved, refused, type PgOutcome } from './outcome.js';
+import type { JournalRecord, JournalSink } from './state-journal.js';
 
 /** Phones with fixed behaviour. */
 export const SANDBOX_PHONES = {
@@ -87,6 +88,8 @@ export class SandboxIdentityPg {
   constructor(
     private readonly secret: string,
     private readonly clock: () => Date,
+    /** where sessions and the inbox are kept across restarts */
+    private readonly journal: JournalSink = { write: () => undefined },
   ) {}
 
   requestOtp(req: {
@@ -118,6 +121,7 @@ export class SandboxIdentityPg {
     };
     this.deliver(session);
     this.sessions.set(session.tid, session);
+    this.keep(session);
     return approved({ tid: session.tid });
   }
 
@@ -127,6 +131,7 @@ export class SandboxIdentityPg {
     if (session.confirmed) return refused('A205', 'already confirmed');
     if (session.phone === SANDBOX_PHONES.resendFails) return refused('A102', 'SMS resend failed');
     this.deliver(session);
+    this.keep(session);
     return approved({});
   }
 
@@ -141,6 +146,7 @@ export class SandboxIdentityPg {
       const given = this.otpDigest(session.tid, req.otp);
       if (digest === undefined || !timingSafeEqual(digest, given)) {
         session.wrongAttempts++;
+        this.keep(session);
         this.stats.wrongOtps++;
         return refused('A202', 'OTP mismatch');
       }
@@ -148,6 +154,7 @@ export class SandboxIdentityPg {
     // A repeated confirm (a retry after a lost response) answers the same person again.
     if (!session.confirmed) {
       session.confirmed = true;
+      this.keep(session);
       this.stats.confirmations++;
     }
     const ci = this.ci(session);
@@ -178,15 +185,52 @@ export class SandboxIdentityPg {
     }
     const otp = String(randomInt(0, 1_000_000)).padStart(6, '0');
     session.otpDigest = this.otpDigest(session.tid, otp);
-    this.inbox.push({
+    const sms: InboxMessage = {
       phone: session.phone,
       tid: session.tid,
       message: `[paygate sandbox] Your verification code is ${otp}. It expires in 30 minutes.`,
       otp,
       sentAt: now,
-    });
-    if (this.inbox.length > SandboxIdentityPg.INBOX_CAPACITY) this.inbox.shift();
+    };
+    this.receiveSms(sms);
+    this.journal.write({ k: 'identity.sms', ...sms, sentAt: now.toISOString() });
     this.stats.smsSent++;
+  }
+
+  private receiveSms(sms: InboxMessage): void {
+    this.inbox.push(sms);
+    if (this.inbox.length > SandboxIdentityPg.INBOX_CAPACITY) this.inbox.shift();
+  }
+
+  /** The session as it is now: the OTP only as its HMAC digest, like in memory. */
+  private keep(session: Session): void {
+    this.journal.write({ k: 'identity.session', ...session, otpDigest: session.otpDigest?.toString('base64') });
+  }
+
+  /** The merchant a verification transaction belongs to. */
+  sessionMerchant(tid: string): string | undefined {
+    return this.sessions.get(tid)?.merchantId;
+  }
+
+  /** Replays one journaled fact (see state-journal.ts); other kinds are not this PG's. */
+  restore(record: JournalRecord): void {
+    if (record.k === 'identity.session') {
+      const { k: _k, otpDigest, ...session } = record as JournalRecord & Omit<Session, 'otpDigest'> & { otpDigest?: string };
+      this.sessions.set(session.tid, {
+        ...session,
+        otpDigest: typeof otpDigest === 'string' ? Buffer.from(otpDigest, 'base64') : undefined,
+      });
+    } else if (record.k === 'identity.sms') {
+      const { k: _k, sentAt, ...sms } = record as JournalRecord & Omit<InboxMessage, 'sentAt'> & { sentAt: string };
+      this.receiveSms({ ...sms, sentAt: new Date(sentAt) });
+    }
+  }
+
+  *snapshot(): Iterable<JournalRecord> {
+    for (const session of this.sessions.values()) {
+      yield { k: 'identity.session', ...session, otpDigest: session.otpDigest?.toString('base64') };
+    }
+    for (const sms of this.inbox) yield { k: 'identity.sms', ...sms, sentAt: sms.sentAt.toISOString() };
   }
 
   private otpDigest(tid: string, otp: string): Buffer {

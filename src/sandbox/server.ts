@@ -7,22 +7,22 @@
 //   any other res_cd is the PG's refusal (HTTP 200, or 4xx for malformed requests). HTTP 5xx means
 //   the PG itself failed. Instants are ISO 8601 UTC strings; amounts are integer won.
 //   Idempotency-Key header: a repeated key on the same operation replays the first answer without
-//   doing anything again (in memory, bounded); the same key with a different body gives E422.
-//   It is required on charges and cancels.
+//   doing anything again (bounded, journaled like the rest of the state); the same key with a different
+//   body gives E422. It is required on charges and cancels.
+//   merchant_id (issuance, payment, OTP request): the merchant the PG books the call to; the billing key,
+//   charge, escrow order and verification it creates carry it on, so a merchant's faults follow its calls.
 //
-//   POST /card/v1/billing-keys          {card_no, card_pw2, buyer_auth_no, exp_yy, exp_mm, goods_name, customer_ref}
+//   POST /card/v1/billing-keys          {card_no, card_pw2, buyer_auth_no, exp_yy, exp_mm, goods_name, customer_ref, merchant_id?}
 //        -> {bkey, tid, card: {masked_no, issuer_name, issuer_code, kind: CREDIT|CHECK}, bkey_expires_at, issued_at}
 //   POST /card/v1/charges               {bkey, amount, tax_free, order_id, goods_name, installment}
 //        -> {tid, approval_no, approved_at, card, installment}
 //   POST /card/v1/cancels               {tid, amount, tax_free, reason}  -> {cancel_tid, cancelled_at, remaining_amount}
 //   POST /card/v1/billing-keys/revoke   {bkey} -> {}
-//   POST /card/v1/inquiries             {operation: charge|cancel, idempotency_key} -> {state: executed|refused|not_found,
-//        result? (the operation's data), amount? (a charge's), res_cd?, res_msg? (a refusal's)}: what the PG did under a key
 //   POST /auth/v1/requests              {merchant_id, user_name, phone_no, birth_sex, telco, method: SMS|PASS, client_ip, site_url?}
 //        -> {tid}
 //   POST /auth/v1/resends               {tid} -> {}
 //   POST /auth/v1/confirms              {tid, otp} -> {user_name, phone_no, birthday, sex: M|F, foreigner: '0'|'1', telco, ci, di}
-//   POST /pay/v1/payments               {pg, amount, tax_free, order_id, goods_name, escrow, merchant_ref, notify_url?}
+//   POST /pay/v1/payments               {pg, amount, tax_free, order_id, goods_name, escrow, merchant_ref, notify_url?, merchant_id?}
 //        -> {tid, approval_no, approved_at, card}   (refunded by /card/v1/cancels; an escrow PG opens an escrow order)
 //   POST /escrow-a/v1/shipments         {tid, invoice_no, dlv_company_code, dlv_company_name, prepay, dlv_day, rcv_name,
 //        rcv_tel, rcv_addr, rcv_zip, snd_name, snd_tel, snd_zip, snd_addr1, snd_addr2, return_url?} -> {confirm_url}
@@ -54,20 +54,30 @@
 // Billing keys are HMAC-signed tokens (see billing-key-token.ts): they survive a restart with the same secret.
 // The secret is never a constant: the caller passes SANDBOX_SECRET or the one kept in DATA_DIR (secret.ts);
 // without one, a random secret lives as long as this server.
-// Charges, revocations, OTP sessions and the SMS inbox live in memory only.
+// State: idempotency records, revocations, charges, OTP sessions, the SMS inbox, escrow orders, what the PGs
+// received and the armed faults live in memory and, given a stateDir (DATA_DIR/sandbox-state), in a sealed
+// journal there (state-journal.ts): a restart, even kill -9, loses none of it. Card data is never kept: a
+// billing key is a signed token with the masked number, a charge keeps amounts. The counters of
+// /_sandbox/stats count since this start.
 // A pass push needs no OTP: the sandbox plays a user who approves every push at once, so confirm
 // succeeds with an empty otp.
 //
 // Fault injection (tests)
-//   Header `X-Sandbox-Fault: 500 | timeout | garbage` on any PG request, or arm the next N requests of
-//   an operation: POST /_sandbox/faults {operation, fault, count?}; DELETE /_sandbox/faults disarms all.
+//   Header `X-Sandbox-Fault: <fault>` on any PG request, or arm the next N requests of an operation:
+//   POST /_sandbox/faults {operation, fault, count?, merchant_id?, pg?} -> {armed, fault: {fault_id, ...}};
+//   with merchant_id (and pg) only that merchant's calls (to that PG) take it (faults.ts).
+//   GET /_sandbox/faults?merchant_id= lists the armed ones, DELETE /_sandbox/faults?merchant_id= disarms them
+//   (without merchant_id: all of them). Armed faults survive a restart.
 //   Operations: billing_key.issue, charge, cancel, billing_key.revoke, otp.request, otp.resend, otp.confirm,
 //   payment, escrow.ship, escrow.status, escrow.notify (the PG's notification to paygate).
-//     drop    -> escrow.notify only: the notification is lost (never sent)
-//     500     -> HTTP 500 before doing anything
-//     timeout -> does the operation (and records it for idempotency), then holds the answer for
-//                faultDelayMs (released early on close): the caller times out, a retry replays
-//     garbage -> does the operation, then answers a body that is not JSON
+//     drop          -> escrow.notify only: the notification is lost (never sent)
+//     500           -> HTTP 500 before doing anything
+//     timeout       -> does the operation (and records it for idempotency), then holds the answer for
+//                      faultDelayMs (released early on close): the caller times out, a retry replays
+//     garbage       -> does the operation, then answers a body that is not JSON
+//     late          -> holds the request for faultDelayMs (past the caller's timeout), then does the operation
+//                      (its answer goes nowhere; not done if the server closes first)
+//     lost_response -> does the operation, then closes the connection without an answer
 //
 // Internal routes (/_sandbox/*: faults, stats, charges, sms) need `Authorization: Bearer <token>`, the
 // token shared with paygate (SANDBOX_TOKEN, or a random one per process when paygate runs the sandbox
@@ -78,7 +88,8 @@
 //   GET /_sandbox/charges?idempotency_key=...    {idempotency_key, executions, tid} — executions counts real charges
 //   GET /_sandbox/charges/:tid                   {tid, amount, tax_free, cancelled_amount, cancelled_tax_free, cancel_count}
 //   GET /_sandbox/sms?phone=...                  {list: [{phone, message, otp, tid, sent_at}]} newest first
-//   GET /_sandbox/pg-requests?tid=...            {list: [{pg, operation, body, received_at}]} what the PGs received, newest first
+//   GET /_sandbox/pg-requests?tid=...            {list: [{pg, operation, body, received_at}]} what the PGs received for a
+//                                                payment or charge (executed charges and cancels, without the billing key), newest first
 //   POST /_sandbox/escrow/events {tid, event, duplicate?} -> 202 {notification_id}: the buyer acts; the PG notifies
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import Fastify, { LogController, type FastifyReply, type FastifyRequest } from 'fastify';
@@ -88,28 +99,23 @@ import { BoundedMap } from './bounded-map.js';
 import { SandboxCardPg } from './card-pg.js';
 import { SandboxEscrowPg } from './escrow-pg.js';
 import { BUYER_EVENTS } from '../domain/escrow.js';
+import {
+  type CallContext,
+  FaultBoard,
+  SANDBOX_FAULTS,
+  SANDBOX_OPERATIONS,
+  type ArmedFault,
+  type SandboxFault,
+  type SandboxOperation,
+} from './faults.js';
 import { SandboxIdentityPg } from './identity-pg.js';
 import type { PgOutcome } from './outcome.js';
+import { memoryJournal, openSandboxJournal, type JournalRecord, type SandboxJournal } from './state-journal.js';
+
+export { SANDBOX_FAULTS, SANDBOX_OPERATIONS, type SandboxFault, type SandboxOperation } from './faults.js';
 
 const DEFAULT_FAULT_DELAY_MS = 30_000;
 const IDEMPOTENCY_CAPACITY = 50_000;
-
-export const SANDBOX_OPERATIONS = [
-  'billing_key.issue',
-  'charge',
-  'cancel',
-  'billing_key.revoke',
-  'otp.request',
-  'otp.resend',
-  'otp.confirm',
-  'payment',
-  'escrow.ship',
-  'escrow.status',
-  'escrow.notify',
-] as const;
-export type SandboxOperation = (typeof SANDBOX_OPERATIONS)[number];
-export const SANDBOX_FAULTS = ['500', 'timeout', 'garbage', 'drop'] as const;
-export type SandboxFault = (typeof SANDBOX_FAULTS)[number];
 
 export interface SandboxGatewaysOptions {
   host?: string;
@@ -121,8 +127,10 @@ export interface SandboxGatewaysOptions {
   logger?: Logger;
   /** the sandbox's notion of now (OTP expiry, card expiry); tests move it forward */
   clock?: () => Date;
-  /** how long a `timeout` fault holds its answer */
+  /** how long a `timeout` fault holds its answer (a `late` one its request) */
   faultDelayMs?: number;
+  /** where the state is journaled (DATA_DIR/sandbox-state); unset: memory only, lost with the server */
+  stateDir?: string;
 }
 
 export interface SandboxGateways {
@@ -154,6 +162,7 @@ const bodies = {
     exp_mm: z.string().max(4),
     goods_name: z.string().max(1_000),
     customer_ref: z.string().max(1_000),
+    merchant_id: z.string().min(1).max(200).optional(),
   }),
   charge: z.object({
     bkey: z.string().min(1).max(2_000),
@@ -191,6 +200,7 @@ const bodies = {
     escrow: z.boolean(),
     merchant_ref: z.string().min(1).max(100),
     notify_url: z.url().max(2_000).optional(),
+    merchant_id: z.string().min(1).max(200).optional(),
   }),
   shipA: z.object({
     tid: z.string().min(1).max(100),
@@ -219,6 +229,19 @@ const bodies = {
   statusB: z.object({ TID: z.string().min(1).max(100) }),
 };
 
+const answerRecord = (
+  key: string,
+  answer: StoredAnswer,
+  executed: { count: number; tid: string | undefined },
+): JournalRecord => ({
+  k: 'answer',
+  key,
+  fp: answer.fingerprint,
+  body: answer.body,
+  count: executed.count,
+  ...(executed.tid === undefined ? {} : { tid: executed.tid }),
+});
+
 const envelopeOf = (outcome: PgOutcome<unknown>): Envelope =>
   outcome.ok ? { res_cd: '0000', res_msg: 'approved', data: outcome.data } : { res_cd: outcome.code, res_msg: outcome.message };
 
@@ -228,14 +251,45 @@ export async function startSandboxGateways(opts: SandboxGatewaysOptions = {}): P
   const expectedAuthorization = createHash('sha256').update(`Bearer ${token}`).digest();
   const clock = opts.clock ?? (() => new Date());
   const faultDelayMs = opts.faultDelayMs ?? DEFAULT_FAULT_DELAY_MS;
-  const card = new SandboxCardPg(secret, clock);
-  const identity = new SandboxIdentityPg(secret, clock);
-  const escrow = new SandboxEscrowPg(createHmac('sha256', token).update('escrow-notification').digest(), clock);
+  // The PGs write to the journal once it is open (replaying it writes nothing).
+  let journal: SandboxJournal = memoryJournal();
+  const sink = { write: (record: JournalRecord) => journal.write(record) };
+  const card = new SandboxCardPg(secret, clock, sink);
+  const identity = new SandboxIdentityPg(secret, clock, sink);
+  const escrow = new SandboxEscrowPg(createHmac('sha256', token).update('escrow-notification').digest(), clock, sink);
+  const faults = new FaultBoard(clock, sink);
 
   const answers = new BoundedMap<string, StoredAnswer>(IDEMPOTENCY_CAPACITY);
   const executions = new BoundedMap<string, { count: number; tid: string | undefined }>(IDEMPOTENCY_CAPACITY);
-  const armedFaults = new Map<SandboxOperation, { fault: SandboxFault; remaining: number }[]>();
+  if (opts.stateDir !== undefined) {
+    journal = openSandboxJournal({
+      dir: opts.stateDir,
+      secret,
+      apply(record) {
+        if (record.k === 'answer') {
+          const key = String(record.key);
+          answers.set(key, { fingerprint: String(record.fp), body: record.body as Envelope });
+          executions.set(key, { count: Number(record.count), tid: typeof record.tid === 'string' ? record.tid : undefined });
+        } else if (record.k.startsWith('card.')) card.restore(record);
+        else if (record.k.startsWith('identity.')) identity.restore(record);
+        else if (record.k.startsWith('escrow.')) escrow.restore(record);
+        else if (record.k.startsWith('fault.')) faults.restore(record);
+      },
+      *snapshot() {
+        for (const [key, executed] of executions.pairs()) {
+          const answer = answers.get(key);
+          if (answer !== undefined) yield answerRecord(key, answer, executed);
+        }
+        yield* card.snapshot();
+        yield* identity.snapshot();
+        yield* escrow.snapshot();
+        yield* faults.snapshot();
+      },
+      warn: (message) => opts.logger?.warn(message),
+    });
+  }
   const heldAnswers = new Set<() => void>();
+  let closed = false;
   const counters = { idempotentReplays: 0, injectedFaults: 0 };
   const requests = Object.fromEntries(SANDBOX_OPERATIONS.map((op) => [op, 0])) as Record<SandboxOperation, number>;
 
@@ -270,17 +324,16 @@ export async function startSandboxGateways(opts: SandboxGatewaysOptions = {}): P
     }
   });
 
-  const nextFault = (operation: SandboxOperation, req: FastifyRequest): SandboxFault | undefined | 'invalid' => {
+  const nextFault = (
+    operation: SandboxOperation,
+    req: FastifyRequest,
+    call: CallContext,
+  ): SandboxFault | undefined | 'invalid' => {
     const header = req.headers['x-sandbox-fault'];
     if (header !== undefined) {
       return (SANDBOX_FAULTS as readonly string[]).includes(String(header)) ? (String(header) as SandboxFault) : 'invalid';
     }
-    const queue = armedFaults.get(operation);
-    const armed = queue?.[0];
-    if (queue === undefined || armed === undefined) return undefined;
-    armed.remaining--;
-    if (armed.remaining <= 0) queue.shift();
-    return armed.fault;
+    return faults.take(operation, call);
   };
 
   const holdAnswer = (): Promise<void> =>
@@ -303,19 +356,25 @@ export async function startSandboxGateways(opts: SandboxGatewaysOptions = {}): P
     readonly run: (body: z.infer<S>) => PgOutcome<unknown>;
     /** the transaction id an approved answer created, for the executions inspection */
     readonly tidOf?: (data: unknown) => string | undefined;
+    /** whose call it is and for which PG, as far as the PG knows (for faults armed per merchant) */
+    readonly context: (body: z.infer<S>) => CallContext;
   }): void {
     app.post(route.url, async (req: FastifyRequest, reply: FastifyReply) => {
       requests[route.operation]++;
-      const fault = nextFault(route.operation, req);
+      const parsed = route.body.safeParse(req.body);
+      const fault = nextFault(route.operation, req, parsed.success ? route.context(parsed.data) : {});
       if (fault === 'invalid') return reply.code(400).send({ res_cd: 'E400', res_msg: 'unknown X-Sandbox-Fault value' });
       if (fault !== undefined) {
         counters.injectedFaults++;
         req.log.info({ operation: route.operation, fault }, 'sandbox fault injected');
       }
       if (fault === '500') return reply.code(500).send({ res_cd: 'E500', res_msg: 'injected gateway failure' });
-
-      const parsed = route.body.safeParse(req.body);
       if (!parsed.success) return reply.code(400).send({ res_cd: 'E400', res_msg: 'malformed request' });
+      if (fault === 'late') {
+        await holdAnswer();
+        // the PG went down before it got to the request
+        if (closed) return reply.code(503).send({ res_cd: 'E500', res_msg: 'gateway shutting down' });
+      }
       const keyHeader = req.headers['idempotency-key'];
       const key = typeof keyHeader === 'string' && keyHeader.length > 0 && keyHeader.length <= 255 ? keyHeader : undefined;
       if (key === undefined && (route.requireIdempotencyKey || keyHeader !== undefined)) {
@@ -323,7 +382,8 @@ export async function startSandboxGateways(opts: SandboxGatewaysOptions = {}): P
       }
 
       let answer: StoredAnswer;
-      const fingerprint = createHash('sha256').update(JSON.stringify(parsed.data)).digest('base64url');
+      // keyed: a request body may hold card data, and a plain hash of it could be guessed back
+      const fingerprint = createHmac('sha256', secret).update(JSON.stringify(parsed.data)).digest('base64url');
       const cacheKey = key === undefined ? undefined : `${route.operation}\u0000${key}`;
       const stored = cacheKey === undefined ? undefined : answers.get(cacheKey);
       if (stored !== undefined) {
@@ -333,16 +393,27 @@ export async function startSandboxGateways(opts: SandboxGatewaysOptions = {}): P
         counters.idempotentReplays++;
         answer = stored;
       } else {
-        const outcome = route.run(parsed.data);
-        answer = { fingerprint, body: envelopeOf(outcome) };
-        if (cacheKey !== undefined) {
-          answers.set(cacheKey, answer);
-          const tid = outcome.ok ? route.tidOf?.(outcome.data) : undefined;
-          const previous = executions.get(cacheKey);
-          executions.set(cacheKey, { count: (previous?.count ?? 0) + 1, tid: tid ?? previous?.tid });
-        }
+        // what the PG did and the answer it will replay reach the journal together, before the answer leaves
+        answer = journal.batch(() => {
+          const outcome = route.run(parsed.data);
+          const made = { fingerprint, body: envelopeOf(outcome) };
+          if (cacheKey !== undefined) {
+            answers.set(cacheKey, made);
+            const tid = outcome.ok ? route.tidOf?.(outcome.data) : undefined;
+            const previous = executions.get(cacheKey);
+            const executed = { count: (previous?.count ?? 0) + 1, tid: tid ?? previous?.tid };
+            executions.set(cacheKey, executed);
+            journal.write(answerRecord(cacheKey, made, executed));
+          }
+          return made;
+        });
       }
 
+      if (fault === 'lost_response') {
+        reply.hijack();
+        reply.raw.socket?.destroy();
+        return reply;
+      }
       if (fault === 'timeout') await holdAnswer();
       if (fault === 'garbage') return reply.code(200).type('application/json').send('{"res_cd": "00<html>Bad Gateway');
       return reply.code(200).send(answer.body);
@@ -359,21 +430,37 @@ export async function startSandboxGateways(opts: SandboxGatewaysOptions = {}): P
     requireIdempotencyKey: false,
     run: (b) => card.issueBillingKey(b),
     tidOf: tidField,
+    context: (b) => ({ merchant: b.merchant_id, pg: 'sandbox_card' }),
   });
   pgRoute({
     url: '/card/v1/charges',
     operation: 'charge',
     body: bodies.charge,
     requireIdempotencyKey: true,
-    run: (b) => card.charge(b),
+    run: (b) => {
+      const outcome = card.charge(b);
+      // what a merchant may see of it (GET /sandbox/v1/pg-requests): never the billing key
+      const { bkey: _bkey, ...shown } = b;
+      if (outcome.ok) escrow.receive(outcome.data.tid, 'sandbox_card', 'charge', shown);
+      return outcome;
+    },
     tidOf: tidField,
+    context: (b) => ({ merchant: card.billingKeyMerchant(b.bkey), pg: 'sandbox_card' }),
   });
   pgRoute({
     url: '/card/v1/cancels',
     operation: 'cancel',
     body: bodies.cancel,
     requireIdempotencyKey: true,
-    run: (b) => card.cancel(b),
+    run: (b) => {
+      const outcome = card.cancel(b);
+      if (outcome.ok) escrow.receive(b.tid, card.chargeState(b.tid)?.pg ?? 'sandbox_card', 'cancel', b);
+      return outcome;
+    },
+    context: (b) => {
+      const charge = card.chargeState(b.tid);
+      return { merchant: charge?.merchant, pg: charge?.pg ?? 'sandbox_card' };
+    },
   });
   pgRoute({
     url: '/card/v1/billing-keys/revoke',
@@ -381,6 +468,7 @@ export async function startSandboxGateways(opts: SandboxGatewaysOptions = {}): P
     body: bodies.revoke,
     requireIdempotencyKey: false,
     run: (b) => card.revokeBillingKey(b),
+    context: (b) => ({ merchant: card.billingKeyMerchant(b.bkey), pg: 'sandbox_card' }),
   });
   pgRoute({
     url: '/auth/v1/requests',
@@ -389,6 +477,7 @@ export async function startSandboxGateways(opts: SandboxGatewaysOptions = {}): P
     requireIdempotencyKey: false,
     run: (b) => identity.requestOtp(b),
     tidOf: tidField,
+    context: (b) => ({ merchant: b.merchant_id, pg: 'sandbox_identity' }),
   });
   pgRoute({
     url: '/auth/v1/resends',
@@ -396,6 +485,7 @@ export async function startSandboxGateways(opts: SandboxGatewaysOptions = {}): P
     body: bodies.otpResend,
     requireIdempotencyKey: false,
     run: (b) => identity.resendOtp(b),
+    context: (b) => ({ merchant: identity.sessionMerchant(b.tid), pg: 'sandbox_identity' }),
   });
   pgRoute({
     url: '/auth/v1/confirms',
@@ -403,6 +493,7 @@ export async function startSandboxGateways(opts: SandboxGatewaysOptions = {}): P
     body: bodies.otpConfirm,
     requireIdempotencyKey: false,
     run: (b) => identity.confirmOtp(b),
+    context: (b) => ({ merchant: identity.sessionMerchant(b.tid), pg: 'sandbox_identity' }),
   });
 
   pgRoute({
@@ -414,11 +505,12 @@ export async function startSandboxGateways(opts: SandboxGatewaysOptions = {}): P
       const outcome = card.pay(b);
       if (outcome.ok) {
         escrow.receive(outcome.data.tid, b.pg, 'payment', b);
-        if (b.escrow) escrow.open(outcome.data.tid, b.pg, b.notify_url, b.merchant_ref);
+        if (b.escrow) escrow.open(outcome.data.tid, b.pg, b.notify_url, b.merchant_ref, b.merchant_id);
       }
       return outcome;
     },
     tidOf: tidField,
+    context: (b) => ({ merchant: b.merchant_id, pg: b.pg }),
   });
   pgRoute({
     url: '/escrow-a/v1/shipments',
@@ -429,6 +521,7 @@ export async function startSandboxGateways(opts: SandboxGatewaysOptions = {}): P
       escrow.receive(b.tid, 'sandbox_escrow_a', 'escrow.ship', b);
       return escrow.shipA(b);
     },
+    context: (b) => ({ merchant: escrow.order(b.tid)?.merchant, pg: 'sandbox_escrow_a' }),
   });
   pgRoute({
     url: '/escrow-a/v1/orders/status',
@@ -439,6 +532,7 @@ export async function startSandboxGateways(opts: SandboxGatewaysOptions = {}): P
       escrow.receive(b.tid, 'sandbox_escrow_a', 'escrow.status', b);
       return escrow.statusA(b);
     },
+    context: (b) => ({ merchant: escrow.order(b.tid)?.merchant, pg: 'sandbox_escrow_a' }),
   });
   pgRoute({
     url: '/escrow-b/v1/invoices',
@@ -449,6 +543,7 @@ export async function startSandboxGateways(opts: SandboxGatewaysOptions = {}): P
       escrow.receive(b.TID, 'sandbox_escrow_b', 'escrow.ship', b);
       return escrow.shipB(b);
     },
+    context: (b) => ({ merchant: escrow.order(b.TID)?.merchant, pg: 'sandbox_escrow_b' }),
   });
   pgRoute({
     url: '/escrow-b/v1/inquiry',
@@ -459,6 +554,7 @@ export async function startSandboxGateways(opts: SandboxGatewaysOptions = {}): P
       escrow.receive(b.TID, 'sandbox_escrow_b', 'escrow.status', b);
       return escrow.statusB(b);
     },
+    context: (b) => ({ merchant: escrow.order(b.TID)?.merchant, pg: 'sandbox_escrow_b' }),
   });
 
   /** Sends a notification to paygate: up to 3 attempts, 1 s apart, until a 2xx; stops when the server closes. */
@@ -491,12 +587,13 @@ export async function startSandboxGateways(opts: SandboxGatewaysOptions = {}): P
     const parsed = buyerEventBody.safeParse(req.body);
     if (!parsed.success) return reply.code(400).send({ res_cd: 'E400', res_msg: 'malformed request' });
     const { tid, event, duplicate } = parsed.data;
-    const acted = escrow.buyerEvent(tid, event);
+    const acted = journal.batch(() => escrow.buyerEvent(tid, event));
     if (!acted.known) return reply.code(404).send({ res_cd: 'EA01', res_msg: 'unknown escrow transaction' });
     const notification = acted.notification;
     if (notification === undefined) return reply.code(202).send({ notification_id: null, sent: false });
     requests['escrow.notify']++;
-    const dropped = nextFault('escrow.notify', req) !== undefined;
+    const order = escrow.order(tid);
+    const dropped = nextFault('escrow.notify', req, { merchant: order?.merchant, pg: order?.pg }) !== undefined;
     if (dropped) counters.injectedFaults++;
     else {
       // the notification travels after the answer, as a PG's would
@@ -526,19 +623,37 @@ export async function startSandboxGateways(opts: SandboxGatewaysOptions = {}): P
     operation: z.enum(SANDBOX_OPERATIONS),
     fault: z.enum(SANDBOX_FAULTS),
     count: z.number().int().min(1).max(1_000).default(1),
+    merchant_id: z.string().min(1).max(200).optional(),
+    pg: z.string().min(1).max(100).optional(),
   });
+  const faultView = (f: ArmedFault) => ({
+    fault_id: f.id,
+    operation: f.operation,
+    fault: f.fault,
+    count: f.count,
+    remaining: f.remaining,
+    merchant_id: f.merchant ?? null,
+    pg: f.pg ?? null,
+    created_at: f.createdAt,
+  });
+  const merchantQuery = z.object({ merchant_id: z.string().min(1).max(200).optional() });
   app.post('/_sandbox/faults', async (req, reply) => {
     const parsed = armBody.safeParse(req.body);
     if (!parsed.success) return reply.code(400).send({ res_cd: 'E400', res_msg: 'malformed request' });
-    const { operation, fault, count } = parsed.data;
-    const queue = armedFaults.get(operation) ?? [];
-    queue.push({ fault, remaining: count });
-    armedFaults.set(operation, queue);
-    return { armed: { operation, fault, count } };
+    const { operation, fault, count, merchant_id: merchant, pg } = parsed.data;
+    const armed = faults.arm({ operation, fault, count, merchant, pg });
+    if (armed === undefined) return reply.code(429).send({ res_cd: 'E429', res_msg: 'too many armed faults' });
+    return { armed: { operation, fault, count }, fault: faultView(armed) };
   });
-  app.delete('/_sandbox/faults', async () => {
-    armedFaults.clear();
-    return { armed: null };
+  app.get('/_sandbox/faults', async (req, reply) => {
+    const parsed = merchantQuery.safeParse(req.query);
+    if (!parsed.success) return reply.code(400).send({ res_cd: 'E400', res_msg: 'malformed request' });
+    return { list: faults.list(parsed.data.merchant_id).map(faultView) };
+  });
+  app.delete('/_sandbox/faults', async (req, reply) => {
+    const parsed = merchantQuery.safeParse(req.query);
+    if (!parsed.success) return reply.code(400).send({ res_cd: 'E400', res_msg: 'malformed request' });
+    return { armed: null, disarmed: faults.disarm(parsed.data.merchant_id) };
   });
 
   app.get('/_sandbox/stats', async () => ({
@@ -559,25 +674,6 @@ export async function startSandboxGateways(opts: SandboxGatewaysOptions = {}): P
     idempotent_replays: counters.idempotentReplays,
     injected_faults: counters.injectedFaults,
   }));
-
-  // The inquiry a merchant (paygate) makes when it lost a charge's or cancel's answer: never executes anything.
-  const inquiryBody = z.object({ operation: z.enum(['charge', 'cancel']), idempotency_key: z.string().min(1).max(255) });
-  app.post('/card/v1/inquiries', async (req, reply) => {
-    const parsed = inquiryBody.safeParse(req.body);
-    if (!parsed.success) return reply.code(400).send({ res_cd: 'E400', res_msg: 'malformed request' });
-    const stored = answers.get(`${parsed.data.operation}\u0000${parsed.data.idempotency_key}`)?.body;
-    if (stored === undefined) return { res_cd: '0000', res_msg: 'approved', data: { state: 'not_found' } };
-    if (stored.res_cd !== '0000') {
-      return { res_cd: '0000', res_msg: 'approved', data: { state: 'refused', res_cd: stored.res_cd, res_msg: stored.res_msg } };
-    }
-    const tid = parsed.data.operation === 'charge' ? tidField(stored.data) : undefined;
-    const amount = tid === undefined ? undefined : card.chargeState(tid)?.amount;
-    return {
-      res_cd: '0000',
-      res_msg: 'approved',
-      data: { state: 'executed', result: stored.data, ...(amount === undefined ? {} : { amount }) },
-    };
-  });
 
   const chargesQuery = z.object({ idempotency_key: z.string().min(1) });
   app.get('/_sandbox/charges', async (req, reply) => {
@@ -623,9 +719,11 @@ export async function startSandboxGateways(opts: SandboxGatewaysOptions = {}): P
     token,
     close() {
       closing ??= (async () => {
+        closed = true;
         notifyAbort.abort();
         for (const release of [...heldAnswers]) release();
         await app.close();
+        journal.close();
       })();
       return closing;
     },
