@@ -5,7 +5,8 @@
 import { Clock, type TimerHandle } from './clock.js';
 import { DEFAULT_DYNAMIC_CONFIG, type DynamicConfig } from './dynamic-config.js';
 import { invalid, namespaceNotFound, notFound } from './errors.js';
-import type { Journal, JournalRecord } from './journal.js';
+import { StateCursor } from './journal-delta.js';
+import { serialize, type Journal, type JournalRecord } from './journal.js';
 import { TaskQueues } from './matching.js';
 import {
   Status,
@@ -119,6 +120,9 @@ export type Rpc<M extends RpcName> = (core: EngineCore, r: RpcRequest<M>, onCanc
 /** What happens when a named deadline of a run comes due (deadlines.ts). */
 export type DeadlineHandler = (core: EngineCore, ex: Execution, name: string) => void;
 
+/** What is checked when an open run's history grew (limits.ts: the history limits). */
+export type HistoryGrownHandler = (core: EngineCore, ex: Execution) => void;
+
 export interface EngineOptions {
   timeSkipping: boolean;
   /** How long closed executions are kept (namespace retention); 24 h by default. */
@@ -141,6 +145,8 @@ export class EngineCore {
   readonly queries = new Map<string, PendingQuery>();
   readonly waiters = new Map<string, Set<Waiter>>();
   readonly dirty = new Set<Execution>();
+  /** Open runs whose history grew since the last commit: the history limits are checked on them at the commit. */
+  readonly grown = new Set<Execution>();
   readonly namespaces: Set<string>;
   readonly namespaceRetentionMs = new Map<string, number>();
   readonly saTypes: Map<string, string>;
@@ -153,6 +159,7 @@ export class EngineCore {
   constructor(
     private readonly opts: EngineOptions,
     private readonly onDeadline: DeadlineHandler,
+    private readonly onHistoryGrown: HistoryGrownHandler = () => {},
   ) {
     this.clock = new Clock(opts.timeSkipping);
     // An advanced dev-server clock is journaled with the server record (time-skipping mode never has a journal).
@@ -186,12 +193,24 @@ export class EngineCore {
     this.dirty.add(ex);
   }
 
-  /** Journals every changed run; resolves once durable. */
+  /**
+   * Journals every changed run; resolves once durable. Every change ends here, so this is where a history that
+   * grew is checked against the limits (as Temporal checks on every update of a run, not only on completions).
+   */
   commit(): Promise<void> {
+    if (this.grown.size > 0) this.checkGrown();
     const journal = this.journal;
     if (!journal) return Promise.resolve();
     this.stageDirty(journal);
     return journal.flush();
+  }
+
+  private checkGrown(): void {
+    // A run the check terminates grows by its close events, and is then closed: visited once more, skipped.
+    for (const ex of this.grown) {
+      this.grown.delete(ex);
+      if (this.isOpen(ex)) this.onHistoryGrown(this, ex);
+    }
   }
 
   stageDirty(journal: Journal): void {
@@ -202,25 +221,25 @@ export class EngineCore {
     if (this.dirty.size === 0) return;
     for (const ex of this.dirty) {
       const base = Math.min(ex.persistedLength, ex.history.length);
-      journal.append({
-        key: execKey(ex.s.namespace, ex.s.runId),
-        base,
-        events: ex.history.slice(base),
-        state: ex.s,
-      });
+      ex.cursor ??= new StateCursor();
+      const delta = ex.cursor.diff(ex.s);
+      // Marked dirty but nothing to say (e.g. a state transition counted before, then undone).
+      if (delta === null && base === ex.persistedLength && base === ex.history.length) continue;
+      // Built from the pieces: the delta is already JSON, and the history is only what was appended.
+      const events = base === ex.history.length ? '[]' : serialize(ex.history.slice(base));
+      const key = JSON.stringify(execKey(ex.s.namespace, ex.s.runId));
+      journal.appendLine(`{"key":${key},"base":${base},"events":${events}${delta === null ? '' : `,"d":${delta}`}}`);
       ex.persistedLength = ex.history.length;
     }
     this.dirty.clear();
-    if (journal.wantsCompaction) {
-      journal.compact([
-        this.serverRecord(),
-        ...[...this.runs.values()].map((ex) => ({
-          key: execKey(ex.s.namespace, ex.s.runId),
-          base: 0,
-          events: ex.history,
-          state: ex.s,
-        })),
-      ]);
+    if (journal.wantsCompaction) journal.compact(this.snapshot());
+  }
+
+  /** The journal's snapshot: the server record and every run whole (the cursors stay valid: nothing is dirty). */
+  private *snapshot(): Generator<JournalRecord> {
+    yield this.serverRecord();
+    for (const ex of this.runs.values()) {
+      yield { key: execKey(ex.s.namespace, ex.s.runId), base: 0, events: ex.history, state: ex.s };
     }
   }
 
@@ -375,6 +394,7 @@ export class EngineCore {
     e.eventId = ex.history.length + 1;
     ex.history.push(e);
     this.markDirty(ex);
+    this.grown.add(ex);
     return e;
   }
 
@@ -406,6 +426,8 @@ export class EngineCore {
       sized.events = length;
     }
     ex.history.length = length;
+    // The next journal line rewrites from here (a shorter `base`).
+    ex.persistedLength = Math.min(ex.persistedLength, length);
   }
 
   flushBuffered(ex: Execution): boolean {

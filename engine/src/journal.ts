@@ -1,16 +1,21 @@
-// Durable storage for --db-filename: an append-only JSON-lines journal. Each line records one execution's
-// state after a change plus the history events appended since the previous line (`base` is the history length
-// those events start at, so a rolled-back speculative workflow task is a shorter `base`). Lines are written and
-// fdatasync'd before the RPC that caused them is answered (group commit). On open the journal is replayed and
-// compacted into a fresh snapshot so it does not grow without bound.
+// Durable storage for --db-filename: an append-only JSON-lines journal. Each line records what one change did to
+// one execution: the history events appended since its previous line (`base` is the history length those events
+// start at, so a rolled-back speculative workflow task is a shorter `base`) and what changed in its state (`d`, a
+// delta: journal-delta.ts), so a line costs O(change) whatever the length of the history. A snapshot line carries
+// the whole state instead (`state`). Lines are written and fdatasync'd before the RPC that caused them is answered
+// (group commit). On open the journal is replayed and compacted into a fresh snapshot (temp file, fsync, rename).
 import fs from 'node:fs';
 import path from 'node:path';
+import { applyDelta, type StateDelta } from './journal-delta.js';
 
 export interface JournalRecord {
   key: string;
   base: number;
   events: unknown[];
-  state: unknown;
+  /** The whole state (snapshots, the server record); replaces what replay had. */
+  state?: unknown;
+  /** What changed in the state since the key's previous line. */
+  d?: StateDelta;
   /** The execution was removed (retention); replay forgets it. */
   deleted?: boolean;
 }
@@ -38,15 +43,35 @@ export function deserialize<T>(line: string): T {
 
 const PRIVATE_FILE = 0o600;
 
-/** Writes a snapshot next to the journal, syncs it, then atomically renames it over the journal. */
-function writeSnapshot(file: string, records: JournalRecord[]): void {
+/**
+ * Writes a snapshot next to the journal, syncs it, then atomically renames it over the journal: a crash at any
+ * point leaves either the old journal or the complete snapshot. Returns the snapshot's size in bytes.
+ */
+function writeSnapshot(file: string, records: Iterable<JournalRecord>): number {
   const tmp = `${file}.compact`;
   // Workflow histories are private: owner-only whatever the umask (a stale .compact file is replaced).
   fs.rmSync(tmp, { force: true });
   const out = fs.openSync(tmp, 'w', PRIVATE_FILE);
-  for (const r of records) fs.writeSync(out, `${serialize(r)}\n`);
-  fs.fdatasyncSync(out);
-  fs.closeSync(out);
+  let bytes = 0;
+  try {
+    // Buffered in chunks: one write per record would be a syscall per run.
+    let chunk: string[] = [];
+    let chunkLength = 0;
+    for (const r of records) {
+      const line = `${serialize(r)}\n`;
+      chunk.push(line);
+      chunkLength += line.length;
+      if (chunkLength >= 1 << 20) {
+        bytes += fs.writeSync(out, chunk.join(''));
+        chunk = [];
+        chunkLength = 0;
+      }
+    }
+    if (chunk.length > 0) bytes += fs.writeSync(out, chunk.join(''));
+    fs.fdatasyncSync(out);
+  } finally {
+    fs.closeSync(out);
+  }
   fs.renameSync(tmp, file);
   const dir = fs.openSync(path.dirname(path.resolve(file)), 'r');
   try {
@@ -54,6 +79,7 @@ function writeSnapshot(file: string, records: JournalRecord[]): void {
   } finally {
     fs.closeSync(dir);
   }
+  return bytes;
 }
 
 export interface RestoredExecution {
@@ -61,12 +87,23 @@ export interface RestoredExecution {
   events: unknown[];
 }
 
-/** Past this many bytes appended since the last snapshot, the journal is rewritten as a snapshot. */
+/**
+ * Past this many bytes appended since the last snapshot — and more than the snapshot itself, so rewriting costs
+ * O(1) per appended byte however much the runs hold — the journal is rewritten as a snapshot.
+ */
 const COMPACT_AFTER_BYTES = 64 * 1024 * 1024;
+
+export interface JournalOpenStats {
+  /** Bytes of the journal before and after the compaction on open. */
+  bytesBefore: number;
+  bytesAfter: number;
+  lines: number;
+}
 
 export class Journal {
   private fd: number;
   private appendedBytes = 0;
+  private snapshotBytes = 0;
   private pending: string[] = [];
   private waiters: Array<{ resolve(): void; reject(err: Error): void }> = [];
   private scheduled = false;
@@ -80,12 +117,16 @@ export class Journal {
   }
 
   /** Replays the journal at `file` (if any), compacts it, and opens it for appending. */
-  static open(file: string): { journal: Journal; restored: Map<string, RestoredExecution> } {
+  static open(file: string): { journal: Journal; restored: Map<string, RestoredExecution>; stats: JournalOpenStats } {
     const restored = new Map<string, RestoredExecution>();
+    let bytesBefore = 0;
+    let lines = 0;
     if (fs.existsSync(file)) {
       const text = fs.readFileSync(file, 'utf8');
+      bytesBefore = Buffer.byteLength(text, 'utf8');
       for (const line of text.split('\n')) {
         if (!line) continue;
+        lines++;
         let rec: JournalRecord;
         try {
           rec = deserialize<JournalRecord>(line);
@@ -100,35 +141,40 @@ export class Journal {
         const cur = restored.get(rec.key) ?? { state: null, events: [] };
         cur.events.length = Math.min(cur.events.length, rec.base);
         for (const e of rec.events) cur.events.push(e);
-        cur.state = rec.state;
+        if (rec.d) cur.state = applyDelta(cur.state as Record<string, unknown> | null, rec.d);
+        else cur.state = rec.state;
         restored.set(rec.key, cur);
       }
     }
     fs.mkdirSync(path.dirname(path.resolve(file)), { recursive: true, mode: 0o700 });
-    writeSnapshot(
-      file,
-      [...restored].map(([key, r]) => ({ key, base: 0, events: r.events, state: r.state })),
-    );
+    const bytesAfter = writeSnapshot(file, snapshotRecords(restored));
     const fd = fs.openSync(file, 'a', PRIVATE_FILE);
-    return { journal: new Journal(file, fd), restored };
+    const journal = new Journal(file, fd);
+    journal.snapshotBytes = bytesAfter;
+    return { journal, restored, stats: { bytesBefore, bytesAfter, lines } };
   }
 
   /** True once enough has been appended that a snapshot would be much smaller than the journal. */
   get wantsCompaction(): boolean {
-    return this.appendedBytes > COMPACT_AFTER_BYTES;
+    return this.appendedBytes > Math.max(COMPACT_AFTER_BYTES, this.snapshotBytes);
   }
 
   /** Replaces the journal with a snapshot of the given records (the complete current state). */
-  compact(records: JournalRecord[]): void {
+  compact(records: Iterable<JournalRecord>): void {
     if (this.pending.length > 0) this.writeNow();
     fs.closeSync(this.fd);
-    writeSnapshot(this.file, records);
+    this.snapshotBytes = writeSnapshot(this.file, records);
     this.fd = fs.openSync(this.file, 'a', PRIVATE_FILE);
     this.appendedBytes = 0;
   }
 
   append(record: JournalRecord): void {
     this.pending.push(serialize(record));
+  }
+
+  /** Appends a line already serialized (a JournalRecord's JSON, as core.ts builds delta lines). */
+  appendLine(line: string): void {
+    this.pending.push(line);
   }
 
   /** Resolves once everything appended so far is on disk. */
@@ -175,4 +221,8 @@ export class Journal {
   get filename(): string {
     return this.file;
   }
+}
+
+function* snapshotRecords(restored: Map<string, RestoredExecution>): Generator<JournalRecord> {
+  for (const [key, r] of restored) yield { key, base: 0, events: r.events, state: r.state };
 }

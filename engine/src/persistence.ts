@@ -3,6 +3,7 @@
 import { dispatchActivity } from './activity-tasks.js';
 import { SERVER_RECORD_KEY, type EngineCore, type ServerRecord } from './core.js';
 import { Status, TimeoutType, num, type HistoryEvent } from './proto.js';
+import { StateCursor } from './journal-delta.js';
 import type { Execution, ExecutionState } from './state.js';
 import { dispatchWorkflowTask, workflowTaskTimedOut } from './workflow-tasks.js';
 
@@ -22,6 +23,11 @@ export function restore(core: EngineCore, restored: Map<string, { state: unknown
     if (key === SERVER_RECORD_KEY) continue;
     const s = r.state as ExecutionState;
     const ex: Execution = { s, history: r.events as HistoryEvent[], persistedLength: r.events.length };
+    if (core.journal) {
+      // The journal holds exactly this state (the snapshot written on open): later lines carry differences.
+      ex.cursor = new StateCursor();
+      ex.cursor.diff(s);
+    }
     // Event task ids keep increasing across restarts.
     for (const e of ex.history) core.taskId = Math.max(core.taskId, num(e.taskId) + 1);
     core.runs.set(key, ex);

@@ -44,6 +44,7 @@ export async function startDevServer(opts: DevServerOptions): Promise<DevServer>
     const opened = Journal.open(opts.dbFilename);
     journal = opened.journal;
     restored = opened.restored;
+    log.info('journal compacted on open', { file: opts.dbFilename, ...opened.stats });
   }
   const engine = new Engine({
     timeSkipping: opts.timeSkipping,

@@ -1,5 +1,6 @@
 // The serialisable state of one workflow run. Everything here survives a restart through the journal;
 // runtime-only things (timer handles, waiting callers) live beside it in the engine.
+import type { StateCursor } from './journal-delta.js';
 import type { Failure, HistoryEvent, Memo, Payloads, Plain, RetryPolicy, SearchAttributes, temporal } from './proto.js';
 
 export interface RetrySpec {
@@ -142,6 +143,12 @@ export interface Execution {
   persistedLength: number;
   /** How many events of the history are counted in its size, and their encoded bytes (core.ts `historySizeBytes`). */
   sized?: { events: number; bytes: number };
+  /** What the journal holds of the state, so the next line carries only the difference (journal-delta.ts). */
+  cursor?: StateCursor;
+  /** The history limits' warnings already logged for this run (limits.ts), so each is logged once. */
+  warned?: { count?: boolean; size?: boolean };
+  /** Set when the run was terminated for passing a history limit: the reason (Temporal's failure message). */
+  limitReason?: string;
 }
 
 export const execKey = (namespace: string, runId: string) => `${namespace}/${runId}`;
