@@ -20,6 +20,10 @@ export interface DynamicConfig {
   historySizeLimitError: number;
   /** `limit.historyCount.error`: history events past which a running workflow is terminated. */
   historyCountLimitError: number;
+  /** `limit.historySize.warn`: history bytes past which a running workflow is logged (once). */
+  historySizeLimitWarn: number;
+  /** `limit.historyCount.warn`: history events past which a running workflow is logged (once). */
+  historyCountLimitWarn: number;
 }
 
 export const DEFAULT_DYNAMIC_CONFIG: DynamicConfig = {
@@ -31,6 +35,8 @@ export const DEFAULT_DYNAMIC_CONFIG: DynamicConfig = {
   memoSizeLimitWarn: 2 * 1024,
   historySizeLimitError: 50 * 1024 * 1024,
   historyCountLimitError: 50 * 1024,
+  historySizeLimitWarn: 10 * 1024 * 1024,
+  historyCountLimitWarn: 10 * 1024,
 };
 
 /** Dynamic config key -> the setting it tunes (numeric settings only, so far). */
@@ -43,6 +49,8 @@ const NUMERIC_KEYS: Record<string, keyof DynamicConfig> = {
   'limit.memoSize.warn': 'memoSizeLimitWarn',
   'limit.historySize.error': 'historySizeLimitError',
   'limit.historyCount.error': 'historyCountLimitError',
+  'limit.historySize.warn': 'historySizeLimitWarn',
+  'limit.historyCount.warn': 'historyCountLimitWarn',
 };
 
 /**

@@ -14,7 +14,7 @@ import {
   respondActivityTaskFailedById,
 } from './activity-tasks.js';
 import type { Clock } from './clock.js';
-import { EngineCore, type EngineOptions, type OnCancel, type Rpc, type RpcName, type RpcRequest } from './core.js';
+import { EngineCore, type EngineOptions, type OnCancel, type Rpc, type RpcName } from './core.js';
 import { onDeadline } from './deadlines.js';
 import {
   addSearchAttributes,
@@ -26,10 +26,10 @@ import {
   listNamespaces,
   registerNamespace,
 } from './describe.js';
-import { namespaceNotFound } from './errors.js';
 import { getWorkflowExecutionHistory, getWorkflowExecutionHistoryReverse } from './history.js';
 import { requestCancelWorkflowExecution, terminateWorkflowExecution } from './lifecycle.js';
-import { REQUEST_LIMITS, enforceHistoryLimits, runOfToken } from './limits.js';
+import { invalid, namespaceNotFound } from './errors.js';
+import { REQUEST_LIMITS, RUN_CHANGING_RPCS, checkHistoryLimits, openRunOfRequest } from './limits.js';
 import { executeMultiOperation } from './multi-operation.js';
 import { restore, sweepClosed } from './persistence.js';
 import type { temporal, Plain } from './proto.js';
@@ -97,10 +97,23 @@ function knownNamespace(core: EngineCore, r: never): void {
   if (namespace && !core.namespaces.has(namespace)) throw namespaceNotFound(namespace);
 }
 
-/** After a completion the run's history may have passed `limit.historyCount.error` / `limit.historySize.error`. */
-async function enforceHistoryLimitsAfterCompletion(core: EngineCore, r: never): Promise<void> {
-  const ex = runOfToken(core, (r as RpcRequest<'RespondWorkflowTaskCompleted'>).taskToken);
-  if (ex && enforceHistoryLimits(core, ex)) await core.commit();
+/**
+ * Runs a request that changes the run it names; when the change made the run pass a history limit (and the run
+ * was terminated for it, limits.ts) the caller is answered INVALID_ARGUMENT with the reason, as Temporal answers
+ * `ErrHistorySizeExceedsLimit` / `ErrHistoryCountExceedsLimit`.
+ */
+async function answeringHistoryLimits<T>(core: EngineCore, r: never, run: () => Promise<T>): Promise<T> {
+  const ex = openRunOfRequest(core, r);
+  if (!ex) return run();
+  let res: T;
+  try {
+    res = await run();
+  } catch (err) {
+    if (ex.limitReason) throw invalid(ex.limitReason);
+    throw err;
+  }
+  if (ex.limitReason) throw invalid(ex.limitReason);
+  return res;
 }
 
 export class Engine {
@@ -108,7 +121,7 @@ export class Engine {
   private readonly core: EngineCore;
 
   constructor(opts: EngineOptions) {
-    this.core = new EngineCore(opts, onDeadline);
+    this.core = new EngineCore(opts, onDeadline, checkHistoryLimits);
     this.clock = this.core.clock;
   }
 
@@ -124,13 +137,12 @@ export class Engine {
       const check = REQUEST_LIMITS[name as RpcName] as RequestCheck | undefined;
       // RegisterNamespace names the namespace it is about to create.
       const namespaced = name !== 'RegisterNamespace';
-      const after = name === 'RespondWorkflowTaskCompleted' ? enforceHistoryLimitsAfterCompletion : undefined;
+      const changesRun = RUN_CHANGING_RPCS.has(name);
       handlers[name] = async (r, onCancel) => {
         if (namespaced) knownNamespace(core, r);
         if (check) await check(core, r);
-        const res = await handle(core, r, onCancel);
-        if (after) await after(core, r);
-        return res;
+        if (changesRun) return answeringHistoryLimits(core, r, () => handle(core, r, onCancel));
+        return handle(core, r, onCancel);
       };
     }
     return handlers;

@@ -10,11 +10,13 @@
 //   command's BAD_..._ATTRIBUTES cause and terminates the workflow; the worker is answered INVALID_ARGUMENT.
 // - Activity reports (activity-tasks.ts): an oversized result or cancel details fail the activity (not retried),
 //   oversized heartbeat details fail it too, an oversized failure is truncated.
-// - After a completion, a running workflow whose history passed `limit.historyCount.error` or
-//   `limit.historySize.error` is terminated.
+// - After every change, a running workflow whose history passed `limit.historyCount.error` or
+//   `limit.historySize.error` is terminated (and the request that made it pass is INVALID_ARGUMENT); past the
+//   warn limits it is logged.
 import { historySizeBytes, type EngineCore, type RpcName, type RpcRequest } from './core.js';
 import { invalid } from './errors.js';
 import { terminate } from './lifecycle.js';
+import { log } from './log.js';
 import {
   CommandType,
   EventType,
@@ -371,22 +373,80 @@ function oversizedCommand(core: EngineCore, commands: Command[], messages: Messa
 // ---------------------------------------------------------------- history limits
 
 /**
- * After a change to a running workflow: past `limit.historySize.error` bytes or `limit.historyCount.error` events
- * it is terminated, as Temporal's history service does on every update. Returns whether it was.
+ * After an open run's history grew (every change, core.ts `commit`): past `limit.historySize.error` bytes or
+ * `limit.historyCount.error` events the run is terminated by the history service with Temporal's reason, as
+ * Temporal's `enforceHistorySizeCheck` / `enforceHistoryCountCheck` do on every update of a run; past the warn
+ * limits (`limit.historySize.warn`, `limit.historyCount.warn`) it is logged, once per run and limit (Temporal's
+ * throttled logger says it again now and then). The request that made it grow hears `limitReason` (engine.ts).
  */
-export function enforceHistoryLimits(core: EngineCore, ex: Execution): boolean {
-  if (!core.isOpen(ex)) return false;
+export function checkHistoryLimits(core: EngineCore, ex: Execution): void {
   const c = core.dynamicConfig;
+  const size = historySizeBytes(ex);
+  const count = ex.history.length;
+  const run = { namespace: ex.s.namespace, workflowId: ex.s.workflowId, runId: ex.s.runId };
   let reason: string | undefined;
-  if (historySizeBytes(ex) > c.historySizeLimitError) reason = FailureReason.historySize;
-  else if (ex.history.length > c.historyCountLimitError) reason = FailureReason.historyCount;
-  if (!reason) return false;
-  terminate(core, ex, reason, null, HISTORY_SERVICE_IDENTITY);
-  return true;
+  if (size > c.historySizeLimitError) {
+    log.warn('history size exceeds error limit.', { ...run, historySize: size, limit: c.historySizeLimitError });
+    reason = FailureReason.historySize;
+  } else if (count > c.historyCountLimitError) {
+    log.warn('history count exceeds error limit.', { ...run, eventCount: count, limit: c.historyCountLimitError });
+    reason = FailureReason.historyCount;
+  }
+  if (reason) {
+    ex.limitReason = reason;
+    terminate(core, ex, reason, null, HISTORY_SERVICE_IDENTITY);
+    dispatchPendingQueries(core, ex);
+    return;
+  }
+  ex.warned ??= {};
+  if (size > c.historySizeLimitWarn && !ex.warned.size) {
+    ex.warned.size = true;
+    log.warn('history size exceeds warn limit.', { ...run, historySize: size, limit: c.historySizeLimitWarn });
+  }
+  if (count > c.historyCountLimitWarn && !ex.warned.count) {
+    ex.warned.count = true;
+    log.warn('history count exceeds warn limit.', { ...run, eventCount: count, limit: c.historyCountLimitWarn });
+  }
 }
 
-/** The run a workflow-task token names (after its completion was applied), if still held. */
-export function runOfToken(core: EngineCore, token: Uint8Array | null | undefined): Execution | undefined {
-  const t = decodeToken(token);
-  return core.runs.get(execKey(t.ns, t.r));
+/** RPCs that change a run they name: when the change passes a history limit, the caller hears it (engine.ts). */
+export const RUN_CHANGING_RPCS: ReadonlySet<string> = new Set<RpcName>([
+  'RespondWorkflowTaskCompleted',
+  'RespondWorkflowTaskFailed',
+  'RespondActivityTaskCompleted',
+  'RespondActivityTaskCompletedById',
+  'RespondActivityTaskFailed',
+  'RespondActivityTaskFailedById',
+  'RespondActivityTaskCanceled',
+  'RespondActivityTaskCanceledById',
+  'RecordActivityTaskHeartbeat',
+  'RecordActivityTaskHeartbeatById',
+  'SignalWorkflowExecution',
+  'SignalWithStartWorkflowExecution',
+  'UpdateWorkflowExecution',
+  'RequestCancelWorkflowExecution',
+]);
+
+interface RunNamingRequest {
+  namespace?: string | null;
+  taskToken?: Uint8Array | null;
+  workflowExecution?: { workflowId?: string | null; runId?: string | null } | null;
+  workflowId?: string | null;
+  runId?: string | null;
+}
+
+/** The open run a request names (its task token, execution, or workflow id), if any. */
+export function openRunOfRequest(core: EngineCore, r: RunNamingRequest): Execution | undefined {
+  try {
+    if (r.taskToken && r.taskToken.byteLength > 0) {
+      const t = decodeToken(r.taskToken, core.namespaces);
+      const ex = core.runs.get(execKey(t.ns, t.r));
+      return ex && core.isOpen(ex) ? ex : undefined;
+    }
+    const exec = r.workflowExecution ?? (r.workflowId ? { workflowId: r.workflowId, runId: r.runId } : undefined);
+    return exec?.workflowId ? core.openRunOrUndefined(core.ns(r.namespace), exec) : undefined;
+  } catch {
+    // The handler gives the request's own error.
+    return undefined;
+  }
 }

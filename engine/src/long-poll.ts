@@ -47,7 +47,12 @@ export async function longPoll<Q extends PollRequest, R extends object>(
     }
     const resp = take(core, ref, r);
     if (!resp) continue;
-    if (ref.kind !== 'query') await core.commit();
+    if (ref.kind !== 'query') {
+      await core.commit();
+      // Starting the task made the run pass a history limit and it was terminated: the task is gone with it.
+      const ex = core.runs.get(ref.runKey);
+      if (ex?.limitReason && !core.isOpen(ex)) continue;
+    }
     return resp;
   }
   return {};
