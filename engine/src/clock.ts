@@ -207,6 +207,11 @@ export class Clock {
   private moveOffset(ms: number): void {
     this.offset += ms;
     this.onOffsetChange?.();
+    // the wake was armed with a wall-clock delay from before the jump: a deadline just past an advance's target
+    // would otherwise wait that whole delay (up to 24 days) instead of its few seconds
+    if (this.wake) clearTimeout(this.wake);
+    this.wake = null;
+    this.wakeAt = Infinity;
   }
 
   private armWake(): void {
