@@ -6,9 +6,8 @@ import { createHash } from 'node:crypto';
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import type { ReserveExecution, RevokeResult } from '../contracts/reserve.js';
-import { type ChargeParams, chargeHash } from '../domain/billing.js';
+import type { ChargeParams } from '../domain/billing.js';
 import { ApiError } from '../domain/errors.js';
-import { PAYMENT_COMPLETE } from '../domain/receipt.js';
 import { renderReserve } from '../domain/reserve.js';
 import { type DeliveryContentType, type OutboundEvent, PROJECT_EVENTS, receiptFeedbackEvent } from '../domain/webhooks.js';
 import type { GatewayRegistry } from '../gateways/types.js';
@@ -18,8 +17,8 @@ import type { OperationLog } from '../services/log.js';
 import { receiptResponse } from '../services/receipts.js';
 import { createWebhookService } from '../services/webhooks.js';
 import type { Stores } from '../store/index.js';
-import { toProject } from '../store/projects.js';
 import type { ReserveRow } from '../store/reserves.js';
+import { adoptableReceipt, chargeProject } from './charge-recovery.js';
 
 export interface ReserveActivityDeps {
   readonly stores: Pick<Stores, 'reserves' | 'receipts' | 'billingKeys' | 'projects' | 'webhooks'>;
@@ -38,11 +37,7 @@ export function createReserveActivities(deps: ReserveActivityDeps) {
   const clock = deps.clock ?? (() => new Date());
   const { stores } = deps;
   const charges = createChargeService({ stores, gateways: deps.gateways });
-  const project = async (applicationId: string) => {
-    const row = await stores.projects.findById(applicationId);
-    if (!row) throw ApplicationFailure.nonRetryable(`project ${applicationId} no longer exists`, 'ProjectNotFound');
-    return toProject(row);
-  };
+  const project = (applicationId: string) => chargeProject(stores, applicationId);
   const reserveRow = async (reserveId: string): Promise<ReserveRow> => {
     const row = await stores.reserves.find(reserveId);
     if (!row) throw ApplicationFailure.nonRetryable(`reserve ${reserveId} no longer exists`, 'ReserveNotFound');
@@ -62,10 +57,8 @@ export function createReserveActivities(deps: ReserveActivityDeps) {
       metadata: row.metadata ?? undefined,
     };
     // a run that charged and died before recording it: the completed receipt is this reserve's charge
-    const done = await stores.reserves.findOrderReceipt(row.application_id, row.order_id);
-    if (done?.status === PAYMENT_COMPLETE && done.billing_key === row.billing_key && done.charge_hash === chargeHash(params)) {
-      return stores.reserves.finish(row.reserve_id, { status: 'paid', receiptId: done.receipt_id }, clock());
-    }
+    const done = adoptableReceipt(await stores.reserves.findOrderReceipt(row.application_id, row.order_id), params);
+    if (done) return stores.reserves.finish(row.reserve_id, { status: 'paid', receiptId: done.receipt_id }, clock());
     try {
       const key = await findUsableBillingKey(stores, owner, row.billing_key);
       const receipt = await charges.chargeKey(owner, key, params, row.started_at ?? clock());

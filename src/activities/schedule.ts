@@ -7,9 +7,8 @@ import { createHash } from 'node:crypto';
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import type { ScheduleChargeResult, SchedulePatchArgs } from '../contracts/schedule.js';
-import { type ChargeParams, chargeHash } from '../domain/billing.js';
+import type { ChargeParams } from '../domain/billing.js';
 import { ApiError } from '../domain/errors.js';
-import { PAYMENT_COMPLETE } from '../domain/receipt.js';
 import {
   dueAt,
   firstPeriodAfter,
@@ -29,9 +28,10 @@ import type { OperationLog } from '../services/log.js';
 import { receiptResponse } from '../services/receipts.js';
 import { createWebhookService } from '../services/webhooks.js';
 import type { Stores } from '../store/index.js';
-import { type Project, toProject } from '../store/projects.js';
+import type { Project } from '../store/projects.js';
 import type { ReceiptRow } from '../store/receipts.js';
 import type { ScheduleChargeRow, ScheduleRow } from '../store/schedules.js';
+import { adoptableReceipt, chargeProject } from './charge-recovery.js';
 
 export interface ScheduleActivityDeps {
   readonly stores: Pick<Stores, 'schedules' | 'receipts' | 'billingKeys' | 'projects' | 'webhooks'>;
@@ -50,11 +50,7 @@ export function createScheduleActivities(deps: ScheduleActivityDeps) {
   const clock = deps.clock ?? (() => new Date());
   const { stores } = deps;
   const charges = createChargeService({ stores, gateways: deps.gateways });
-  const project = async (applicationId: string): Promise<Project> => {
-    const row = await stores.projects.findById(applicationId);
-    if (!row) throw ApplicationFailure.nonRetryable(`project ${applicationId} no longer exists`, 'ProjectNotFound');
-    return toProject(row);
-  };
+  const project = (applicationId: string): Promise<Project> => chargeProject(stores, applicationId);
   const scheduleRow = async (scheduleId: string): Promise<ScheduleRow> => {
     const row = await stores.schedules.find(scheduleId);
     if (!row) throw ApplicationFailure.nonRetryable(`schedule ${scheduleId} no longer exists`, 'ScheduleNotFound');
@@ -150,7 +146,8 @@ export function createScheduleActivities(deps: ScheduleActivityDeps) {
       };
 
       // a run that charged and died before recording it: the completed receipt is this period's charge
-      if (claimed?.status === PAYMENT_COMPLETE && claimed.charge_hash === chargeHash(params)) return paid(claimed);
+      const adopted = adoptableReceipt(claimed, params);
+      if (adopted) return paid(adopted);
       try {
         const key = await findUsableBillingKey(stores, owner, schedule.billing_key);
         return await paid(await charges.chargeKey(owner, key, params, clock()));
