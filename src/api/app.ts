@@ -1,9 +1,8 @@
 // buildApp: the Fastify application with its dependencies injected. No listening here (server.ts
 // does that), so tests drive the very same app through inject().
 import { randomUUID } from 'node:crypto';
-import fastifySwagger from '@fastify/swagger';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyPluginAsync } from 'fastify';
-import { jsonSchemaTransform, serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
+import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
 import type { Config } from '../config/index.js';
 import { ApiError } from '../domain/errors.js';
 import type { GatewayRegistry } from '../gateways/types.js';
@@ -14,6 +13,7 @@ import { createServices, type Services } from '../services/index.js';
 import type { WorkflowRuntime } from '../services/verifications.js';
 import { createStores, type Stores } from '../store/index.js';
 import { authPlugin } from './auth.js';
+import { registerDocsUi, registerOpenApi } from './docs/openapi.js';
 import { containsNul, jsonDepthExceeds, MAX_JSON_DEPTH } from './body-limits.js';
 import { clientErrorHandler, installErrorHandling, sendApiError, toApiError } from './errors.js';
 import { adminRoutes } from './routes/admin.js';
@@ -194,28 +194,13 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     }
   });
 
-  await app.register(fastifySwagger, {
-    openapi: {
-      info: {
-        title: 'paygate',
-        version: '0.1.0',
-        description: 'Card key-in billing, identity verification, escrow, message webhooks',
-      },
-      components: {
-        securitySchemes: {
-          basic: { type: 'http', scheme: 'basic', description: 'client_key:secret_key' },
-          bearer: { type: 'http', scheme: 'bearer', description: 'legacy access token from POST /v2/request/token' },
-        },
-      },
-      security: [{ basic: [] }, { bearer: [] }],
-    },
-    transform: jsonSchemaTransform,
-  });
+  await registerOpenApi(app);
   await app.register(authPlugin);
 
   for (const plugin of routePlugins) await app.register(plugin);
 
-  app.get('/openapi.json', { config: { auth: 'none' }, schema: { hide: true } }, async () => app.swagger());
+  app.get('/openapi.json', { config: { auth: 'none' } }, async () => app.swagger());
+  await registerDocsUi(app);
 
   return app;
 }

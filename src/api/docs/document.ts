@@ -1,0 +1,43 @@
+// The OpenAPI document of the full API, built without a server: the app with every optional area
+// registered (sandbox mode, the sandbox helpers, the sandbox clock) over an in-memory database that is
+// dropped afterwards. `npm run client:generate` writes it beside the typed client.
+import type { FastifyInstance } from 'fastify';
+import { parseConfig } from '../../config/index.js';
+import { createGatewayRegistry } from '../../gateways/registry.js';
+import { createLogger } from '../../logger.js';
+import { openDatabase } from '../../store/db.js';
+import type { SandboxClock } from '../../temporal/sandbox-clock.js';
+import { buildApp } from '../app.js';
+
+/** Never contacted: the document only needs the sandbox routes registered. */
+const UNUSED_URL = 'http://127.0.0.1:9';
+
+export async function buildOpenApiDocument(): Promise<Record<string, unknown>> {
+  const database = await openDatabase({ inMemory: true });
+  const gateways = createGatewayRegistry({ sandboxUrl: UNUSED_URL });
+  let app: FastifyInstance | undefined;
+  try {
+    const epoch = new Date(0);
+    const sandboxClock: SandboxClock = {
+      now: () => epoch,
+      read: async () => epoch,
+      advance: async () => ({ now: epoch, settled: true }),
+      observe: () => undefined,
+    };
+    app = await buildApp({
+      config: parseConfig({ PAYGATE_SANDBOX: 'true', LOG_LEVEL: 'silent', ADMIN_TOKEN: 'openapi-document-build-only' }),
+      database,
+      gateways,
+      logger: createLogger({ level: 'silent' }),
+      sandboxUrl: UNUSED_URL,
+      sandboxToken: 'openapi-document-build-only',
+      sandboxClock,
+    });
+    await app.ready();
+    return JSON.parse(JSON.stringify(app.swagger())) as Record<string, unknown>;
+  } finally {
+    await app?.close();
+    await gateways.close();
+    await database.close();
+  }
+}

@@ -1,0 +1,240 @@
+// The OpenAPI 3.1 document (/openapi.json) and the API reference UI (/docs). @fastify/swagger collects the
+// registered routes; its transform merges each route's documentation (./routes-*.ts: request and response
+// schemas as zod, one example, the catalog errors) and derives the security from the route's own auth
+// config, so the document cannot claim an auth the route does not enforce. Nothing here touches a
+// route's validation or serialization: the response schemas live only in the document.
+import fastifySwagger, { type SwaggerTransform, type SwaggerTransformObject } from '@fastify/swagger';
+import scalarApiReference from '@scalar/fastify-api-reference';
+import type { FastifyInstance } from 'fastify';
+import { createJsonSchemaTransform, createJsonSchemaTransformObject } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { errorCatalog, type ErrorName } from '../../domain/errors.js';
+import type { DocTag, RouteDoc, RouteDocs } from './route-doc.js';
+import { adminRouteDocs } from './routes-admin.js';
+import { extensionRouteDocs } from './routes-extensions.js';
+import { specRouteDocs } from './routes-spec.js';
+import { docRegistry } from './schemas.js';
+
+export const OPENAPI_VERSION = '3.1.0';
+/** Where the reference UI is served; its own routes (the page, its script, the document it reads) live under it. */
+export const DOCS_PREFIX = '/docs';
+/** Browser pages (HTML and forms), not the JSON API: left out of the document. */
+export const UI_PREFIXES: readonly string[] = [DOCS_PREFIX, '/dashboard'];
+
+export const isUiRoute = (url: string) =>
+  UI_PREFIXES.some((prefix) => url === prefix || url.startsWith(`${prefix}/`) || url.startsWith(`${prefix}*`));
+
+export const routeDocs: RouteDocs = { ...specRouteDocs, ...extensionRouteDocs, ...adminRouteDocs };
+
+const TAGS: readonly { name: DocTag; description: string }[] = [
+  { name: 'billing', description: 'Card key-in billing keys, charges, receipts and cancels' },
+  { name: 'reserves', description: 'Billing-key charges reserved for a later time' },
+  { name: 'schedules', description: 'Subscription schedules: recurring charges with dunning' },
+  { name: 'verification', description: 'SMS / pass identity verification' },
+  { name: 'escrow', description: 'Escrow shipping start, order events, PG notifications' },
+  { name: 'message webhooks', description: 'The messaging sub-service webhook: configuration, deliveries, retries' },
+  { name: 'sandbox', description: 'Sandbox-mode helpers: payments, buyer events, SMS inbox, clock' },
+  { name: 'auth', description: 'The legacy access token' },
+  { name: 'admin', description: 'Projects, keys and signing secrets (ADMIN_TOKEN)' },
+  { name: 'system', description: 'Health and this document' },
+];
+
+/** The errors a route's authentication can answer before its handler runs. */
+const AUTH_ERRORS: Readonly<Record<'project' | 'admin' | 'none', readonly ErrorName[]>> = {
+  project: [
+    'APP_AT_AUTHORIZE_HEADER_BLANK',
+    'APP_AT_AUTHORIZE_TYPE_INVALID',
+    'APP_CLIENT_KEY_NOT_FOUND',
+    'APP_SK_NOT_MATCHED',
+    'ACCESS_TOKEN_INVALID',
+    'APP_FIREWALL_BLOCKED',
+    'APP_CLIENT_KEY_EXPIRED',
+    'APP_KEY_CHAIN_EXPIRED',
+    'API_ROLE_NOT_SUPPORT',
+    'API_SCOPE_INVALID',
+    'TOO_MANY_REQUESTS',
+  ],
+  admin: ['ADMIN_UNAUTHORIZED', 'TOO_MANY_REQUESTS'],
+  none: [],
+};
+
+/** Any route can answer these (body limits, shutdown, an unexpected failure). */
+const PLATFORM_ERRORS: readonly ErrorName[] = [
+  'PAYLOAD_TOO_LARGE',
+  'UNSUPPORTED_MEDIA_TYPE',
+  'INTERNAL_ERROR',
+  'SERVICE_UNAVAILABLE',
+];
+
+const IDEMPOTENCY_HEADER = z.object({
+  'idempotency-key': z
+    .string()
+    .max(255)
+    .optional()
+    .describe('Replays the first answer for the same key and body (24 h); the same key with another body is 9422'),
+});
+
+const zodTransform = createJsonSchemaTransform({ schemaRegistry: docRegistry });
+const zodTransformObject = createJsonSchemaTransformObject({ schemaRegistry: docRegistry });
+
+export function errorResponses(names: readonly ErrorName[]): Record<string, unknown> {
+  const byStatus = new Map<number, ErrorName[]>();
+  for (const name of new Set(names)) {
+    const { status } = errorCatalog[name];
+    byStatus.set(status, [...(byStatus.get(status) ?? []), name]);
+  }
+  const responses: Record<string, unknown> = {};
+  for (const [status, group] of [...byStatus].sort(([a], [b]) => a - b)) {
+    const examples = Object.fromEntries(group.map((name) => [name, { $ref: `#/components/examples/${name}` }]));
+    responses[String(status)] = {
+      description: group.map((name) => `${errorCatalog[name].code} ${name}`).join(', '),
+      content: { 'application/json': { schema: { $ref: '#/components/schemas/ApiError' }, examples } },
+    };
+  }
+  return responses;
+}
+
+type RouteConfig = { auth?: 'project' | 'admin' | 'none'; scope?: string; bearerWithoutScope?: boolean };
+
+function securityOf(config: RouteConfig): Record<string, string[]>[] {
+  const auth = config.auth ?? 'project';
+  if (auth === 'none') return [];
+  if (auth === 'admin') return [{ adminToken: [] }];
+  return [{ basic: [] }, { bearer: [] }];
+}
+
+function documented(doc: RouteDoc, method: string, config: RouteConfig, schema: Record<string, unknown>) {
+  const auth = config.auth ?? 'project';
+  const { hide: _hide, response: _response, ...own } = schema;
+  const scopeNote = config.scope
+    ? `\n\nScope: \`${config.scope}\`${config.bearerWithoutScope ? ' (any Bearer access token is accepted too)' : ''}.`
+    : '';
+  return {
+    ...own,
+    ...(own.summary === undefined && doc.summary ? { summary: doc.summary } : {}),
+    description: `${typeof own.description === 'string' ? own.description : (doc.summary ?? '')}${scopeNote}`.trim(),
+    operationId: doc.operationId,
+    tags: [doc.tag],
+    security: securityOf(config),
+    ...(config.scope ? { 'x-paygate-scope': config.scope } : {}),
+    ...(doc.params ? { params: doc.params } : {}),
+    ...(doc.querystring ? { querystring: doc.querystring } : {}),
+    ...(doc.body ? { body: doc.body } : {}),
+    ...(method === 'POST' && auth === 'project' ? { headers: IDEMPOTENCY_HEADER } : {}),
+    response: { [doc.response.status]: doc.response.schema },
+  };
+}
+
+/** Merges the documentation of the route (when there is one) into what @fastify/swagger documents. */
+export const transform: SwaggerTransform = (input) => {
+  const { route, url } = input;
+  const method = (Array.isArray(route.method) ? route.method[0] : route.method) as string;
+  if (isUiRoute(url)) return { schema: { ...input.schema, hide: true } as typeof input.schema, url };
+  const doc = routeDocs[`${method} ${url}`];
+  if (!doc) return zodTransform(input);
+  const config = (route.config ?? {}) as RouteConfig;
+  const merged = documented(doc, method, config, (input.schema ?? {}) as Record<string, unknown>);
+  const transformed = zodTransform({ ...input, schema: merged } as Parameters<SwaggerTransform>[0]);
+  const schema = transformed.schema as unknown as Record<string, unknown>;
+  const body = schema.body as Record<string, unknown> | undefined;
+  if (body && doc.example.request !== undefined) schema.body = { ...body, examples: [doc.example.request] };
+  const success = (schema.response as Record<string, unknown>)[String(doc.response.status)];
+  schema.response = {
+    [doc.response.status]: {
+      description: doc.response.description,
+      content: { [doc.response.contentType ?? 'application/json']: { schema: success, example: doc.example.response } },
+    },
+    ...errorResponses([...doc.errors, ...AUTH_ERRORS[config.auth ?? 'project'], ...PLATFORM_ERRORS]),
+  };
+  return { schema, url };
+};
+
+function referencedComponents(document: unknown): Set<string> {
+  const text = JSON.stringify(document);
+  return new Set([...text.matchAll(/"#\/components\/schemas\/([^"]+)"/g)].map((m) => decodeURIComponent(m[1]!)));
+}
+
+/** Adds the registry's components and the tags; drops the unused input twins the zod transform creates. */
+export const transformObject: SwaggerTransformObject = (input) => {
+  const document = zodTransformObject(input) as Record<string, unknown> & { components: { schemas: Record<string, unknown> } };
+  const used = referencedComponents({ ...document, components: undefined });
+  // components may reference each other (Receipt inside BillingKey): keep what the kept ones reference too
+  let grew = true;
+  while (grew) {
+    grew = false;
+    for (const name of used) {
+      for (const inner of referencedComponents(document.components.schemas[name])) {
+        if (!used.has(inner)) {
+          used.add(inner);
+          grew = true;
+        }
+      }
+    }
+  }
+  const schemas = Object.fromEntries(Object.entries(document.components.schemas).filter(([name]) => used.has(name)));
+  // one example per catalog error, referenced by the operations that can answer it
+  const examples = Object.fromEntries(
+    (Object.keys(errorCatalog) as ErrorName[]).map((name) => {
+      const { code, message } = errorCatalog[name];
+      return [name, { summary: `${code} ${name}`, value: { error_code: name, code, message } }];
+    }),
+  );
+  return { ...document, tags: [...TAGS], components: { ...document.components, schemas, examples } };
+};
+
+/** @fastify/swagger with the document's fixed parts; register before the routes (it collects them as they register). */
+export async function registerOpenApi(app: FastifyInstance): Promise<void> {
+  await app.register(fastifySwagger, {
+    openapi: {
+      openapi: OPENAPI_VERSION,
+      info: {
+        title: 'paygate',
+        version: '0.1.0',
+        description:
+          'Card key-in billing, identity verification, escrow, reserved and recurring charges, message webhooks. ' +
+          'Every error is a catalog error `{error_code, code, message}`; each operation lists the ones it can answer.',
+      },
+      components: {
+        securitySchemes: {
+          basic: { type: 'http', scheme: 'basic', description: 'client_key:secret_key of a project' },
+          bearer: {
+            type: 'http',
+            scheme: 'bearer',
+            description: 'legacy access token from POST /v2/request/token (30 minutes, the project scopes)',
+          },
+          adminToken: { type: 'http', scheme: 'bearer', description: 'the ADMIN_TOKEN of the server (admin API only)' },
+        },
+      },
+    },
+    transform,
+    transformObject,
+  });
+}
+
+/**
+ * The reference UI at /docs. It serves its own script from node_modules (js/scalar.js, under the prefix) and
+ * the document it reads (/docs/openapi.json); the configuration turns off everything that would reach the
+ * internet: the default fonts, the request proxy, telemetry, the MCP and client buttons.
+ */
+export async function registerDocsUi(app: FastifyInstance): Promise<void> {
+  await app.register(async (docs) => {
+    // the UI is public, like /openapi.json: no project key
+    docs.addHook('onRoute', (route) => {
+      route.config = { ...(route.config as object), auth: 'none' } as typeof route.config;
+    });
+    await docs.register(scalarApiReference, {
+      routePrefix: DOCS_PREFIX,
+      logLevel: 'warn',
+      configuration: {
+        pageTitle: 'paygate API reference',
+        withDefaultFonts: false,
+        telemetry: false,
+        proxyUrl: '',
+        hideClientButton: true,
+        showDeveloperTools: 'never',
+        mcp: { disabled: true },
+        persistAuth: false,
+      },
+    });
+  });
+}
