@@ -28,6 +28,7 @@ import { messageRoutes } from './routes/messages.js';
 import { escrowRoutes } from './routes/escrow.js';
 import { reserveRoutes } from './routes/reserve.js';
 import { sandboxClockRoutes } from './routes/sandbox-clock.js';
+import { sandboxFaultRoutes } from './routes/sandbox-faults.js';
 import type { SandboxClock } from '../temporal/sandbox-clock.js';
 import { scheduleRoutes } from './routes/schedules.js';
 import type { Resolver } from '../webhooks/http.js';
@@ -94,6 +95,7 @@ const routePlugins: readonly FastifyPluginAsync[] = [
   reserveRoutes,
   scheduleRoutes,
   sandboxClockRoutes,
+  sandboxFaultRoutes,
 ];
 
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {

@@ -31,6 +31,11 @@
 //   9441 RESERVE_NOT_REVOKABLE    the reserved charge was revoked or has started executing
 //   9442 RESERVE_EXECUTE_AT_INVALID  reserve_execute_at unparsable, in the past or more than 1 year ahead
 //   9460 SANDBOX_CLOCK_INVALID    a sandbox clock advance that is not forward (seconds not a positive integer, to not later)
+//   9470 SANDBOX_FAULT_INVALID    a sandbox fault body that is malformed (unknown field, count not 1..100)
+//   9471 SANDBOX_FAULT_PG_UNKNOWN the fault's pg is not a sandbox PG of the project
+//   9472 SANDBOX_FAULT_OPERATION_UNSUPPORTED  the PG has no such operation
+//   9473 SANDBOX_FAULT_KIND_UNSUPPORTED  the fault does not apply to the operation (drop: escrow_notification only)
+//   9474 SANDBOX_FAULTS_TOO_MANY  the project already has 100 armed faults
 //   9450 SCHEDULE_NOT_FOUND       no such subscription schedule
 //   9451 SCHEDULE_STATE_INVALID   the schedule's status does not allow it (pause a cancelled one, resume an active one, ...)
 //   9500 INTERNAL_ERROR
@@ -152,6 +157,11 @@ export const errorCatalog = {
     status: 400,
     message: 'The sandbox clock only moves forward: seconds must be a positive whole number, or to a later time.',
   },
+  SANDBOX_FAULT_INVALID: { code: 9470, status: 400, message: 'The sandbox fault is malformed.' },
+  SANDBOX_FAULT_PG_UNKNOWN: { code: 9471, status: 400, message: 'The pg is not a sandbox PG of this project.' },
+  SANDBOX_FAULT_OPERATION_UNSUPPORTED: { code: 9472, status: 400, message: 'The sandbox PG has no such operation.' },
+  SANDBOX_FAULT_KIND_UNSUPPORTED: { code: 9473, status: 400, message: 'This fault does not apply to the operation.' },
+  SANDBOX_FAULTS_TOO_MANY: { code: 9474, status: 409, message: 'The project has 100 armed sandbox faults; disarm them first.' },
   INTERNAL_ERROR: { code: 9500, status: 500, message: 'An internal error occurred.' },
   GATEWAY_UNAVAILABLE: { code: 9502, status: 502, message: 'The PG could not be reached. Retry with the same Idempotency-Key.' },
   SERVICE_UNAVAILABLE: { code: 9503, status: 503, message: 'The service is not ready.' },

@@ -71,7 +71,12 @@ export function createSandboxCardGateway(http: GatewayHttpClient): CardBillingGa
         method: 'POST',
         path: '/card/v1/billing-keys',
         idempotencyKey: req.idempotencyKey,
-        body: { ...toWireCard(req.card), goods_name: req.orderName, customer_ref: req.subscriptionId },
+        body: {
+          ...toWireCard(req.card),
+          goods_name: req.orderName,
+          customer_ref: req.subscriptionId,
+          ...(req.merchantId !== undefined ? { merchant_id: req.merchantId } : {}),
+        },
         data: issueData,
       });
       return {

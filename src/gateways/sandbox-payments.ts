@@ -36,6 +36,7 @@ export function createSandboxPaymentGateway(http: GatewayHttpClient, pg: string)
           escrow: req.escrow,
           merchant_ref: req.merchantRef,
           ...(req.notifyUrl !== undefined ? { notify_url: req.notifyUrl } : {}),
+          ...(req.merchantId !== undefined ? { merchant_id: req.merchantId } : {}),
         },
         data: payData,
       });

@@ -49,6 +49,8 @@ export interface CardBillingGateway {
     readonly card: CardDetails;
     readonly orderName: string;
     readonly subscriptionId: string;
+    /** the project the PG books the key to (a real PG's sub-merchant id; the sandbox faults per merchant) */
+    readonly merchantId?: string;
   }): Promise<IssuedBillingKey>;
   charge(req: ChargeRequest): Promise<ChargeResult>;
   cancel(req: GatewayCancelRequest): Promise<GatewayCancelResult>;
@@ -89,6 +91,8 @@ export interface PaymentGateway {
     /** where an escrow PG sends its notifications, and the reference it echoes in them */
     readonly notifyUrl?: string;
     readonly merchantRef: string;
+    /** the project the PG books the payment to (a real PG's sub-merchant id) */
+    readonly merchantId?: string;
   }): Promise<{ readonly gatewayTid: string; readonly approvedAt: Date; readonly approvalNo: string; readonly card: MaskedCard }>;
   cancel(req: GatewayCancelRequest): Promise<GatewayCancelResult>;
 }

@@ -157,6 +157,7 @@ export function createBillingKeyService(deps: {
           card,
           orderName,
           subscriptionId,
+          merchantId: applicationId,
         });
       } catch (err) {
         throw gatewayFailure('issue', err);

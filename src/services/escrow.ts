@@ -140,6 +140,7 @@ export function createEscrowService(deps: {
           orderName: req.orderName,
           escrow: req.escrow,
           merchantRef: receiptId,
+          merchantId: project.application_id,
           ...(escrowPg && deps.notifyBaseUrl ? { notifyUrl: `${deps.notifyBaseUrl}/pg/v1/escrow/notifications/${req.pg}` } : {}),
         });
       } catch (err) {
