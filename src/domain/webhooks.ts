@@ -239,6 +239,25 @@ export function parsePageQuery(query: unknown): PageQuery {
   return { page, per: Math.min(limit, MAX_PAGE_SIZE) };
 }
 
+/** The admin API's delivery history of a project: `destination` project (its webhook_url) or feedback (feedback_url). */
+export type ProjectDeliveryDestination = 'project' | 'feedback';
+
+export interface ProjectDeliveryQuery extends PageQuery {
+  /** both when absent */
+  readonly destination?: ProjectDeliveryDestination;
+}
+
+/** page and limit as parsePageQuery; destination project|feedback or absent (both); anything else is 9400. */
+export function parseProjectDeliveryQuery(query: unknown): ProjectDeliveryQuery {
+  const page = parsePageQuery(query);
+  const destination = isRecord(query) ? query.destination : undefined;
+  if (destination === undefined) return page;
+  if (destination !== 'project' && destination !== 'feedback') {
+    throw new ApiError('INVALID_REQUEST', { payloadMessage: 'destination must be project or feedback' });
+  }
+  return { ...page, destination };
+}
+
 const ISO_WITH_OFFSET = /^\d{4}-\d\d-\d\dT\d\d:\d\d(:\d\d(\.\d{1,9})?)?(Z|[+-]\d\d:\d\d)$/;
 
 /** POST .../deliveries/retry {since}: an ISO 8601 time with an offset. */
@@ -292,11 +311,15 @@ export interface AttemptView {
   readonly error: string | null;
 }
 
+/** Where a delivery goes: its endpoint's URL, or (project endpoint only) a charge's feedback_url. */
+export type DeliveryDestination = 'endpoint' | 'feedback';
+
 export interface DeliveryView {
   readonly deliveryId: string;
   readonly event: string;
   readonly eventCode: number;
   readonly url: string;
+  readonly destination: DeliveryDestination;
   readonly state: DeliveryState;
   readonly retryCount: number;
   readonly maxRetry: number;
@@ -326,6 +349,11 @@ export function renderDelivery(d: DeliveryView): Record<string, unknown> {
       ...(a.error !== null ? { error: a.error } : {}),
     })),
   };
+}
+
+/** A project delivery as the admin API lists it: the record plus where it went (project or feedback). */
+export function renderProjectDelivery(d: DeliveryView): Record<string, unknown> {
+  return { ...renderDelivery(d), destination: d.destination === 'feedback' ? 'feedback' : 'project' };
 }
 
 // ---- the project's own notifications: its webhook_url (admin API) and a charge's feedback_url

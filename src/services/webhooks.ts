@@ -17,6 +17,7 @@ import {
   type FeedbackTarget,
   type OutboundEvent,
   type PageQuery,
+  type ProjectDeliveryQuery,
   parseReplaySince,
   parseWebhookConfigChange,
   SECRET_OVERLAP_MS,
@@ -32,6 +33,7 @@ import { newSigningSecret } from '../webhooks/signing.js';
 import type { OperationLog } from './log.js';
 import type { deliveryWorkflow } from '../workflows/delivery.js';
 import { DEFAULT_WORKFLOW_CALL_TIMEOUT_MS, type WorkflowRuntime } from './verifications.js';
+import { bindLogIds } from '../observability/log-context.js';
 
 /** Whose webhook an event goes to. */
 export interface EndpointRef {
@@ -119,6 +121,17 @@ export interface WebhookService {
   setProjectUrl(applicationId: string, url: string | null): Promise<string | undefined>;
   /** A new secret for the project's webhook_url and feedback_url deliveries; the previous one signs 24 h more. */
   rotateProjectSecret(applicationId: string): Promise<ProjectWebhookSecret>;
+  /**
+   * The deliveries of the project's own notifications (deliverToProject to its webhook_url, deliverFeedback to
+   * charges' feedback_url), newest first with their attempts; `destination` narrows to one. 9426 for no project.
+   */
+  projectDeliveries(applicationId: string, query: ProjectDeliveryQuery): Promise<{ rows: DeliveryView[]; count: number }>;
+  /**
+   * One more attempt of a failed project or feedback delivery now: a new run of `delivery:<id>`, the same
+   * webhook-id. 9426 for no project, 9428 for a delivery that is not the project's (a message delivery
+   * included), 9427 when it has not failed.
+   */
+  retryProjectDelivery(applicationId: string, deliveryId: string): Promise<Requeued>;
 
   /**
    * Starts the run of every delivery that may have none (see WebhookStore.possiblyOrphaned); a run that
@@ -299,6 +312,7 @@ export function createWebhookService(deps: {
         createdAt: deps.clock(),
         ...(opts.feedback ? { feedbackUrl: opts.feedback.url, contentType } : {}),
       });
+      bindLogIds({ delivery_id: row.delivery_id });
       try {
         await startRun({ deliveryId: row.delivery_id, firstAttempt: 1, lastAttempt: row.max_retry }, 'new');
       } catch (err) {
@@ -363,6 +377,24 @@ export function createWebhookService(deps: {
         secret: view.secret!,
         ...(endpoint.previous_secret_expires_at ? { previousSecretExpiresAt: endpoint.previous_secret_expires_at } : {}),
       };
+    },
+
+    async projectDeliveries(applicationId, query) {
+      if (!(await store.projectExists(applicationId))) throw new ApiError('PROJECT_NOT_FOUND');
+      const endpoint = await store.findEndpoint(applicationId, PROJECT);
+      if (!endpoint) return { rows: [], count: 0 };
+      const destination =
+        query.destination === undefined ? undefined : query.destination === 'feedback' ? 'feedback' : 'endpoint';
+      return store.listDeliveries(endpoint.endpoint_id, query.page, query.per, destination);
+    },
+
+    async retryProjectDelivery(applicationId, deliveryId) {
+      if (!(await store.projectExists(applicationId))) throw new ApiError('PROJECT_NOT_FOUND');
+      if (deliveryId.length > MAX_DELIVERY_ID_LENGTH) throw new ApiError('WEBHOOK_DELIVERY_NOT_FOUND');
+      const [row, endpoint] = await Promise.all([store.findDelivery(deliveryId), store.findEndpoint(applicationId, PROJECT)]);
+      // another project's delivery, or this project's messaging webhook's, is not found here
+      if (!row || !endpoint || row.endpoint_id !== endpoint.endpoint_id) throw new ApiError('WEBHOOK_DELIVERY_NOT_FOUND');
+      return requeue(row);
     },
 
     async recoverOrphans() {

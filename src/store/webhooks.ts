@@ -8,6 +8,7 @@ import {
   DEFAULT_MESSAGE_EVENTS,
   type AttemptView,
   type DeliveryContentType,
+  type DeliveryDestination,
   type DeliveryState,
   type DeliveryView,
   stateAfterAttempt,
@@ -68,9 +69,13 @@ export interface RecordedAttempt {
   readonly retryAfterMs: number | null;
   /** other deliveries of the endpoint this attempt stopped by disabling it */
   readonly stoppedDeliveryIds: readonly string[];
+  /** this attempt disabled its endpoint (10 failures in a row, or a 410) */
+  readonly endpointDisabled?: boolean;
 }
 
 export interface WebhookStore {
+  /** Whether the project exists (the admin API's delivery history answers 9426 for an unknown one). */
+  projectExists(applicationId: string): Promise<boolean>;
   findEndpoint(applicationId: string, kind: EndpointKind): Promise<EndpointRow | undefined>;
   findEndpointById(endpointId: string): Promise<EndpointRow | undefined>;
   /**
@@ -102,8 +107,13 @@ export interface WebhookStore {
   findDelivery(deliveryId: string): Promise<DeliveryRow | undefined>;
   /** The sealed body opened. */
   deliveryBody(row: DeliveryRow): string;
-  /** Newest first. */
-  listDeliveries(endpointId: string, page: number, per: number): Promise<{ rows: DeliveryView[]; count: number }>;
+  /** Newest first; only those sent to `destination` (the endpoint's URL or a charge's feedback_url) when given. */
+  listDeliveries(
+    endpointId: string,
+    page: number,
+    per: number,
+    destination?: DeliveryDestination,
+  ): Promise<{ rows: DeliveryView[]; count: number }>;
   /** Failed deliveries created at or after `since`, oldest first, at most `limit`. */
   failedSince(endpointId: string, since: Date, limit: number): Promise<DeliveryRow[]>;
   /** failed -> ready for a manual retry (sent even while the endpoint is disabled); undefined when not failed. */
@@ -198,6 +208,15 @@ export function createWebhookStore(db: Kysely<Tables>, cipher: FieldCipher): Web
   };
 
   return {
+    async projectExists(applicationId) {
+      const row = await db
+        .selectFrom('projects')
+        .select('application_id')
+        .where('application_id', '=', applicationId)
+        .executeTakeFirst();
+      return row !== undefined;
+    },
+
     async findEndpoint(applicationId, kind) {
       return db
         .selectFrom('webhook_endpoints')
@@ -316,16 +335,16 @@ export function createWebhookStore(db: Kysely<Tables>, cipher: FieldCipher): Web
       return cipher.open(row.payload_sealed, bodyContext(row.delivery_id));
     },
 
-    async listDeliveries(endpointId, page, per) {
-      const { n } = await db
-        .selectFrom('webhook_deliveries')
+    async listDeliveries(endpointId, page, per, destination) {
+      const base = () => {
+        const q = db.selectFrom('webhook_deliveries').where('endpoint_id', '=', endpointId);
+        return destination === undefined ? q : q.where('destination', '=', destination);
+      };
+      const { n } = await base()
         .select((eb) => eb.fn.countAll<number>().as('n'))
-        .where('endpoint_id', '=', endpointId)
         .executeTakeFirstOrThrow();
-      const rows = await db
-        .selectFrom('webhook_deliveries')
+      const rows = await base()
         .selectAll()
-        .where('endpoint_id', '=', endpointId)
         .orderBy('created_at', 'desc')
         .orderBy('delivery_id', 'desc')
         .limit(per)
@@ -351,6 +370,7 @@ export function createWebhookStore(db: Kysely<Tables>, cipher: FieldCipher): Web
           event: r.event,
           eventCode: r.event_code,
           url: r.url,
+          destination: r.destination as DeliveryDestination,
           state: r.status as DeliveryState,
           retryCount: r.retry_count,
           maxRetry: r.max_retry,
@@ -523,7 +543,7 @@ export function createWebhookStore(db: Kysely<Tables>, cipher: FieldCipher): Web
           })
           .where('delivery_id', '=', deliveryId)
           .execute();
-        return { state, retryAfterMs: r.retryAfterMs, stoppedDeliveryIds };
+        return { state, retryAfterMs: r.retryAfterMs, stoppedDeliveryIds, endpointDisabled: disableNow };
       });
     },
   };

@@ -4,6 +4,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { z } from 'zod';
 import { validate } from '../../domain/validation.js';
+import { parseProjectDeliveryQuery, renderProjectDelivery } from '../../domain/webhooks.js';
 import { keyRotationSchema, projectCreateSchema, projectPatchSchema, renderProject } from '../../services/projects.js';
 
 const applicationIdParams = z.object({ application_id: z.string().regex(/^[0-9a-f]{24}$/) });
@@ -48,6 +49,26 @@ export const adminRoutes: FastifyPluginAsync = async (app) => {
     request.log.info({ application_id }, 'project webhook secret rotated');
     return rotated;
   });
+
+  // The deliveries of the project's own notifications (webhook_url, feedback_url), as the messaging API lists its own.
+  app.get('/admin/v1/projects/:application_id/webhook/deliveries', { config: adminConfig }, async (request) => {
+    const { application_id } = validate(applicationIdParams, request.params);
+    const query = parseProjectDeliveryQuery(request.query);
+    const { rows, count } = await app.deps.services.webhooks.projectDeliveries(application_id, query);
+    return { list: rows.map(renderProjectDelivery), page: query.page, per: query.per, count };
+  });
+
+  // One more attempt of a failed delivery now, under the same webhook-id (a new run of its workflow).
+  app.post<{ Params: { application_id: string; delivery_id: string } }>(
+    '/admin/v1/projects/:application_id/webhook/deliveries/:delivery_id/retry',
+    { config: adminConfig },
+    async (request) => {
+      const { application_id } = validate(applicationIdParams, { application_id: request.params.application_id });
+      const queued = await app.deps.services.webhooks.retryProjectDelivery(application_id, request.params.delivery_id);
+      request.log.info({ application_id, delivery_id: queued.deliveryId }, 'project webhook delivery retried');
+      return { delivery_id: queued.deliveryId, url: queued.url, queued: true };
+    },
+  );
 
   app.get('/admin/v1/projects', { config: adminConfig }, async () => {
     const list = await projects.list();
