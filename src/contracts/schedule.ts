@@ -21,6 +21,8 @@ export interface ScheduleInput {
   readonly attempts: number;
   /** ISO 8601: the next dunning retry, while attempts > 0 */
   readonly retryAt?: string;
+  /** the update proofs' nonces the earlier runs took: a proof replayed after continue-as-new is still refused */
+  readonly spentNonces?: readonly string[];
 }
 
 export interface ScheduleChargeResult {

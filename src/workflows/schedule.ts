@@ -52,7 +52,7 @@ export async function scheduleWorkflow(input: ScheduleInput): Promise<ScheduleSt
   let runPeriods = 0;
   // bumped by every update that changes what the main loop waits for
   let version = 0;
-  const spentNonces = new Set<string>();
+  const spentNonces = new Set<string>(input.spentNonces ?? []);
 
   const checkProof = (proof: Partial<UpdateProof> | undefined) => {
     const nonce = proof?.nonce;
@@ -198,6 +198,7 @@ export async function scheduleWorkflow(input: ScheduleInput): Promise<ScheduleSt
         chargesMade,
         attempts,
         ...(retryAt !== undefined ? { retryAt } : {}),
+        spentNonces: [...spentNonces],
       });
     }
   }

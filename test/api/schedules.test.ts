@@ -7,7 +7,13 @@ import { randomUUID } from 'node:crypto';
 import { WorkflowUpdateFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { pauseScheduleUpdate, scheduleStateQuery, scheduleWorkflowId } from '../../src/contracts/schedule.js';
+import {
+  patchScheduleUpdate,
+  pauseScheduleUpdate,
+  scheduleStateQuery,
+  scheduleWorkflowId,
+} from '../../src/contracts/schedule.js';
+import { UPDATE_NOT_AUTHORIZED } from '../../src/contracts/verification.js';
 import { chargeIdempotencyKey } from '../../src/domain/billing.js';
 import { formatTimestamp } from '../../src/domain/time.js';
 import { buildTestApp, type TestApp, type TestProject } from '../helpers/app.js';
@@ -356,6 +362,38 @@ describe('subscription schedules', () => {
     expect(listed.body).toMatchObject({ page: 1, per: 1, count: 2 });
     expect((listed.body.list as Record<string, unknown>[])[0]!.schedule_id).toBe(other.body.schedule_id);
   }, 120_000);
+
+  it('a proof spent before continue-as-new is refused by the next run; a fresh one passes', async () => {
+    const { project, key } = await setup();
+    const created = await create(project, {
+      billing_key: key,
+      interval: 'day',
+      start_at: new Date(t.clock.now().getTime() + HOUR_MS).toISOString(),
+    });
+    const id = created.body.schedule_id as string;
+    const handle = t.temporal!.client.workflow.getHandle(scheduleWorkflowId(id));
+    const spent = { nonce: randomUUID() };
+    await expect(handle.executeUpdate(patchScheduleUpdate, { args: [spent, { metadata: { step: 1 } }] })).resolves.toBe('active');
+    const firstRun = (await handle.describe()).runId;
+    // 12 daily periods end the first run; the 13th is charged by the run it continued as
+    for (let n = 1; n <= 13; n++) {
+      await t.temporal!.skipTime(n === 1 ? HOUR_MS + 1000 : DAY_MS);
+      await paidCount(project, id, n);
+    }
+    const events = await t.temporal!.rawHistory(scheduleWorkflowId(id));
+    expect(events[0]?.workflowExecutionStartedEventAttributes?.continuedExecutionRunId).toBe(firstRun);
+    await expect(handle.executeUpdate(patchScheduleUpdate, { args: [spent, { metadata: { step: 2 } }] })).rejects.toSatisfy(
+      (err: unknown) =>
+        err instanceof WorkflowUpdateFailedError &&
+        err.cause instanceof ApplicationFailure &&
+        err.cause.type === UPDATE_NOT_AUTHORIZED,
+    );
+    expect((await view(project, id)).metadata).toEqual({ step: 1 });
+    await expect(
+      handle.executeUpdate(patchScheduleUpdate, { args: [{ nonce: randomUUID() }, { metadata: { step: 3 } }] }),
+    ).resolves.toBe('active');
+    expect((await view(project, id)).metadata).toEqual({ step: 3 });
+  }, 180_000);
 
   it('every bad input of the issue is a catalog error and changes nothing', async () => {
     const { project, key } = await setup();
