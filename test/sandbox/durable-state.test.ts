@@ -2,16 +2,22 @@
 // `npm start` does with DATA_DIR/sandbox-state): a charge whose answer was lost is not executed again by the
 // retry after the restart, an OTP sent before it confirms after it and the inbox still shows it, escrow
 // orders, revocations and armed faults survive; the journal holds nothing readable.
+import { spawn } from 'node:child_process';
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { request } from 'undici';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { parseConfig } from '../../src/config/index.js';
 import { EscrowStatus } from '../../src/domain/escrow.js';
 import { createGatewayRegistry, type ClosableGatewayRegistry } from '../../src/gateways/registry.js';
+import { fetchSandboxSms } from '../../src/gateways/sandbox-inbox.js';
 import { GatewayDeclinedError, GatewayUnavailableError, type Gateway } from '../../src/gateways/types.js';
 import { startSandboxGateways, type SandboxGateways } from '../../src/sandbox/server.js';
 import { JOURNAL_FILE } from '../../src/sandbox/state-journal.js';
+import { createLogger } from '../../src/logger.js';
+import { startConfiguredGateways } from '../../src/wiring.js';
 import { testCard } from '../gateways/fixture.js';
 
 const SECRET = 'durable-state-test-secret-0123456789';
@@ -277,3 +283,96 @@ describe('a restart of the sandbox', () => {
     expect((await pg('sandbox_card').card!.charge(req)).gatewayTid).toBe(first.gatewayTid);
   });
 });
+
+describe('as npm start and the standalone process run it (DATA_DIR/sandbox-state)', () => {
+  const silent = createLogger({ level: 'silent' });
+  const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+
+  it('npm start (startConfiguredGateways): an OTP sent before a restart confirms after it', async () => {
+    const config = parseConfig({ PAYGATE_SANDBOX: 'true', DATA_DIR: dir });
+    let gateways = await startConfiguredGateways(config, silent);
+    const phone = '01055504321';
+    try {
+      const { tid } = await gateways.gateways.get('sandbox_identity')!.identity!.requestOtp({
+        idempotencyKey: unique('otp'),
+        merchantId: 'app_npm_start',
+        name: 'Lee Younghee',
+        phone,
+        identityNo: '0203044',
+        carrier: 'SKT',
+        type: 'sms',
+        clientIp: '127.0.0.1',
+      });
+      await gateways.close();
+      gateways = await startConfiguredGateways(config, silent);
+      const [sms] = await fetchSandboxSms({ url: gateways.sandboxUrl!, token: gateways.sandboxToken! }, phone);
+      expect(sms?.tid).toBe(tid);
+      const person = await gateways.gateways.get('sandbox_identity')!.identity!.confirmOtp({ tid, otp: sms!.otp });
+      expect(person.name).toBe('Lee Younghee');
+    } finally {
+      await gateways.close();
+    }
+  });
+
+  it('the standalone process killed with SIGKILL right after a charge: the retry replays it (one execution)', async () => {
+    const env = { DATA_DIR: dir, SANDBOX_TOKEN: TOKEN, SANDBOX_SECRET: SECRET };
+    const first = await standalone(ROOT, env);
+    let charge: Awaited<ReturnType<typeof chargeRequest>>;
+    let tid: string;
+    try {
+      const reg = createGatewayRegistry({ sandboxUrl: first.url, timeoutMs: 5_000 });
+      const issued = await reg.get('sandbox_card')!.card!.issueBillingKey({
+        idempotencyKey: unique('iss'),
+        card: testCard(),
+        orderName: 'kill',
+        subscriptionId: unique('sub'),
+      });
+      charge = { ...(await chargeRequest()), gatewayBillingKey: issued.gatewayBillingKey };
+      tid = (await reg.get('sandbox_card')!.card!.charge(charge)).gatewayTid;
+      await reg.close();
+    } finally {
+      first.kill();
+    }
+    const second = await standalone(ROOT, env);
+    try {
+      const reg = createGatewayRegistry({ sandboxUrl: second.url, timeoutMs: 5_000 });
+      expect((await reg.get('sandbox_card')!.card!.charge(charge)).gatewayTid).toBe(tid);
+      await reg.close();
+      const res = await fetch(new URL(`/_sandbox/charges?idempotency_key=${charge.idempotencyKey}`, second.url), {
+        headers: { authorization: `Bearer ${TOKEN}` },
+      });
+      expect(await res.json()).toEqual({ idempotency_key: charge.idempotencyKey, executions: 1, tid });
+    } finally {
+      second.kill();
+    }
+  });
+});
+
+/** Runs src/sandbox/main.ts until it logs its address; SIGKILL on timeout and by `kill`. */
+async function standalone(root: string, env: Record<string, string>): Promise<{ url: string; kill(): void }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/sandbox/main.ts'], {
+    cwd: root,
+    env: { PATH: process.env.PATH ?? '', SANDBOX_PORT: '0', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout.on('data', (c: Buffer) => {
+    output += c.toString();
+  });
+  child.stderr.on('data', (c: Buffer) => {
+    output += c.toString();
+  });
+  const kill = () => {
+    if (child.exitCode === null) child.kill('SIGKILL');
+  };
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    const line = output.split('\n').find((l) => l.includes('sandbox gateways listening'));
+    if (line) return { url: (JSON.parse(line) as { url: string }).url, kill };
+    if (child.exitCode !== null || Date.now() > deadline) {
+      kill();
+      throw new Error(`standalone sandbox did not start: ${output}`);
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
