@@ -1,0 +1,525 @@
+/**
+ * Flow benchmark (issue 14): paygate started as `npm start` starts it (src/main.ts: API, worker, in-process sandbox
+ * PGs, PGlite under a temporary DATA_DIR — or Postgres with DATABASE_URL — and the embedded engine as its child
+ * process) next to the no-orchestration baseline of bench/flows-baseline.ts in a separate process, driven in one run
+ * with the same callers. For each flow it prints throughput, the ratio to the baseline, p50/p99 latency with one
+ * caller and with many, and the CPU each process spent per flow (from /proc).
+ *
+ *   npm run bench:flows                          # 200 flows per measurement, 32 callers (16 for verification)
+ *   npm run bench:flows -- -n 500 --callers 32
+ *   npm run bench:flows -- --only charge,verification
+ *   DATABASE_URL=postgres://postgres@127.0.0.1:5432/test npm run bench:flows   # paygate on Postgres (own schema)
+ *
+ * Prints figures; never a test (test/bench/flows-smoke.test.ts runs it with -n 3 to keep the harness working).
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import pg from 'pg';
+import { Pool } from 'undici';
+
+const { values } = parseArgs({
+  options: {
+    flows: { type: 'string', short: 'n' },
+    callers: { type: 'string' },
+    only: { type: 'string' },
+  },
+});
+const FLOWS = Number(values.flows ?? 200);
+const CALLERS = Number(values.callers ?? 32);
+if (!Number.isInteger(FLOWS) || FLOWS < 1) throw new Error('-n must be a positive integer');
+if (!Number.isInteger(CALLERS) || CALLERS < 1) throw new Error('--callers must be a positive integer');
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const ADMIN_TOKEN = `bench-admin-${randomBytes(12).toString('hex')}`;
+
+// ---- processes -------------------------------------------------------------------------------------------------
+
+/** CPU time (user + system, all threads) of a process in ms, from /proc/<pid>/stat (clock ticks of 10 ms). */
+function cpuMs(pid: number | undefined): number {
+  if (pid === undefined) return Number.NaN;
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return (Number(fields[11]) + Number(fields[12])) * 10;
+  } catch {
+    return Number.NaN;
+  }
+}
+
+function rssMb(pid: number | undefined): number {
+  if (pid === undefined) return Number.NaN;
+  try {
+    const line = readFileSync(`/proc/${pid}/status`, 'utf8')
+      .split('\n')
+      .find((l) => l.startsWith('VmRSS:'));
+    return line ? Math.round(Number(line.split(/\s+/)[1]) / 1024) : Number.NaN;
+  } catch {
+    return Number.NaN;
+  }
+}
+
+/** The child processes of a pid whose command line matches. */
+function childOf(parent: number, match: RegExp): number | undefined {
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const ppid = Number(readFileSync(`/proc/${entry}/stat`, 'utf8').split(') ')[1]!.split(' ')[1]);
+      if (ppid !== parent) continue;
+      const cmd = readFileSync(`/proc/${entry}/cmdline`, 'utf8').replaceAll('\0', ' ');
+      if (match.test(cmd)) return Number(entry);
+    } catch {
+      // the process ended while we looked
+    }
+  }
+  return undefined;
+}
+
+interface Started {
+  readonly child: ChildProcess;
+  readonly output: string[];
+}
+
+/**
+ * Spawns a node process running a TypeScript entry through tsx; resolves once its output matches `ready`, or once
+ * the `ready` probe answers true (polled every 250 ms).
+ */
+async function startProcess(
+  entry: string,
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  ready: RegExp | (() => Promise<boolean>),
+): Promise<Started> {
+  const child = spawn(process.execPath, ['--import', 'tsx', entry, ...args], {
+    cwd: ROOT,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const output: string[] = [];
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      clearInterval(probe);
+      child.kill('SIGKILL');
+      reject(new Error(`${entry} did not start within 300 s:\n${output.join('').slice(-3000)}`));
+    }, 300_000);
+    const done = () => {
+      clearTimeout(timer);
+      clearInterval(probe);
+      resolve();
+    };
+    const onData = (chunk: Buffer) => {
+      output.push(chunk.toString());
+      if (output.length > 400) output.splice(0, output.length - 400);
+      if (ready instanceof RegExp && ready.test(output.join(''))) done();
+    };
+    const probe = setInterval(() => {
+      if (!(ready instanceof RegExp))
+        ready().then(
+          (ok) => ok && done(),
+          () => undefined,
+        );
+    }, 250);
+    child.stdout?.on('data', onData);
+    child.stderr?.on('data', onData);
+    child.once('exit', (code, signal) => {
+      clearTimeout(timer);
+      clearInterval(probe);
+      reject(new Error(`${entry} exited (${code ?? signal}):\n${output.join('').slice(-3000)}`));
+    });
+  });
+  child.removeAllListeners('exit');
+  return { child, output };
+}
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+// ---- HTTP ------------------------------------------------------------------------------------------------------
+
+interface Target {
+  readonly pool: Pool;
+  readonly auth: string;
+}
+
+interface Answer {
+  readonly status: number;
+  readonly body: Record<string, unknown>;
+}
+
+async function call(
+  target: Target,
+  method: 'GET' | 'POST' | 'PUT',
+  path: string,
+  body?: unknown,
+  headers: Record<string, string> = {},
+): Promise<Answer> {
+  const res = await target.pool.request({
+    method,
+    path,
+    headers: {
+      authorization: target.auth,
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+      ...headers,
+    },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  const text = await res.body.text();
+  return { status: res.statusCode, body: text ? (JSON.parse(text) as Record<string, unknown>) : {} };
+}
+
+function expectOk(answer: Answer, what: string): Record<string, unknown> {
+  if (answer.status !== 200 && answer.status !== 201) {
+    throw new Error(`${what}: HTTP ${answer.status} ${JSON.stringify(answer.body).slice(0, 300)}`);
+  }
+  return answer.body;
+}
+
+// ---- the webhook receiver: resolves the waiter of each webhook-id ----------------------------------------------
+
+const webhookWaiters = new Map<string, () => void>();
+const earlyWebhooks = new Set<string>();
+const receiver = createServer((req, res) => {
+  const id = String(req.headers['webhook-id'] ?? '');
+  req.resume();
+  req.on('end', () => {
+    res.writeHead(200).end('ok');
+    const waiter = webhookWaiters.get(id);
+    if (waiter) waiter();
+    else earlyWebhooks.add(id);
+  });
+});
+await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+const receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
+
+function webhookArrival(id: string): Promise<void> {
+  if (earlyWebhooks.delete(id)) return Promise.resolve();
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`webhook ${id} did not arrive within 60 s`)), 60_000);
+    webhookWaiters.set(id, () => {
+      clearTimeout(timer);
+      webhookWaiters.delete(id);
+      resolve();
+    });
+  });
+}
+
+// ---- flows -----------------------------------------------------------------------------------------------------
+
+interface Side {
+  readonly name: 'paygate' | 'baseline';
+  readonly target: Target;
+  /** processes whose CPU is counted: name -> pid */
+  readonly processes: Record<string, number | undefined>;
+  /** per-flow setup that is not measured (a receipt to cancel, an escrow payment to ship) */
+  prepare?: Record<string, () => Promise<string>>;
+}
+
+type Flow = (side: Side, input: string) => Promise<void>;
+
+const phone = () => `010${String(20_000_000 + Math.floor(Math.random() * 70_000_000))}`;
+
+const paygateFlows: Record<string, Flow> = {
+  health: async (s) => void expectOk(await call(s.target, 'GET', '/health'), 'health'),
+  charge: async (s) => {
+    const orderId = `bench-${randomUUID()}`;
+    expectOk(
+      await call(s.target, 'POST', '/v2/subscribe/payment', {
+        billing_key: billingKey,
+        order_name: 'bench',
+        order_id: orderId,
+        price: 1000,
+      }),
+      'charge',
+    );
+  },
+  receipt: async (s) => void expectOk(await call(s.target, 'GET', `/v2/receipt/${lookupReceipt}`), 'receipt'),
+  cancel: async (s, receiptId) =>
+    void expectOk(await call(s.target, 'POST', '/v2/cancel', { receipt_id: receiptId, cancel_price: 1000 }), 'cancel'),
+  verification: async (s) => {
+    const to = phone();
+    const requested = expectOk(
+      await call(s.target, 'POST', '/v2/request/authentication', {
+        pg: 'sandbox_identity',
+        method: '본인인증',
+        order_name: 'bench',
+        authentication_id: `bench-${randomUUID()}`,
+        username: '홍길동',
+        identity_no: '9001011',
+        phone: to,
+        carrier: 'SKT',
+      }),
+      'verification request',
+    );
+    const receiptId = requested.receipt_id as string;
+    expectOk(await call(s.target, 'POST', '/v2/authenticate/realarm', { receipt_id: receiptId }), 'resend');
+    const inbox = expectOk(await call(s.target, 'GET', `/sandbox/v1/sms?phone=${to}`), 'inbox');
+    const otp = (inbox.list as { otp: string }[])[0]!.otp; // newest first: the resent code
+    expectOk(await call(s.target, 'POST', '/v2/authenticate/confirm', { receipt_id: receiptId, otp }), 'confirm');
+    expectOk(await call(s.target, 'GET', `/v2/certificate/${receiptId}`), 'lookup');
+  },
+  shipping: async (s, receiptId) =>
+    void expectOk(
+      await call(s.target, 'PUT', `/v2/escrow/shipping/start/${receiptId}`, {
+        tracking_number: `T${randomBytes(5).toString('hex')}`,
+        delivery_corp: 'CJ대한통운',
+      }),
+      'shipping start',
+    ),
+  webhook: async (s) => {
+    const sent = expectOk(await call(s.target, 'POST', '/message/alimtalk/webhook/test'), 'webhook test');
+    await webhookArrival(sent.delivery_id as string);
+  },
+};
+
+const baselineFlows: Record<string, Flow> = {
+  health: async (s) => void expectOk(await call(s.target, 'GET', '/health'), 'health'),
+  charge: async (s) => void expectOk(await call(s.target, 'POST', '/charge', { order_id: randomUUID(), price: 1000 }), 'charge'),
+  receipt: async (s) => void expectOk(await call(s.target, 'GET', `/receipt/${baselineReceipt}`), 'receipt'),
+  cancel: async (s, receiptId) =>
+    void expectOk(await call(s.target, 'POST', '/cancel', { receipt_id: receiptId, cancel_price: 1000 }), 'cancel'),
+  verification: async (s) => {
+    const to = phone();
+    const requested = expectOk(await call(s.target, 'POST', '/auth/request', { phone: to }), 'request');
+    const receiptId = requested.receipt_id as string;
+    expectOk(await call(s.target, 'POST', '/auth/realarm', { receipt_id: receiptId }), 'resend');
+    const inbox = expectOk(await call(s.target, 'GET', `/sms?phone=${to}`), 'inbox');
+    const otp = (inbox.list as { otp: string }[])[0]!.otp;
+    expectOk(await call(s.target, 'POST', '/auth/confirm', { receipt_id: receiptId, otp }), 'confirm');
+    expectOk(await call(s.target, 'GET', `/auth/${receiptId}`), 'lookup');
+  },
+  shipping: async (s, receiptId) =>
+    void expectOk(await call(s.target, 'PUT', `/ship/${receiptId}`, { tracking_number: 'T1' }), 'ship'),
+  webhook: async (s) => void expectOk(await call(s.target, 'POST', '/webhook', { url: receiverUrl }), 'webhook'),
+};
+
+interface Measured {
+  readonly perSecond: number;
+  readonly p50: number;
+  readonly p99: number;
+  /** CPU ms per flow, per process */
+  readonly cpu: Record<string, number>;
+}
+
+const percentile = (sorted: number[], p: number) =>
+  sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN;
+
+async function measure(side: Side, name: string, flow: Flow, flows: number, callers: number): Promise<Measured> {
+  const prepared: string[] = [];
+  const prepare = side.prepare?.[name];
+  if (prepare) for (let i = 0; i < flows; i++) prepared.push(await prepare());
+  const latencies: number[] = [];
+  const cpuBefore = Object.fromEntries(Object.entries(side.processes).map(([k, pid]) => [k, cpuMs(pid)]));
+  let next = 0;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: Math.min(callers, flows) }, async () => {
+      while (next < flows) {
+        const i = next++;
+        const t0 = performance.now();
+        await flow(side, prepared[i] ?? '');
+        latencies.push(performance.now() - t0);
+      }
+    }),
+  );
+  const seconds = (performance.now() - started) / 1000;
+  latencies.sort((a, b) => a - b);
+  const cpu = Object.fromEntries(Object.entries(side.processes).map(([k, pid]) => [k, (cpuMs(pid) - cpuBefore[k]!) / flows]));
+  return { perSecond: flows / seconds, p50: percentile(latencies, 50), p99: percentile(latencies, 99), cpu };
+}
+
+// ---- setup -----------------------------------------------------------------------------------------------------
+
+let billingKey = '';
+let lookupReceipt = '';
+let baselineReceipt = '';
+
+const dataDir = await mkdtemp(join(tmpdir(), 'paygate-bench-flows-'));
+const closers: (() => unknown)[] = [];
+const schema = `bench_flows_${randomBytes(5).toString('hex')}`;
+let databaseUrl = process.env.DATABASE_URL;
+if (databaseUrl) {
+  const admin = new pg.Client({ connectionString: databaseUrl });
+  await admin.connect();
+  await admin.query(`create schema ${schema}`);
+  await admin.end();
+  closers.push(async () => {
+    const c = new pg.Client({ connectionString: process.env.DATABASE_URL });
+    await c.connect();
+    await c.query(`drop schema if exists ${schema} cascade`);
+    await c.end();
+  });
+  const separator = databaseUrl.includes('?') ? '&' : '?';
+  databaseUrl = `${databaseUrl}${separator}options=${encodeURIComponent(`-c search_path=${schema}`)}`;
+}
+
+async function shutdown(): Promise<void> {
+  for (const close of closers.reverse()) await Promise.resolve(close()).catch(() => undefined);
+  await new Promise((resolve) => receiver.close(resolve));
+  await rm(dataDir, { recursive: true, force: true });
+}
+
+try {
+  const port = await freePort();
+  const paygate = await startProcess(
+    'src/main.ts',
+    [],
+    {
+      PATH: process.env.PATH ?? '',
+      HOME: process.env.HOME ?? '',
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      DATA_DIR: join(dataDir, 'paygate'),
+      ADMIN_TOKEN,
+      PAYGATE_SANDBOX: 'true',
+      LOG_LEVEL: process.env.LOG_LEVEL ?? 'info', // as `npm start` runs
+      ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}),
+    },
+    async () => {
+      const res = await fetch(`http://127.0.0.1:${port}/health`);
+      await res.arrayBuffer();
+      return res.status === 200;
+    },
+  );
+  closers.push(() => void paygate.child.kill('SIGKILL'));
+  const base = await startProcess(
+    'bench/flows-baseline.ts',
+    [join(dataDir, 'baseline')],
+    { PATH: process.env.PATH ?? '' },
+    /listening \d+/,
+  );
+  closers.push(() => void base.child.kill('SIGKILL'));
+  const basePort = Number(/listening (\d+)/.exec(base.output.join(''))![1]);
+
+  const paygatePool = new Pool(`http://127.0.0.1:${port}`, { connections: 64 });
+  const basePool = new Pool(`http://127.0.0.1:${basePort}`, { connections: 64 });
+  closers.push(
+    () => paygatePool.close(),
+    () => basePool.close(),
+  );
+
+  // a project with every sandbox PG, its webhook, a billing key and a receipt to look up
+  const adminTarget: Target = { pool: paygatePool, auth: `Bearer ${ADMIN_TOKEN}` };
+  const project = expectOk(await call(adminTarget, 'POST', '/admin/v1/projects', { name: 'bench' }), 'project');
+  const paygateTarget: Target = {
+    pool: paygatePool,
+    auth: `Basic ${Buffer.from(`${project.client_key as string}:${project.secret_key as string}`).toString('base64')}`,
+  };
+  const issued = expectOk(
+    await call(paygateTarget, 'POST', '/v2/request/subscribe', {
+      pg: 'sandbox_card',
+      method: '카드자동(REST)',
+      subscription_id: `bench-${randomUUID()}`,
+      order_name: 'bench',
+      card_no: '4111111111111111',
+      card_pw: '12',
+      card_identity_no: '900101',
+      card_expire_year: '30',
+      card_expire_month: '12',
+    }),
+    'billing key',
+  );
+  billingKey = issued.billing_key as string;
+  expectOk(await call(paygateTarget, 'PUT', '/message/alimtalk/webhook', { url: receiverUrl }), 'webhook config');
+
+  const chargeOnPaygate = async () =>
+    expectOk(
+      await call(paygateTarget, 'POST', '/v2/subscribe/payment', {
+        billing_key: billingKey,
+        order_name: 'bench',
+        order_id: `bench-${randomUUID()}`,
+        price: 5000,
+      }),
+      'charge',
+    ).receipt_id as string;
+  lookupReceipt = await chargeOnPaygate();
+  const baseTarget: Target = {
+    pool: basePool,
+    auth: `Basic ${Buffer.from('baseline-client:baseline-secret').toString('base64')}`,
+  };
+  const chargeOnBase = async () =>
+    expectOk(await call(baseTarget, 'POST', '/charge', { order_id: randomUUID(), price: 5000 }), 'charge').receipt_id as string;
+  baselineReceipt = await chargeOnBase();
+
+  const enginePid = childOf(paygate.child.pid!, /temporal-devserver/);
+  const sides: Side[] = [
+    {
+      name: 'paygate',
+      target: paygateTarget,
+      processes: { 'paygate (API+worker+sandbox)': paygate.child.pid, engine: enginePid },
+      prepare: {
+        cancel: chargeOnPaygate,
+        shipping: async () =>
+          expectOk(
+            await call(
+              paygateTarget,
+              'POST',
+              '/sandbox/v1/payments',
+              { pg: 'sandbox_escrow_b', price: 10_000, order_id: `bench-${randomUUID()}`, order_name: 'bench', escrow: true },
+              { 'idempotency-key': randomUUID() },
+            ),
+            'escrow payment',
+          ).receipt_id as string,
+      },
+    },
+    {
+      name: 'baseline',
+      target: baseTarget,
+      processes: { baseline: base.child.pid },
+      prepare: { cancel: chargeOnBase, shipping: chargeOnBase },
+    },
+  ];
+
+  const only = values.only?.split(',');
+  const names = Object.keys(paygateFlows).filter((n) => !only || only.includes(n));
+  const rows: string[] = [];
+  const fmt = (n: number, digits = 0) => (Number.isFinite(n) ? n.toFixed(digits) : '-');
+  console.log(
+    `bench:flows  ${FLOWS} flows per measurement, ${CALLERS} callers (verification ${Math.min(CALLERS, 16)}), ` +
+      `paygate on ${databaseUrl ? 'Postgres' : 'PGlite'}, engine pid ${enginePid ?? 'not found'}`,
+  );
+  for (const name of names) {
+    const callers = name === 'verification' ? Math.min(CALLERS, 16) : CALLERS;
+    const results: Record<string, { one: Measured; many: Measured }> = {};
+    for (const side of sides) {
+      const flow = (side.name === 'paygate' ? paygateFlows : baselineFlows)[name]!;
+      await measure(side, name, flow, Math.min(5, FLOWS), 1); // warm-up
+      const one = await measure(side, name, flow, Math.max(1, Math.floor(FLOWS / 4)), 1);
+      const many = await measure(side, name, flow, FLOWS, callers);
+      results[side.name] = { one, many };
+    }
+    const p = results.paygate!;
+    const b = results.baseline!;
+    const cpu = (m: Measured) =>
+      Object.entries(m.cpu)
+        .map(([k, v]) => `${k} ${fmt(v, 1)}`)
+        .join(', ');
+    rows.push(
+      `| ${name} | ${fmt(p.many.perSecond, 1)} /s | ${fmt(b.many.perSecond, 1)} /s | ${fmt(p.many.perSecond / b.many.perSecond, 2)} | ` +
+        `${fmt(p.one.p50, 1)} / ${fmt(p.one.p99, 1)} ms | ${fmt(b.one.p50, 1)} / ${fmt(b.one.p99, 1)} ms | ` +
+        `${fmt(p.many.p50, 1)} / ${fmt(p.many.p99, 1)} ms | ${cpu(p.many)} | ${cpu(b.many)} |`,
+    );
+    console.log(rows[rows.length - 1]);
+  }
+  console.log('');
+  console.log(
+    '| flow | paygate | baseline | ratio | paygate p50/p99, 1 caller | baseline p50/p99, 1 caller | paygate p50/p99, many | paygate CPU ms/flow | baseline CPU ms/flow |',
+  );
+  console.log('|---|---|---|---|---|---|---|---|---|');
+  for (const row of rows) console.log(row);
+  console.log(
+    `RSS after the run: paygate ${rssMb(paygate.child.pid)} MB, engine ${rssMb(enginePid)} MB, baseline ${rssMb(base.child.pid)} MB`,
+  );
+  console.log(`measured ${names.length} flows on paygate and the baseline; none failed`);
+} finally {
+  await shutdown();
+}
