@@ -11,6 +11,7 @@ import { loadKeyring } from './config/keys.js';
 import { createGatewayRegistry } from './gateways/registry.js';
 import type { GatewayRegistry } from './gateways/types.js';
 import type { Logger } from './logger.js';
+import { createReconcileStarter, sweepUnsettled } from './services/receipts.js';
 import { createWebhookService } from './services/webhooks.js';
 import type { Keyring } from './security/keyring.js';
 import { openDatabase, type Database } from './store/db.js';
@@ -201,7 +202,13 @@ export const DELIVERY_RECOVERY_INTERVAL_MS = 5 * 60_000;
  * and of deliveries left 'doing' by a run that ended: now, then every few minutes. A run that exists is
  * left alone. Returns the function that stops the timer.
  */
-export function startDeliveryRecovery(core: Core, temporal: TemporalClient, logger: Logger): () => void {
+export function startDeliveryRecovery(
+  core: Core,
+  temporal: TemporalClient,
+  logger: Logger,
+  opts: { clock?: () => Date } = {},
+): () => void {
+  const stopReconcile = startReconcileSweep(core, temporal, logger, opts.clock ?? (() => new Date()));
   const webhooks = createWebhookService({
     stores: core.stores,
     clock: () => new Date(),
@@ -215,6 +222,38 @@ export function startDeliveryRecovery(core: Core, temporal: TemporalClient, logg
     );
   void sweep();
   const timer = setInterval(sweep, DELIVERY_RECOVERY_INTERVAL_MS);
+  timer.unref();
+  return () => {
+    clearInterval(timer);
+    stopReconcile();
+  };
+}
+
+/** How often the worker looks for charges and cancels whose process died mid PG call (see sweepUnsettled). */
+export const RECONCILE_SWEEP_INTERVAL_MS = 15_000;
+
+/**
+ * Starts the reconcile workflow of every pending charge / cancel whose owner is gone, and releases
+ * Idempotency-Key records of requests that died: now, then every RECONCILE_SWEEP_INTERVAL_MS. `clock`: the
+ * services' clock (the sandbox clock in sandbox mode), which wrote the call windows.
+ */
+export function startReconcileSweep(core: Core, temporal: TemporalClient, logger: Logger, clock: () => Date): () => void {
+  const reconcile = createReconcileStarter({ client: temporal.client, taskQueue: core.config.taskQueue });
+  let running = false;
+  const sweep = async () => {
+    if (running) return;
+    running = true;
+    try {
+      const swept = await sweepUnsettled({ stores: core.stores, reconcile, clock });
+      if (swept.charges + swept.cancels + swept.keys > 0) logger.info(swept, 'reconcile sweep: owners gone, reconcile started');
+    } catch (err) {
+      logger.warn({ err }, 'the reconcile sweep failed; it runs again later');
+    } finally {
+      running = false;
+    }
+  };
+  void sweep();
+  const timer = setInterval(() => void sweep(), RECONCILE_SWEEP_INTERVAL_MS);
   timer.unref();
   return () => clearInterval(timer);
 }

@@ -3,6 +3,7 @@
 import type { GatewayRegistry } from '../gateways/types.js';
 import type { Stores } from '../store/index.js';
 import { createEscrowActivities } from './escrow.js';
+import { createReconcileActivities } from './reconcile.js';
 import { createReserveActivities } from './reserve.js';
 import { createScheduleActivities } from './schedule.js';
 import { createVerificationActivities } from './verification.js';
@@ -29,6 +30,12 @@ export function createActivities(deps: ActivityDeps) {
       ...(deps.webhooks?.clock ? { clock: deps.webhooks.clock } : {}),
     }),
     ...createReserveActivities({
+      stores: deps.stores,
+      gateways: deps.gateways,
+      sandbox: deps.webhooks?.sandbox ?? false,
+      ...(deps.webhooks?.clock ? { clock: deps.webhooks.clock } : {}),
+    }),
+    ...createReconcileActivities({
       stores: deps.stores,
       gateways: deps.gateways,
       sandbox: deps.webhooks?.sandbox ?? false,

@@ -2,7 +2,10 @@
 // same key + same request within 24 h -> the first response replayed (Idempotent-Replayed: true);
 // same key + different request -> 422 IDEMPOTENCY_KEY_REUSED; while the first is running -> 409
 // IDEMPOTENCY_IN_PROGRESS. A 5xx answer frees the key so a retry runs again (the gateway call
-// underneath carries its own derived key, so that retry cannot charge twice).
+// underneath carries its own derived key, so that retry cannot charge twice). So does a 409 that says
+// something else is in progress (9409: another request, a cancel lease, a reconcile): that is not the
+// request's answer, and a retry once it finished gets the real one. A request that dies holds its key
+// IN_FLIGHT_LEASE_MS at most.
 //
 // Usage on a route: `{ preHandler: idempotency.preHandler, onSend: idempotency.onSend }`.
 // Only the response is stored, never the request (which may hold card data); the request is kept
@@ -12,16 +15,16 @@
 // response holds the person's name, phone, CI and DI.
 import { randomBytes } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { ApiError } from '../domain/errors.js';
+import { ApiError, errorCatalog } from '../domain/errors.js';
 import { createFieldCipher } from '../security/field-cipher.js';
 import type { Keyring } from '../security/keyring.js';
-import type { IdempotencyStore } from '../store/idempotency.js';
+import { IN_FLIGHT_LEASE_MS, type IdempotencyStore } from '../store/idempotency.js';
 
 const IDEMPOTENCY_HEADER = 'idempotency-key';
 const REPLAYED_HEADER = 'idempotent-replayed';
 const RETENTION_MS = 24 * 60 * 60 * 1000;
-/** An in-flight record older than this was left by a process that died mid-request. */
-const STALE_IN_FLIGHT_MS = 10 * 60 * 1000;
+/** The catalog code of a temporary "something is in progress" answer (errorCatalog.IDEMPOTENCY_IN_PROGRESS). */
+const IN_PROGRESS_CODE = errorCatalog.IDEMPOTENCY_IN_PROGRESS.code;
 const KEY_FORMAT = /^[\x21-\x7e]{1,255}$/;
 /** Expired records are swept at most this often, by whichever request comes along. */
 const PURGE_INTERVAL_MS = 60 * 60 * 1000;
@@ -50,6 +53,17 @@ function requestHash(keyring: Keyring, request: FastifyRequest, salt: string): s
   const keyId = dot > 0 ? salt.slice(0, dot) : keyring.currentKeyId;
   const text = `${salt}\u0000${request.method} ${path}\u0000${canonicalJson(request.body ?? null)}`;
   return keyring.mac('request-fingerprint', text, keyId).digest;
+}
+
+/** A 409 whose code says another operation is still in progress: temporary, never the request's answer. */
+function isInProgress(status: number, payload: string): boolean {
+  if (status !== errorCatalog.IDEMPOTENCY_IN_PROGRESS.status) return false;
+  try {
+    const body: unknown = JSON.parse(payload);
+    return typeof body === 'object' && body !== null && (body as { code?: unknown }).code === IN_PROGRESS_CODE;
+  } catch {
+    return false;
+  }
 }
 
 export interface IdempotencyHooks {
@@ -92,7 +106,7 @@ export function createIdempotencyHooks(deps: {
         requestSalt: salt,
         now,
         expiresAt: new Date(now.getTime() + RETENTION_MS),
-        staleBefore: new Date(now.getTime() - STALE_IN_FLIGHT_MS),
+        staleBefore: new Date(now.getTime() - IN_FLIGHT_LEASE_MS),
       });
       if (claim.kind === 'claimed') {
         claims.set(request, { applicationId, key: header });
@@ -112,7 +126,7 @@ export function createIdempotencyHooks(deps: {
       const claim = claims.get(request);
       if (claim === undefined) return payload;
       claims.delete(request);
-      if (reply.statusCode >= 500 || typeof payload !== 'string') {
+      if (reply.statusCode >= 500 || typeof payload !== 'string' || isInProgress(reply.statusCode, payload)) {
         await store.release(claim.applicationId, claim.key);
       } else {
         await store.complete(claim.applicationId, claim.key, {

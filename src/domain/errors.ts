@@ -38,6 +38,7 @@
 //   9474 SANDBOX_FAULTS_TOO_MANY  the project already has 100 armed faults
 //   9450 SCHEDULE_NOT_FOUND       no such subscription schedule
 //   9451 SCHEDULE_STATE_INVALID   the schedule's status does not allow it (pause a cancelled one, resume an active one, ...)
+//   9475 PG_KEY_REUSED            the PG refused a charge's / cancel's idempotency key as used by another request (our defect)
 //   9500 INTERNAL_ERROR
 //   9502 GATEWAY_UNAVAILABLE      the PG could not be reached or answered garbage
 //   9503 SERVICE_UNAVAILABLE
@@ -162,6 +163,11 @@ export const errorCatalog = {
   SANDBOX_FAULT_OPERATION_UNSUPPORTED: { code: 9472, status: 400, message: 'The sandbox PG has no such operation.' },
   SANDBOX_FAULT_KIND_UNSUPPORTED: { code: 9473, status: 400, message: 'This fault does not apply to the operation.' },
   SANDBOX_FAULTS_TOO_MANY: { code: 9474, status: 409, message: 'The project has 100 armed sandbox faults; disarm them first.' },
+  PG_KEY_REUSED: {
+    code: 9475,
+    status: 500,
+    message: 'The PG refused this request as a reuse of another one (an internal error, reported); retry later.',
+  },
   INTERNAL_ERROR: { code: 9500, status: 500, message: 'An internal error occurred.' },
   GATEWAY_UNAVAILABLE: { code: 9502, status: 502, message: 'The PG could not be reached. Retry with the same Idempotency-Key.' },
   SERVICE_UNAVAILABLE: { code: 9503, status: 503, message: 'The service is not ready.' },

@@ -43,6 +43,18 @@ export interface GatewayCancelResult {
   readonly cancelledAt: Date;
 }
 
+/** What a PG did under an idempotency key, as its inquiry tells (reconciliation after a lost answer). */
+export type GatewayInquiry<T> =
+  | { readonly state: 'executed'; readonly result: T }
+  | { readonly state: 'refused'; readonly pgErrorCode: string; readonly pgMessage: string }
+  /** nothing was done under the key: the call never reached the PG, or failed before doing anything */
+  | { readonly state: 'not_executed' };
+
+export interface InquiryResults {
+  readonly charge: ChargeResult;
+  readonly cancel: GatewayCancelResult;
+}
+
 export interface CardBillingGateway {
   issueBillingKey(req: {
     readonly idempotencyKey: string;
@@ -55,6 +67,11 @@ export interface CardBillingGateway {
   charge(req: ChargeRequest): Promise<ChargeResult>;
   cancel(req: GatewayCancelRequest): Promise<GatewayCancelResult>;
   destroyBillingKey(req: { readonly gatewayBillingKey: string }): Promise<void>;
+  /** Asks the PG what it did under a charge's / cancel's key; executes nothing. */
+  inquire<K extends keyof InquiryResults>(req: {
+    readonly operation: K;
+    readonly idempotencyKey: string;
+  }): Promise<GatewayInquiry<InquiryResults[K]>>;
 }
 
 export interface OtpRequest {
@@ -154,6 +171,14 @@ export class GatewayUnavailableError extends Error {
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, options);
   }
+}
+
+/**
+ * The PG refused the idempotency key as used by another request: a defect on our side (a key derived
+ * twice for different requests), never the card's answer.
+ */
+export class GatewayKeyReusedError extends Error {
+  override readonly name = 'GatewayKeyReusedError';
 }
 
 /** The configured PGs by name ('sandbox_card', 'sandbox_noauto', 'sandbox_identity', ...). */

@@ -18,6 +18,8 @@
 //        -> {tid, approval_no, approved_at, card, installment}
 //   POST /card/v1/cancels               {tid, amount, tax_free, reason}  -> {cancel_tid, cancelled_at, remaining_amount}
 //   POST /card/v1/billing-keys/revoke   {bkey} -> {}
+//   POST /card/v1/inquiries             {operation: charge|cancel, idempotency_key} -> {state: executed|refused|not_found,
+//        result? (the operation's data), amount? (a charge's), res_cd?, res_msg? (a refusal's)}: what the PG did under a key
 //   POST /auth/v1/requests              {merchant_id, user_name, phone_no, birth_sex, telco, method: SMS|PASS, client_ip, site_url?}
 //        -> {tid}
 //   POST /auth/v1/resends               {tid} -> {}
@@ -111,6 +113,7 @@ import {
 import { SandboxIdentityPg } from './identity-pg.js';
 import type { PgOutcome } from './outcome.js';
 import { memoryJournal, openSandboxJournal, type JournalRecord, type SandboxJournal } from './state-journal.js';
+import { bodies } from './wire.js';
 
 export { SANDBOX_FAULTS, SANDBOX_OPERATIONS, type SandboxFault, type SandboxOperation } from './faults.js';
 
@@ -150,84 +153,6 @@ interface StoredAnswer {
   readonly fingerprint: string;
   readonly body: Envelope;
 }
-
-const money = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
-
-const bodies = {
-  issue: z.object({
-    card_no: z.string().max(32),
-    card_pw2: z.string().max(8),
-    buyer_auth_no: z.string().max(16),
-    exp_yy: z.string().max(4),
-    exp_mm: z.string().max(4),
-    goods_name: z.string().max(1_000),
-    customer_ref: z.string().max(1_000),
-    merchant_id: z.string().min(1).max(200).optional(),
-  }),
-  charge: z.object({
-    bkey: z.string().min(1).max(2_000),
-    amount: money,
-    tax_free: money,
-    order_id: z.string().min(1).max(1_000),
-    goods_name: z.string().max(1_000),
-    installment: z.number().int(),
-  }),
-  cancel: z.object({
-    tid: z.string().min(1).max(100),
-    amount: money,
-    tax_free: money,
-    reason: z.string().max(500),
-  }),
-  revoke: z.object({ bkey: z.string().min(1).max(2_000) }),
-  otpRequest: z.object({
-    merchant_id: z.string().min(1).max(200),
-    user_name: z.string().min(1).max(100),
-    phone_no: z.string().regex(/^\d{10,11}$/),
-    birth_sex: z.string().max(16),
-    telco: z.enum(['SKT', 'KTF', 'LGU', 'SKM', 'KTM', 'LGM']),
-    method: z.enum(['SMS', 'PASS']),
-    client_ip: z.string().min(1).max(64),
-    site_url: z.string().max(500).optional(),
-  }),
-  otpResend: z.object({ tid: z.string().min(1).max(100) }),
-  otpConfirm: z.object({ tid: z.string().min(1).max(100), otp: z.string().max(16) }),
-  pay: z.object({
-    pg: z.string().min(1).max(100),
-    amount: money,
-    tax_free: money,
-    order_id: z.string().min(1).max(1_000),
-    goods_name: z.string().max(1_000),
-    escrow: z.boolean(),
-    merchant_ref: z.string().min(1).max(100),
-    notify_url: z.url().max(2_000).optional(),
-    merchant_id: z.string().min(1).max(200).optional(),
-  }),
-  shipA: z.object({
-    tid: z.string().min(1).max(100),
-    invoice_no: z.string().min(1).max(100),
-    dlv_company_code: z.string().min(1).max(10),
-    dlv_company_name: z.string().max(100),
-    prepay: z.literal('SH'),
-    dlv_day: z.number().int().min(1).max(365),
-    rcv_name: z.string().min(1).max(100),
-    rcv_tel: z.string().min(1).max(30),
-    rcv_addr: z.string().min(1).max(500),
-    rcv_zip: z.string().min(1).max(20),
-    snd_name: z.string().min(1).max(100),
-    snd_tel: z.string().min(1).max(30),
-    snd_zip: z.string().min(1).max(20),
-    snd_addr1: z.string().min(1).max(500),
-    snd_addr2: z.string().min(1).max(500),
-    return_url: z.string().max(1_000).optional(),
-  }),
-  statusA: z.object({ tid: z.string().min(1).max(100) }),
-  shipB: z.strictObject({
-    TID: z.string().min(1).max(100),
-    INVOICE_NO: z.string().min(1).max(100),
-    COURIER: z.string().min(1).max(20),
-  }),
-  statusB: z.object({ TID: z.string().min(1).max(100) }),
-};
 
 const answerRecord = (
   key: string,
@@ -674,6 +599,25 @@ export async function startSandboxGateways(opts: SandboxGatewaysOptions = {}): P
     idempotent_replays: counters.idempotentReplays,
     injected_faults: counters.injectedFaults,
   }));
+
+  // The inquiry a merchant (paygate) makes when it lost a charge's or cancel's answer: never executes anything.
+  const inquiryBody = z.object({ operation: z.enum(['charge', 'cancel']), idempotency_key: z.string().min(1).max(255) });
+  app.post('/card/v1/inquiries', async (req, reply) => {
+    const parsed = inquiryBody.safeParse(req.body);
+    if (!parsed.success) return reply.code(400).send({ res_cd: 'E400', res_msg: 'malformed request' });
+    const stored = answers.get(`${parsed.data.operation}\u0000${parsed.data.idempotency_key}`)?.body;
+    if (stored === undefined) return { res_cd: '0000', res_msg: 'approved', data: { state: 'not_found' } };
+    if (stored.res_cd !== '0000') {
+      return { res_cd: '0000', res_msg: 'approved', data: { state: 'refused', res_cd: stored.res_cd, res_msg: stored.res_msg } };
+    }
+    const tid = parsed.data.operation === 'charge' ? tidField(stored.data) : undefined;
+    const amount = tid === undefined ? undefined : card.chargeState(tid)?.amount;
+    return {
+      res_cd: '0000',
+      res_msg: 'approved',
+      data: { state: 'executed', result: stored.data, ...(amount === undefined ? {} : { amount }) },
+    };
+  });
 
   const chargesQuery = z.object({ idempotency_key: z.string().min(1) });
   app.get('/_sandbox/charges', async (req, reply) => {

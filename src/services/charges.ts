@@ -1,22 +1,48 @@
 // Charging a billing key: once per (project, order_id), whoever asks (the charge route, a reserved
 // charge, a subscription period). A charge with a feedback_url posts its receipt there once it completes,
-// as a signed webhook delivery.
+// as a signed webhook delivery. A charge whose PG call ends without a final answer (timeout, lost answer,
+// a failure of ours after the PG approved) is handed to its reconcile workflow, which asks the PG what it
+// did and settles the receipt; a process that dies mid call leaves a pending receipt the worker's sweep
+// hands over once its call window has passed.
 import { chargeHash, chargeIdempotencyKey, KEY_IN_METHOD, KEY_IN_METHOD_SYMBOL, type ChargeParams } from '../domain/billing.js';
 import { enforceMasked } from '../domain/card.js';
 import { ApiError } from '../domain/errors.js';
 import { newId } from '../domain/ids.js';
-import { PAYMENT_PENDING } from '../domain/receipt.js';
+import { PAYMENT_COMPLETE, PAYMENT_PENDING } from '../domain/receipt.js';
 import { type FeedbackTarget, receiptFeedbackEvent } from '../domain/webhooks.js';
 import type { ChargeResult, GatewayRegistry } from '../gateways/types.js';
 import type { BillingKeyRow } from '../store/billing-keys.js';
 import type { Stores } from '../store/index.js';
-import type { Project } from '../store/projects.js';
+import { type Project, toProject } from '../store/projects.js';
 import type { ReceiptRow } from '../store/receipts.js';
 import { findUsableBillingKey } from './billing-keys.js';
 import { cardGatewayFor, gatewayFailure } from './gateways.js';
 import type { OperationLog } from './log.js';
-import { receiptResponse } from './receipts.js';
+import { PG_CALL_WINDOW_MS, ReconcileLater, type ReconcileStarter, receiptResponse } from './receipts.js';
 import type { WebhookService } from './webhooks.js';
+
+/**
+ * The PG key of an order_id's charge: attempt 0 keeps the key of (project, order_id); after n declines
+ * freed the order_id, the next attempt gets its own key (the PG keeps each refusal under the old one).
+ */
+export function pgChargeKey(projectId: string, orderId: string, attempt: number): string {
+  return attempt === 0
+    ? chargeIdempotencyKey(projectId, orderId)
+    : chargeIdempotencyKey(projectId, `${orderId}\u0000#${attempt}`);
+}
+
+/** How a reconcile workflow left a pending charge. */
+export type ChargeSettlement =
+  /** not pending any more: a request settled it */
+  | { readonly outcome: 'none' }
+  | { readonly outcome: 'completed'; readonly receipt: ReceiptRow; readonly project: Project }
+  | {
+      readonly outcome: 'failed';
+      /** the pending receipt as it was before it was dropped */
+      readonly receipt: ReceiptRow;
+      readonly project: Project;
+      readonly error: ApiError;
+    };
 
 export interface ChargeService {
   /** Charges the project's usable billing key named in `params` (2309, 1225, 9423 as findUsableBillingKey). */
@@ -25,7 +51,8 @@ export interface ChargeService {
    * Charges a billing key once per (project, order_id). The order_id is claimed with a pending receipt
    * before the PG is called (no transaction is held across the PG call). A pending receipt with the
    * same charge is a retry after a PG failure: it re-drives the PG under the same derived key, which
-   * the PG answers without charging again.
+   * the PG answers without charging again. A completed receipt its reconcile workflow settled answers
+   * the same charge (the answer its request never got); any other use of the order_id is 9410.
    */
   chargeKey(
     project: Project,
@@ -34,26 +61,56 @@ export interface ChargeService {
     requestedAt: Date,
     feedback?: FeedbackTarget,
   ): Promise<ReceiptRow>;
+  /**
+   * The reconcile workflow's step: asks the PG what it did under the pending charge's key and records it
+   * (completed, or dropped when refused / never executed). Throws ReconcileLater while a request still owns
+   * the call, GATEWAY_UNAVAILABLE while the PG cannot answer.
+   */
+  settle(receiptId: string): Promise<ChargeSettlement>;
 }
 
 export function createChargeService(deps: {
-  readonly stores: Pick<Stores, 'receipts' | 'billingKeys'>;
+  readonly stores: Pick<Stores, 'receipts' | 'billingKeys'> & Partial<Pick<Stores, 'projects'>>;
   readonly gateways: GatewayRegistry;
   /** posts a completed charge's receipt to its feedback_url */
   readonly webhooks?: Pick<WebhookService, 'deliverFeedback'>;
-  readonly logger?: Pick<OperationLog, 'warn'>;
+  readonly logger?: Pick<OperationLog, 'warn'> & { readonly error?: OperationLog['warn'] };
+  /** starts the reconcile workflow of a charge that lost its answer; without it, the worker's sweep does */
+  readonly reconcile?: ReconcileStarter;
+  readonly clock?: () => Date;
 }): ChargeService {
   const { receipts, billingKeys } = deps.stores;
-  const service: ChargeService = {
-    async charge(project, params, requestedAt, feedback) {
-      const key = await findUsableBillingKey(deps.stores, project, params.billingKey);
-      return service.chargeKey(project, key, params, requestedAt, feedback);
-    },
+  const clock = deps.clock ?? (() => new Date());
 
-    async chargeKey(project, key, params, requestedAt, feedback) {
-      const gateway = cardGatewayFor(deps.gateways, project, key.pg);
-      const hash = chargeHash(params);
-      const claim = await receipts.claimOrder({
+  /** The call ended without a final answer: the reconcile workflow owns the charge from now. */
+  const handOver = async (receiptId: string, err: unknown): Promise<void> => {
+    if (err instanceof ApiError && err.errorCode === 'PG_KEY_REUSED') {
+      deps.logger?.error?.({ receipt_id: receiptId, err }, 'the PG refused a charge key as reused: a defect, reconciled');
+    }
+    try {
+      await receipts.handOverCharge(receiptId, clock());
+      await deps.reconcile?.charge(receiptId);
+    } catch (handOverErr) {
+      // the sweep finds the pending receipt once its call window ends
+      deps.logger?.warn({ receipt_id: receiptId, err: handOverErr }, 'a charge without an answer was left to the sweep');
+    }
+  };
+
+  /** The pending receipt this request owns the PG call of, or a receipt that answers it. */
+  const claim = async (
+    project: Project,
+    key: BillingKeyRow,
+    params: ChargeParams,
+    requestedAt: Date,
+    feedback: FeedbackTarget | undefined,
+  ): Promise<
+    { readonly pending: ReceiptRow | { receipt_id: string; pg_key_attempt: number } } | { readonly answer: ReceiptRow }
+  > => {
+    const hash = chargeHash(params);
+    // twice at most: a pending receipt dropped between our read and our re-drive frees the order_id
+    for (let round = 0; round < 2; round++) {
+      const until = new Date(clock().getTime() + PG_CALL_WINDOW_MS);
+      const claimed = await receipts.claimOrder({
         receiptId: newId(),
         applicationId: project.application_id,
         orderId: params.orderId,
@@ -68,20 +125,36 @@ export function createChargeService(deps: {
         quota: params.quota,
         metadata: params.metadata,
         requestedAt,
+        callUntil: until,
+        feedback,
       });
-      let receiptId: string;
-      if (claim.kind === 'claimed') {
-        receiptId = claim.receiptId;
-      } else if (claim.row.status === PAYMENT_PENDING && claim.row.charge_hash === hash) {
-        receiptId = claim.row.receipt_id;
-      } else {
-        throw new ApiError('ORDER_ID_DUPLICATED');
-      }
+      if (claimed.kind === 'claimed') return { pending: { receipt_id: claimed.receiptId, pg_key_attempt: claimed.keyAttempt } };
+      const row = claimed.row;
+      if (row.charge_hash !== hash) break;
+      if (row.status === PAYMENT_COMPLETE && row.reconciled_at !== null) return { answer: row };
+      if (row.status !== PAYMENT_PENDING) break;
+      const redriven = await receipts.redriveCharge(row.receipt_id, until);
+      if (redriven) return { pending: redriven };
+    }
+    throw new ApiError('ORDER_ID_DUPLICATED');
+  };
+
+  const service: ChargeService = {
+    async charge(project, params, requestedAt, feedback) {
+      const key = await findUsableBillingKey(deps.stores, project, params.billingKey);
+      return service.chargeKey(project, key, params, requestedAt, feedback);
+    },
+
+    async chargeKey(project, key, params, requestedAt, feedback) {
+      const gateway = cardGatewayFor(deps.gateways, project, key.pg);
+      const claimed = await claim(project, key, params, requestedAt, feedback);
+      if ('answer' in claimed) return claimed.answer;
+      const receiptId = claimed.pending.receipt_id;
 
       let result: ChargeResult;
       try {
         result = await gateway.charge({
-          idempotencyKey: chargeIdempotencyKey(project.application_id, params.orderId),
+          idempotencyKey: pgChargeKey(project.application_id, params.orderId, claimed.pending.pg_key_attempt),
           gatewayBillingKey: billingKeys.openGatewayKey(key),
           amount: params.price,
           taxFree: params.taxFree,
@@ -91,12 +164,20 @@ export function createChargeService(deps: {
         });
       } catch (err) {
         const failure = gatewayFailure('charge', err);
-        // A refusal is final: the order_id is free for another attempt.
-        if (failure instanceof ApiError && failure.errorCode === 'PAYMENT_DECLINED')
-          await receipts.deletePendingCharge(receiptId);
+        const declined = failure instanceof ApiError && failure.errorCode === 'PAYMENT_DECLINED';
+        // A refusal is final: the order_id is free for another attempt, under the next PG key.
+        if (declined) await receipts.declinePendingCharge(receiptId);
+        else await handOver(receiptId, failure);
         throw failure;
       }
-      const completed = await receipts.completeCharge(receiptId, result, enforceMasked(result.card.maskedNumber));
+      let completed: ReceiptRow;
+      try {
+        completed = await receipts.completeCharge(receiptId, result, enforceMasked(result.card.maskedNumber));
+      } catch (err) {
+        // the PG charged and we could not record it: the reconcile workflow will
+        await handOver(receiptId, err);
+        throw err;
+      }
       if (feedback && deps.webhooks) {
         try {
           await deps.webhooks.deliverFeedback(
@@ -110,6 +191,50 @@ export function createChargeService(deps: {
         }
       }
       return completed;
+    },
+
+    async settle(receiptId) {
+      const row = await receipts.find(receiptId);
+      if (!row || row.status !== PAYMENT_PENDING) return { outcome: 'none' };
+      const now = clock();
+      if (row.pg_call_until !== null && row.pg_call_until.getTime() > now.getTime()) {
+        throw new ReconcileLater(`receipt ${receiptId}: a request still owns its PG call`);
+      }
+      const projectRow = await deps.stores.projects?.findById(row.application_id);
+      if (!projectRow) throw new Error(`project ${row.application_id} of receipt ${receiptId} not found`);
+      const project = toProject(projectRow);
+      const gateway = deps.gateways.get(row.pg)?.card;
+      if (!gateway) throw new Error(`receipt ${receiptId}: its PG ${row.pg} is not configured`);
+      let inquiry: Awaited<ReturnType<typeof gateway.inquire<'charge'>>>;
+      try {
+        inquiry = await gateway.inquire({
+          operation: 'charge',
+          idempotencyKey: pgChargeKey(row.application_id, row.order_id, row.pg_key_attempt),
+        });
+      } catch (err) {
+        throw gatewayFailure('charge', err);
+      }
+      if (inquiry.state === 'executed') {
+        const result = inquiry.result;
+        const completed = await receipts.completeCharge(receiptId, result, enforceMasked(result.card.maskedNumber), now);
+        return { outcome: 'completed', receipt: completed, project };
+      }
+      if (inquiry.state === 'refused') {
+        await receipts.declinePendingCharge(receiptId);
+        const error = new ApiError('PAYMENT_DECLINED', {
+          message: `The PG refused the payment: ${inquiry.pgMessage}`,
+          pgErrorCode: inquiry.pgErrorCode,
+        });
+        return { outcome: 'failed', receipt: row, project, error };
+      }
+      // never executed: dropped unless a retry took the call meanwhile (then it answers)
+      if (!(await receipts.dropUnexecutedCharge(receiptId, now))) {
+        throw new ReconcileLater(`receipt ${receiptId}: a retry took the PG call`);
+      }
+      const error = new ApiError('GATEWAY_UNAVAILABLE', {
+        message: 'The PG never received the charge; nothing was charged. The order_id is free again.',
+      });
+      return { outcome: 'failed', receipt: row, project, error };
     },
   };
   return service;

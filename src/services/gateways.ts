@@ -4,6 +4,7 @@
 import { ApiError, type ErrorName } from '../domain/errors.js';
 import {
   GatewayDeclinedError,
+  GatewayKeyReusedError,
   GatewayUnavailableError,
   type CardBillingGateway,
   type GatewayRegistry,
@@ -45,6 +46,8 @@ export function gatewayFailure(operation: GatewayOperation, err: unknown): unkno
       pgErrorCode: err.pgErrorCode,
     });
   }
+  // the PG saw our key with another request: never the card's answer, and nothing the merchant did wrong
+  if (err instanceof GatewayKeyReusedError) return new ApiError('PG_KEY_REUSED', { cause: err });
   if (err instanceof GatewayUnavailableError) {
     return new ApiError(codes.unavailable.error, { message: codes.unavailable.message(err.message), cause: err });
   }

@@ -10,7 +10,7 @@ import { createEscrowService, type EscrowService } from './escrow.js';
 import type { OperationLog } from './log.js';
 import { createMessageService, type MessageService } from './messages.js';
 import { createProjectService, type ProjectService } from './projects.js';
-import { createReceiptService, type ReceiptService } from './receipts.js';
+import { createReceiptService, createReconcileStarter, type ReceiptService } from './receipts.js';
 import { createReserveService, type ReserveService } from './reserves.js';
 import { createScheduleService, type ScheduleService } from './schedules.js';
 import { createVerificationService, type VerificationService, type WorkflowRuntime } from './verifications.js';
@@ -66,8 +66,11 @@ export function createServices(deps: ServiceDeps): Services {
     ...(deps.webhookResolve ? { resolve: deps.webhookResolve } : {}),
     ...(deps.logger ? { logger: deps.logger } : {}),
   });
-  const charges = createChargeService({ stores, gateways, webhooks, ...(deps.logger ? { logger: deps.logger } : {}) });
-  const cancels = createCancelService({ stores, gateways, clock });
+  // a charge or cancel that lost its PG answer is handed to its reconcile workflow (the worker's sweep without an engine)
+  const reconcile = deps.workflows ? { reconcile: createReconcileStarter(deps.workflows) } : {};
+  const logger = deps.logger ? { logger: deps.logger } : {};
+  const charges = createChargeService({ stores, gateways, webhooks, clock, ...reconcile, ...logger });
+  const cancels = createCancelService({ stores, gateways, clock, ...reconcile, ...logger });
   const schedules = createScheduleService({
     stores,
     gateways,

@@ -1,4 +1,12 @@
-// Payment receipts as every billing operation returns them, and the receipt lookup.
+// Payment receipts as every billing operation returns them, the receipt lookup, and what charges and
+// cancels share to hand a PG call that lost its answer to its reconcile workflow (src/workflows/reconcile.ts):
+// the call window, the workflow starter and the worker's sweep for calls whose process died.
+import {
+  RECONCILE_WORKFLOW_TYPE,
+  type ReconcileInput,
+  reconcileCancelWorkflowId,
+  reconcileChargeWorkflowId,
+} from '../contracts/reconcile.js';
 import { assertOwnedBy } from '../domain/access.js';
 import { ApiError } from '../domain/errors.js';
 import { renderEscrowData } from '../domain/escrow.js';
@@ -7,6 +15,73 @@ import type { EscrowOrderRow } from '../store/escrow.js';
 import type { Project } from '../store/projects.js';
 import { receiptView, type ReceiptRow } from '../store/receipts.js';
 import type { Stores } from '../store/index.js';
+import { IN_FLIGHT_LEASE_MS } from '../store/idempotency.js';
+import type { reconcileWorkflow } from '../workflows/reconcile.js';
+import type { WorkflowRuntime } from './verifications.js';
+
+/**
+ * How long the request that calls the PG owns the call (a pending charge, a cancel lease): longer than any
+ * PG call may take (the gateway's connect, headers and body timeouts are 10 s each). After it, a call whose
+ * process died is its reconcile workflow's.
+ */
+export const PG_CALL_WINDOW_MS = 45_000;
+
+/** Someone still owns the call (a live request, a retry that took it again): the reconcile step runs again later. */
+export class ReconcileLater extends Error {
+  override readonly name = 'ReconcileLater';
+}
+
+/** Starts (or finds running) the reconcile workflow of a charge / a cancel. */
+export interface ReconcileStarter {
+  charge(receiptId: string): Promise<void>;
+  cancel(receiptId: string, cancelKey: string): Promise<void>;
+}
+
+/** How long a request waits for the engine to accept a reconcile workflow before leaving it to the sweep. */
+const START_TIMEOUT_MS = 10_000;
+
+export function createReconcileStarter(workflows: WorkflowRuntime): ReconcileStarter {
+  const start = async (workflowId: string, input: ReconcileInput): Promise<void> => {
+    const { client, taskQueue } = workflows;
+    await client.withDeadline(Date.now() + START_TIMEOUT_MS, () =>
+      client.workflow.start<typeof reconcileWorkflow>(RECONCILE_WORKFLOW_TYPE, {
+        workflowId,
+        // a running reconcile is the one; one that ended left the receipt settled or pending for a new run
+        workflowIdConflictPolicy: 'USE_EXISTING',
+        taskQueue,
+        args: [input],
+      }),
+    );
+  };
+  return {
+    charge: (receiptId) => start(reconcileChargeWorkflowId(receiptId), { kind: 'charge', receiptId }),
+    cancel: (receiptId, cancelKey) => start(reconcileCancelWorkflowId(cancelKey), { kind: 'cancel', receiptId, cancelKey }),
+  };
+}
+
+/** At most this many of each kind per sweep; the next sweep takes the rest. */
+const SWEEP_BATCH = 200;
+
+/**
+ * The worker's sweep: starts the reconcile workflow of every pending charge and pending cancel whose owner is
+ * gone (its call window ended: the process died mid call, or could not start the workflow), and releases
+ * Idempotency-Key records left in flight by requests that died, so the merchant's retry runs again.
+ */
+export async function sweepUnsettled(deps: {
+  readonly stores: Pick<Stores, 'receipts' | 'idempotency'>;
+  readonly reconcile: ReconcileStarter;
+  readonly clock: () => Date;
+}): Promise<{ charges: number; cancels: number; keys: number }> {
+  const now = deps.clock();
+  const charges = await deps.stores.receipts.orphanCharges(now, SWEEP_BATCH);
+  for (const row of charges) await deps.reconcile.charge(row.receipt_id);
+  const cancels = await deps.stores.receipts.orphanCancels(now, SWEEP_BATCH);
+  for (const row of cancels) {
+    if (row.cancel_pending) await deps.reconcile.cancel(row.receipt_id, row.cancel_pending.cancel_key);
+  }
+  const keys = await deps.stores.idempotency.releaseStale(new Date(now.getTime() - IN_FLIGHT_LEASE_MS));
+  return { charges: charges.length, cancels: cancels.length, keys };
+}
 
 /** Gateways whose name starts with this play PGs; their receipts say sandbox: true. */
 const SANDBOX_PG_PREFIX = 'sandbox_';

@@ -2,6 +2,13 @@
 import type { Kysely } from 'kysely';
 import type { Tables } from './db.js';
 
+/**
+ * How long a request may hold its key in flight: longer than any request runs (a workflow call waits 60 s
+ * at most). A record older than that was left by a process that died mid-request: a retry takes the key,
+ * and the worker's sweep releases it.
+ */
+export const IN_FLIGHT_LEASE_MS = 90_000;
+
 export interface StoredResponse {
   readonly status: number;
   readonly body: string;
@@ -32,6 +39,8 @@ export interface IdempotencyStore {
   complete(applicationId: string, key: string, response: StoredResponse): Promise<void>;
   /** Frees a key whose request failed on our side (5xx), so a retry runs the request again. */
   release(applicationId: string, key: string): Promise<void>;
+  /** Releases in-flight records created before `before` (their request died); returns how many. */
+  releaseStale(before: Date): Promise<number>;
   /** Housekeeping: removes records past their 24 hours. */
   purgeExpired(now: Date): Promise<number>;
 }
@@ -104,6 +113,15 @@ export function createIdempotencyStore(db: Kysely<Tables>): IdempotencyStore {
         .where('idempotency_key', '=', key)
         .where('state', '=', 'in_flight')
         .execute();
+    },
+
+    async releaseStale(before) {
+      const result = await db
+        .deleteFrom('idempotency_keys')
+        .where('state', '=', 'in_flight')
+        .where('created_at', '<', before)
+        .executeTakeFirst();
+      return Number(result.numDeletedRows);
     },
 
     async purgeExpired(now) {

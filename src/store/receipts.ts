@@ -1,5 +1,5 @@
 // Payment receipts and their cancels.
-import type { Kysely, Selectable } from 'kysely';
+import { sql, type Kysely, type Selectable } from 'kysely';
 import {
   PAYMENT_CANCELLED,
   PAYMENT_COMPLETE,
@@ -10,9 +10,10 @@ import {
   type RecordedCancel,
 } from '../domain/receipt.js';
 import type { Tables } from './db.js';
-import type { ReceiptsTable } from './migrations/0002_billing.js';
+import type { PendingCancel } from './migrations/0011_reconcile.js';
 
-export type ReceiptRow = Selectable<ReceiptsTable>;
+export type ReceiptRow = Selectable<Tables['receipts']>;
+export type { PendingCancel };
 
 export interface NewCharge {
   readonly receiptId: string;
@@ -29,10 +30,13 @@ export interface NewCharge {
   readonly quota: number;
   readonly metadata: Record<string, unknown> | undefined;
   readonly requestedAt: Date;
+  /** the request calling the PG owns the charge until then */
+  readonly callUntil: Date;
+  readonly feedback?: { readonly url: string; readonly contentType: string } | undefined;
 }
 
 export type OrderClaim =
-  | { readonly kind: 'claimed'; readonly receiptId: string }
+  | { readonly kind: 'claimed'; readonly receiptId: string; readonly keyAttempt: number }
   | { readonly kind: 'taken'; readonly row: ReceiptRow };
 
 export interface ReceiptStore {
@@ -42,13 +46,30 @@ export interface ReceiptStore {
    * the same charge_hash (a retry after a PG timeout) and refuses everything else.
    */
   claimOrder(charge: NewCharge): Promise<OrderClaim>;
-  /** Drops a pending receipt the PG refused, so the order_id is free again. */
-  deletePendingCharge(receiptId: string): Promise<void>;
+  /** A request re-driving a pending charge owns its PG call until `until`; undefined when it is no longer pending. */
+  redriveCharge(receiptId: string, until: Date): Promise<ReceiptRow | undefined>;
+  /** The request's call ended without a final answer: its reconcile workflow owns the charge from `now`. */
+  handOverCharge(receiptId: string, now: Date): Promise<void>;
+  /**
+   * Drops a pending receipt the PG refused, so the order_id is free again; the order_id's next attempt
+   * gets the next PG key (the PG keeps the refusal under the old one).
+   */
+  declinePendingCharge(receiptId: string): Promise<void>;
+  /**
+   * Drops a pending receipt the PG never executed (its inquiry says so), unless a request took the call
+   * again after `now`. Returns whether it was dropped.
+   */
+  dropUnexecutedCharge(receiptId: string, now: Date): Promise<boolean>;
   /**
    * Records the PG's approval: status 1 with the masked card and approval details. A concurrent
    * re-drive of the same charge may have recorded it first; then its row is returned as it is.
+   * `reconciledAt`: recorded by a reconcile workflow, not by the request.
    */
-  completeCharge(receiptId: string, result: ChargeApproval, maskedNumber: string): Promise<ReceiptRow>;
+  completeCharge(receiptId: string, result: ChargeApproval, maskedNumber: string, reconciledAt?: Date): Promise<ReceiptRow>;
+  /** Pending charges whose owner is gone (call window ended before `before`), oldest first. */
+  orphanCharges(before: Date, limit: number): Promise<ReceiptRow[]>;
+  /** Receipts with a cancel whose answer is not recorded and whose lease ended before `before`. */
+  orphanCancels(before: Date, limit: number): Promise<ReceiptRow[]>;
   /** Any project's receipt: callers check ownership (1225) with the row's application_id. */
   find(receiptId: string): Promise<ReceiptRow | undefined>;
   /** The project's receipts newest first, at most `limit`; `search` matches an order_id or a receipt_id exactly. */
@@ -58,15 +79,27 @@ export interface ReceiptStore {
    * one waits for the PG. Returns the receipt as of taking the lease, or undefined when another
    * cancel holds it.
    */
-  acquireCancelLease(receiptId: string, now: Date, until: Date): Promise<ReceiptRow | undefined>;
-  releaseCancelLease(receiptId: string): Promise<void>;
+  acquireCancelLease(receiptId: string, now: Date, until: Date, sameCancelKey?: string): Promise<ReceiptRow | undefined>;
+  /**
+   * Releases the lease and forgets a pending cancel: the PG did not make it. With `cancelKey`, only while
+   * that cancel is the pending one (a retry may have taken it over).
+   */
+  releaseCancelLease(receiptId: string, cancelKey?: string): Promise<void>;
+  /** Notes the cancel about to be sent to the PG (under the held lease), for its reconcile workflow. */
+  markCancelPending(receiptId: string, pending: PendingCancel): Promise<void>;
+  /** The request's cancel call ended without a final answer: the lease ends now, the pending cancel stays. */
+  handOverCancel(receiptId: string, now: Date): Promise<void>;
   /** The first cancel of a cancel_id on this receipt: what it refunded, from what, and its stored response. */
   findCancel(receiptId: string, cancelId: string): Promise<StoredCancel | undefined>;
   /**
    * In one transaction: applies a cancel to the receipt (status 20 when nothing remains, lease
-   * released) and records it with the response `render` makes of the updated receipt.
+   * released) and records it with the response `render` makes of the updated receipt. Only while the
+   * cancel is the receipt's pending one: undefined when another (a retry, its reconcile) recorded or took it.
    */
-  recordCancel(cancel: NewCancel, render: (updated: ReceiptRow) => Record<string, unknown>): Promise<Record<string, unknown>>;
+  recordCancel(
+    cancel: NewCancel,
+    render: (updated: ReceiptRow) => Record<string, unknown>,
+  ): Promise<Record<string, unknown> | undefined>;
 }
 
 export interface StoredCancel extends RecordedCancel {
@@ -113,11 +146,16 @@ export function createReceiptStore(db: Kysely<Tables>): ReceiptStore {
           purchased_at: null,
           cancelled_at: null,
           cancel_locked_until: null,
+          pg_call_until: charge.callUntil,
+          pg_key_attempt: sql<number>`coalesce((select declines from order_declines where application_id = ${charge.applicationId} and order_id = ${charge.orderId}), 0)`,
+          feedback: charge.feedback
+            ? JSON.stringify({ url: charge.feedback.url, content_type: charge.feedback.contentType })
+            : null,
         })
         .onConflict((oc) => oc.columns(['application_id', 'order_id']).doNothing())
-        .returning('receipt_id')
+        .returning(['receipt_id', 'pg_key_attempt'])
         .executeTakeFirst();
-      if (inserted) return { kind: 'claimed', receiptId: inserted.receipt_id };
+      if (inserted) return { kind: 'claimed', receiptId: inserted.receipt_id, keyAttempt: inserted.pg_key_attempt };
       const row = await db
         .selectFrom('receipts')
         .selectAll()
@@ -127,11 +165,79 @@ export function createReceiptStore(db: Kysely<Tables>): ReceiptStore {
       return { kind: 'taken', row };
     },
 
-    async deletePendingCharge(receiptId) {
-      await db.deleteFrom('receipts').where('receipt_id', '=', receiptId).where('status', '=', PAYMENT_PENDING).execute();
+    async redriveCharge(receiptId, until) {
+      return db
+        .updateTable('receipts')
+        .set({ pg_call_until: until })
+        .where('receipt_id', '=', receiptId)
+        .where('status', '=', PAYMENT_PENDING)
+        .returningAll()
+        .executeTakeFirst();
     },
 
-    async completeCharge(receiptId, result, maskedNumber) {
+    async handOverCharge(receiptId, now) {
+      await db
+        .updateTable('receipts')
+        .set({ pg_call_until: now })
+        .where('receipt_id', '=', receiptId)
+        .where('status', '=', PAYMENT_PENDING)
+        .execute();
+    },
+
+    async declinePendingCharge(receiptId) {
+      await db.transaction().execute(async (trx) => {
+        const dropped = await trx
+          .deleteFrom('receipts')
+          .where('receipt_id', '=', receiptId)
+          .where('status', '=', PAYMENT_PENDING)
+          .returning(['application_id', 'order_id', 'pg_key_attempt'])
+          .executeTakeFirst();
+        if (!dropped) return;
+        await trx
+          .insertInto('order_declines')
+          .values({ application_id: dropped.application_id, order_id: dropped.order_id, declines: dropped.pg_key_attempt + 1 })
+          .onConflict((oc) =>
+            oc
+              .columns(['application_id', 'order_id'])
+              .doUpdateSet({ declines: sql<number>`greatest(order_declines.declines, excluded.declines)` }),
+          )
+          .execute();
+      });
+    },
+
+    async dropUnexecutedCharge(receiptId, now) {
+      const dropped = await db
+        .deleteFrom('receipts')
+        .where('receipt_id', '=', receiptId)
+        .where('status', '=', PAYMENT_PENDING)
+        .where((eb) => eb.or([eb('pg_call_until', 'is', null), eb('pg_call_until', '<=', now)]))
+        .returning('receipt_id')
+        .executeTakeFirst();
+      return dropped !== undefined;
+    },
+
+    async orphanCharges(before, limit) {
+      return db
+        .selectFrom('receipts')
+        .selectAll()
+        .where('status', '=', PAYMENT_PENDING)
+        .where((eb) => eb.or([eb('pg_call_until', 'is', null), eb('pg_call_until', '<', before)]))
+        .orderBy('requested_at')
+        .limit(limit)
+        .execute();
+    },
+
+    async orphanCancels(before, limit) {
+      return db
+        .selectFrom('receipts')
+        .selectAll()
+        .where('cancel_pending', 'is not', null)
+        .where((eb) => eb.or([eb('cancel_locked_until', 'is', null), eb('cancel_locked_until', '<', before)]))
+        .limit(limit)
+        .execute();
+    },
+
+    async completeCharge(receiptId, result, maskedNumber, reconciledAt) {
       const updated = await db
         .updateTable('receipts')
         .set({
@@ -144,6 +250,8 @@ export function createReceiptStore(db: Kysely<Tables>): ReceiptStore {
           approval_no: result.approvalNo,
           gateway_tid: result.gatewayTid,
           purchased_at: result.approvedAt,
+          pg_call_until: null,
+          reconciled_at: reconciledAt ?? null,
         })
         .where('receipt_id', '=', receiptId)
         .where('status', '=', PAYMENT_PENDING)
@@ -163,18 +271,49 @@ export function createReceiptStore(db: Kysely<Tables>): ReceiptStore {
       return query.orderBy('requested_at', 'desc').orderBy('receipt_id', 'desc').limit(q.limit).execute();
     },
 
-    async acquireCancelLease(receiptId, now, until) {
-      return db
-        .updateTable('receipts')
-        .set({ cancel_locked_until: until })
-        .where('receipt_id', '=', receiptId)
-        .where((eb) => eb.or([eb('cancel_locked_until', 'is', null), eb('cancel_locked_until', '<=', now)]))
-        .returningAll()
-        .executeTakeFirst();
+    async acquireCancelLease(receiptId, now, until, sameCancelKey) {
+      return (
+        db
+          .updateTable('receipts')
+          .set({ cancel_locked_until: until })
+          .where('receipt_id', '=', receiptId)
+          .where((eb) => eb.or([eb('cancel_locked_until', 'is', null), eb('cancel_locked_until', '<=', now)]))
+          // a cancel the PG may have made is settled before any other starts: by its reconcile workflow, or by
+          // a retry of the same cancel (the same PG key, which the PG answers without refunding twice)
+          .where((eb) =>
+            sameCancelKey === undefined
+              ? eb('cancel_pending', 'is', null)
+              : eb.or([eb('cancel_pending', 'is', null), eb(sql<string>`cancel_pending->>'pg_key'`, '=', sameCancelKey)]),
+          )
+          .returningAll()
+          .executeTakeFirst()
+      );
     },
 
-    async releaseCancelLease(receiptId) {
-      await db.updateTable('receipts').set({ cancel_locked_until: null }).where('receipt_id', '=', receiptId).execute();
+    async releaseCancelLease(receiptId, cancelKey) {
+      let update = db
+        .updateTable('receipts')
+        .set({ cancel_locked_until: null, cancel_pending: null })
+        .where('receipt_id', '=', receiptId);
+      if (cancelKey !== undefined) update = update.where(sql<string>`cancel_pending->>'cancel_key'`, '=', cancelKey);
+      await update.execute();
+    },
+
+    async markCancelPending(receiptId, pending) {
+      await db
+        .updateTable('receipts')
+        .set({ cancel_pending: JSON.stringify(pending) })
+        .where('receipt_id', '=', receiptId)
+        .execute();
+    },
+
+    async handOverCancel(receiptId, now) {
+      await db
+        .updateTable('receipts')
+        .set({ cancel_locked_until: now })
+        .where('receipt_id', '=', receiptId)
+        .where('cancel_pending', 'is not', null)
+        .execute();
     },
 
     async findCancel(receiptId, cancelId) {
@@ -208,10 +347,13 @@ export function createReceiptStore(db: Kysely<Tables>): ReceiptStore {
             cancelled_at: cancel.cancelledAt,
             status: plan.fullyCancelled ? PAYMENT_CANCELLED : receipt.status,
             cancel_locked_until: null,
+            cancel_pending: null,
           })
           .where('receipt_id', '=', receipt.receipt_id)
+          .where(sql<string>`cancel_pending->>'cancel_key'`, '=', cancel.cancelKey)
           .returningAll()
-          .executeTakeFirstOrThrow();
+          .executeTakeFirst();
+        if (!updated) return undefined;
         const response = render(updated);
         await trx
           .insertInto('receipt_cancels')

@@ -4,3 +4,4 @@ export { verificationWorkflow } from './verification.js';
 export { escrowWorkflow } from './escrow.js';
 export { reserveWorkflow } from './reserve.js';
 export { scheduleWorkflow } from './schedule.js';
+export { reconcileWorkflow } from './reconcile.js';

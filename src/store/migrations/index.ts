@@ -10,6 +10,7 @@ import { migration as messages } from './0006_messages.js';
 import { migration as escrow } from './0007_escrow.js';
 import { migration as reserves } from './0008_reserves.js';
 import { migration as schedules } from './0009_schedules.js';
+import { migration as reconcile } from './0011_reconcile.js';
 
 export const migrations = [
   platform,
@@ -21,6 +22,7 @@ export const migrations = [
   escrow,
   reserves,
   schedules,
+  reconcile,
 ] as const;
 
 type UnionToIntersection<U> = (U extends unknown ? (k: U) => void : never) extends (k: infer I) => void ? I : never;
