@@ -3,18 +3,28 @@
 import closeWithGrace from 'close-with-grace';
 import { readConfigOrExit } from './src/config/index.js';
 import { createLogger } from './src/logger.js';
+import { startMetricsListener } from './src/observability/metrics-listener.js';
 import { installTemporalLogger } from './src/temporal/runtime.js';
-import { connectTemporal, createWorker, openCore, startDeliveryRecovery } from './src/wiring.js';
+import { announceAdminToken, connectTemporal, createWorker, openCore, startDeliveryRecovery } from './src/wiring.js';
 
 const config = readConfigOrExit();
-const logger = createLogger({ level: config.logLevel }).child({ component: 'worker' });
+const logger = createLogger({ level: config.logLevel, format: config.logFormat }).child({ component: 'worker' });
 if (!config.temporalAddress) {
   logger.fatal('TEMPORAL_ADDRESS is not set: the standalone worker needs a Temporal server (npm start embeds one)');
   process.exit(1);
 }
-installTemporalLogger(logger);
+installTemporalLogger(logger, { metricsBindAddress: config.temporalMetricsAddress });
+if (config.temporalMetricsAddress)
+  logger.info({ address: config.temporalMetricsAddress }, 'Temporal SDK metrics exporter listening');
 
 const core = await openCore(config, logger);
+// webhook attempts, schedule and reserve charges happen in this process: its own registry gets a listener
+let metricsListener: Awaited<ReturnType<typeof startMetricsListener>> | undefined;
+if (config.workerMetrics) {
+  announceAdminToken(config, logger);
+  metricsListener = await startMetricsListener({ ...config.workerMetrics, adminToken: config.adminToken, metrics: core.metrics });
+  logger.info({ address: metricsListener.address }, 'worker metrics listening (GET /metrics, admin token)');
+}
 const worker = await createWorker(core, config.temporalAddress);
 // deliveries an API process saved but did not get to start (it died in between) get their runs here
 const temporal = await connectTemporal(core, config.temporalAddress);
@@ -25,6 +35,7 @@ closeWithGrace({ delay: 30_000 }, async ({ signal, err }) => {
   else logger.info({ signal }, 'worker shutting down');
   stopRecovery();
   await worker.shutdown();
+  await metricsListener?.close();
 });
 
 logger.info({ taskQueue: config.taskQueue, address: config.temporalAddress }, 'worker running');

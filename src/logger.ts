@@ -1,6 +1,7 @@
 // The one logger factory (pino). Redaction is the last line of defence: routes never log bodies,
 // but if a card number, OTP, identity field or secret ends up in a logged object it is censored.
 import pino, { type DestinationStream, type Logger, type LoggerOptions } from 'pino';
+import pinoPretty from 'pino-pretty';
 
 /** Field names that must never be written to a log, at any depth we redact. */
 export const SENSITIVE_FIELDS = [
@@ -78,10 +79,38 @@ export function serializeError(err: unknown): unknown {
   return serialized !== null && typeof serialized === 'object' ? scrubDbFields(serialized as Serialized) : serialized;
 }
 
+export type LogFormat = 'pretty' | 'json';
+
+/** LOG_FORMAT when set; otherwise pretty for a person at a terminal, JSON for a log collector (a pipe or a file). */
+export function resolveLogFormat(
+  configured: LogFormat | undefined,
+  stdoutIsTerminal: boolean = process.stdout.isTTY === true,
+): LogFormat {
+  return configured ?? (stdoutIsTerminal ? 'pretty' : 'json');
+}
+
 export interface CreateLoggerOptions {
   readonly level?: LoggerOptions['level'];
+  /** JSON lines, or one readable line per event (pino-pretty); resolveLogFormat(undefined) unless set */
+  readonly format?: LogFormat;
   /** where lines go; stdout by default (tests pass a capturing stream) */
   readonly destination?: DestinationStream;
+}
+
+/**
+ * pino-pretty in this thread, after redaction and serializers ran: the same censored object, printed as
+ * `time LEVEL (component): message key=value ...` on one line. Synchronous, so a fatal line is out before exit.
+ */
+function prettyStream(destination: DestinationStream | undefined): DestinationStream {
+  return pinoPretty({
+    colorize: destination === undefined && process.stdout.isTTY === true,
+    singleLine: true,
+    translateTime: 'SYS:HH:MM:ss.l',
+    ignore: 'pid,hostname,service,component',
+    messageFormat: '{if component}({component}) {end}{msg}',
+    sync: true,
+    ...(destination ? { destination } : {}),
+  });
 }
 
 export function createLogger(opts: CreateLoggerOptions = {}): Logger {
@@ -91,6 +120,8 @@ export function createLogger(opts: CreateLoggerOptions = {}): Logger {
     redact: { paths: redactPaths(), censor: '[REDACTED]' },
     serializers: { err: serializeError, error: serializeError },
   };
+  const format = opts.format ?? (opts.destination ? 'json' : resolveLogFormat(undefined));
+  if (format === 'pretty') return pino(options, prettyStream(opts.destination));
   return opts.destination ? pino(options, opts.destination) : pino(options);
 }
 

@@ -11,9 +11,11 @@ import { installTemporalLogger } from './temporal/runtime.js';
 import { announceAdminToken, connectTemporal, createWorker, openCore, startDeliveryRecovery } from './wiring.js';
 
 const config = readConfigOrExit();
-const logger = createLogger({ level: config.logLevel });
+const logger = createLogger({ level: config.logLevel, format: config.logFormat });
 announceAdminToken(config, logger);
-installTemporalLogger(logger);
+installTemporalLogger(logger, { metricsBindAddress: config.temporalMetricsAddress });
+if (config.temporalMetricsAddress)
+  logger.info({ address: config.temporalMetricsAddress }, 'Temporal SDK metrics exporter listening');
 
 const closers: (() => Promise<unknown>)[] = [];
 const closeAll = async () => {

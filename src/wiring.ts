@@ -11,12 +11,16 @@ import { loadKeyring } from './config/keys.js';
 import { createGatewayRegistry } from './gateways/registry.js';
 import type { GatewayRegistry } from './gateways/types.js';
 import type { Logger } from './logger.js';
+import { createMetrics, type Metrics } from './observability/metrics.js';
+import { observingWorkflowClient } from './observability/workflow-client.js';
 import { createReconcileStarter, sweepUnsettled } from './services/receipts.js';
 import { createWebhookService } from './services/webhooks.js';
 import type { Keyring } from './security/keyring.js';
 import { openDatabase, type Database } from './store/db.js';
 import { createStores, type Stores } from './store/index.js';
+import { countPendingDeliveries } from './store/pending-deliveries.js';
 import { connectTemporalClient, type TemporalClient } from './temporal/client.js';
+import { createBundlerLogger } from './temporal/runtime.js';
 import { followEngineTime, type SandboxClock } from './temporal/sandbox-clock.js';
 import type { TemporalTransport } from './temporal/transport.js';
 import { createPaygateWorker, type PaygateWorker } from './temporal/worker.js';
@@ -127,12 +131,20 @@ export interface Core {
   readonly database: Database;
   readonly gateways: ConfiguredGateways;
   readonly stores: Stores;
+  /** the process's one metrics registry: its API, services and activities count into it (openCore makes it) */
+  readonly metrics?: Metrics;
+  /** the process's logger (the workflow bundler reports to it) */
+  readonly logger?: Logger;
   /** closes the gateways, then the database */
   close(): Promise<void>;
 }
 
 /** `clock`: the sandbox clock of the embedded stack (the in-process sandbox PGs follow it). */
-export async function openCore(config: Config, logger: Logger, opts: { clock?: () => Date } = {}): Promise<Core> {
+export async function openCore(
+  config: Config,
+  logger: Logger,
+  opts: { clock?: () => Date } = {},
+): Promise<Core & Required<Pick<Core, 'metrics' | 'logger'>>> {
   warnAboutUnsafeSettings(config, logger);
   if (usesDataDir(config)) {
     const warning = await preparePrivateDataDir(config.dataDir);
@@ -152,12 +164,16 @@ export async function openCore(config: Config, logger: Logger, opts: { clock?: (
     await database.close();
     throw err;
   }
+  const metrics = createMetrics();
+  metrics.readPendingDeliveriesFrom(() => countPendingDeliveries(database.db));
   return {
     config,
     keyring,
     database,
     gateways,
     stores: createStores(database.db, keyring),
+    metrics,
+    logger,
     async close() {
       await gateways.close();
       await database.close();
@@ -172,6 +188,7 @@ export function connectTemporal(core: Core, address: string): Promise<TemporalCl
     namespace: core.config.temporalNamespace,
     keyring: core.keyring,
     transport: temporalTransport(core.config),
+    interceptors: [observingWorkflowClient(core.metrics)],
   });
 }
 
@@ -182,6 +199,7 @@ export function createWorker(core: Core, address: string, opts: { sandboxClock?:
     stores: core.stores,
     gateways: core.gateways.gateways,
     webhooks: { sandbox: core.config.sandbox, ...(opts.sandboxClock ? { clock: opts.sandboxClock.now } : {}) },
+    ...(core.metrics ? { metrics: core.metrics } : {}),
   });
   return createPaygateWorker({
     address,
@@ -190,6 +208,8 @@ export function createWorker(core: Core, address: string, opts: { sandboxClock?:
     keyring: core.keyring,
     ...(core.config.maxCachedWorkflows !== undefined ? { maxCachedWorkflows: core.config.maxCachedWorkflows } : {}),
     transport: temporalTransport(core.config),
+    clientInterceptors: [observingWorkflowClient(core.metrics)],
+    ...(core.logger ? { bundlerLogger: createBundlerLogger(core.logger) } : {}),
     activities: opts.sandboxClock ? followEngineTime(activities, opts.sandboxClock) : activities,
   });
 }

@@ -32,6 +32,9 @@ import { sandboxFaultRoutes } from './routes/sandbox-faults.js';
 import type { SandboxClock } from '../temporal/sandbox-clock.js';
 import { scheduleRoutes } from './routes/schedules.js';
 import type { Resolver } from '../webhooks/http.js';
+import { createMetrics, type Metrics } from '../observability/metrics.js';
+import { countPendingDeliveries } from '../store/pending-deliveries.js';
+import { observabilityPlugin } from './observability.js';
 
 export type { ReadinessProbe } from './routes/health.js';
 
@@ -61,6 +64,8 @@ export interface AppDeps {
   readonly webhookResolve?: Resolver;
   /** the embedded engine's advanceable clock (sandbox mode); pass its `now` as `clock` too */
   readonly sandboxClock?: SandboxClock;
+  /** the process's metrics registry (one per process, shared with its worker); a fresh one when absent */
+  readonly metrics?: Metrics;
 }
 
 export type ResolvedDeps = AppDeps & {
@@ -69,6 +74,7 @@ export type ResolvedDeps = AppDeps & {
   readonly keyring: Keyring;
   readonly stores: Stores;
   readonly services: Services;
+  readonly metrics: Metrics;
 };
 
 declare module 'fastify' {
@@ -103,12 +109,16 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const keyring = deps.keyring ?? createKeyring(parseKeyringSpec(generateKeyringSpec('ephemeral')));
   const stores = createStores(deps.database.db, keyring);
   const logger = deps.logger ?? createLogger({ level: deps.config.logLevel });
+  // entry points pass their process's registry; a bare app (tests) counts its own, without Node's process series
+  const metrics = deps.metrics ?? createMetrics({ processMetrics: false });
+  metrics.readPendingDeliveriesFrom(() => countPendingDeliveries(deps.database.db));
   const resolved: ResolvedDeps = {
     ...deps,
     logger,
     clock,
     keyring,
     stores,
+    metrics,
     services: createServices({
       stores,
       gateways: deps.gateways,
@@ -121,6 +131,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       ...(deps.webhookResolve ? { webhookResolve: deps.webhookResolve } : {}),
       publicBaseUrl: (deps.config.publicBaseUrl ?? `http://127.0.0.1:${deps.config.port}`).replace(/\/+$/, ''),
       logger,
+      metrics,
     }),
   };
 
@@ -198,6 +209,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
 
   await registerOpenApi(app);
   await app.register(authPlugin);
+  await app.register(observabilityPlugin, { metrics });
 
   for (const plugin of routePlugins) await app.register(plugin);
 

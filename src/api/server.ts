@@ -118,6 +118,7 @@ export function buildConfiguredApp(parts: {
     gateways: core.gateways.gateways,
     logger: parts.logger,
     keyring: core.keyring,
+    ...(core.metrics ? { metrics: core.metrics } : {}),
     temporal: { client: temporal.client, taskQueue: core.config.taskQueue },
     ...(core.gateways.sandboxUrl ? { sandboxUrl: core.gateways.sandboxUrl } : {}),
     ...(core.gateways.sandboxToken ? { sandboxToken: core.gateways.sandboxToken } : {}),
@@ -137,7 +138,7 @@ export function buildConfiguredApp(parts: {
  */
 export async function startApiServer(): Promise<FastifyInstance> {
   const config = readConfigOrExit();
-  const logger = createLogger({ level: config.logLevel });
+  const logger = createLogger({ level: config.logLevel, format: config.logFormat });
   if (!config.temporalAddress) {
     logger.fatal('TEMPORAL_ADDRESS is not set: the standalone API needs a Temporal server (npm start embeds one)');
     process.exit(1);

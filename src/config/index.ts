@@ -49,6 +49,22 @@ const envSchema = z.object({
   PAYGATE_SANDBOX: booleanFlag.optional(),
   TRUSTED_PROXIES: ipOrCidrList.default([]),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  LOG_FORMAT: z
+    .string()
+    .trim()
+    .toLowerCase()
+    .pipe(z.enum(['pretty', 'json']))
+    .optional(),
+  TEMPORAL_METRICS_ADDRESS: z
+    .string()
+    .trim()
+    .regex(
+      /^(\[[0-9A-Fa-f:.]+\]|[^\s:/[\]]+):\d{1,5}$/,
+      'expected host:port (the SDK exporter binds an IP address, e.g. 127.0.0.1:9464)',
+    )
+    .optional(),
+  WORKER_METRICS_HOST: z.string().trim().min(1).default('127.0.0.1'),
+  WORKER_METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
   PUBLIC_BASE_URL: z.url().optional(),
   ENCRYPTION_KEYS: z
     .string()
@@ -95,6 +111,12 @@ export interface Config {
   /** proxies whose X-Forwarded-For is believed (IPs or CIDRs) */
   readonly trustedProxies: readonly string[];
   readonly logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  /** LOG_FORMAT; unset: pretty when stdout is a terminal, JSON otherwise (resolveLogFormat in src/logger.ts) */
+  readonly logFormat: 'pretty' | 'json' | undefined;
+  /** `host:port` of the Temporal SDK's Prometheus exporter (worker metrics), in processes that run a worker; unset: off */
+  readonly temporalMetricsAddress: string | undefined;
+  /** the standalone worker's own metrics listener (paygate's series of that process); unset: none */
+  readonly workerMetrics: { readonly host: string; readonly port: number } | undefined;
   /** {base_url}; required with sandbox off; in sandbox mode unset means http://127.0.0.1:PORT */
   readonly publicBaseUrl: string | undefined;
   /** `kid:base64key,...` (first is current); unset: a key kept under DATA_DIR (see src/config/keys.ts) */
@@ -172,6 +194,9 @@ export function parseConfig(env: Env): Config {
     sandboxForced: sandbox && !laptop,
     trustedProxies: e.TRUSTED_PROXIES,
     logLevel: e.LOG_LEVEL,
+    logFormat: e.LOG_FORMAT,
+    temporalMetricsAddress: e.TEMPORAL_METRICS_ADDRESS,
+    workerMetrics: e.WORKER_METRICS_PORT === undefined ? undefined : { host: e.WORKER_METRICS_HOST, port: e.WORKER_METRICS_PORT },
     publicBaseUrl: e.PUBLIC_BASE_URL,
     encryptionKeys: e.ENCRYPTION_KEYS,
     sandboxGatewayUrl: e.SANDBOX_GATEWAY_URL,

@@ -1,4 +1,4 @@
-import { Client, Connection } from '@temporalio/client';
+import { Client, Connection, type WorkflowClientInterceptor } from '@temporalio/client';
 import type { Keyring } from '../security/keyring.js';
 import { paygateDataConverter } from './data-converter.js';
 import { type TemporalTransport, temporalTransportOptions } from './transport.js';
@@ -9,6 +9,8 @@ export interface TemporalClientOptions {
   readonly keyring: Keyring;
   /** TLS / mTLS / API key for a production cluster; unset: plain gRPC (the embedded engine on loopback) */
   readonly transport?: TemporalTransport;
+  /** seen by every workflow call of this client (metrics, log ids) */
+  readonly interceptors?: readonly WorkflowClientInterceptor[];
 }
 
 export interface TemporalClient {
@@ -22,6 +24,11 @@ export async function connectTemporalClient(opts: TemporalClientOptions): Promis
     connectTimeout: '10 seconds',
     ...temporalTransportOptions(opts.transport),
   });
-  const client = new Client({ connection, namespace: opts.namespace, dataConverter: paygateDataConverter(opts.keyring) });
+  const client = new Client({
+    connection,
+    namespace: opts.namespace,
+    dataConverter: paygateDataConverter(opts.keyring),
+    interceptors: { workflow: [...(opts.interceptors ?? [])] },
+  });
   return { client, close: () => connection.close() };
 }

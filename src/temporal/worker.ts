@@ -1,5 +1,6 @@
 import { fileURLToPath } from 'node:url';
-import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
+import type { WorkflowClientInterceptor } from '@temporalio/client';
+import { bundleWorkflowCode, NativeConnection, Worker, type Logger as SdkLogger, type WorkerOptions } from '@temporalio/worker';
 import type { Keyring } from '../security/keyring.js';
 import { paygateDataConverter } from './data-converter.js';
 import { type TemporalTransport, temporalTransportOptions } from './transport.js';
@@ -41,6 +42,10 @@ export interface PaygateWorkerOptions {
   readonly maxCachedWorkflows?: number;
   /** TLS / mTLS / API key for a production cluster */
   readonly transport?: TemporalTransport;
+  /** seen by every workflow call of the client the worker gives its activities (metrics, log ids) */
+  readonly clientInterceptors?: readonly WorkflowClientInterceptor[];
+  /** where the workflow bundler reports (its webpack summary is many lines); the Runtime's logger unless set */
+  readonly bundlerLogger?: SdkLogger;
 }
 
 export interface PaygateWorker {
@@ -60,8 +65,18 @@ export async function createPaygateWorker(opts: PaygateWorkerOptions): Promise<P
     dataConverter: paygateDataConverter(opts.keyring),
     ...(opts.workflowBundle
       ? { workflowBundle: opts.workflowBundle }
-      : { workflowsPath: WORKFLOWS_PATH, bundlerOptions: WORKFLOW_BUNDLER_OPTIONS }),
+      : opts.bundlerLogger
+        ? {
+            // bundled here rather than by Worker.create, whose bundler reports to the Runtime's logger
+            workflowBundle: await bundleWorkflowCode({
+              workflowsPath: WORKFLOWS_PATH,
+              logger: opts.bundlerLogger,
+              ...WORKFLOW_BUNDLER_OPTIONS,
+            }),
+          }
+        : { workflowsPath: WORKFLOWS_PATH, bundlerOptions: WORKFLOW_BUNDLER_OPTIONS }),
     maxCachedWorkflows: opts.maxCachedWorkflows ?? DEFAULT_MAX_CACHED_WORKFLOWS,
+    ...(opts.clientInterceptors ? { interceptors: { client: { workflow: [...opts.clientInterceptors] } } } : {}),
   });
   let running: Promise<void> | undefined;
   return {

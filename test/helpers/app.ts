@@ -133,6 +133,7 @@ export async function buildTestApp(overrides: TestAppOverrides = {}): Promise<Te
         gateways,
         keyring,
         webhooks: { sandbox: config.sandbox, clock: now, ...webhookActivities },
+        ...(overrides.metrics ? { metrics: overrides.metrics } : {}),
       });
       cleanups.push(() => started.close());
       // The API, the sandbox gateways and the workflows must agree on the time: follow the engine's clock.

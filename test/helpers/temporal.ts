@@ -23,6 +23,8 @@ import type { Database } from '../../src/store/db.js';
 import { createStores } from '../../src/store/index.js';
 import { paygateDataConverter } from '../../src/temporal/data-converter.js';
 import { WORKFLOW_BUNDLER_OPTIONS, WORKFLOWS_PATH } from '../../src/temporal/worker.js';
+import type { Metrics } from '../../src/observability/metrics.js';
+import { observingWorkflowClient } from '../../src/observability/workflow-client.js';
 
 export const DEVSERVER_PATH = fileURLToPath(new URL('../../bin/temporal-devserver', import.meta.url));
 
@@ -56,6 +58,8 @@ export interface TestTemporalDeps {
   readonly keyring: Keyring;
   /** how webhook attempts reach receivers (sandbox mode, resolver, clock); production rules when absent */
   readonly webhooks?: WebhookActivityOptions;
+  /** the app's registry: the worker's activities and clients count into it, as in `npm start` */
+  readonly metrics?: Metrics;
 }
 
 const SETUP_TIMEOUT_MS = 60_000;
@@ -133,11 +137,13 @@ export async function startTestTemporal(deps: TestTemporalDeps): Promise<TestTem
       connection: env.connection,
       namespace,
       dataConverter: paygateDataConverter(deps.keyring),
+      interceptors: { workflow: [observingWorkflowClient(deps.metrics)] },
     });
     const activities = createActivities({
       stores: createStores(deps.database.db, deps.keyring),
       gateways: deps.gateways,
       ...(deps.webhooks ? { webhooks: deps.webhooks } : {}),
+      ...(deps.metrics ? { metrics: deps.metrics } : {}),
     });
     const startWorker = async () => {
       const created = await bounded(
@@ -150,6 +156,7 @@ export async function startTestTemporal(deps: TestTemporalDeps): Promise<TestTem
             dataConverter: paygateDataConverter(deps.keyring),
             workflowBundle: await paygateWorkflowBundle(),
             shutdownGraceTime: '2s',
+            interceptors: { client: { workflow: [observingWorkflowClient(deps.metrics)] } },
           }))(),
         SETUP_TIMEOUT_MS,
         'the worker to start',

@@ -1,0 +1,149 @@
+// paygate's own Prometheus metrics: one registry per process (never prom-client's global one), built once by the
+// entry point and handed to the API, the services and the activities through their deps. Each use case counts
+// what it did with one call, so a charge made by a route and one made by an activity land in the same series.
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+/** Latency buckets in seconds: API answers, PG calls and webhook receivers all fall between 5 ms and 30 s. */
+const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 15, 30];
+
+/** A charge's end: the PG approved it, the PG refused it (final), or it failed (PG or network error, retried). */
+export type ChargeOutcome = 'paid' | 'declined' | 'failed';
+/** A verification step and its end: OTP sent, verified, refused (a catalog answer: wrong OTP, locked, expired) or failed (PG, engine). */
+export type VerificationStage = 'request' | 'confirm';
+export type VerificationOutcome = 'sent' | 'verified' | 'refused' | 'failed';
+/** One webhook attempt: a 2xx, another status, no answer (network, timeout), or refused by the URL rules before sending. */
+export type WebhookAttemptOutcome = 'success' | 'http_error' | 'network_error' | 'refused';
+/** One schedule period's charge attempt, as the schedule workflow's activity ends it. */
+export type ScheduleChargeOutcome = 'paid' | 'declined' | 'ended' | 'failed';
+
+/** Pending webhook deliveries by state, read from the database when Prometheus scrapes. */
+export type PendingDeliveriesReader = () => Promise<Readonly<Record<'ready' | 'doing', number>>>;
+
+export interface Metrics {
+  readonly registry: Registry;
+  /** the Content-Type of `render()` */
+  readonly contentType: string;
+  render(): Promise<string>;
+  /** `route` is the router's pattern (`/v2/receipt/:receipt_id`), never the URL a client sent */
+  httpRequest(method: string, route: string, status: number, seconds: number): void;
+  charge(outcome: ChargeOutcome, pg: string): void;
+  verification(stage: VerificationStage, outcome: VerificationOutcome): void;
+  webhookAttempt(outcome: WebhookAttemptOutcome, seconds: number): void;
+  webhookEndpointAutoDisabled(): void;
+  scheduleCharge(outcome: ScheduleChargeOutcome): void;
+  workflowStart(workflowType: string): void;
+  /** where the pending-deliveries gauge reads from (the process's database); unset: the gauge reports nothing */
+  readPendingDeliveriesFrom(reader: PendingDeliveriesReader): void;
+}
+
+export interface MetricsOptions {
+  /** Node's own process metrics (CPU, heap, event loop lag, GC) with the `paygate_` prefix; on unless false */
+  readonly processMetrics?: boolean;
+  /** a label set on every series, e.g. { process: 'worker' } */
+  readonly defaultLabels?: Readonly<Record<string, string>>;
+}
+
+export function createMetrics(opts: MetricsOptions = {}): Metrics {
+  const registry = new Registry();
+  if (opts.defaultLabels) registry.setDefaultLabels({ ...opts.defaultLabels });
+  if (opts.processMetrics !== false) collectDefaultMetrics({ register: registry, prefix: 'paygate_' });
+  const registers = [registry];
+
+  const httpRequests = new Counter({
+    name: 'paygate_http_requests_total',
+    help: 'HTTP requests answered, by method, route pattern and status code',
+    labelNames: ['method', 'route', 'status'] as const,
+    registers,
+  });
+  const httpDuration = new Histogram({
+    name: 'paygate_http_request_duration_seconds',
+    help: 'Time from receiving a request to sending its response, by method, route pattern and status code',
+    labelNames: ['method', 'route', 'status'] as const,
+    buckets: LATENCY_BUCKETS,
+    registers,
+  });
+  const charges = new Counter({
+    name: 'paygate_charges_total',
+    help: 'Billing-key charges sent to a PG, by outcome (paid, declined, failed) and PG',
+    labelNames: ['outcome', 'pg'] as const,
+    registers,
+  });
+  const verifications = new Counter({
+    name: 'paygate_verifications_total',
+    help: 'Identity verification steps, by stage (request, confirm) and outcome (sent, verified, refused, failed)',
+    labelNames: ['stage', 'outcome'] as const,
+    registers,
+  });
+  const webhookAttempts = new Counter({
+    name: 'paygate_webhook_attempts_total',
+    help: 'Webhook delivery attempts, by outcome (success, http_error, network_error, refused)',
+    labelNames: ['outcome'] as const,
+    registers,
+  });
+  const webhookDuration = new Histogram({
+    name: 'paygate_webhook_attempt_duration_seconds',
+    help: "Webhook attempts' exchange with the receiver, by outcome",
+    labelNames: ['outcome'] as const,
+    buckets: LATENCY_BUCKETS,
+    registers,
+  });
+  const autoDisabled = new Counter({
+    name: 'paygate_webhook_endpoints_auto_disabled_total',
+    help: 'Webhook endpoints disabled by their failures (10 in a row, or a 410 Gone)',
+    registers,
+  });
+  const scheduleCharges = new Counter({
+    name: 'paygate_schedule_charges_total',
+    help: "Subscription schedule periods' charge attempts, by outcome (paid, declined, ended, failed)",
+    labelNames: ['outcome'] as const,
+    registers,
+  });
+  const workflowStarts = new Counter({
+    name: 'paygate_workflow_starts_total',
+    help: 'Workflow start requests the Temporal service accepted (start, update-with-start), by workflow type',
+    labelNames: ['workflow_type'] as const,
+    registers,
+  });
+
+  let readPending: PendingDeliveriesReader | undefined;
+  new Gauge({
+    name: 'paygate_webhook_deliveries_pending',
+    help: 'Webhook deliveries not yet done or failed, by state (ready: waiting for an attempt, doing: being sent), read at scrape time',
+    labelNames: ['state'] as const,
+    registers,
+    async collect() {
+      if (!readPending) return;
+      try {
+        const pending = await readPending();
+        this.set({ state: 'ready' }, pending.ready);
+        this.set({ state: 'doing' }, pending.doing);
+      } catch {
+        // the database is unreachable: no figure rather than a stale one, and the rest of the scrape still answers
+        this.reset();
+      }
+    },
+  });
+
+  return {
+    registry,
+    contentType: registry.contentType,
+    render: () => registry.metrics(),
+    httpRequest(method, route, status, seconds) {
+      const labels = { method, route, status: String(status) };
+      httpRequests.inc(labels);
+      httpDuration.observe(labels, seconds);
+    },
+    charge: (outcome, pg) => charges.inc({ outcome, pg }),
+    verification: (stage, outcome) => verifications.inc({ stage, outcome }),
+    webhookAttempt(outcome, seconds) {
+      webhookAttempts.inc({ outcome });
+      webhookDuration.observe({ outcome }, seconds);
+    },
+    webhookEndpointAutoDisabled: () => autoDisabled.inc(),
+    scheduleCharge: (outcome) => scheduleCharges.inc({ outcome }),
+    workflowStart: (workflowType) => workflowStarts.inc({ workflow_type: workflowType }),
+    readPendingDeliveriesFrom(reader) {
+      readPending = reader;
+    },
+  };
+}

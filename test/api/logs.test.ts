@@ -1,0 +1,161 @@
+// Logs people can read and search: LOG_FORMAT (pretty at a terminal, JSON otherwise), pretty lines that keep the
+// redaction, request lines carrying the request id and the ids the request learned (a charge's receipt, its
+// feedback delivery and that delivery's workflow), and the workflow bundler's webpack report kept at debug.
+import { Writable } from 'node:stream';
+import { bundleWorkflowCode } from '@temporalio/worker';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ConfigError, parseConfig } from '../../src/config/index.js';
+import { createLogger, resolveLogFormat } from '../../src/logger.js';
+import { createBundlerLogger } from '../../src/temporal/runtime.js';
+import { WORKFLOW_BUNDLER_OPTIONS, WORKFLOWS_PATH } from '../../src/temporal/worker.js';
+import { buildTestApp, type TestApp } from '../helpers/app.js';
+import { keyInClient, TEST_CARD } from './key-in-fixtures.js';
+import { freshPhone, verificationClient } from './verification-fixtures.js';
+import { type Receiver, startReceiver, untilDelivery } from './webhook-fixtures.js';
+
+function capture(): { stream: Writable; text(): string } {
+  const chunks: string[] = [];
+  return {
+    stream: new Writable({
+      write(chunk: Buffer | string, _encoding, done) {
+        chunks.push(chunk.toString());
+        done();
+      },
+    }),
+    text: () => chunks.join(''),
+  };
+}
+
+type Line = Record<string, unknown>;
+const jsonLines = (text: string): Line[] =>
+  text
+    .split('\n')
+    .filter((l) => l.trim() !== '')
+    .map((l) => JSON.parse(l) as Line);
+
+describe('LOG_FORMAT', () => {
+  it('is pretty or json, any case; unset leaves the choice to the terminal test', () => {
+    expect(parseConfig({}).logFormat).toBeUndefined();
+    expect(parseConfig({ LOG_FORMAT: 'pretty' }).logFormat).toBe('pretty');
+    expect(parseConfig({ LOG_FORMAT: ' JSON ' }).logFormat).toBe('json');
+    expect(() => parseConfig({ LOG_FORMAT: 'xml' })).toThrow(ConfigError);
+    try {
+      parseConfig({ LOG_FORMAT: 'xml' });
+    } catch (err) {
+      expect((err as ConfigError).problems.map((p) => p.variable)).toEqual(['LOG_FORMAT']);
+    }
+  });
+
+  it('unset: pretty when stdout is a terminal, JSON when it is a pipe or a file; set: what it says', () => {
+    expect(resolveLogFormat(undefined, true)).toBe('pretty');
+    expect(resolveLogFormat(undefined, false)).toBe('json');
+    expect(resolveLogFormat('json', true)).toBe('json');
+    expect(resolveLogFormat('pretty', false)).toBe('pretty');
+  });
+
+  it('pretty prints one line per event, after redaction', () => {
+    const out = capture();
+    const logger = createLogger({ format: 'pretty', destination: out.stream, level: 'info' });
+    logger
+      .child({ component: 'api' })
+      .info({ receipt_id: 'r-1', card_no: TEST_CARD.card_no, nested: { otp: '123456' } }, 'charged');
+    logger.warn('second event');
+    logger.debug('below the level');
+    const lines = out.text().trimEnd().split('\n');
+    expect(lines).toHaveLength(2);
+    expect(lines[0]).toMatch(/^\[\d{2}:\d{2}:\d{2}\.\d{3}\] INFO: \(api\) charged /);
+    expect(lines[0]).toContain('"receipt_id":"r-1"');
+    expect(lines[0]).toContain('[REDACTED]');
+    expect(out.text()).not.toContain(TEST_CARD.card_no);
+    expect(out.text()).not.toContain('123456');
+    expect(lines[1]).toMatch(/WARN: second event$/);
+    // no escape codes when writing somewhere other than a terminal
+    expect(out.text()).not.toContain('\u001b[');
+  });
+
+  it('json writes one JSON object per line', () => {
+    const out = capture();
+    createLogger({ format: 'json', destination: out.stream }).info({ receipt_id: 'r-2' }, 'json line');
+    expect(jsonLines(out.text())).toEqual([expect.objectContaining({ msg: 'json line', receipt_id: 'r-2', level: 30 })]);
+  });
+});
+
+describe('request log lines', () => {
+  let t: TestApp;
+  let feedback: Receiver;
+  beforeAll(async () => {
+    t = await buildTestApp({ withTemporal: true });
+    feedback = await startReceiver('/feedback');
+  }, 120_000);
+  afterAll(async () => {
+    await feedback?.close();
+    await t?.close();
+  });
+
+  it("carry the request id, and the charge's receipt id, its feedback delivery id and that delivery's workflow id", async () => {
+    const project = await t.createProject();
+    const api = keyInClient(t, project);
+    const key = await api.issuedKey();
+    const res = await api.charge(key, { feedback_url: feedback.url });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    const receiptId = res.body.receipt_id as string;
+    const [delivery] = await t.deps.database.db
+      .selectFrom('webhook_deliveries')
+      .select('delivery_id')
+      .where('application_id', '=', project.applicationId)
+      .execute();
+    await untilDelivery(t, delivery!.delivery_id, 'done', 1);
+
+    const lines = jsonLines(t.logs());
+    const incoming = lines.find(
+      (l) => l.msg === 'incoming request' && (l.req as Line | undefined)?.url === '/v2/subscribe/payment',
+    );
+    expect(incoming?.reqId).toEqual(expect.any(String));
+    const ofRequest = lines.filter((l) => l.reqId === incoming!.reqId);
+    const completed = ofRequest.find((l) => l.msg === 'request completed');
+    expect(completed).toMatchObject({
+      reqId: incoming!.reqId,
+      receipt_id: receiptId,
+      delivery_id: delivery!.delivery_id,
+      workflow_id: `delivery:${delivery!.delivery_id}`,
+    });
+    // a key is bound once, whatever learned it again
+    const raw = t
+      .logs()
+      .split('\n')
+      .find((l) => l.includes('"request completed"') && l.includes(String(incoming!.reqId)))!;
+    expect(raw.match(/"receipt_id"/g)).toHaveLength(1);
+    // and the next request starts without them
+    const lookup = await api.get(`/v2/receipt/${receiptId}`);
+    expect(lookup.status).toBe(200);
+    const after = jsonLines(t.logs()).filter((l) => l.msg === 'request completed');
+    const last = after[after.length - 1]!;
+    expect(last.reqId).not.toBe(incoming!.reqId);
+    expect(last.receipt_id).toBe(receiptId); // from the path parameter
+    expect(last.delivery_id).toBeUndefined();
+  }, 60_000);
+
+  it('a verification request carries its receipt id and its workflow id', async () => {
+    const project = await t.createProject();
+    const phone = freshPhone();
+    const res = await verificationClient(t, project).request({ phone });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    const receiptId = res.body.receipt_id as string;
+    const completed = jsonLines(t.logs()).find((l) => l.msg === 'request completed' && l.receipt_id === receiptId);
+    expect(completed).toMatchObject({ reqId: expect.any(String), workflow_id: `verification:${receiptId}` });
+    expect(t.logs()).not.toContain(phone);
+  }, 60_000);
+});
+
+describe('the workflow bundle report', () => {
+  it('is logged at debug, never at info', async () => {
+    const out = capture();
+    const logger = createLogger({ format: 'json', destination: out.stream, level: 'debug' });
+    await bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: createBundlerLogger(logger), ...WORKFLOW_BUNDLER_OPTIONS });
+    const lines = jsonLines(out.text());
+    const report = lines.filter((l) => /compiled successfully/.test(String(l.msg)));
+    expect(report).toHaveLength(1);
+    expect(report[0]).toMatchObject({ level: 20, component: 'workflow-bundler' });
+    expect(lines.filter((l) => (l.level as number) >= 30)).toEqual([]);
+  }, 180_000);
+});
