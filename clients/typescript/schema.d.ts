@@ -970,70 +970,25 @@ export interface paths {
         /**
          * List armed sandbox faults
          * @description The project's armed faults, oldest first.
+         *
+         *     Scope: `subscribe_payment`.
          */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        get: operations["listSandboxFaults"];
         put?: never;
         /**
          * Arm a sandbox PG fault
          * @description Body {pg, operation, fault, count?: 1 (1-100)}. The next `count` calls of `operation` this project makes to the sandbox PG `pg` fail: timeout (the PG holds the request past paygate's timeout, then executes it), error (HTTP 500, nothing executed), lost_response (the PG executes, the answer never arrives), drop (escrow_notification only: never sent). Operations: sandbox_card issue_billing_key, charge, cancel, destroy_billing_key, payment; sandbox_identity send_otp, resend_otp, confirm_otp; sandbox_escrow_a/b payment, cancel, shipping_start, escrow_status, escrow_notification. 201; 9470-9474 for bad input.
+         *
+         *     Scope: `subscribe_payment`.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        post: operations["armSandboxFault"];
         /**
          * Disarm sandbox faults
          * @description Disarms every fault the project armed.
+         *
+         *     Scope: `subscribe_payment`.
          */
-        delete: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        delete: operations["disarmSandboxFaults"];
         options?: never;
         head?: never;
         patch?: never;
@@ -8155,6 +8110,386 @@ export interface operations {
             };
             /** @description 9500 INTERNAL_ERROR */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description 9503 SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    listSandboxFaults: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The armed faults, oldest first */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "list": [
+                     *         {
+                     *           "fault_id": "flt_3f1c0d9a2b7e4c51a0d2e6f7",
+                     *           "pg": "sandbox_card",
+                     *           "operation": "charge",
+                     *           "fault": "timeout",
+                     *           "count": 1,
+                     *           "remaining": 1,
+                     *           "created_at": "2026-11-25T09:00:00+09:00"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": {
+                        list: {
+                            fault_id: string;
+                            pg: string;
+                            /** @enum {string} */
+                            operation: "issue_billing_key" | "charge" | "cancel" | "destroy_billing_key" | "payment" | "send_otp" | "resend_otp" | "confirm_otp" | "shipping_start" | "escrow_status" | "escrow_notification";
+                            /** @enum {string} */
+                            fault: "timeout" | "error" | "lost_response" | "drop";
+                            count: number;
+                            remaining: number;
+                            /** Format: date-time */
+                            created_at: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description 1206 APP_AT_AUTHORIZE_HEADER_BLANK, 1205 APP_AT_AUTHORIZE_TYPE_INVALID, 1216 APP_CLIENT_KEY_NOT_FOUND, 1204 APP_SK_NOT_MATCHED, 9403 ACCESS_TOKEN_INVALID, 1218 APP_CLIENT_KEY_EXPIRED, 1224 APP_KEY_CHAIN_EXPIRED, 1222 API_SCOPE_INVALID */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description 1203 APP_FIREWALL_BLOCKED, 1221 API_ROLE_NOT_SUPPORT */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description 9413 PAYLOAD_TOO_LARGE */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description 9415 UNSUPPORTED_MEDIA_TYPE */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description 9429 TOO_MANY_REQUESTS */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description 9500 INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description 9502 GATEWAY_UNAVAILABLE */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description 9503 SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    armSandboxFault: {
+        parameters: {
+            query?: never;
+            header?: {
+                "idempotency-key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "pg": "sandbox_card",
+                 *       "operation": "charge",
+                 *       "fault": "timeout"
+                 *     }
+                 */
+                "application/json": {
+                    pg: string;
+                    /** @enum {string} */
+                    operation: "issue_billing_key" | "charge" | "cancel" | "destroy_billing_key" | "payment" | "send_otp" | "resend_otp" | "confirm_otp" | "shipping_start" | "escrow_status" | "escrow_notification";
+                    /** @enum {string} */
+                    fault: "timeout" | "error" | "lost_response" | "drop";
+                    count?: number;
+                };
+            };
+        };
+        responses: {
+            /** @description The armed fault */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "fault_id": "flt_3f1c0d9a2b7e4c51a0d2e6f7",
+                     *       "pg": "sandbox_card",
+                     *       "operation": "charge",
+                     *       "fault": "timeout",
+                     *       "count": 1,
+                     *       "remaining": 1,
+                     *       "created_at": "2026-11-25T09:00:00+09:00"
+                     *     }
+                     */
+                    "application/json": {
+                        fault_id: string;
+                        pg: string;
+                        /** @enum {string} */
+                        operation: "issue_billing_key" | "charge" | "cancel" | "destroy_billing_key" | "payment" | "send_otp" | "resend_otp" | "confirm_otp" | "shipping_start" | "escrow_status" | "escrow_notification";
+                        /** @enum {string} */
+                        fault: "timeout" | "error" | "lost_response" | "drop";
+                        count: number;
+                        remaining: number;
+                        /** Format: date-time */
+                        created_at: string;
+                    };
+                };
+            };
+            /** @description 9470 SANDBOX_FAULT_INVALID, 9471 SANDBOX_FAULT_PG_UNKNOWN, 9472 SANDBOX_FAULT_OPERATION_UNSUPPORTED, 9473 SANDBOX_FAULT_KIND_UNSUPPORTED */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description 1206 APP_AT_AUTHORIZE_HEADER_BLANK, 1205 APP_AT_AUTHORIZE_TYPE_INVALID, 1216 APP_CLIENT_KEY_NOT_FOUND, 1204 APP_SK_NOT_MATCHED, 9403 ACCESS_TOKEN_INVALID, 1218 APP_CLIENT_KEY_EXPIRED, 1224 APP_KEY_CHAIN_EXPIRED, 1222 API_SCOPE_INVALID */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description 1203 APP_FIREWALL_BLOCKED, 1221 API_ROLE_NOT_SUPPORT */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description 9474 SANDBOX_FAULTS_TOO_MANY, 9409 IDEMPOTENCY_IN_PROGRESS */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description 9413 PAYLOAD_TOO_LARGE */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description 9415 UNSUPPORTED_MEDIA_TYPE */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description 9422 IDEMPOTENCY_KEY_REUSED */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description 9429 TOO_MANY_REQUESTS */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description 9500 INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description 9502 GATEWAY_UNAVAILABLE */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description 9503 SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    disarmSandboxFaults: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description How many were disarmed */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "disarmed": 1
+                     *     }
+                     */
+                    "application/json": {
+                        disarmed: number;
+                    };
+                };
+            };
+            /** @description 1206 APP_AT_AUTHORIZE_HEADER_BLANK, 1205 APP_AT_AUTHORIZE_TYPE_INVALID, 1216 APP_CLIENT_KEY_NOT_FOUND, 1204 APP_SK_NOT_MATCHED, 9403 ACCESS_TOKEN_INVALID, 1218 APP_CLIENT_KEY_EXPIRED, 1224 APP_KEY_CHAIN_EXPIRED, 1222 API_SCOPE_INVALID */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description 1203 APP_FIREWALL_BLOCKED, 1221 API_ROLE_NOT_SUPPORT */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description 9413 PAYLOAD_TOO_LARGE */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description 9415 UNSUPPORTED_MEDIA_TYPE */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description 9429 TOO_MANY_REQUESTS */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description 9500 INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description 9502 GATEWAY_UNAVAILABLE */
+            502: {
                 headers: {
                     [name: string]: unknown;
                 };

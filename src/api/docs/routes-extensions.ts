@@ -74,6 +74,43 @@ const buyer = z.looseObject({
   zipcode: z.string().optional(),
 });
 
+const faultOperation = z.enum([
+  'issue_billing_key',
+  'charge',
+  'cancel',
+  'destroy_billing_key',
+  'payment',
+  'send_otp',
+  'resend_otp',
+  'confirm_otp',
+  'shipping_start',
+  'escrow_status',
+  'escrow_notification',
+]);
+const faultKind = z
+  .enum(['timeout', 'error', 'lost_response', 'drop'])
+  .describe(
+    'timeout: held past the timeout, then executed; error: HTTP 500, nothing executed; lost_response: executed, no answer; drop: escrow_notification only, never sent',
+  );
+const sandboxFault = z.object({
+  fault_id: z.string(),
+  pg: z.string(),
+  operation: faultOperation,
+  fault: faultKind,
+  count: z.number().int(),
+  remaining: z.number().int(),
+  created_at: timestamp,
+});
+const faultExample = {
+  fault_id: 'flt_3f1c0d9a2b7e4c51a0d2e6f7',
+  pg: 'sandbox_card',
+  operation: 'charge',
+  fault: 'timeout',
+  count: 1,
+  remaining: 1,
+  created_at: EX.now,
+};
+
 export const extensionRouteDocs: RouteDocs = {
   // ---- reserved charges
   'POST /v2/subscribe/payment/reserve': {
@@ -490,6 +527,41 @@ export const extensionRouteDocs: RouteDocs = {
       },
     },
     errors: ['RC_NOT_FOUND', 'APP_KEY_CHAIN_SESSION_INVALID'],
+  },
+  'POST /sandbox/v1/faults': {
+    operationId: 'armSandboxFault',
+    tag: 'sandbox',
+    body: z.object({
+      pg: z.string(),
+      operation: faultOperation,
+      fault: faultKind,
+      count: z.number().int().min(1).max(100).optional().describe('the next count calls fail (default 1)'),
+    }),
+    response: { status: 201, description: 'The armed fault', schema: sandboxFault },
+    example: { request: { pg: 'sandbox_card', operation: 'charge', fault: 'timeout' }, response: faultExample },
+    errors: [
+      'SANDBOX_FAULT_INVALID',
+      'SANDBOX_FAULT_PG_UNKNOWN',
+      'SANDBOX_FAULT_OPERATION_UNSUPPORTED',
+      'SANDBOX_FAULT_KIND_UNSUPPORTED',
+      'SANDBOX_FAULTS_TOO_MANY',
+      ...idempotent,
+      'GATEWAY_UNAVAILABLE',
+    ],
+  },
+  'GET /sandbox/v1/faults': {
+    operationId: 'listSandboxFaults',
+    tag: 'sandbox',
+    response: { status: 200, description: 'The armed faults, oldest first', schema: z.object({ list: z.array(sandboxFault) }) },
+    example: { response: { list: [faultExample] } },
+    errors: ['GATEWAY_UNAVAILABLE'],
+  },
+  'DELETE /sandbox/v1/faults': {
+    operationId: 'disarmSandboxFaults',
+    tag: 'sandbox',
+    response: { status: 200, description: 'How many were disarmed', schema: z.object({ disarmed: z.number().int() }) },
+    example: { response: { disarmed: 1 } },
+    errors: ['GATEWAY_UNAVAILABLE'],
   },
   'GET /sandbox/v1/clock': {
     operationId: 'getSandboxClock',
