@@ -27,10 +27,12 @@ import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { Client } from '@temporalio/client';
-import { TestWorkflowEnvironment } from '@temporalio/testing';
-import { bundleWorkflowCode, DefaultLogger, Worker } from '@temporalio/worker';
-import { createEnv, DEVSERVER_PATH, uniqueId } from '../test/engine/env.js';
+import { spawn } from 'node:child_process';
+import { createServer } from 'node:net';
+import { Client, Connection } from '@temporalio/client';
+import { InternalConnectionOptionsSymbol } from '@temporalio/client/lib/connection.js';
+import { bundleWorkflowCode, DefaultLogger, NativeConnection, Worker } from '@temporalio/worker';
+import { DEVSERVER_PATH, eventually, uniqueId } from '../test/engine/env.js';
 import { benchActivities } from './activities.js';
 import { H2Connection } from './h2-connection.js';
 import { runProtocolDriver } from './protocol-driver.js';
@@ -171,7 +173,7 @@ async function pool(count: number, limit: number, job: (i: number) => Promise<vo
 /** Brackets the workload for the CPU figures. */
 type Measure = <T>(body: () => Promise<T>) => Promise<T>;
 
-async function runSdk(env: TestWorkflowEnvironment, taskQueue: string, measure: Measure): Promise<Outcome> {
+async function runSdk(env: BenchEnv, taskQueue: string, measure: Measure): Promise<Outcome> {
   const worker = await Worker.create({
     connection: env.nativeConnection,
     namespace: env.namespace ?? 'default',
@@ -209,7 +211,7 @@ async function runSdk(env: TestWorkflowEnvironment, taskQueue: string, measure: 
   );
 }
 
-async function runProtocol(env: TestWorkflowEnvironment, taskQueue: string, measure: Measure): Promise<Outcome> {
+async function runProtocol(env: BenchEnv, taskQueue: string, measure: Measure): Promise<Outcome> {
   // The driver's own lean HTTP/2 transport: the load generator shares the 2 cores with the server under test.
   const h2 = await H2Connection.connect(env.address);
   try {
@@ -230,19 +232,87 @@ async function runProtocol(env: TestWorkflowEnvironment, taskQueue: string, meas
   }
 }
 
-/** The server for one run, launched through @temporalio/testing as the conformance suite does. */
-async function launch(mode: Mode): Promise<{ env: TestWorkflowEnvironment; cleanup: () => void }> {
-  if (mode !== 'dev-server-journal') return { env: await createEnv(mode), cleanup: () => undefined };
-  const dir = mkdtempSync(join(tmpdir(), 'engine-bench-'));
-  const env = await TestWorkflowEnvironment.createLocal({
-    server: {
-      executable: { type: 'existing-path', path: DEVSERVER_PATH },
+/** What a run needs of its server: its address and connections to it. */
+interface BenchEnv {
+  address: string;
+  namespace: string;
+  connection: Connection;
+  nativeConnection: NativeConnection;
+  teardown(): Promise<void>;
+}
+
+/**
+ * The server for one run: bin/temporal-devserver spawned with the argv @temporalio/testing gives it (time-skipping
+ * form, or `server start-dev`), waited for up to two minutes — not the Core SDK's fixed 5 s, which a loaded
+ * machine misses — and killed with SIGKILL at the end.
+ */
+async function launch(mode: Mode): Promise<{ env: BenchEnv; cleanup: () => void }> {
+  const port = await freePort();
+  const dir = mode === 'dev-server-journal' ? mkdtempSync(join(tmpdir(), 'engine-bench-')) : undefined;
+  const args =
+    mode === 'time-skipping'
+      ? [String(port)]
+      : ['server', 'start-dev', '--port', String(port), '--ip', '127.0.0.1', '--namespace', 'default', '--headless'];
+  if (dir) args.push('--db-filename', join(dir, 'journal'));
+  const child = spawn(DEVSERVER_PATH, args, { stdio: ['ignore', 'ignore', 'inherit'] });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const kill = async () => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 10_000))]);
+  };
+  const address = `127.0.0.1:${port}`;
+  try {
+    const connection = await eventually(
+      async () => {
+        // As @temporalio/testing connects: the TestService client exists only when asked for (an internal option).
+        const options = {
+          address,
+          connectTimeout: 1_000,
+          [InternalConnectionOptionsSymbol]: { supportsTestService: mode === 'time-skipping' },
+        } as Parameters<typeof Connection.connect>[0];
+        const candidate = await Connection.connect(options);
+        try {
+          await candidate.withDeadline(Date.now() + 2_000, () => candidate.workflowService.getSystemInfo({}));
+          return candidate;
+        } catch (err) {
+          await candidate.close();
+          throw err;
+        }
+      },
+      `the server on ${address} to answer`,
+      120_000,
+      250,
+    );
+    const nativeConnection = await NativeConnection.connect({ address });
+    const env: BenchEnv = {
+      address,
       namespace: 'default',
-      ip: '127.0.0.1',
-      dbFilename: join(dir, 'journal'),
-    },
+      connection,
+      nativeConnection,
+      teardown: async () => {
+        await nativeConnection.close().catch(() => undefined);
+        await connection.close().catch(() => undefined);
+        await kill();
+      },
+    };
+    return { env, cleanup: () => (dir ? rmSync(dir, { recursive: true, force: true }) : undefined) };
+  } catch (err) {
+    await kill();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+    throw err;
+  }
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      const port = typeof address === 'object' && address !== null ? address.port : 0;
+      server.close(() => resolve(port));
+    });
   });
-  return { env, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
 }
 
 async function run(mode: Mode, driver: Driver): Promise<Figures> {

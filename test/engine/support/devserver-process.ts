@@ -56,8 +56,8 @@ export class DevServerProcess {
     return this.output.join('');
   }
 
-  /** A client, once the server answers GetSystemInfo (retried while it starts, bounded). */
-  async client(): Promise<Client> {
+  /** A client, once the server answers GetSystemInfo (retried while it starts — replaying a journal — bounded). */
+  async client(timeoutMs = 90_000): Promise<Client> {
     const connection = await eventually(
       async () => {
         const candidate = await Connection.connect({ address: this.address, connectTimeout: 1_000 });
@@ -70,18 +70,21 @@ export class DevServerProcess {
         }
       },
       `the server on ${this.address} to answer; output:\n${this.text()}`,
-      30_000,
+      timeoutMs,
       250,
     );
     this.connections.push(connection);
     return new Client({ connection });
   }
 
-  /** A worker (the test workflows' bundle) on a fresh task queue, running until `body` settles (bounded). */
-  async withWorker<T>(body: (taskQueue: string) => Promise<T>, timeoutMs: number): Promise<T> {
+  /** A worker (the test workflows' bundle) on `taskQueue` (a fresh one by default), running until `body` settles (bounded). */
+  async withWorker<T>(
+    body: (taskQueue: string) => Promise<T>,
+    timeoutMs: number,
+    taskQueue = uniqueId('journal-tq'),
+  ): Promise<T> {
     const connection = await NativeConnection.connect({ address: this.address });
     this.connections.push(connection);
-    const taskQueue = uniqueId('journal-tq');
     const worker = await Worker.create({
       connection,
       taskQueue,
