@@ -152,6 +152,16 @@ const RULES: readonly Rule[] = [
         : imp.target !== '@temporalio/workflow',
   },
   {
+    name: 'the dashboard reaches data through services: no route, activity, workflow, gateway or Temporal code; store types only',
+    applies: (f) => inFolder(f, 'dashboard'),
+    forbids: (imp) =>
+      imp.local
+        ? imp.target.startsWith('src/api/routes/') ||
+          ['activities', 'workflows', 'gateways', 'sandbox', 'temporal', 'wiring'].some((l) => inFolder(imp.target, l)) ||
+          (inFolder(imp.target, 'store') && !imp.typeOnly)
+        : false,
+  },
+  {
     name: 'a route module imports no other route module',
     applies: (f) => f.startsWith('src/api/routes/'),
     forbids: (imp) => imp.local && imp.target.startsWith('src/api/routes/'),

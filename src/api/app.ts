@@ -31,6 +31,7 @@ import { sandboxClockRoutes } from './routes/sandbox-clock.js';
 import { sandboxFaultRoutes } from './routes/sandbox-faults.js';
 import type { SandboxClock } from '../temporal/sandbox-clock.js';
 import { scheduleRoutes } from './routes/schedules.js';
+import { dashboardRoutes } from '../dashboard/index.js';
 import type { Resolver } from '../webhooks/http.js';
 import { createMetrics, type Metrics } from '../observability/metrics.js';
 import { countPendingDeliveries } from '../store/pending-deliveries.js';
@@ -101,6 +102,7 @@ const routePlugins: readonly FastifyPluginAsync[] = [
   reserveRoutes,
   scheduleRoutes,
   sandboxClockRoutes,
+  dashboardRoutes,
   sandboxFaultRoutes,
 ];
 

@@ -131,14 +131,49 @@ async function authenticateProject(app: FastifyInstance, request: FastifyRequest
 }
 
 async function authenticateAdmin(app: FastifyInstance, request: FastifyRequest, reply: FastifyReply): Promise<void> {
-  await app.throttles.admin.check(request, reply);
   const header = request.headers.authorization ?? '';
   const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
-  if (!match || !adminTokenMatches(match[1]!, app.deps.config.adminToken)) {
+  await verifyAdminToken(app, request, reply, match ? match[1]! : header);
+}
+
+/** The admin token check with its throttle, for a token presented outside the header (the dashboard's sign-in). */
+export async function verifyAdminToken(
+  app: FastifyInstance,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  presented: string,
+): Promise<void> {
+  await app.throttles.admin.check(request, reply);
+  if (presented.trim() === '' || !adminTokenMatches(presented, app.deps.config.adminToken)) {
     // a presented wrong token is a guess; a call without one is not
-    if (header.trim() !== '') await app.throttles.admin.fail(request);
+    if (presented.trim() !== '') await app.throttles.admin.fail(request);
     throw new ApiError('ADMIN_UNAUTHORIZED');
   }
+}
+
+/**
+ * A project's client and secret keys checked as Basic authentication checks them (throttles, rotation grace,
+ * IP allow-list, key expiry), for keys presented outside the header (the dashboard's sign-in).
+ */
+export async function authenticateKeys(
+  app: FastifyInstance,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  clientKey: string,
+  secretKey: string,
+): Promise<Project> {
+  const now = app.deps.clock();
+  await app.throttles.auth.check(request, reply, clientKey);
+  let row: ProjectRow;
+  try {
+    row = await identifyProject(app, { kind: 'basic', clientKey, secretKey }, now);
+  } catch (err) {
+    if (err instanceof ApiError && GUESSING_FAILURES.has(err.errorCode)) await app.throttles.auth.fail(request, clientKey);
+    throw err;
+  }
+  assertIpAllowed(row, request.ip);
+  if (keyExpired(row, now)) throw new ApiError('APP_KEY_CHAIN_EXPIRED');
+  return toProject(row);
 }
 
 export const authPlugin = fp(

@@ -25,6 +25,7 @@ import type { Stores } from '../store/index.js';
 import type { Project } from '../store/projects.js';
 import type { VerificationRow } from '../store/verifications.js';
 import type { verificationWorkflow } from '../workflows/verification.js';
+import { bindLogIds } from '../observability/log-context.js';
 
 const MAX_ID_LENGTH = 100;
 
@@ -63,8 +64,10 @@ export interface VerificationService {
   sandboxInbox(project: Project, phone: string): Promise<SandboxSms[]>;
   /** The project's verifications, newest first (the dashboard); views without personal data. */
   list(project: Project, limit: number): Promise<VerificationView[]>;
-  /** Sandbox mode: the messages of one verification of the caller, found by its own (sealed) phone. */
-  sandboxInboxOf(project: Project, receiptId: string): Promise<SandboxSms[]>;
+  /** One verification of the caller as the dashboard shows it: no personal data; 2000 / 1225 / 2064 as a lookup. */
+  get(project: Project, receiptId: string): Promise<VerificationView>;
+  /** Sandbox mode: the messages sent to `phone` for one verification of the caller (its gateway tid). */
+  sandboxInboxOf(project: Project, receiptId: string, phone: string): Promise<SandboxSms[]>;
 }
 
 export function createVerificationService(deps: {
@@ -129,6 +132,7 @@ export function createVerificationService(deps: {
     async request(project, req, sourceIp) {
       const { client, taskQueue } = workflows();
       const receiptId = newId();
+      bindLogIds({ receipt_id: receiptId });
       const requestedAt = deps.clock();
       const clientIp = req.clientIp ?? sourceIp;
       await store.create({
@@ -229,10 +233,13 @@ export function createVerificationService(deps: {
       return rows.map((row) => service.view(row, '', false));
     },
 
-    async sandboxInboxOf(project, receiptId) {
+    async get(project, receiptId) {
+      return service.view(await ownVerification(receiptId, project, 'RC_NOT_FOUND'), '', false);
+    },
+
+    async sandboxInboxOf(project, receiptId, phone) {
       const row = await ownVerification(receiptId, project, 'RC_NOT_FOUND');
-      const phone = store.openPerson(row).phone;
-      if (!phone || !row.tid) return [];
+      if (!row.tid) return [];
       return (await service.sandboxInbox(project, phone)).filter((m) => m.tid === row.tid);
     },
   };

@@ -1,7 +1,8 @@
 // Every route of the app × {no credentials, no scope, the wrong scopes, the right scope, Bearer with and
 // without the scope}. Routes are read from the router itself, so a route added without a declared scope
 // fails here: a key with no scopes at all gets past its authentication instead of answering 1221.
-// Routes that are not project routes (auth 'none' / 'admin') are listed as exempt below, by name.
+// Routes that are not project routes (auth 'none' / 'admin') are listed as exempt below, by name. The sandbox
+// dashboard's pages are neither: they take its own session cookie instead of a key, listed in DASHBOARD.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SCOPES, type Scope } from '../../src/domain/scopes.js';
 import type { SandboxClock } from '../../src/temporal/sandbox-clock.js';
@@ -26,7 +27,54 @@ const EXEMPT: Readonly<Record<string, 'none' | 'admin'>> = {
   'PATCH /admin/v1/projects/:application_id': 'admin',
   'POST /admin/v1/projects/:application_id/keys/rotate': 'admin',
   'POST /admin/v1/projects/:application_id/webhook/secret': 'admin',
+  // Prometheus scrapes with the admin token
+  'GET /metrics': 'admin',
 };
+
+/**
+ * The dashboard's routes (src/dashboard/, sandbox mode): no API key opens them, only the dashboard's signed session
+ * (a sign-in with a project's keys or the admin token), and every POST needs that session's CSRF token. Listed by
+ * what opens them, so a new page is a decision made here: asset (nothing), public (the sign-in pages), pick (an
+ * admin session choosing a project), project (a session on a project; its keys' scopes are checked per page).
+ */
+const DASHBOARD: Readonly<Record<string, 'asset' | 'public' | 'pick' | 'project'>> = {
+  'GET /dashboard/assets/:name': 'asset',
+  'GET /dashboard/login': 'public',
+  'POST /dashboard/login': 'public',
+  'POST /dashboard/logout': 'public',
+  'GET /dashboard/projects': 'pick',
+  'POST /dashboard/projects': 'pick',
+  'GET /dashboard': 'project',
+  'GET /dashboard/receipts': 'project',
+  'GET /dashboard/receipts/:receipt_id': 'project',
+  'POST /dashboard/receipts/:receipt_id/cancel': 'project',
+  'GET /dashboard/billing-keys': 'project',
+  'GET /dashboard/verifications': 'project',
+  'POST /dashboard/verifications': 'project',
+  'GET /dashboard/verifications/:receipt_id': 'project',
+  'POST /dashboard/verifications/:receipt_id/confirm': 'project',
+  'POST /dashboard/verifications/:receipt_id/resend': 'project',
+  'GET /dashboard/escrow': 'project',
+  'POST /dashboard/escrow': 'project',
+  'GET /dashboard/escrow/:receipt_id': 'project',
+  'POST /dashboard/escrow/:receipt_id/shipping': 'project',
+  'POST /dashboard/escrow/:receipt_id/events': 'project',
+  'GET /dashboard/webhooks': 'project',
+  'POST /dashboard/webhooks': 'project',
+  'POST /dashboard/webhooks/secret': 'project',
+  'POST /dashboard/webhooks/test': 'project',
+  'POST /dashboard/webhooks/deliveries/:delivery_id/retry': 'project',
+  'GET /dashboard/reserves': 'project',
+  'POST /dashboard/reserves/:reserve_id/revoke': 'project',
+  'GET /dashboard/schedules': 'project',
+  'GET /dashboard/schedules/:schedule_id': 'project',
+  'POST /dashboard/schedules/:schedule_id/pause': 'project',
+  'POST /dashboard/schedules/:schedule_id/resume': 'project',
+  'POST /dashboard/schedules/:schedule_id/cancel': 'project',
+  'GET /dashboard/clock': 'project',
+  'POST /dashboard/clock/advance': 'project',
+};
+const isDashboard = (path: string) => path === '/dashboard' || path.startsWith('/dashboard/');
 
 /** The scopes README documents for the routes that exist today; a route not listed must still declare one. */
 const KNOWN: Readonly<Record<string, Scope>> = {
@@ -84,7 +132,10 @@ const ALTERNATIVES = /:[A-Za-z_]+(\|:[A-Za-z_]+)+/;
 function named(route: RouteEndpoint): Endpoint {
   const alternatives = route.path.match(ALTERNATIVES)?.[0].split('|');
   const candidates = alternatives ? alternatives.map((alt) => route.path.replace(ALTERNATIVES, alt)) : [route.path];
-  const path = candidates.find((c) => `${route.method} ${c}` in KNOWN || `${route.method} ${c}` in EXEMPT) ?? candidates[0]!;
+  const known = (c: string) =>
+    `${route.method} ${c}` in KNOWN || `${route.method} ${c}` in EXEMPT || `${route.method} ${c}` in DASHBOARD;
+  // the dashboard's root answers with and without the trailing slash: one route
+  const path = (candidates.find(known) ?? candidates[0]!).replace(/^\/dashboard\/$/, '/dashboard');
   return { method: route.method, path, name: `${route.method} ${path}` };
 }
 
@@ -110,7 +161,13 @@ describe('every route declares who may call it and which scope it needs', () => 
       observe: () => undefined,
     };
     t = await buildTestApp({ sandboxUrl: 'http://127.0.0.1:9', sandboxClock });
-    endpoints = endpointsOf(t.app).map(named);
+    endpoints = [
+      ...new Map(
+        endpointsOf(t.app)
+          .map(named)
+          .map((e) => [e.name, e]),
+      ).values(),
+    ];
     noScopes = await t.createProject({ name: 'no scopes', scopes: [] });
     for (const scope of SCOPES) {
       only.set(scope, await t.createProject({ name: `only ${scope}`, scopes: [scope] }));
@@ -150,7 +207,59 @@ describe('every route declares who may call it and which scope it needs', () => 
 
   it('finds the routes of every area (the walk is not empty)', () => {
     const names = endpoints.map((e) => e.name);
-    for (const name of [...Object.keys(EXEMPT), ...Object.keys(KNOWN)]) expect(names, name).toContain(name);
+    for (const name of [...Object.keys(EXEMPT), ...Object.keys(KNOWN), ...Object.keys(DASHBOARD)])
+      expect(names, name).toContain(name);
+    // a dashboard route not listed in DASHBOARD is a page nobody decided the access of
+    expect(endpoints.filter((e) => isDashboard(e.path) && DASHBOARD[e.name] === undefined).map((e) => e.name)).toEqual([]);
+  });
+
+  it('dashboard routes: its session opens them, API keys and the admin token in a header do not; POSTs need the CSRF token', async () => {
+    const inject = (e: Endpoint, headers: Record<string, string> = {}, payload?: string) =>
+      t.app.inject({
+        method: e.method as 'GET',
+        url: concrete(e.path),
+        headers: payload === undefined ? headers : { ...headers, 'content-type': 'application/x-www-form-urlencoded' },
+        ...(payload === undefined ? {} : { payload }),
+      });
+    // an anonymous session (what the sign-in page hands out) and its form token
+    const login = await t.app.inject({ method: 'GET', url: '/dashboard/login' });
+    expect(login.statusCode).toBe(200);
+    const cookie = String(login.headers['set-cookie']).split(';')[0]!;
+    const token = /name="_csrf" value="([^"]+)"/.exec(login.body)?.[1];
+    expect(token).toBeDefined();
+    const fullKey = only.get('receipt')!.basicAuth;
+
+    for (const e of endpoints.filter((x) => DASHBOARD[x.name] !== undefined)) {
+      const access = DASHBOARD[e.name]!;
+      if (e.method === 'GET') {
+        const bare = await inject(e);
+        if (access === 'asset' || access === 'public') {
+          expect(bare.statusCode === 303, e.name).toBe(false);
+          continue;
+        }
+        // no session: to the sign-in page, whatever key or admin token the request carries
+        for (const authorization of [undefined, fullKey, `Bearer ${TEST_ADMIN_TOKEN}`]) {
+          const res = await inject(e, authorization === undefined ? {} : { authorization });
+          expect(res.statusCode, `${e.name} ${authorization ?? ''}`).toBe(303);
+          expect(res.headers.location, e.name).toBe('/dashboard/login');
+        }
+        // an anonymous session is not signed in either
+        expect((await inject(e, { cookie })).statusCode, e.name).toBe(303);
+      } else {
+        // without the session's token nothing runs: 9485, keys or not
+        for (const headers of [{}, { cookie }, { authorization: fullKey }] as Record<string, string>[]) {
+          const res = await inject(e, headers, 'client_key=x&secret_key=y');
+          expect(res.statusCode, e.name).toBe(403);
+          expect(res.body, e.name).toContain('9485');
+        }
+        const signedOut = await inject(e, { cookie }, `_csrf=${token}`);
+        if (access === 'public') expect(signedOut.statusCode === 403 || signedOut.statusCode === 401, e.name).toBe(false);
+        else {
+          expect(signedOut.statusCode, e.name).toBe(401);
+          expect(signedOut.body, e.name).toContain('9486');
+        }
+      }
+    }
   });
 
   it('exempt routes: none take no credentials, admin ones refuse a project key', async () => {
@@ -167,7 +276,7 @@ describe('every route declares who may call it and which scope it needs', () => 
 
   it('every other route needs credentials and a scope: a key without scopes gets 1221', async () => {
     const missing: string[] = [];
-    for (const e of endpoints.filter((x) => EXEMPT[x.name] === undefined)) {
+    for (const e of endpoints.filter((x) => EXEMPT[x.name] === undefined && DASHBOARD[x.name] === undefined)) {
       expect((await call(e)).code, e.name).toBe(1206);
       const r = await call(e, noScopes.basicAuth);
       if (r.code !== 1221) missing.push(`${e.name} -> ${r.status} ${r.code ?? ''}`);
@@ -177,7 +286,7 @@ describe('every route declares who may call it and which scope it needs', () => 
   });
 
   it('exactly one scope opens each route, for Basic keys and Bearer tokens alike', async () => {
-    for (const e of endpoints.filter((x) => EXEMPT[x.name] === undefined)) {
+    for (const e of endpoints.filter((x) => EXEMPT[x.name] === undefined && DASHBOARD[x.name] === undefined)) {
       const opening: Scope[] = [];
       for (const scope of SCOPES) if (passedAuth(await call(e, only.get(scope)!.basicAuth))) opening.push(scope);
       expect(opening, e.name).toHaveLength(1);

@@ -42,6 +42,9 @@ describe('import rules', () => {
     ['src/contracts/verification.ts', local('src/gateways/types.ts')],
     ['src/wiring.ts', local('src/sandbox/server.ts')],
     ['engine/src/engine.ts', local('src/domain/errors.ts')],
+    ['src/dashboard/pages/auth.ts', local('src/api/routes/admin.ts')],
+    ['src/dashboard/pages/escrow.ts', local('src/store/escrow.ts')],
+    ['src/dashboard/pages/escrow.ts', local('src/gateways/sandbox-escrow-control.ts')],
   ])('%s may not import %j', (file, imp) => {
     expect(checkFileImports(file, [imp])).toHaveLength(1);
   });
@@ -52,6 +55,8 @@ describe('import rules', () => {
     ['src/store/verifications.ts', local('src/contracts/verification.ts')],
     ['src/domain/ip.ts', pkg('node:net')],
     ['src/services/charges.ts', local('src/store/receipts.ts')],
+    ['src/dashboard/context.ts', local('src/store/projects.ts', true)],
+    ['src/dashboard/pages/auth.ts', local('src/api/auth.ts')],
   ])('%s may import %j', (file, imp) => {
     expect(checkFileImports(file, [imp])).toEqual([]);
   });

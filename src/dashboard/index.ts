@@ -1,0 +1,149 @@
+// The sandbox dashboard at /dashboard: server-rendered pages (@fastify/view + Eta) with htmx served from
+// node_modules, a signed session cookie, a CSRF token on every form, and security headers with a CSP that
+// allows only the dashboard's own script and stylesheet. Served in sandbox mode only: in production mode
+// it is not registered at all (9404), so no extra way in exists next to the API.
+//
+// Every action calls the use case the API route calls (src/services/); the pages only parse form fields,
+// call, and render. Routes declare `config: { auth: 'none', dashboard: ... }`: the API's key check does not
+// apply, the dashboard's session check (below) does.
+import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import fastifyCookie from '@fastify/cookie';
+import fastifyFormbody from '@fastify/formbody';
+import fastifyHelmet from '@fastify/helmet';
+import fastifyView from '@fastify/view';
+import { Eta } from 'eta';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { ApiError } from '../domain/errors.js';
+import { toApiError } from '../api/errors.js';
+import { createSessionCodec, newSession, type Session } from './session.js';
+import { createContext, type DashboardAccess, type DashboardContext } from './context.js';
+import { authPages } from './pages/auth.js';
+import { paymentPages } from './pages/payments.js';
+import { verificationPages } from './pages/verifications.js';
+import { escrowPages } from './pages/escrow.js';
+import { webhookPages } from './pages/webhooks.js';
+import { recurringPages } from './pages/recurring.js';
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** who may open a dashboard route: anyone (sign-in, assets), an admin session without a project, or a session on a project */
+    dashboard?: DashboardAccess;
+  }
+}
+
+export const DASHBOARD_PREFIX = '/dashboard';
+const here = dirname(fileURLToPath(import.meta.url));
+const require = createRequire(import.meta.url);
+
+const CSP = {
+  defaultSrc: ["'self'"],
+  scriptSrc: ["'self'"],
+  styleSrc: ["'self'"],
+  imgSrc: ["'self'", 'data:'],
+  connectSrc: ["'self'"],
+  formAction: ["'self'"],
+  frameAncestors: ["'none'"],
+  baseUri: ["'self'"],
+  objectSrc: ["'none'"],
+  // the sandbox listens on plain http: upgrading the form posts to https would break them
+  upgradeInsecureRequests: null,
+};
+
+async function dashboard(app: FastifyInstance): Promise<void> {
+  const secret = randomBytes(32);
+  const sessions = createSessionCodec(secret);
+  await app.register(fastifyCookie, { secret });
+  await app.register(fastifyFormbody, { bodyLimit: 16 * 1024 });
+  await app.register(fastifyHelmet, {
+    contentSecurityPolicy: { useDefaults: false, directives: CSP },
+    hsts: false,
+    crossOriginEmbedderPolicy: false,
+    referrerPolicy: { policy: 'same-origin' },
+  });
+  await app.register(fastifyView, {
+    engine: { eta: new Eta({ autoEscape: true, useWith: false }) },
+    templates: join(here, 'views'),
+    layout: 'layout.eta',
+    defaultContext: { prefix: DASHBOARD_PREFIX },
+  });
+
+  const states = new WeakMap<FastifyRequest, Session>();
+  const ctx: DashboardContext = createContext(app, sessions, states);
+
+  app.addHook('preHandler', async (request, reply) => {
+    const access = request.routeOptions.config.dashboard;
+    if (access === undefined || access === 'asset') return;
+    // wall time, not the sandbox clock: advancing the sandbox a day must not end the session that advanced it
+    const now = new Date();
+    let session = sessions.read(request, now);
+    // every POST carries the token of the session that rendered its form, sign-in included
+    if (request.method === 'POST') sessions.checkCsrf(request, session);
+    if (!session) {
+      session = newSession('anonymous', now);
+      sessions.write(request, reply, session);
+    }
+    states.set(request, session);
+    const signedIn = session.kind !== 'anonymous';
+    const ready = access === 'public' || (access === 'pick' ? session.kind === 'admin' : signedIn && !!session.applicationId);
+    if (ready) return;
+    if (request.method === 'GET') {
+      const to = access === 'project' && session.kind === 'admin' ? 'projects' : 'login';
+      return reply.redirect(`${DASHBOARD_PREFIX}/${to}`, 303);
+    }
+    throw new ApiError('DASHBOARD_SIGN_IN_REQUIRED');
+  });
+
+  app.setErrorHandler(async (error, request, reply: FastifyReply) => {
+    const apiError = toApiError(error, request);
+    if (apiError.statusCode >= 500) request.log.error({ err: error, error_code: apiError.errorCode }, 'dashboard action failed');
+    else request.log.info({ error_code: apiError.errorCode, code: apiError.code }, 'dashboard action refused');
+    const body = apiError.toBody();
+    return ctx.render(request, reply.code(apiError.statusCode), 'error', {
+      title: 'Something went wrong',
+      error: body,
+      back: backOf(request),
+    });
+  });
+
+  // Assets: the stylesheet of this folder and htmx from node_modules (no CDN, no build step)
+  const assets: Record<string, { type: string; body: Buffer }> = {
+    'htmx.min.js': { type: 'text/javascript; charset=utf-8', body: readFileSync(require.resolve('htmx.org/dist/htmx.min.js')) },
+    'dashboard.css': { type: 'text/css; charset=utf-8', body: readFileSync(join(here, 'assets', 'dashboard.css')) },
+  };
+  app.get<{ Params: { name: string } }>(
+    '/assets/:name',
+    { config: { auth: 'none', dashboard: 'asset' }, schema: { hide: true } },
+    async (request, reply) => {
+      const asset = assets[request.params.name];
+      if (!asset) throw new ApiError('NOT_FOUND');
+      return reply.type(asset.type).header('cache-control', 'public, max-age=3600').send(asset.body);
+    },
+  );
+
+  await authPages(app, ctx);
+  await paymentPages(app, ctx);
+  await verificationPages(app, ctx);
+  await escrowPages(app, ctx);
+  await webhookPages(app, ctx);
+  await recurringPages(app, ctx);
+}
+
+/** Where an error page links back to: the page a form was posted from (its path without the action). */
+function backOf(request: FastifyRequest): string {
+  const path = request.url.split('?')[0] ?? DASHBOARD_PREFIX;
+  if (request.method !== 'POST') return `${DASHBOARD_PREFIX}/receipts`;
+  const parts = path.split('/');
+  // sections whose rows have no page of their own go back to the section
+  if (['webhooks', 'reserves', 'clock'].includes(parts[2] ?? '')) return parts.slice(0, 3).join('/');
+  return parts.length > 3 ? parts.slice(0, -1).join('/') : path;
+}
+
+/** Registered by buildApp (src/api/app.ts); a no-op outside sandbox mode. */
+export async function dashboardRoutes(app: FastifyInstance): Promise<void> {
+  if (!app.deps.config.sandbox) return;
+  await app.register(dashboard, { prefix: DASHBOARD_PREFIX });
+}

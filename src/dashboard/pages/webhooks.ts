@@ -1,0 +1,77 @@
+// The messaging webhook: its configuration (save, secret rotation, test send) and its deliveries with every
+// attempt and a retry of a failed one: the webhook use cases the /message routes call.
+import type { FastifyInstance } from 'fastify';
+import { MESSAGE_EVENTS, parsePageQuery } from '../../domain/webhooks.js';
+import type { DashboardContext } from '../context.js';
+import { field, intField } from './forms.js';
+
+const session = { auth: 'none', dashboard: 'project' } as const;
+const PAGE_SIZE = 20;
+
+function checkedCodes(body: unknown): number[] {
+  const raw = typeof body === 'object' && body !== null ? (body as Record<string, unknown>).events : undefined;
+  const values = Array.isArray(raw) ? raw : raw === undefined ? [] : [raw];
+  return values.filter((v): v is string => typeof v === 'string' && /^\d{1,4}$/.test(v)).map(Number);
+}
+
+export async function webhookPages(app: FastifyInstance, ctx: DashboardContext): Promise<void> {
+  const webhooks = app.deps.services.webhooks;
+
+  async function page(request: Parameters<DashboardContext['project']>[0], revealedSecret?: string) {
+    const project = await ctx.project(request, 'message_webhook');
+    const query = request.query as Record<string, unknown>;
+    const paging = parsePageQuery({ page: query.page ?? '1', limit: String(PAGE_SIZE) });
+    const [config, deliveries] = await Promise.all([webhooks.config(project), webhooks.deliveries(project, paging)]);
+    return {
+      title: 'Webhooks',
+      config,
+      events: Object.entries(MESSAGE_EVENTS).map(([code, name]) => ({ code: Number(code), name })),
+      deliveries: deliveries.rows,
+      count: deliveries.count,
+      page: paging.page,
+      pages: Math.max(1, Math.ceil(deliveries.count / PAGE_SIZE)),
+      revealedSecret,
+    };
+  }
+
+  app.get('/webhooks', { config: session, schema: { hide: true } }, async (request, reply) =>
+    ctx.render(request, reply, 'webhooks', await page(request)),
+  );
+
+  app.post('/webhooks', { config: session, schema: { hide: true } }, async (request, reply) => {
+    const project = await ctx.project(request, 'message_webhook');
+    const body = request.body;
+    const url = field(body, 'url', { optional: true });
+    await webhooks.save(project, {
+      ...(url !== undefined ? { url } : {}),
+      events: checkedCodes(body),
+      enabled: field(body, 'enabled', { optional: true }) === 'on',
+      retry_count: intField(body, 'retry_count'),
+    });
+    return reply.redirect('/dashboard/webhooks?done=saved', 303);
+  });
+
+  // the one answer that shows the whole new secret (as the API's rotation does); never cached
+  app.post('/webhooks/secret', { config: session, schema: { hide: true } }, async (request, reply) => {
+    const project = await ctx.project(request, 'message_webhook');
+    const rotated = await webhooks.rotateSecret(project);
+    reply.header('cache-control', 'no-store');
+    return ctx.render(request, reply, 'webhooks', await page(request, rotated.secret ?? undefined));
+  });
+
+  app.post('/webhooks/test', { config: session, schema: { hide: true } }, async (request, reply) => {
+    const project = await ctx.project(request, 'message_webhook');
+    await webhooks.sendTest(project);
+    return reply.redirect('/dashboard/webhooks?done=tested', 303);
+  });
+
+  app.post<{ Params: { delivery_id: string } }>(
+    '/webhooks/deliveries/:delivery_id/retry',
+    { config: session, schema: { hide: true } },
+    async (request, reply) => {
+      const project = await ctx.project(request, 'message_webhook');
+      await webhooks.retry(project, request.params.delivery_id);
+      return reply.redirect('/dashboard/webhooks?done=retried', 303);
+    },
+  );
+}
