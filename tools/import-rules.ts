@@ -162,6 +162,14 @@ const RULES: readonly Rule[] = [
         : false,
   },
   {
+    name: 'observability (metrics, log context) imports only domain and its own folder, and no framework',
+    applies: (f) => inFolder(f, 'observability'),
+    forbids: (imp) =>
+      imp.local
+        ? !['domain', 'observability'].some((l) => inFolder(imp.target, l))
+        : imp.target === 'fastify' || (imp.target.startsWith('@temporalio/') && !imp.typeOnly),
+  },
+  {
     name: 'a route module imports no other route module',
     applies: (f) => f.startsWith('src/api/routes/'),
     forbids: (imp) => imp.local && imp.target.startsWith('src/api/routes/'),

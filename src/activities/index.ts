@@ -1,6 +1,7 @@
 // Every activity the worker registers, from one factory with injected dependencies. The worker,
 // `npm start` and the test helpers all register exactly this set.
 import type { GatewayRegistry } from '../gateways/types.js';
+import type { Metrics } from '../observability/metrics.js';
 import type { Stores } from '../store/index.js';
 import { createEscrowActivities } from './escrow.js';
 import { createReconcileActivities } from './reconcile.js';
@@ -17,12 +18,15 @@ export interface ActivityDeps {
   readonly gateways: GatewayRegistry;
   /** how webhook attempts reach receivers; without it, production rules (https, global addresses only) */
   readonly webhooks?: WebhookActivityOptions;
+  /** the worker process's metrics (webhook attempts, schedule and reserve charges); uncounted without it */
+  readonly metrics?: Metrics;
 }
 
 export function createActivities(deps: ActivityDeps) {
+  const metrics = deps.metrics ? { metrics: deps.metrics } : {};
   return {
     ...createVerificationActivities({ gateways: deps.gateways, verifications: deps.stores.verifications }),
-    ...createWebhookActivities({ webhooks: deps.stores.webhooks, options: deps.webhooks ?? { sandbox: false } }),
+    ...createWebhookActivities({ webhooks: deps.stores.webhooks, options: deps.webhooks ?? { sandbox: false }, ...metrics }),
     ...createEscrowActivities({
       stores: deps.stores,
       gateways: deps.gateways,
@@ -34,6 +38,7 @@ export function createActivities(deps: ActivityDeps) {
       gateways: deps.gateways,
       sandbox: deps.webhooks?.sandbox ?? false,
       ...(deps.webhooks?.clock ? { clock: deps.webhooks.clock } : {}),
+      ...metrics,
     }),
     ...createReconcileActivities({
       stores: deps.stores,
@@ -46,6 +51,7 @@ export function createActivities(deps: ActivityDeps) {
       gateways: deps.gateways,
       sandbox: deps.webhooks?.sandbox ?? false,
       ...(deps.webhooks?.clock ? { clock: deps.webhooks.clock } : {}),
+      ...metrics,
     }),
   };
 }

@@ -16,6 +16,7 @@ import { createChargeService } from '../services/charges.js';
 import type { OperationLog } from '../services/log.js';
 import { receiptResponse } from '../services/receipts.js';
 import { createWebhookService } from '../services/webhooks.js';
+import type { Metrics } from '../observability/metrics.js';
 import type { Stores } from '../store/index.js';
 import type { ReserveRow } from '../store/reserves.js';
 import { adoptableReceipt, chargeProject } from './charge-recovery.js';
@@ -26,6 +27,7 @@ export interface ReserveActivityDeps {
   /** sandbox mode (the webhook URL rules of deliveries) */
   readonly sandbox: boolean;
   readonly clock?: () => Date;
+  readonly metrics?: Pick<Metrics, 'charge'>;
 }
 
 /** The feedback delivery id of a reserve's result: 24 hex characters like every id, the same on every retry. */
@@ -36,7 +38,7 @@ export function reserveFeedbackDeliveryId(reserveId: string): string {
 export function createReserveActivities(deps: ReserveActivityDeps) {
   const clock = deps.clock ?? (() => new Date());
   const { stores } = deps;
-  const charges = createChargeService({ stores, gateways: deps.gateways });
+  const charges = createChargeService({ stores, gateways: deps.gateways, ...(deps.metrics ? { metrics: deps.metrics } : {}) });
   const project = (applicationId: string) => chargeProject(stores, applicationId);
   const reserveRow = async (reserveId: string): Promise<ReserveRow> => {
     const row = await stores.reserves.find(reserveId);

@@ -27,6 +27,7 @@ import { createChargeService } from '../services/charges.js';
 import type { OperationLog } from '../services/log.js';
 import { receiptResponse } from '../services/receipts.js';
 import { createWebhookService } from '../services/webhooks.js';
+import type { Metrics } from '../observability/metrics.js';
 import type { Stores } from '../store/index.js';
 import type { Project } from '../store/projects.js';
 import type { ReceiptRow } from '../store/receipts.js';
@@ -39,6 +40,7 @@ export interface ScheduleActivityDeps {
   /** sandbox mode (the webhook URL rules of deliveries) */
   readonly sandbox: boolean;
   readonly clock?: () => Date;
+  readonly metrics?: Pick<Metrics, 'charge' | 'scheduleCharge'>;
 }
 
 /** A schedule webhook's delivery id: 24 hex characters, the same on every retry of the activity that sends it. */
@@ -49,7 +51,7 @@ export function scheduleDeliveryId(scheduleId: string, period: number | string, 
 export function createScheduleActivities(deps: ScheduleActivityDeps) {
   const clock = deps.clock ?? (() => new Date());
   const { stores } = deps;
-  const charges = createChargeService({ stores, gateways: deps.gateways });
+  const charges = createChargeService({ stores, gateways: deps.gateways, ...(deps.metrics ? { metrics: deps.metrics } : {}) });
   const project = (applicationId: string): Promise<Project> => chargeProject(stores, applicationId);
   const scheduleRow = async (scheduleId: string): Promise<ScheduleRow> => {
     const row = await stores.schedules.find(scheduleId);
@@ -102,11 +104,10 @@ export function createScheduleActivities(deps: ScheduleActivityDeps) {
     }): Promise<ScheduleChargeResult> {
       let schedule = await scheduleRow(input.scheduleId);
       const orderId = scheduleOrderId(schedule.schedule_id, input.period, input.attempt);
-      const ended = (): ScheduleChargeResult => ({
-        outcome: 'ended',
-        status: schedule.status as ScheduleStatus,
-        chargesMade: schedule.charges_made,
-      });
+      const ended = (): ScheduleChargeResult => {
+        deps.metrics?.scheduleCharge('ended');
+        return { outcome: 'ended', status: schedule.status as ScheduleStatus, chargesMade: schedule.charges_made };
+      };
       const existing = await stores.schedules.findCharge(schedule.schedule_id, input.period);
       if (existing?.status === 'paid')
         return { outcome: 'paid', status: schedule.status as ScheduleStatus, chargesMade: schedule.charges_made };
@@ -137,6 +138,7 @@ export function createScheduleActivities(deps: ScheduleActivityDeps) {
           },
           clock(),
         );
+        deps.metrics?.scheduleCharge('paid');
         await notify('SUBSCRIPTION_CHARGED', recorded.schedule, input.period, { charge: recorded.charge, receipt });
         return {
           outcome: 'paid',
@@ -152,7 +154,10 @@ export function createScheduleActivities(deps: ScheduleActivityDeps) {
         const key = await findUsableBillingKey(stores, owner, schedule.billing_key);
         return await paid(await charges.chargeKey(owner, key, params, clock()));
       } catch (err) {
-        if (!(err instanceof ApiError) || err.statusCode >= 500) throw err; // an outage: the activity's retry, not dunning
+        if (!(err instanceof ApiError) || err.statusCode >= 500) {
+          deps.metrics?.scheduleCharge('failed');
+          throw err; // an outage: the activity's retry, not dunning
+        }
         if (err.errorCode === 'BILLING_KEY_DESTROYED' || err.errorCode === 'SUBSCRIBE_BK_NOT_FOUND') {
           await stores.schedules.recordDeclined(schedule.schedule_id, input.period, {
             attempt: input.attempt,
@@ -190,6 +195,7 @@ export function createScheduleActivities(deps: ScheduleActivityDeps) {
             });
           }
         }
+        deps.metrics?.scheduleCharge('declined');
         return { outcome: 'declined', status: schedule.status as ScheduleStatus, chargesMade: schedule.charges_made };
       }
     },

@@ -4,6 +4,7 @@ import { checkWebhookUrl, parseRetryAfter, type DeliveryState, type UrlPolicy } 
 import type { WebhookStore } from '../store/webhooks.js';
 import { createWebhookHttpClient, type Resolver } from '../webhooks/http.js';
 import { signedHeaders } from '../webhooks/signing.js';
+import type { Metrics, WebhookAttemptOutcome } from '../observability/metrics.js';
 
 export interface WebhookActivityOptions {
   /** sandbox mode: http to loopback receivers is allowed; production: https to global addresses only */
@@ -19,9 +20,10 @@ export interface WebhookActivityOptions {
 export interface WebhookActivityDeps {
   readonly webhooks: WebhookStore;
   readonly options: WebhookActivityOptions;
+  readonly metrics?: Pick<Metrics, 'webhookAttempt' | 'webhookEndpointAutoDisabled'>;
 }
 
-export function createWebhookActivities({ webhooks, options }: WebhookActivityDeps) {
+export function createWebhookActivities({ webhooks, options, metrics }: WebhookActivityDeps) {
   const policy: UrlPolicy = { sandbox: options.sandbox };
   const clock = options.clock ?? (() => new Date());
   const http = createWebhookHttpClient({
@@ -80,6 +82,7 @@ export function createWebhookActivities({ webhooks, options }: WebhookActivityDe
               body,
             );
       const retryAfterMs = sent.httpStatus !== null ? parseRetryAfter(sent.retryAfter, attemptedAt) : undefined;
+      metrics?.webhookAttempt(attemptOutcome('reason' in checked, sent.httpStatus), sent.durationMs / 1000);
       const result = await webhooks.recordAttempt(deliveryId, {
         attempt,
         lastAttempt,
@@ -90,6 +93,7 @@ export function createWebhookActivities({ webhooks, options }: WebhookActivityDe
         error: sent.error,
         retryAfterMs: retryAfterMs ?? null,
       });
+      if (result.endpointDisabled) metrics?.webhookEndpointAutoDisabled();
       return {
         state: result.state,
         ...(result.retryAfterMs !== null ? { retryAfterMs: result.retryAfterMs } : {}),
@@ -97,6 +101,13 @@ export function createWebhookActivities({ webhooks, options }: WebhookActivityDe
       };
     },
   };
+}
+
+/** How an attempt ended, as the metrics count it. */
+function attemptOutcome(refused: boolean, httpStatus: number | null): WebhookAttemptOutcome {
+  if (refused) return 'refused';
+  if (httpStatus === null) return 'network_error';
+  return httpStatus >= 200 && httpStatus < 300 ? 'success' : 'http_error';
 }
 
 export type WebhookActivities = ReturnType<typeof createWebhookActivities>;

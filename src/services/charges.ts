@@ -20,6 +20,8 @@ import { cardGatewayFor, gatewayFailure } from './gateways.js';
 import type { OperationLog } from './log.js';
 import { PG_CALL_WINDOW_MS, ReconcileLater, type ReconcileStarter, receiptResponse } from './receipts.js';
 import type { WebhookService } from './webhooks.js';
+import type { Metrics } from '../observability/metrics.js';
+import { bindLogIds } from '../observability/log-context.js';
 
 /**
  * The PG key of an order_id's charge: attempt 0 keeps the key of (project, order_id); after n declines
@@ -75,6 +77,7 @@ export function createChargeService(deps: {
   /** posts a completed charge's receipt to its feedback_url */
   readonly webhooks?: Pick<WebhookService, 'deliverFeedback'>;
   readonly logger?: Pick<OperationLog, 'warn'> & { readonly error?: OperationLog['warn'] };
+  readonly metrics?: Pick<Metrics, 'charge'>;
   /** starts the reconcile workflow of a charge that lost its answer; without it, the worker's sweep does */
   readonly reconcile?: ReconcileStarter;
   readonly clock?: () => Date;
@@ -150,6 +153,7 @@ export function createChargeService(deps: {
       const claimed = await claim(project, key, params, requestedAt, feedback);
       if ('answer' in claimed) return claimed.answer;
       const receiptId = claimed.pending.receipt_id;
+      bindLogIds({ receipt_id: receiptId });
 
       let result: ChargeResult;
       try {
@@ -165,6 +169,7 @@ export function createChargeService(deps: {
       } catch (err) {
         const failure = gatewayFailure('charge', err);
         const declined = failure instanceof ApiError && failure.errorCode === 'PAYMENT_DECLINED';
+        deps.metrics?.charge(declined ? 'declined' : 'failed', key.pg);
         // A refusal is final: the order_id is free for another attempt, under the next PG key.
         if (declined) await receipts.declinePendingCharge(receiptId);
         else await handOver(receiptId, failure);
@@ -178,6 +183,7 @@ export function createChargeService(deps: {
         await handOver(receiptId, err);
         throw err;
       }
+      deps.metrics?.charge('paid', key.pg);
       if (feedback && deps.webhooks) {
         try {
           await deps.webhooks.deliverFeedback(

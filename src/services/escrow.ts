@@ -37,6 +37,7 @@ import { gatewayFailure } from './gateways.js';
 import type { OperationLog } from './log.js';
 import { receiptResponse, withEscrowData } from './receipts.js';
 import { DEFAULT_WORKFLOW_CALL_TIMEOUT_MS, type WorkflowRuntime } from './verifications.js';
+import { bindLogIds } from '../observability/log-context.js';
 
 export interface EscrowEventView {
   readonly seq: number;
@@ -127,6 +128,7 @@ export function createEscrowService(deps: {
         throw new ApiError('RC_PG_NOT_FOUND', { message: `PG '${req.pg}' takes no sandbox payments here.` });
       if (await stores.escrow.orderTaken(project.application_id, req.orderId)) throw new ApiError('ORDER_ID_DUPLICATED');
       const receiptId = newId();
+      bindLogIds({ receipt_id: receiptId });
       const requestedAt = deps.clock();
       const escrowPg = req.escrow && gateway.escrow !== undefined;
       let paid: Awaited<ReturnType<typeof gateway.payments.pay>>;

@@ -13,9 +13,11 @@ import { createProjectService, type ProjectService } from './projects.js';
 import { createReceiptService, createReconcileStarter, type ReceiptService } from './receipts.js';
 import { createReserveService, type ReserveService } from './reserves.js';
 import { createScheduleService, type ScheduleService } from './schedules.js';
+import { countVerificationOutcomes } from './verification-metrics.js';
 import { createVerificationService, type VerificationService, type WorkflowRuntime } from './verifications.js';
 import { createWebhookService, type WebhookService } from './webhooks.js';
 import type { Resolver } from '../webhooks/http.js';
+import type { Metrics } from '../observability/metrics.js';
 
 export interface Services {
   readonly projects: ProjectService;
@@ -53,10 +55,13 @@ export interface ServiceDeps {
   readonly logger?: Pick<OperationLog, 'warn'>;
   /** {base_url}: where escrow PGs are told to send their notifications */
   readonly publicBaseUrl?: string;
+  /** the process's metrics: each use case counts what it did */
+  readonly metrics?: Metrics;
 }
 
 export function createServices(deps: ServiceDeps): Services {
   const { stores, gateways, clock } = deps;
+  const metrics = deps.metrics ? { metrics: deps.metrics } : {};
   const webhooks = createWebhookService({
     stores,
     clock,
@@ -69,7 +74,7 @@ export function createServices(deps: ServiceDeps): Services {
   // a charge or cancel that lost its PG answer is handed to its reconcile workflow (the worker's sweep without an engine)
   const reconcile = deps.workflows ? { reconcile: createReconcileStarter(deps.workflows) } : {};
   const logger = deps.logger ? { logger: deps.logger } : {};
-  const charges = createChargeService({ stores, gateways, webhooks, clock, ...reconcile, ...logger });
+  const charges = createChargeService({ stores, gateways, webhooks, clock, ...reconcile, ...logger, ...metrics });
   const cancels = createCancelService({ stores, gateways, clock, ...reconcile, ...logger });
   const schedules = createScheduleService({
     stores,
@@ -94,15 +99,18 @@ export function createServices(deps: ServiceDeps): Services {
     charges,
     cancels,
     receipts: createReceiptService({ stores }),
-    verifications: createVerificationService({
-      stores,
-      gateways,
-      clock,
-      ...(deps.workflows ? { workflows: deps.workflows } : {}),
-      ...(deps.workflowCallTimeoutMs !== undefined ? { workflowCallTimeoutMs: deps.workflowCallTimeoutMs } : {}),
-      ...(deps.sandboxUrl ? { sandboxUrl: deps.sandboxUrl } : {}),
-      ...(deps.sandboxToken ? { sandboxToken: deps.sandboxToken } : {}),
-    }),
+    verifications: countVerificationOutcomes(
+      createVerificationService({
+        stores,
+        gateways,
+        clock,
+        ...(deps.workflows ? { workflows: deps.workflows } : {}),
+        ...(deps.workflowCallTimeoutMs !== undefined ? { workflowCallTimeoutMs: deps.workflowCallTimeoutMs } : {}),
+        ...(deps.sandboxUrl ? { sandboxUrl: deps.sandboxUrl } : {}),
+        ...(deps.sandboxToken ? { sandboxToken: deps.sandboxToken } : {}),
+      }),
+      deps.metrics,
+    ),
     webhooks,
     messages: createMessageService({ stores, webhooks, clock }),
     escrow: createEscrowService({

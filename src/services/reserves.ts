@@ -21,6 +21,7 @@ import type { reserveWorkflow } from '../workflows/reserve.js';
 import { findUsableBillingKey } from './billing-keys.js';
 import { cardGatewayFor } from './gateways.js';
 import { DEFAULT_WORKFLOW_CALL_TIMEOUT_MS, type WorkflowRuntime } from './verifications.js';
+import { bindLogIds } from '../observability/log-context.js';
 
 export interface ReserveService {
   /** POST /v2/subscribe/payment/reserve: stored and its workflow started, or nothing stored. */
@@ -65,6 +66,7 @@ export function createReserveService(deps: {
       cardGatewayFor(deps.gateways, project, key.pg);
       const { client, taskQueue } = workflows();
       const reserveId = newId();
+      bindLogIds({ reserve_id: reserveId });
       const row = await stores.reserves.insert({
         reserveId,
         applicationId: project.application_id,

@@ -37,6 +37,7 @@ import { findUsableBillingKey } from './billing-keys.js';
 import { cardGatewayFor } from './gateways.js';
 import type { OperationLog } from './log.js';
 import { DEFAULT_WORKFLOW_CALL_TIMEOUT_MS, type WorkflowRuntime } from './verifications.js';
+import { bindLogIds } from '../observability/log-context.js';
 
 type Rendered = Record<string, unknown>;
 
@@ -113,6 +114,7 @@ export function createScheduleService(deps: {
       cardGatewayFor(deps.gateways, project, key.pg);
       const { client, taskQueue } = workflows();
       const scheduleId = newId();
+      bindLogIds({ schedule_id: scheduleId });
       const now = deps.clock();
       const row = await stores.schedules.insert({
         scheduleId,
