@@ -383,6 +383,14 @@ export function checkHistoryLimits(core: EngineCore, ex: Execution): void {
   const c = core.dynamicConfig;
   const size = historySizeBytes(ex);
   const count = ex.history.length;
+  // The common case, on every commit: under every limit, nothing to log.
+  if (
+    size <= c.historySizeLimitWarn &&
+    count <= c.historyCountLimitWarn &&
+    size <= c.historySizeLimitError &&
+    count <= c.historyCountLimitError
+  )
+    return;
   const run = { namespace: ex.s.namespace, workflowId: ex.s.workflowId, runId: ex.s.runId };
   let reason: string | undefined;
   if (size > c.historySizeLimitError) {
