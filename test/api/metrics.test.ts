@@ -2,13 +2,16 @@
 // and attempted against a loopback receiver, then a scrape that must show each series with its value (HTTP requests
 // under their route pattern, the charge by outcome and PG, the workflow start, the attempt and its latency, the
 // pending gauge read from the database). The endpoint wants the admin token; the worker process's own listener
-// does too; the metrics variables are parsed with the others.
+// does too; the real worker.ts (Postgres) serves its registry and the Temporal SDK's exporter on the configured
+// ports, with JSON logs free of the bundle report; the metrics variables are parsed with the others.
+import { createServer } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, parseConfig } from '../../src/config/index.js';
 import { DELIVERY_WORKFLOW_TYPE } from '../../src/contracts/webhooks.js';
 import { startMetricsListener } from '../../src/observability/metrics-listener.js';
 import { createMetrics, type Metrics } from '../../src/observability/metrics.js';
 import { buildTestApp, TEST_ADMIN_TOKEN, type TestApp } from '../helpers/app.js';
+import { openWorkerProcessStack, postgresReachable, type WorkerProcessStack } from '../helpers/worker-process.js';
 import { keyInClient } from './key-in-fixtures.js';
 import { freshPhone, verificationClient } from './verification-fixtures.js';
 import { type Receiver, startReceiver, untilDelivery } from './webhook-fixtures.js';
@@ -198,6 +201,64 @@ describe("the worker process's metrics listener", () => {
       await listener.close();
     }
   });
+});
+
+/** A port nothing listens on right now (the kernel's pick, released for the child to bind). */
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((ready) => server.listen(0, '127.0.0.1', () => ready()));
+  const { port } = server.address() as { port: number };
+  await new Promise<void>((done) => server.close(() => done()));
+  return port;
+}
+
+describe.skipIf(!(await postgresReachable()))('the standalone worker process (worker.ts, Postgres)', () => {
+  let stack: WorkerProcessStack | undefined;
+  beforeAll(async () => {
+    stack = await openWorkerProcessStack('metrics');
+  }, 120_000);
+  afterAll(async () => {
+    await stack?.close();
+  });
+
+  it("serves its registry on WORKER_METRICS_PORT (admin token), the SDK's worker metrics at TEMPORAL_METRICS_ADDRESS, JSON logs without the bundle report", async () => {
+    const ours = await freePort();
+    const sdk = await freePort();
+    const worker = await stack!.startWorker({
+      ADMIN_TOKEN: TEST_ADMIN_TOKEN,
+      WORKER_METRICS_PORT: String(ours),
+      TEMPORAL_METRICS_ADDRESS: `127.0.0.1:${sdk}`,
+    });
+    const scraped = await fetch(`http://127.0.0.1:${ours}/metrics`, { headers: { authorization: `Bearer ${TEST_ADMIN_TOKEN}` } });
+    expect(scraped.status).toBe(200);
+    const text = await scraped.text();
+    expect(text).toContain('# TYPE paygate_webhook_attempts_total counter');
+    expect(text).toContain('# TYPE paygate_schedule_charges_total counter');
+    expect(sample(text, 'paygate_process_cpu_seconds_total')).toBeGreaterThan(0);
+    expect(sample(text, 'paygate_webhook_deliveries_pending', { state: 'ready' })).toBe(0);
+    expect((await fetch(`http://127.0.0.1:${ours}/metrics`)).status).toBe(401);
+
+    // the SDK's exporter reports once the worker polls: task slots, pollers
+    const deadline = Date.now() + 20_000;
+    let sdkText = '';
+    while (!/^temporal_\w+/m.test(sdkText) && Date.now() < deadline) {
+      sdkText = await fetch(`http://127.0.0.1:${sdk}/metrics`).then(
+        (r) => r.text(),
+        () => '',
+      );
+      if (!/^temporal_\w+/m.test(sdkText)) await new Promise((r) => setTimeout(r, 250));
+    }
+    expect(sdkText).toMatch(/^temporal_worker_task_slots_available\{/m);
+
+    // stdout is a pipe: JSON lines; the webpack report of the bundle is at debug, under LOG_LEVEL=info
+    const lines = worker
+      .text()
+      .split('\n')
+      .filter((l) => l.startsWith('{'));
+    expect(lines.some((l) => (JSON.parse(l) as { msg?: string }).msg === 'worker running')).toBe(true);
+    expect(worker.text()).not.toMatch(/compiled successfully|orphan modules|webpack/i);
+    expect(worker.text()).not.toContain(TEST_ADMIN_TOKEN);
+  }, 120_000);
 });
 
 describe('metrics configuration', () => {
