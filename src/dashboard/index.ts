@@ -138,7 +138,7 @@ function backOf(request: FastifyRequest): string {
   if (request.method !== 'POST') return `${DASHBOARD_PREFIX}/receipts`;
   const parts = path.split('/');
   // sections whose rows have no page of their own go back to the section
-  if (['webhooks', 'reserves', 'clock'].includes(parts[2] ?? '')) return parts.slice(0, 3).join('/');
+  if (['webhooks', 'notifications', 'reserves', 'clock'].includes(parts[2] ?? '')) return parts.slice(0, 3).join('/');
   return parts.length > 3 ? parts.slice(0, -1).join('/') : path;
 }
 

@@ -27,6 +27,8 @@ const EXEMPT: Readonly<Record<string, 'none' | 'admin'>> = {
   'PATCH /admin/v1/projects/:application_id': 'admin',
   'POST /admin/v1/projects/:application_id/keys/rotate': 'admin',
   'POST /admin/v1/projects/:application_id/webhook/secret': 'admin',
+  'GET /admin/v1/projects/:application_id/webhook/deliveries': 'admin',
+  'POST /admin/v1/projects/:application_id/webhook/deliveries/:delivery_id/retry': 'admin',
   // Prometheus scrapes with the admin token
   'GET /metrics': 'admin',
 };
@@ -64,6 +66,8 @@ const DASHBOARD: Readonly<Record<string, 'asset' | 'public' | 'pick' | 'project'
   'POST /dashboard/webhooks/secret': 'project',
   'POST /dashboard/webhooks/test': 'project',
   'POST /dashboard/webhooks/deliveries/:delivery_id/retry': 'project',
+  'GET /dashboard/notifications': 'project',
+  'POST /dashboard/notifications/deliveries/:delivery_id/retry': 'project',
   'GET /dashboard/reserves': 'project',
   'POST /dashboard/reserves/:reserve_id/revoke': 'project',
   'GET /dashboard/schedules': 'project',

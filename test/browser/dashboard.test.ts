@@ -144,6 +144,8 @@ describe.skipIf(!available)('the sandbox dashboard in Chromium', () => {
 
     const created = await api('POST', '/admin/v1/projects', { name: 'Browser shop' }, `Bearer ${ADMIN_TOKEN}`);
     keys = { client_key: String(created.client_key), secret_key: String(created.secret_key) };
+    // the project's own notifications (escrow status changes, subscription events) go to the receiver too
+    await api('PATCH', `/admin/v1/projects/${created.application_id}`, { webhook_url: receiverUrl }, `Bearer ${ADMIN_TOKEN}`);
     basic = `Basic ${Buffer.from(`${keys.client_key}:${keys.secret_key}`).toString('base64')}`;
 
     // a billing key and a monthly schedule whose first charge falls one hour ahead on the sandbox clock
@@ -270,6 +272,15 @@ describe.skipIf(!available)('the sandbox dashboard in Chromium', () => {
     expect(await page.locator('#clock-now').textContent()).not.toBe(before);
     await until(schedulePath, async () => (await page.locator('.badge.c-paid').count()) > 0);
     await shot('09-schedule-charged');
+
+    // the project's notifications: the escrow transitions' and the schedule charge's deliveries, done
+    await until('/dashboard/notifications', async () => {
+      const text = (await page.locator('table.deliveries').textContent()) ?? '';
+      return (
+        text.includes('escrow.status_changed') && /subscription/i.test(text) && (await page.locator('.badge.d-done').count()) >= 3
+      );
+    });
+    await shot('15-notifications');
 
     // the lists that have no action in this walk, for the screenshots
     for (const [name, path] of [

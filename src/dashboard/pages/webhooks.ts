@@ -1,7 +1,8 @@
 // The messaging webhook: its configuration (save, secret rotation, test send) and its deliveries with every
-// attempt and a retry of a failed one: the webhook use cases the /message routes call.
+// attempt and a retry of a failed one: the webhook use cases the /message routes call. And the project's own
+// notifications (its webhook_url, charges' feedback_url): the deliveries and retry the admin API lists and retries.
 import type { FastifyInstance } from 'fastify';
-import { MESSAGE_EVENTS, parsePageQuery } from '../../domain/webhooks.js';
+import { MESSAGE_EVENTS, parsePageQuery, parseProjectDeliveryQuery } from '../../domain/webhooks.js';
 import type { DashboardContext } from '../context.js';
 import { field, intField } from './forms.js';
 
@@ -72,6 +73,39 @@ export async function webhookPages(app: FastifyInstance, ctx: DashboardContext):
       const project = await ctx.project(request, 'message_webhook');
       await webhooks.retry(project, request.params.delivery_id);
       return reply.redirect('/dashboard/webhooks?done=retried', 303);
+    },
+  );
+
+  // the project's notifications are reads of its payments' outcomes: the receipt scope
+  app.get<{ Querystring: { page?: string; destination?: string } }>(
+    '/notifications',
+    { config: session, schema: { hide: true } },
+    async (request, reply) => {
+      const project = await ctx.project(request, 'receipt');
+      const query = parseProjectDeliveryQuery({
+        page: request.query.page ?? '1',
+        limit: String(PAGE_SIZE),
+        ...(request.query.destination ? { destination: request.query.destination } : {}),
+      });
+      const { rows, count } = await webhooks.projectDeliveries(project.application_id, query);
+      return ctx.render(request, reply, 'notifications', {
+        title: 'Notifications',
+        deliveries: rows,
+        count,
+        page: query.page,
+        pages: Math.max(1, Math.ceil(count / PAGE_SIZE)),
+        destination: query.destination,
+      });
+    },
+  );
+
+  app.post<{ Params: { delivery_id: string } }>(
+    '/notifications/deliveries/:delivery_id/retry',
+    { config: session, schema: { hide: true } },
+    async (request, reply) => {
+      const project = await ctx.project(request, 'receipt');
+      await webhooks.retryProjectDelivery(project.application_id, request.params.delivery_id);
+      return reply.redirect('/dashboard/notifications?done=retried', 303);
     },
   );
 }
