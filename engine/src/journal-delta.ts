@@ -42,6 +42,7 @@ export interface StateDelta {
 /** What the journal holds of one run's state, to write only the difference next time. */
 export class StateCursor {
   private started = false;
+  private readonly prims = new Map<string, unknown>();
   private readonly fields = new Map<string, string>();
   private readonly maps = new Map<string, Map<string, Entry>>();
   private readonly arrays = new Map<string, unknown[]>();
@@ -56,11 +57,21 @@ export class StateCursor {
     const set: string[] = [];
     const maps: string[] = [];
     const arrays: string[] = [];
-    const present = new Set<string>();
-    for (const [key, value] of Object.entries(state)) {
+    let present = 0;
+    const fields = state as Record<string, unknown>;
+    for (const key in fields) {
+      const value = fields[key];
       if (value === undefined) continue;
-      present.add(key);
-      const isMap = MAP_FIELDS.has(key) && value !== null && typeof value === 'object' && !Array.isArray(value);
+      present++;
+      // Most fields are numbers, strings, booleans or null, compared as they are: this runs on every commit.
+      if (value === null || typeof value !== 'object') {
+        if (this.prims.has(key) && this.prims.get(key) === value) continue;
+        this.forget(key);
+        this.prims.set(key, value);
+        set.push(`${JSON.stringify(key)}:${JSON.stringify(value)}`);
+        continue;
+      }
+      const isMap = MAP_FIELDS.has(key) && !Array.isArray(value);
       const isArray = ARRAY_FIELDS.has(key) && Array.isArray(value);
       if (isMap && this.maps.has(key)) {
         const d = this.diffMap(key, value as Record<string, unknown>);
@@ -69,34 +80,40 @@ export class StateCursor {
         const d = this.diffArray(key, value as unknown[]);
         if (d) arrays.push(`${JSON.stringify(key)}:${d}`);
       } else if (isMap || isArray) {
-        // First seen (or a plain field before): written whole, in the state's own field order, and remembered.
-        this.fields.delete(key);
+        // First seen (or another kind of field before): written whole, in the state's own field order, and remembered.
+        this.forget(key);
         set.push(
           `${JSON.stringify(key)}:${isMap ? this.seedMap(key, value as Record<string, unknown>) : this.seedArray(key, value as unknown[])}`,
         );
       } else {
-        // Most fields are numbers and strings: no replacer needed for them.
-        const json = typeof value === 'object' && value !== null ? serialize(value) : JSON.stringify(value);
+        const json = serialize(value);
         if (this.fields.get(key) === json) continue;
+        this.forget(key);
         this.fields.set(key, json);
-        this.maps.delete(key);
-        this.arrays.delete(key);
         set.push(`${JSON.stringify(key)}:${json}`);
       }
     }
     const removed: string[] = [];
-    for (const key of [...this.fields.keys(), ...this.maps.keys(), ...this.arrays.keys()]) {
-      if (present.has(key)) continue;
-      this.fields.delete(key);
-      this.maps.delete(key);
-      this.arrays.delete(key);
-      removed.push(key);
+    // Fields leave the state now and then (an optional one unset): when as many are present as known, none left.
+    if (present !== this.prims.size + this.fields.size + this.maps.size + this.arrays.size) {
+      for (const key of [...this.prims.keys(), ...this.fields.keys(), ...this.maps.keys(), ...this.arrays.keys()]) {
+        if (fields[key] !== undefined) continue;
+        this.forget(key);
+        removed.push(key);
+      }
     }
     if (set.length > 0) parts.push(`"f":{${set.join(',')}}`);
     if (removed.length > 0) parts.push(`"u":${JSON.stringify(removed)}`);
     if (maps.length > 0) parts.push(`"m":{${maps.join(',')}}`);
     if (arrays.length > 0) parts.push(`"a":{${arrays.join(',')}}`);
     return parts.length > 0 ? `{${parts.join(',')}}` : null;
+  }
+
+  private forget(key: string): void {
+    this.prims.delete(key);
+    this.fields.delete(key);
+    this.maps.delete(key);
+    this.arrays.delete(key);
   }
 
   private seedMap(field: string, value: Record<string, unknown>): string {
