@@ -85,10 +85,12 @@ export function createCancelService(deps: {
   readonly logger?: Pick<OperationLog, 'warn'>;
 }): CancelService {
   const { receipts } = deps.stores;
-  /** The PG may have made the cancel: the lease ends now and its reconcile workflow learns what happened. */
+  /**
+   * The PG may have made the cancel: its reconcile workflow learns what happened. The lease stays: the PG may still
+   * hold the request and execute it, so no other cancel starts and "never received" is believed only after it.
+   */
   const handOver = async (receiptId: string, cancelKey: string, err: unknown): Promise<void> => {
     try {
-      await receipts.handOverCancel(receiptId, deps.clock());
       await deps.reconcile?.cancel(receiptId, cancelKey);
     } catch (handOverErr) {
       // the sweep finds the pending cancel once its lease ends
@@ -210,9 +212,6 @@ export function createCancelService(deps: {
       const pending = receipt?.cancel_pending;
       if (!receipt || !pending || pending.cancel_key !== cancelKey) return { outcome: 'none' };
       const now = deps.clock();
-      if (receipt.cancel_locked_until !== null && receipt.cancel_locked_until.getTime() > now.getTime()) {
-        throw new ReconcileLater(`receipt ${receiptId}: a request still holds its cancel lease`);
-      }
       const projectRow = await deps.stores.projects?.findById(receipt.application_id);
       if (!projectRow) throw new Error(`project ${receipt.application_id} of receipt ${receiptId} not found`);
       const project = toProject(projectRow);
@@ -239,6 +238,14 @@ export function createCancelService(deps: {
         inquiry = { state: 'refused', pgErrorCode: failure.pgErrorCode ?? '', pgMessage: failure.message };
       }
       if (inquiry.state !== 'executed') {
+        // a refusal is final; "never received" is believed once the lease has passed (the PG may still hold it)
+        if (
+          inquiry.state === 'not_executed' &&
+          receipt.cancel_locked_until !== null &&
+          receipt.cancel_locked_until.getTime() > now.getTime()
+        ) {
+          throw new ReconcileLater(`receipt ${receiptId}: its cancel lease has not passed`);
+        }
         await receipts.releaseCancelLease(receiptId, pending.cancel_key);
         return {
           outcome: 'not_cancelled',

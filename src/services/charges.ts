@@ -85,13 +85,15 @@ export function createChargeService(deps: {
   const { receipts, billingKeys } = deps.stores;
   const clock = deps.clock ?? (() => new Date());
 
-  /** The call ended without a final answer: the reconcile workflow owns the charge from now. */
+  /**
+   * The call ended without a final answer: the reconcile workflow owns the charge from now. The call window stays
+   * as it is: the PG may still hold the request and execute it, so its "never received" is believed only after.
+   */
   const handOver = async (receiptId: string, err: unknown): Promise<void> => {
     if (err instanceof ApiError && err.errorCode === 'PG_KEY_REUSED') {
       deps.logger?.error?.({ receipt_id: receiptId, err }, 'the PG refused a charge key as reused: a defect, reconciled');
     }
     try {
-      await receipts.handOverCharge(receiptId, clock());
       await deps.reconcile?.charge(receiptId);
     } catch (handOverErr) {
       // the sweep finds the pending receipt once its call window ends
@@ -203,9 +205,6 @@ export function createChargeService(deps: {
       const row = await receipts.find(receiptId);
       if (!row || row.status !== PAYMENT_PENDING) return { outcome: 'none' };
       const now = clock();
-      if (row.pg_call_until !== null && row.pg_call_until.getTime() > now.getTime()) {
-        throw new ReconcileLater(`receipt ${receiptId}: a request still owns its PG call`);
-      }
       const projectRow = await deps.stores.projects?.findById(row.application_id);
       if (!projectRow) throw new Error(`project ${row.application_id} of receipt ${receiptId} not found`);
       const project = toProject(projectRow);
@@ -233,7 +232,12 @@ export function createChargeService(deps: {
         });
         return { outcome: 'failed', receipt: row, project, error };
       }
-      // never executed: dropped unless a retry took the call meanwhile (then it answers)
+      // Never received, as far as the PG knows now. Believed once the call window has passed: until then the PG may
+      // still hold the request (a slow PG, the sandbox's timeout fault) and execute it after we dropped the receipt.
+      if (row.pg_call_until !== null && row.pg_call_until.getTime() > now.getTime()) {
+        throw new ReconcileLater(`receipt ${receiptId}: its PG call window has not passed`);
+      }
+      // dropped unless a retry took the call meanwhile (then it answers)
       if (!(await receipts.dropUnexecutedCharge(receiptId, now))) {
         throw new ReconcileLater(`receipt ${receiptId}: a retry took the PG call`);
       }

@@ -48,8 +48,6 @@ export interface ReceiptStore {
   claimOrder(charge: NewCharge): Promise<OrderClaim>;
   /** A request re-driving a pending charge owns its PG call until `until`; undefined when it is no longer pending. */
   redriveCharge(receiptId: string, until: Date): Promise<ReceiptRow | undefined>;
-  /** The request's call ended without a final answer: its reconcile workflow owns the charge from `now`. */
-  handOverCharge(receiptId: string, now: Date): Promise<void>;
   /**
    * Drops a pending receipt the PG refused, so the order_id is free again; the order_id's next attempt
    * gets the next PG key (the PG keeps the refusal under the old one).
@@ -87,8 +85,6 @@ export interface ReceiptStore {
   releaseCancelLease(receiptId: string, cancelKey?: string): Promise<void>;
   /** Notes the cancel about to be sent to the PG (under the held lease), for its reconcile workflow. */
   markCancelPending(receiptId: string, pending: PendingCancel): Promise<void>;
-  /** The request's cancel call ended without a final answer: the lease ends now, the pending cancel stays. */
-  handOverCancel(receiptId: string, now: Date): Promise<void>;
   /** The first cancel of a cancel_id on this receipt: what it refunded, from what, and its stored response. */
   findCancel(receiptId: string, cancelId: string): Promise<StoredCancel | undefined>;
   /**
@@ -173,15 +169,6 @@ export function createReceiptStore(db: Kysely<Tables>): ReceiptStore {
         .where('status', '=', PAYMENT_PENDING)
         .returningAll()
         .executeTakeFirst();
-    },
-
-    async handOverCharge(receiptId, now) {
-      await db
-        .updateTable('receipts')
-        .set({ pg_call_until: now })
-        .where('receipt_id', '=', receiptId)
-        .where('status', '=', PAYMENT_PENDING)
-        .execute();
     },
 
     async declinePendingCharge(receiptId) {
@@ -304,15 +291,6 @@ export function createReceiptStore(db: Kysely<Tables>): ReceiptStore {
         .updateTable('receipts')
         .set({ cancel_pending: JSON.stringify(pending) })
         .where('receipt_id', '=', receiptId)
-        .execute();
-    },
-
-    async handOverCancel(receiptId, now) {
-      await db
-        .updateTable('receipts')
-        .set({ cancel_locked_until: now })
-        .where('receipt_id', '=', receiptId)
-        .where('cancel_pending', 'is not', null)
         .execute();
     },
 

@@ -94,7 +94,7 @@ export async function sandboxChargeExecutions(sandboxUrl: string, idempotencyKey
 export async function armSandboxFault(
   sandboxUrl: string,
   operation: string,
-  fault: '500' | 'timeout' | 'garbage',
+  fault: '500' | 'timeout' | 'garbage' | 'late',
   count = 1,
 ): Promise<void> {
   const res = await fetch(`${sandboxUrl}/_sandbox/faults`, {

@@ -5,7 +5,7 @@
 // A declined order_id's next attempt gets its own PG key; a "key reused" PG answer is never a card decline.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { pgChargeKey } from '../../src/services/charges.js';
-import { createReconcileStarter, sweepUnsettled } from '../../src/services/receipts.js';
+import { createReconcileStarter, PG_CALL_WINDOW_MS, sweepUnsettled } from '../../src/services/receipts.js';
 import { buildTestApp, TEST_SANDBOX_TOKEN, type TestApp, type TestProject } from '../helpers/app.js';
 import { armSandboxFault, keyInClient, sandboxChargeExecutions, sandboxGet } from './key-in-fixtures.js';
 import { eventually, type Receiver, startReceiver } from './webhook-fixtures.js';
@@ -108,6 +108,10 @@ describe('a charge whose PG answer is lost', () => {
     const body = { billing_key: billingKey, order_name: 'June', order_id: orderId, price: 1_300 };
     expect((await client.post('/v2/subscribe/payment', body)).status).toBe(502);
     const receiptId = (await receiptRow(orderId))!.receipt_id;
+    // "never received" is believed only once the call window has passed (the PG might still hold the request)
+    await new Promise((r) => setTimeout(r, 3_000));
+    expect((await receiptRow(orderId))?.status).toBe(0);
+    t.clock.advance(PG_CALL_WINDOW_MS);
     await eventually(async () => ((await receiptRow(orderId)) === undefined ? true : undefined), 'the pending receipt dropped');
     expect(await sandboxChargeExecutions(t.sandboxUrl, pgChargeKey(project.applicationId, orderId, 0))).toBe(0);
     const [event] = await eventually(async () => {
@@ -120,6 +124,47 @@ describe('a charge whose PG answer is lost', () => {
     expect(again.status).toBe(200);
     expect(await sandboxChargeExecutions(t.sandboxUrl, pgChargeKey(project.applicationId, orderId, 0))).toBe(1);
   }, 60_000);
+});
+
+describe('a call the PG holds past the adapter timeout and executes later', () => {
+  // The PG answers "never received" while it still holds the request: believing it at once would drop the
+  // receipt (or forget the cancel) and leave the late execution with nothing in paygate.
+  it('a charge is completed by its reconcile workflow once the PG has executed it, never dropped', async () => {
+    const orderId = 'late-charge-1';
+    await armSandboxFault(t.sandboxUrl, 'charge', 'late');
+    const body = { billing_key: billingKey, order_name: 'June', order_id: orderId, price: 1_100 };
+    expect((await client.post('/v2/subscribe/payment', body)).status).toBeGreaterThanOrEqual(500);
+    const settled = await eventually(
+      async () => {
+        const row = await receiptRow(orderId);
+        expect(row, 'the pending receipt was dropped while the PG held its charge').toBeDefined();
+        return row?.status === 1 ? row : undefined;
+      },
+      'the late charge completed',
+      90_000,
+    );
+    expect(settled.status).toBe(1);
+    expect(await sandboxChargeExecutions(t.sandboxUrl, pgChargeKey(project.applicationId, orderId, 0))).toBe(1);
+  }, 150_000);
+
+  it('a cancel is recorded by its reconcile workflow once the PG has made it, never forgotten', async () => {
+    const paid = await client.charge(billingKey, { price: 4_000 });
+    expect(paid.status).toBe(200);
+    const receiptId = paid.body.receipt_id as string;
+    await armSandboxFault(t.sandboxUrl, 'cancel', 'late');
+    const cancel = { receipt_id: receiptId, cancel_id: 'late-cancel-1', cancel_price: 1_000 };
+    expect((await client.cancel(cancel)).status).toBeGreaterThanOrEqual(500);
+    const settled = await eventually(
+      async () => {
+        const res = await client.get(`/v2/receipt/${receiptId}`);
+        return res.body.cancelled_price === 1_000 ? res.body : undefined;
+      },
+      'the late cancel recorded',
+      90_000,
+    );
+    expect(settled).toMatchObject({ status: 1, cancelled_price: 1_000 });
+    expect(await refundedAtPg(receiptId)).toBe(1_000);
+  }, 150_000);
 });
 
 describe('a cancel whose PG answer is lost', () => {
