@@ -58,7 +58,8 @@ try {
     logger.fatal({ err }, 'the Temporal worker stopped');
     process.kill(process.pid, 'SIGTERM');
   });
-  const stopRecovery = startDeliveryRecovery(core, temporal, logger);
+  // the sweep judges call windows by the clock the services wrote them with (the sandbox clock when it runs)
+  const stopRecovery = startDeliveryRecovery(core, temporal, logger, sandboxClock ? { clock: sandboxClock.now } : {});
   closers.push(async () => stopRecovery());
 
   const app = await buildConfiguredApp({
