@@ -9,10 +9,12 @@
  *   npm run bench:webhooks                               # 1000 deliveries, 10,000 pending retries
  *   npm run bench:webhooks -- -n 2000 --concurrency 200 --pending 2000
  *   DATABASE_URL=postgres://postgres@127.0.0.1:5432/test npm run bench:webhooks   # Postgres instead of PGlite
+ *   npm run bench:webhooks -- --engine 127.0.0.1:7233    # an engine started by hand (to profile it)
  *
  * Prints figures; never a test. Memory: this process holds the worker, the service and PGlite; the engine
  * is its own process (RSS from /proc, Linux).
  */
+import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
@@ -38,6 +40,8 @@ const { values } = parseArgs({
     deliveries: { type: 'string', short: 'n' },
     concurrency: { type: 'string' },
     pending: { type: 'string' },
+    // an engine started by hand (e.g. `node --cpu-prof bin/temporal-devserver server start-dev ...` to profile it)
+    engine: { type: 'string' },
   },
 });
 const deliveries = Number(values.deliveries ?? 1000);
@@ -67,6 +71,33 @@ function rssOf(pid: number | undefined): number {
     return line ? Number(line.split(/\s+/)[1]) * 1024 : Number.NaN;
   } catch {
     return Number.NaN;
+  }
+}
+
+/** CPU time (user + system, every thread) of another process, in ms, from /proc (Linux; clock ticks of 10 ms). */
+function cpuOf(pid: number | undefined): number {
+  if (pid === undefined) return Number.NaN;
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return (Number(fields[11]) + Number(fields[12])) * 10;
+  } catch {
+    return Number.NaN;
+  }
+}
+const selfCpu = () => {
+  const { user, system } = process.cpuUsage();
+  return (user + system) / 1000;
+};
+
+/** The pid of the process listening on the engine's port (from `ss`), for its CPU and memory figures. */
+function enginePid(address: string): number | undefined {
+  const port = address.split(':').pop();
+  try {
+    const out = execFileSync('ss', ['-Hltnp', `sport = :${port}`], { encoding: 'utf8' });
+    const pid = /pid=(\d+)/.exec(out)?.[1];
+    return pid === undefined ? undefined : Number(pid);
+  } catch {
+    return undefined;
   }
 }
 
@@ -122,7 +153,9 @@ const event = (i: number): OutboundEvent => {
 };
 
 const workDir = await mkdtemp(join(tmpdir(), 'paygate-bench-webhooks-'));
-const engine = await startEmbeddedEngine({ dataDir: join(workDir, 'temporal'), namespace: 'default' });
+const engine = values.engine
+  ? { address: values.engine, pid: enginePid(values.engine), stop: async () => undefined }
+  : await startEmbeddedEngine({ dataDir: join(workDir, 'temporal'), namespace: 'default' });
 // PGlite in this process (npm start's default), or a Postgres server when DATABASE_URL is set (a schema of its own)
 const benchSchema = process.env.DATABASE_URL ? `bench_${newId()}` : undefined;
 const database = process.env.DATABASE_URL
@@ -185,13 +218,25 @@ try {
   // the real path: deliver -> workflow -> activity -> receiver -> recorded 'done'
   const before = ok.count();
   const ids: string[] = [];
+  const cpuBefore = { self: selfCpu(), engine: cpuOf(engine.pid) };
   const pathStart = performance.now();
   await pool(deliveries, concurrency, async (i) => {
     const row = await services.webhooks.deliverMessageEvent(project.application_id, event(i));
     ids.push(row!.delivery_id);
   });
   const queuedMs = performance.now() - pathStart;
-  await until('every delivery to reach the receiver', async () => ok.count() - before >= deliveries, 600_000);
+  let lastProgress = performance.now();
+  await until(
+    'every delivery to reach the receiver',
+    async () => {
+      if (performance.now() - lastProgress > 30_000) {
+        lastProgress = performance.now();
+        console.log(`  ... ${ok.count() - before} of ${deliveries} received`);
+      }
+      return ok.count() - before >= deliveries;
+    },
+    600_000,
+  );
   await until(
     'every delivery to be recorded done',
     async () => {
@@ -205,6 +250,10 @@ try {
     600_000,
   );
   const pathMs = performance.now() - pathStart;
+  const cpuPer = {
+    self: (selfCpu() - cpuBefore.self) / deliveries,
+    engine: (cpuOf(engine.pid) - cpuBefore.engine) / deliveries,
+  };
 
   const rawRate = deliveries / (rawMs / 1000);
   const pathRate = deliveries / (pathMs / 1000);
@@ -212,6 +261,9 @@ try {
   console.log(`delivered (real path):   ${pathRate.toFixed(0)} /s  (${deliveries} in ${(pathMs / 1000).toFixed(2)} s)`);
   console.log(`  of which queueing:     ${(queuedMs / 1000).toFixed(2)} s (rows saved, workflows started)`);
   console.log(`ratio:                   ${(pathRate / rawRate).toFixed(3)} x raw (target >= 0.3)`);
+  console.log(
+    `CPU per delivery:        ${(cpuPer.self + cpuPer.engine).toFixed(1)} ms = worker+API+PGlite+receiver ${cpuPer.self.toFixed(1)} ms + engine ${cpuPer.engine.toFixed(1)} ms`,
+  );
 
   if (pending > 0) {
     const baseline = { self: process.memoryUsage(), engine: rssOf(engine.pid) };
