@@ -3,20 +3,10 @@
 // the one sandbox clock. A reserve a day ahead is paid when `advance {seconds: 86400}` answers (settled); a
 // verification's 30-minute window ends; the clock never goes back (bad input is 9460, nothing moves); the routes
 // are 404 outside sandbox mode or without the embedded engine.
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createActivities } from '../../src/activities/index.js';
-import { createKeyring, generateKeyringSpec, parseKeyringSpec } from '../../src/security/keyring.js';
-import { createStores } from '../../src/store/index.js';
-import { connectTemporalClient, type TemporalClient } from '../../src/temporal/client.js';
-import { type EmbeddedEngine, startEmbeddedEngine } from '../../src/temporal/embedded-engine.js';
-import { type ConnectedSandboxClock, createSandboxClock, followEngineTime } from '../../src/temporal/sandbox-clock.js';
-import { createPaygateWorker, type PaygateWorker } from '../../src/temporal/worker.js';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
-import { bounded, paygateWorkflowBundle } from '../helpers/temporal.js';
+import { openSandboxClockStack, type SandboxClockStack } from '../helpers/sandbox-clock-stack.js';
 import { keyInClient } from './key-in-fixtures.js';
 import { verificationClient } from './verification-fixtures.js';
 import { expectApiError } from './webhook-fixtures.js';
@@ -25,54 +15,18 @@ const DAY_S = 24 * 3600;
 const ISO_KST = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\+09:00$/;
 
 describe('sandbox clock on the embedded engine', () => {
-  let dataDir: string;
-  let engine: EmbeddedEngine;
-  let clock: ConnectedSandboxClock;
-  let temporal: TemporalClient;
-  let worker: PaygateWorker;
-  let running: Promise<void>;
+  let stack: SandboxClockStack;
   let t: TestApp;
+  let clock: SandboxClockStack['clock'];
 
   beforeAll(async () => {
-    dataDir = await mkdtemp(join(tmpdir(), 'paygate-sandbox-clock-'));
-    engine = await startEmbeddedEngine({ dataDir, namespace: 'default', clockControl: true });
-    clock = await createSandboxClock().connect(engine.address);
-    const keyring = createKeyring(parseKeyringSpec(generateKeyringSpec('test')));
-    temporal = await connectTemporalClient({ address: engine.address, namespace: 'default', keyring });
-    const taskQueue = `sandbox-clock-${randomUUID()}`;
-    t = await buildTestApp({
-      clock: clock.now,
-      sandboxClock: clock,
-      keyring,
-      temporal: { client: temporal.client, taskQueue },
-    });
-    worker = await createPaygateWorker({
-      address: engine.address,
-      namespace: 'default',
-      taskQueue,
-      keyring,
-      workflowBundle: await paygateWorkflowBundle(),
-      // as src/wiring.ts's createWorker builds them for npm start
-      activities: followEngineTime(
-        createActivities({
-          stores: createStores(t.deps.database.db, keyring),
-          gateways: t.deps.gateways,
-          webhooks: { sandbox: true, clock: clock.now },
-        }),
-        clock,
-      ),
-    });
-    running = worker.run();
+    stack = await openSandboxClockStack('sandbox-clock');
+    t = stack.t;
+    clock = stack.clock;
   }, 120_000);
 
   afterAll(async () => {
-    await bounded(worker?.shutdown() ?? Promise.resolve(), 15_000, 'the worker to stop').catch(() => undefined);
-    await running?.catch(() => undefined);
-    await t?.close();
-    await temporal?.close();
-    await clock?.close();
-    await engine?.stop();
-    if (dataDir) await rm(dataDir, { recursive: true, force: true });
+    await stack?.close();
   });
 
   const nowOf = async (api: ReturnType<typeof keyInClient>) => {

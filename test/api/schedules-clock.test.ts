@@ -3,22 +3,12 @@
 // one sandbox clock, the API's POST /sandbox/v1/clock/advance. A monthly schedule is charged when an advance reaches
 // its due time and not before; a reserve executes once at its time while a revoked one never does.
 import { randomUUID } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createActivities } from '../../src/activities/index.js';
 import { chargeIdempotencyKey } from '../../src/domain/billing.js';
 import { dueAt } from '../../src/domain/schedule.js';
 import { formatTimestamp } from '../../src/domain/time.js';
-import { createKeyring, generateKeyringSpec, parseKeyringSpec } from '../../src/security/keyring.js';
-import { createStores } from '../../src/store/index.js';
-import { connectTemporalClient, type TemporalClient } from '../../src/temporal/client.js';
-import { type EmbeddedEngine, startEmbeddedEngine } from '../../src/temporal/embedded-engine.js';
-import { type ConnectedSandboxClock, createSandboxClock, followEngineTime } from '../../src/temporal/sandbox-clock.js';
-import { createPaygateWorker, type PaygateWorker } from '../../src/temporal/worker.js';
-import { buildTestApp, type TestApp, type TestProject } from '../helpers/app.js';
-import { bounded, paygateWorkflowBundle } from '../helpers/temporal.js';
+import type { TestApp, TestProject } from '../helpers/app.js';
+import { openSandboxClockStack, type SandboxClockStack } from '../helpers/sandbox-clock-stack.js';
 import { type JsonResponse, keyInClient, sandboxChargeExecutions } from './key-in-fixtures.js';
 import { eventually } from './webhook-fixtures.js';
 
@@ -26,49 +16,18 @@ const HOUR_S = 3600;
 const DAY_S = 24 * HOUR_S;
 
 describe('schedules and reserves on the sandbox clock', () => {
-  let dataDir: string;
-  let engine: EmbeddedEngine;
-  let clock: ConnectedSandboxClock;
-  let temporal: TemporalClient;
-  let worker: PaygateWorker;
-  let running: Promise<void>;
+  let stack: SandboxClockStack;
   let t: TestApp;
+  let _clock: SandboxClockStack['clock'];
 
   beforeAll(async () => {
-    dataDir = await mkdtemp(join(tmpdir(), 'paygate-schedules-clock-'));
-    engine = await startEmbeddedEngine({ dataDir, namespace: 'default', clockControl: true });
-    clock = await createSandboxClock().connect(engine.address);
-    const keyring = createKeyring(parseKeyringSpec(generateKeyringSpec('test')));
-    temporal = await connectTemporalClient({ address: engine.address, namespace: 'default', keyring });
-    const taskQueue = `schedules-clock-${randomUUID()}`;
-    t = await buildTestApp({ clock: clock.now, sandboxClock: clock, keyring, temporal: { client: temporal.client, taskQueue } });
-    worker = await createPaygateWorker({
-      address: engine.address,
-      namespace: 'default',
-      taskQueue,
-      keyring,
-      workflowBundle: await paygateWorkflowBundle(),
-      // as src/wiring.ts's createWorker builds them for npm start
-      activities: followEngineTime(
-        createActivities({
-          stores: createStores(t.deps.database.db, keyring),
-          gateways: t.deps.gateways,
-          webhooks: { sandbox: true, clock: clock.now },
-        }),
-        clock,
-      ),
-    });
-    running = worker.run();
+    stack = await openSandboxClockStack('schedules-clock');
+    t = stack.t;
+    _clock = stack.clock;
   }, 120_000);
 
   afterAll(async () => {
-    await bounded(worker?.shutdown() ?? Promise.resolve(), 15_000, 'the worker to stop').catch(() => undefined);
-    await running?.catch(() => undefined);
-    await t?.close();
-    await temporal?.close();
-    await clock?.close();
-    await engine?.stop();
-    if (dataDir) await rm(dataDir, { recursive: true, force: true });
+    await stack?.close();
   });
 
   const call = async (project: TestProject, method: 'GET' | 'POST' | 'DELETE', url: string, body?: unknown) => {

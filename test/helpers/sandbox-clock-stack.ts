@@ -1,0 +1,64 @@
+// The stack `npm start` runs in sandbox mode, for tests that drive the sandbox clock over HTTP: the embedded engine
+// in dev-server mode with its journal and --clock-control, the real worker whose activities (as src/wiring.ts's
+// createWorker builds them) read the one sandbox clock, and the test app on the same clock and engine.
+import { randomUUID } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createActivities } from '../../src/activities/index.js';
+import { createKeyring, generateKeyringSpec, parseKeyringSpec } from '../../src/security/keyring.js';
+import { createStores } from '../../src/store/index.js';
+import { connectTemporalClient } from '../../src/temporal/client.js';
+import { startEmbeddedEngine } from '../../src/temporal/embedded-engine.js';
+import { type ConnectedSandboxClock, createSandboxClock, followEngineTime } from '../../src/temporal/sandbox-clock.js';
+import { createPaygateWorker } from '../../src/temporal/worker.js';
+import { buildTestApp, type TestApp } from './app.js';
+import { bounded, paygateWorkflowBundle } from './temporal.js';
+
+export interface SandboxClockStack {
+  readonly t: TestApp;
+  readonly clock: ConnectedSandboxClock;
+  close(): Promise<void>;
+}
+
+export async function openSandboxClockStack(label: string): Promise<SandboxClockStack> {
+  const dataDir = await mkdtemp(join(tmpdir(), `paygate-${label}-`));
+  const engine = await startEmbeddedEngine({ dataDir, namespace: 'default', clockControl: true });
+  const clock = await createSandboxClock().connect(engine.address);
+  const keyring = createKeyring(parseKeyringSpec(generateKeyringSpec('test')));
+  const temporal = await connectTemporalClient({ address: engine.address, namespace: 'default', keyring });
+  const taskQueue = `${label}-${randomUUID()}`;
+  const t = await buildTestApp({
+    clock: clock.now,
+    sandboxClock: clock,
+    keyring,
+    temporal: { client: temporal.client, taskQueue },
+  });
+  const worker = await createPaygateWorker({
+    address: engine.address,
+    namespace: 'default',
+    taskQueue,
+    keyring,
+    workflowBundle: await paygateWorkflowBundle(),
+    activities: followEngineTime(
+      createActivities({
+        stores: createStores(t.deps.database.db, keyring),
+        gateways: t.deps.gateways,
+        webhooks: { sandbox: true, clock: clock.now },
+      }),
+      clock,
+    ),
+  });
+  const running = worker.run();
+
+  const close = async (): Promise<void> => {
+    await bounded(worker.shutdown(), 15_000, 'the worker to stop').catch(() => undefined);
+    await running.catch(() => undefined);
+    await t.close();
+    await temporal.close();
+    await clock.close();
+    await engine.stop();
+    await rm(dataDir, { recursive: true, force: true });
+  };
+  return { t, clock, close };
+}
