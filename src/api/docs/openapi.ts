@@ -222,6 +222,30 @@ export async function registerDocsUi(app: FastifyInstance): Promise<void> {
     docs.addHook('onRoute', (route) => {
       route.config = { ...(route.config as object), auth: 'none' } as typeof route.config;
     });
+    // The plugin normalizes and re-serializes the whole document on every request; the routes cannot change
+    // once the app is ready, so the first rendering of each document copy (JSON, YAML) is the answer from then on.
+    const rendered = new Map<string, { readonly headers: Record<string, string>; readonly body: string }>();
+    docs.addHook('onRequest', async (request, reply) => {
+      const hit = rendered.get(request.routeOptions.url ?? '');
+      if (hit) return reply.headers(hit.headers).send(hit.body);
+    });
+    docs.addHook('onSend', async (request, reply, payload) => {
+      const url = request.routeOptions.url ?? '';
+      if (/\/openapi\.(json|yaml)$/.test(url) && reply.statusCode === 200 && typeof payload === 'string' && !rendered.has(url)) {
+        const headers: Record<string, string> = {};
+        for (const name of [
+          'content-type',
+          'content-disposition',
+          'access-control-allow-origin',
+          'access-control-allow-methods',
+        ]) {
+          const value = reply.getHeader(name);
+          if (value !== undefined) headers[name] = String(value);
+        }
+        rendered.set(url, { headers, body: payload });
+      }
+      return payload;
+    });
     await docs.register(scalarApiReference, {
       routePrefix: DOCS_PREFIX,
       logLevel: 'warn',
