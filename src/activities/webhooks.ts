@@ -1,7 +1,7 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { type AttemptOutcome, DELIVERY_NOT_FOUND } from '../contracts/webhooks.js';
 import { checkWebhookUrl, parseRetryAfter, type DeliveryState, type UrlPolicy } from '../domain/webhooks.js';
-import type { WebhookStore } from '../store/webhooks.js';
+import type { DeliveryRow, SigningSecrets, WebhookStore } from '../store/webhooks.js';
 import { createWebhookHttpClient, type Resolver } from '../webhooks/http.js';
 import { signedHeaders } from '../webhooks/signing.js';
 import type { Metrics, WebhookAttemptOutcome } from '../observability/metrics.js';
@@ -32,6 +32,43 @@ export function createWebhookActivities({ webhooks, options, metrics }: WebhookA
     ...(options.attemptTimeoutMs !== undefined ? { timeoutMs: options.attemptTimeoutMs } : {}),
   });
 
+  /** The attempt's checks one by one: a recorded attempt, an ended delivery, a disabled endpoint, no secret. */
+  const claimSlowly = async (
+    deliveryId: string,
+    attempt: number,
+  ): Promise<AttemptOutcome | { delivery: DeliveryRow; secrets: SigningSecrets }> => {
+    const delivery = await webhooks.findDelivery(deliveryId);
+    if (!delivery) throw ApplicationFailure.nonRetryable(`delivery ${deliveryId} no longer exists`, DELIVERY_NOT_FOUND);
+    const recorded = await webhooks.findAttempt(deliveryId, attempt);
+    if (recorded) {
+      return {
+        state: delivery.status as DeliveryState,
+        ...(recorded.retry_after_ms !== null ? { retryAfterMs: Number(recorded.retry_after_ms) } : {}),
+      };
+    }
+    if (delivery.status === 'done' || delivery.status === 'failed') return { state: delivery.status };
+
+    const endpoint = await webhooks.findEndpointById(delivery.endpoint_id);
+    // a charge's feedback_url is sent whatever the project's webhook_url endpoint's switch says
+    const stoppedByEndpoint = delivery.destination === 'endpoint' && !delivery.sends_when_disabled;
+    if (!endpoint || (!endpoint.enabled && stoppedByEndpoint)) {
+      await webhooks.markFailed(deliveryId);
+      return { state: 'failed' };
+    }
+    const secrets = webhooks.signingSecrets(endpoint, clock());
+    if (secrets === undefined) {
+      // a URL is never stored without a secret; nothing unsigned ever leaves
+      await webhooks.markFailed(deliveryId);
+      return { state: 'failed' };
+    }
+    if (!(await webhooks.markDoing(deliveryId))) {
+      const now = await webhooks.findDelivery(deliveryId);
+      return { state: (now?.status as DeliveryState | undefined) ?? 'failed' };
+    }
+
+    return { delivery, secrets };
+  };
+
   return {
     /**
      * One attempt of a delivery: checks that it is still waiting and that its endpoint may be sent to,
@@ -40,34 +77,13 @@ export function createWebhookActivities({ webhooks, options, metrics }: WebhookA
      */
     async attemptDelivery(input: { deliveryId: string; attempt: number; lastAttempt: number }): Promise<AttemptOutcome> {
       const { deliveryId, attempt, lastAttempt } = input;
-      const delivery = await webhooks.findDelivery(deliveryId);
-      if (!delivery) throw ApplicationFailure.nonRetryable(`delivery ${deliveryId} no longer exists`, DELIVERY_NOT_FOUND);
-      const recorded = await webhooks.findAttempt(deliveryId, attempt);
-      if (recorded) {
-        return {
-          state: delivery.status as DeliveryState,
-          ...(recorded.retry_after_ms !== null ? { retryAfterMs: Number(recorded.retry_after_ms) } : {}),
-        };
-      }
-      if (delivery.status === 'done' || delivery.status === 'failed') return { state: delivery.status };
-
-      const endpoint = await webhooks.findEndpointById(delivery.endpoint_id);
-      // a charge's feedback_url is sent whatever the project's webhook_url endpoint's switch says
-      const stoppedByEndpoint = delivery.destination === 'endpoint' && !delivery.sends_when_disabled;
-      if (!endpoint || (!endpoint.enabled && stoppedByEndpoint)) {
-        await webhooks.markFailed(deliveryId);
-        return { state: 'failed' };
-      }
-      const secrets = webhooks.signingSecrets(endpoint, clock());
-      if (secrets === undefined) {
-        // a URL is never stored without a secret; nothing unsigned ever leaves
-        await webhooks.markFailed(deliveryId);
-        return { state: 'failed' };
-      }
-      if (!(await webhooks.markDoing(deliveryId))) {
-        const now = await webhooks.findDelivery(deliveryId);
-        return { state: (now?.status as DeliveryState | undefined) ?? 'failed' };
-      }
+      // one statement in the common case; each condition looked at on its own otherwise
+      const claimed = await webhooks.claimAttempt(deliveryId, attempt);
+      const ready = claimed
+        ? { delivery: claimed.delivery, secrets: webhooks.signingSecrets(claimed.signing, clock())! }
+        : await claimSlowly(deliveryId, attempt);
+      if ('state' in ready) return ready;
+      const { delivery, secrets } = ready;
 
       const attemptedAt = clock();
       const body = webhooks.deliveryBody(delivery);

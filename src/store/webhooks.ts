@@ -64,6 +64,18 @@ export interface AttemptResult {
   readonly retryAfterMs: number | null;
 }
 
+/** An endpoint's signing columns: what signingSecrets reads. */
+export type SigningColumns = Pick<
+  EndpointRow,
+  'endpoint_id' | 'secret_sealed' | 'previous_secret_sealed' | 'previous_secret_expires_at'
+>;
+
+/** A delivery claimed for an attempt, with its endpoint's signing columns. */
+export interface ClaimedDelivery {
+  readonly delivery: DeliveryRow;
+  readonly signing: SigningColumns;
+}
+
 export interface RecordedAttempt {
   readonly state: DeliveryState;
   readonly retryAfterMs: number | null;
@@ -99,7 +111,7 @@ export interface WebhookStore {
     endpointId: string,
   ): Promise<EndpointRow>;
   configView(endpoint: EndpointRow | undefined): WebhookConfigView;
-  signingSecrets(endpoint: EndpointRow, now: Date): SigningSecrets | undefined;
+  signingSecrets(endpoint: SigningColumns, now: Date): SigningSecrets | undefined;
 
   createDelivery(d: NewDelivery): Promise<DeliveryRow>;
   /** A delivery whose workflow could not be started: it never existed. */
@@ -128,6 +140,12 @@ export interface WebhookStore {
   possiblyOrphaned(createdBefore: Date, doingBefore: Date, limit: number): Promise<DeliveryRow[]>;
 
   findAttempt(deliveryId: string, attempt: number): Promise<AttemptRow | undefined>;
+  /**
+   * The common case of an attempt in one statement: ready/doing -> doing, when the attempt is not recorded
+   * yet and the endpoint has a secret and may be sent to (enabled, or a feedback / regardless delivery).
+   * Undefined otherwise: the caller looks at each condition (findDelivery, findAttempt, ...).
+   */
+  claimAttempt(deliveryId: string, attempt: number): Promise<ClaimedDelivery | undefined>;
   /** ready/doing -> doing before a send; false when the delivery is no longer waiting. */
   markDoing(deliveryId: string): Promise<boolean>;
   /** ready/doing -> failed without a send (the endpoint was disabled meanwhile). */
@@ -433,6 +451,49 @@ export function createWebhookStore(db: Kysely<Tables>, cipher: FieldCipher): Web
         .executeTakeFirst();
     },
 
+    async claimAttempt(deliveryId, attempt) {
+      const row = await db
+        .updateTable('webhook_deliveries as d')
+        .from('webhook_endpoints as e')
+        .set({ status: 'doing', updated_at: sql<Date>`now()` })
+        .whereRef('e.endpoint_id', '=', 'd.endpoint_id')
+        .where('d.delivery_id', '=', deliveryId)
+        .where('d.status', 'in', ['ready', 'doing'])
+        .where('e.secret_sealed', 'is not', null)
+        .where((eb) =>
+          eb.or([eb('e.enabled', '=', true), eb('d.destination', '=', 'feedback'), eb('d.sends_when_disabled', '=', true)]),
+        )
+        .where((eb) =>
+          eb.not(
+            eb.exists(
+              eb
+                .selectFrom('webhook_attempts as a')
+                .select('a.attempt')
+                .whereRef('a.delivery_id', '=', 'd.delivery_id')
+                .where('a.attempt', '=', attempt),
+            ),
+          ),
+        )
+        .returningAll('d')
+        .returning([
+          'e.secret_sealed as e_secret_sealed',
+          'e.previous_secret_sealed as e_previous_secret_sealed',
+          'e.previous_secret_expires_at as e_previous_secret_expires_at',
+        ])
+        .executeTakeFirst();
+      if (!row) return undefined;
+      const { e_secret_sealed, e_previous_secret_sealed, e_previous_secret_expires_at, ...delivery } = row;
+      return {
+        delivery,
+        signing: {
+          endpoint_id: delivery.endpoint_id,
+          secret_sealed: e_secret_sealed,
+          previous_secret_sealed: e_previous_secret_sealed,
+          previous_secret_expires_at: e_previous_secret_expires_at,
+        },
+      };
+    },
+
     async markDoing(deliveryId) {
       const row = await db
         .updateTable('webhook_deliveries')
@@ -454,6 +515,31 @@ export function createWebhookStore(db: Kysely<Tables>, cipher: FieldCipher): Web
     },
 
     async recordAttempt(deliveryId, r) {
+      if (r.httpStatus !== null && r.httpStatus >= 200 && r.httpStatus < 300) {
+        // a 2xx in one statement: whatever the delivery's and the endpoint's state, it ends done and resets the
+        // endpoint's failure count (a feedback delivery leaves the endpoint alone); recorded once by its number
+        const { rows } = await sql<{ inserted: number }>`
+          with ins as (
+            insert into webhook_attempts
+              (delivery_id, attempt, attempted_at, duration_ms, http_status, response_body, error, retry_after_ms)
+            values (${deliveryId}, ${r.attempt}, ${r.attemptedAt}, ${r.durationMs}, ${r.httpStatus},
+              ${r.responseBody}, ${r.error}, ${r.retryAfterMs})
+            on conflict (delivery_id, attempt) do nothing
+            returning delivery_id),
+          d as (
+            update webhook_deliveries
+            set status = 'done', retry_count = greatest(retry_count, ${r.attempt}), updated_at = now()
+            where delivery_id = ${deliveryId} and exists (select 1 from ins)
+            returning endpoint_id, destination),
+          e as (
+            update webhook_endpoints
+            set consecutive_failures = 0, last_sent_at = ${r.attemptedAt}, last_status = ${r.httpStatus}, updated_at = now()
+            where endpoint_id = (select endpoint_id from d where destination = 'endpoint')
+            returning endpoint_id)
+          select (select count(*) from ins)::int as inserted, (select count(*) from e)::int as touched`.execute(db);
+        if (Number(rows[0]?.inserted) === 1) return { state: 'done', retryAfterMs: r.retryAfterMs, stoppedDeliveryIds: [] };
+        // recorded by an earlier execution of this attempt: the transaction below reports what it left
+      }
       return db.transaction().execute(async (trx) => {
         const inserted = await trx
           .insertInto('webhook_attempts')
