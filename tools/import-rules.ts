@@ -152,6 +152,14 @@ const RULES: readonly Rule[] = [
         : imp.target !== '@temporalio/workflow',
   },
   {
+    name: 'observability (metrics, log context) imports only domain and its own folder, and no framework',
+    applies: (f) => inFolder(f, 'observability'),
+    forbids: (imp) =>
+      imp.local
+        ? !['domain', 'observability'].some((l) => inFolder(imp.target, l))
+        : imp.target === 'fastify' || (imp.target.startsWith('@temporalio/') && !imp.typeOnly),
+  },
+  {
     name: 'the dashboard reaches data through services: no route, activity, workflow, gateway or Temporal code; store types only',
     applies: (f) => inFolder(f, 'dashboard'),
     forbids: (imp) =>
@@ -160,14 +168,6 @@ const RULES: readonly Rule[] = [
           ['activities', 'workflows', 'gateways', 'sandbox', 'temporal', 'wiring'].some((l) => inFolder(imp.target, l)) ||
           (inFolder(imp.target, 'store') && !imp.typeOnly)
         : false,
-  },
-  {
-    name: 'observability (metrics, log context) imports only domain and its own folder, and no framework',
-    applies: (f) => inFolder(f, 'observability'),
-    forbids: (imp) =>
-      imp.local
-        ? !['domain', 'observability'].some((l) => inFolder(imp.target, l))
-        : imp.target === 'fastify' || (imp.target.startsWith('@temporalio/') && !imp.typeOnly),
   },
   {
     name: 'a route module imports no other route module',

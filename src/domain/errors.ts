@@ -31,13 +31,13 @@
 //   9441 RESERVE_NOT_REVOKABLE    the reserved charge was revoked or has started executing
 //   9442 RESERVE_EXECUTE_AT_INVALID  reserve_execute_at unparsable, in the past or more than 1 year ahead
 //   9460 SANDBOX_CLOCK_INVALID    a sandbox clock advance that is not forward (seconds not a positive integer, to not later)
-//   9485 DASHBOARD_FORM_EXPIRED   a dashboard form without its session's CSRF token (expired page, another site's form)
-//   9486 DASHBOARD_SIGN_IN_REQUIRED  a dashboard page without a signed-in session (or no project picked)
 //   9470 SANDBOX_FAULT_INVALID    a sandbox fault body that is malformed (unknown field, count not 1..100)
 //   9471 SANDBOX_FAULT_PG_UNKNOWN the fault's pg is not a sandbox PG of the project
 //   9472 SANDBOX_FAULT_OPERATION_UNSUPPORTED  the PG has no such operation
 //   9473 SANDBOX_FAULT_KIND_UNSUPPORTED  the fault does not apply to the operation (drop: escrow_notification only)
 //   9474 SANDBOX_FAULTS_TOO_MANY  the project already has 100 armed faults
+//   9485 DASHBOARD_FORM_EXPIRED   a dashboard form without its session's CSRF token (expired page, another site's form)
+//   9486 DASHBOARD_SIGN_IN_REQUIRED  a dashboard page without a signed-in session (or no project picked)
 //   9450 SCHEDULE_NOT_FOUND       no such subscription schedule
 //   9451 SCHEDULE_STATE_INVALID   the schedule's status does not allow it (pause a cancelled one, resume an active one, ...)
 //   9475 PG_KEY_REUSED            the PG refused a charge's / cancel's idempotency key as used by another request (our defect)
@@ -160,13 +160,13 @@ export const errorCatalog = {
     status: 400,
     message: 'The sandbox clock only moves forward: seconds must be a positive whole number, or to a later time.',
   },
-  DASHBOARD_FORM_EXPIRED: { code: 9485, status: 403, message: 'The form has expired; reload the page and try again.' },
-  DASHBOARD_SIGN_IN_REQUIRED: { code: 9486, status: 401, message: 'Sign in to the dashboard first.' },
   SANDBOX_FAULT_INVALID: { code: 9470, status: 400, message: 'The sandbox fault is malformed.' },
   SANDBOX_FAULT_PG_UNKNOWN: { code: 9471, status: 400, message: 'The pg is not a sandbox PG of this project.' },
   SANDBOX_FAULT_OPERATION_UNSUPPORTED: { code: 9472, status: 400, message: 'The sandbox PG has no such operation.' },
   SANDBOX_FAULT_KIND_UNSUPPORTED: { code: 9473, status: 400, message: 'This fault does not apply to the operation.' },
   SANDBOX_FAULTS_TOO_MANY: { code: 9474, status: 409, message: 'The project has 100 armed sandbox faults; disarm them first.' },
+  DASHBOARD_FORM_EXPIRED: { code: 9485, status: 403, message: 'The form has expired; reload the page and try again.' },
+  DASHBOARD_SIGN_IN_REQUIRED: { code: 9486, status: 401, message: 'Sign in to the dashboard first.' },
   PG_KEY_REUSED: {
     code: 9475,
     status: 500,
