@@ -133,7 +133,13 @@ async function authenticateProject(app: FastifyInstance, request: FastifyRequest
 async function authenticateAdmin(app: FastifyInstance, request: FastifyRequest, reply: FastifyReply): Promise<void> {
   const header = request.headers.authorization ?? '';
   const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
-  await verifyAdminToken(app, request, reply, match ? match[1]! : header);
+  if (!match) {
+    // only a Bearer token is an admin credential: the bare token, Basic or anything else presented is a guess
+    await app.throttles.admin.check(request, reply);
+    if (header.trim() !== '') await app.throttles.admin.fail(request);
+    throw new ApiError('ADMIN_UNAUTHORIZED');
+  }
+  await verifyAdminToken(app, request, reply, match[1]!);
 }
 
 /** The admin token check with its throttle, for a token presented outside the header (the dashboard's sign-in). */
