@@ -110,15 +110,16 @@ async function dashboard(app: FastifyInstance): Promise<void> {
   });
 
   // Assets: the stylesheet of this folder and htmx from node_modules (no CDN, no build step)
-  const assets: Record<string, { type: string; body: Buffer }> = {
-    'htmx.min.js': { type: 'text/javascript; charset=utf-8', body: readFileSync(require.resolve('htmx.org/dist/htmx.min.js')) },
-    'dashboard.css': { type: 'text/css; charset=utf-8', body: readFileSync(join(here, 'assets', 'dashboard.css')) },
-  };
+  // a Map, not an object: a name like __proto__ must find nothing
+  const assets = new Map<string, { type: string; body: Buffer }>([
+    ['htmx.min.js', { type: 'text/javascript; charset=utf-8', body: readFileSync(require.resolve('htmx.org/dist/htmx.min.js')) }],
+    ['dashboard.css', { type: 'text/css; charset=utf-8', body: readFileSync(join(here, 'assets', 'dashboard.css')) }],
+  ]);
   app.get<{ Params: { name: string } }>(
     '/assets/:name',
     { config: { auth: 'none', dashboard: 'asset' }, schema: { hide: true } },
     async (request, reply) => {
-      const asset = assets[request.params.name];
+      const asset = assets.get(request.params.name);
       if (!asset) throw new ApiError('NOT_FOUND');
       return reply.type(asset.type).header('cache-control', 'public, max-age=3600').send(asset.body);
     },
