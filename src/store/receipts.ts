@@ -264,14 +264,17 @@ export function createReceiptStore(db: Kysely<Tables>): ReceiptStore {
           .updateTable('receipts')
           .set({ cancel_locked_until: until })
           .where('receipt_id', '=', receiptId)
-          .where((eb) => eb.or([eb('cancel_locked_until', 'is', null), eb('cancel_locked_until', '<=', now)]))
           // a cancel the PG may have made is settled before any other starts: by its reconcile workflow, or by
-          // a retry of the same cancel (the same PG key, which the PG answers without refunding twice)
-          .where((eb) =>
-            sameCancelKey === undefined
-              ? eb('cancel_pending', 'is', null)
-              : eb.or([eb('cancel_pending', 'is', null), eb(sql<string>`cancel_pending->>'pg_key'`, '=', sameCancelKey)]),
-          )
+          // a retry of the same cancel, lease or not (the same PG key, which the PG answers without refunding twice)
+          .where((eb) => {
+            const free = eb.and([
+              eb.or([eb('cancel_locked_until', 'is', null), eb('cancel_locked_until', '<=', now)]),
+              eb('cancel_pending', 'is', null),
+            ]);
+            return sameCancelKey === undefined
+              ? free
+              : eb.or([free, eb(sql<string>`cancel_pending->>'pg_key'`, '=', sameCancelKey)]);
+          })
           .returningAll()
           .executeTakeFirst()
       );
