@@ -86,6 +86,8 @@ declare module 'fastify' {
 
 /** Bodies larger than this are refused with PAYLOAD_TOO_LARGE; every request of the API is small. */
 export const BODY_LIMIT_BYTES = 64 * 1024;
+/** How long a socket may stay silent: above every wait a handler documents (see buildApp's connectionTimeout). */
+export const CONNECTION_IDLE_TIMEOUT_MS = 75_000;
 
 /** The route plugins, in registration order. Add an area's plugin here (one line each). */
 const routePlugins: readonly FastifyPluginAsync[] = [
@@ -145,7 +147,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     // clients must not choose our request ids
     requestIdHeader: false,
     genReqId: () => randomUUID(),
-    connectionTimeout: 30_000,
+    // a socket idle this long is dropped: longer than the longest answer a handler waits for (workflow updates
+    // and a clock advance, 60 s), which would otherwise lose its documented 2401 / 9503 / `settled: false`
+    connectionTimeout: CONNECTION_IDLE_TIMEOUT_MS,
     keepAliveTimeout: 65_000,
     requestTimeout: 60_000,
     // answered below with the catalog envelope instead of Fastify's bare 503

@@ -5,6 +5,8 @@
 // are 404 outside sandbox mode or without the embedded engine.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DEFAULT_WORKFLOW_CALL_TIMEOUT_MS } from '../../src/services/verifications.js';
+import { ADVANCE_WAIT_MS } from '../../src/temporal/sandbox-clock.js';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
 import { openSandboxClockStack, type SandboxClockStack } from '../helpers/sandbox-clock-stack.js';
 import { keyInClient } from './key-in-fixtures.js';
@@ -140,4 +142,11 @@ describe('sandbox clock on the embedded engine', () => {
       }
     }
   }, 60_000);
+
+  // An advance that has not settled answers {settled: false} after 60 s; the socket must outlive that wait (it was
+  // dropped after 30 s of silence, so a 10,000-schedule advance ended in "other side closed" instead).
+  it("keeps a silent connection open longer than the advance's 60 s wait and the workflow call deadline", () => {
+    expect(t.app.server.timeout).toBeGreaterThan(ADVANCE_WAIT_MS);
+    expect(t.app.server.timeout).toBeGreaterThan(DEFAULT_WORKFLOW_CALL_TIMEOUT_MS);
+  });
 });
