@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import { HEALTH_OK_REUSE_MS } from '../../src/api/routes/health.js';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
 
 describe('GET /health', () => {
@@ -51,5 +52,40 @@ describe('GET /health', () => {
     t = await buildTestApp();
     const res = await t.app.inject({ method: 'GET', url: '/health', headers: { authorization: 'Basic garbage' } });
     expect(res.statusCode).toBe(200);
+  });
+
+  it('reuses a passing round for a second, shares a round among concurrent calls, and never reuses a failure', async () => {
+    let probes = 0;
+    let workerUp = true;
+    let release: (() => void) | undefined;
+    t = await buildTestApp({
+      readiness: {
+        worker: async () => {
+          probes++;
+          if (release === undefined) await new Promise<void>((resolve) => (release = resolve));
+          return workerUp;
+        },
+      },
+    });
+    // five calls while the first round waits on its probe: one round answers all of them
+    const calls = Array.from({ length: 5 }, () => t!.app.inject({ method: 'GET', url: '/health' }));
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    release!();
+    for (const res of await Promise.all(calls)) expect(res.statusCode).toBe(200);
+    expect(probes).toBe(1);
+
+    // within the second the pass is reused, even though the worker went down meanwhile
+    workerUp = false;
+    expect((await t.app.inject({ method: 'GET', url: '/health' })).statusCode).toBe(200);
+    expect(probes).toBe(1);
+
+    // after it, the failure shows, and is asked again on every call until it passes
+    await new Promise((resolve) => setTimeout(resolve, HEALTH_OK_REUSE_MS + 50));
+    expect((await t.app.inject({ method: 'GET', url: '/health' })).json().not_ready).toEqual(['worker']);
+    expect((await t.app.inject({ method: 'GET', url: '/health' })).statusCode).toBe(503);
+    expect(probes).toBe(3);
+    workerUp = true;
+    expect((await t.app.inject({ method: 'GET', url: '/health' })).statusCode).toBe(200);
+    expect(probes).toBe(4);
   });
 });

@@ -1,5 +1,7 @@
 // GET /health: 200 {status:'ok'} only when the database and every readiness probe answer;
-// otherwise 503 naming what is not ready.
+// otherwise 503 naming what is not ready. A load balancer may ask many times a second: a passing
+// round is reused for a second and concurrent calls share the round in flight, while a failure is
+// never reused, so recovery shows on the next call.
 import type { FastifyPluginAsync } from 'fastify';
 import { ApiError } from '../../domain/errors.js';
 import { pingDatabase } from '../../store/db.js';
@@ -8,6 +10,8 @@ import { pingDatabase } from '../../store/db.js';
 export type ReadinessProbe = () => unknown;
 
 const PROBE_TIMEOUT_MS = 2_000;
+/** How long a round in which every probe passed answers later calls. */
+export const HEALTH_OK_REUSE_MS = 1_000;
 
 async function probe(check: ReadinessProbe): Promise<boolean> {
   let timer: NodeJS.Timeout | undefined;
@@ -26,14 +30,30 @@ async function probe(check: ReadinessProbe): Promise<boolean> {
 }
 
 export const healthRoutes: FastifyPluginAsync = async (app) => {
+  let inFlight: Promise<string[]> | undefined;
+  let passedAt = Number.NEGATIVE_INFINITY;
+
+  /** The names of the probes that failed, from one round shared by every call that arrives while it runs. */
+  const round = (): Promise<string[]> => {
+    inFlight ??= (async () => {
+      const checks: Record<string, ReadinessProbe> = {
+        database: () => pingDatabase(app.deps.database),
+        ...app.deps.readiness,
+      };
+      const names = Object.keys(checks);
+      const results = await Promise.all(names.map((name) => probe(checks[name]!)));
+      const notReady = names.filter((_, i) => !results[i]);
+      if (notReady.length === 0) passedAt = performance.now();
+      return notReady;
+    })().finally(() => {
+      inFlight = undefined;
+    });
+    return inFlight;
+  };
+
   app.get('/health', { config: { auth: 'none' }, schema: { hide: true } }, async (request, reply) => {
-    const checks: Record<string, ReadinessProbe> = {
-      database: () => pingDatabase(app.deps.database),
-      ...app.deps.readiness,
-    };
-    const names = Object.keys(checks);
-    const results = await Promise.all(names.map((name) => probe(checks[name]!)));
-    const notReady = names.filter((_, i) => !results[i]);
+    if (performance.now() - passedAt < HEALTH_OK_REUSE_MS) return { status: 'ok' };
+    const notReady = await round();
     if (notReady.length === 0) return { status: 'ok' };
     request.log.warn({ not_ready: notReady }, 'health check failed');
     const error = new ApiError('SERVICE_UNAVAILABLE', { message: `Not ready: ${notReady.join(', ')}.` });
