@@ -21,8 +21,22 @@ export interface ScheduleInput {
   readonly attempts: number;
   /** ISO 8601: the next dunning retry, while attempts > 0 */
   readonly retryAt?: string;
-  /** the update proofs' nonces the earlier runs took: a proof replayed after continue-as-new is still refused */
+  /**
+   * Read by no run any more (kept so inputs recorded by earlier code still decode): a proof now names its run
+   * (ScheduleUpdateProof), so nonces are no longer carried across continue-as-new, where they grew without bound.
+   */
   readonly spentNonces?: readonly string[];
+}
+
+/**
+ * A schedule update's proof (see UpdateProof): a fresh nonce, and the id of the run paygate read from describe
+ * just before sending it. A run takes only proofs made for itself, each once, so its spent nonces (bounded by
+ * its own history, which continue-as-new bounds) are all it must keep: a sealed argument copied from any
+ * history — this run's or an earlier one's — is refused, by its nonce or by its run id. A proof that reaches
+ * the next run (the update was sent as the run continued as new) is refused too; the service then asks again.
+ */
+export interface ScheduleUpdateProof extends UpdateProof {
+  readonly runId: string;
 }
 
 export interface ScheduleChargeResult {
@@ -40,10 +54,10 @@ export interface SchedulePatchArgs {
   readonly metadata?: Record<string, unknown>;
 }
 
-export const pauseScheduleUpdate = defineUpdate<ScheduleStatus, [UpdateProof]>('pauseSchedule');
-export const resumeScheduleUpdate = defineUpdate<ScheduleStatus, [UpdateProof]>('resumeSchedule');
-export const cancelScheduleUpdate = defineUpdate<ScheduleStatus, [UpdateProof]>('cancelSchedule');
-export const patchScheduleUpdate = defineUpdate<ScheduleStatus, [UpdateProof, SchedulePatchArgs]>('patchSchedule');
+export const pauseScheduleUpdate = defineUpdate<ScheduleStatus, [ScheduleUpdateProof]>('pauseSchedule');
+export const resumeScheduleUpdate = defineUpdate<ScheduleStatus, [ScheduleUpdateProof]>('resumeSchedule');
+export const cancelScheduleUpdate = defineUpdate<ScheduleStatus, [ScheduleUpdateProof]>('cancelSchedule');
+export const patchScheduleUpdate = defineUpdate<ScheduleStatus, [ScheduleUpdateProof, SchedulePatchArgs]>('patchSchedule');
 /** The workflow's own view (tests, diagnostics): status, period, attempts. */
 export const scheduleStateQuery = defineQuery<{ status: ScheduleStatus; period: number; attempts: number; runPeriods: number }>(
   'scheduleState',

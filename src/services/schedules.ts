@@ -2,7 +2,7 @@
 // schedule's workflow (src/workflows/schedule.ts) is started, or sent its update. Charges are the charge
 // service's, made by the workflow's activity at each due time.
 import { randomUUID } from 'node:crypto';
-import { WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
+import { type WorkflowHandle, WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import {
   cancelScheduleUpdate,
@@ -10,8 +10,10 @@ import {
   patchScheduleUpdate,
   resumeScheduleUpdate,
   SCHEDULE_WORKFLOW_TYPE,
+  type ScheduleUpdateProof,
   scheduleWorkflowId,
 } from '../contracts/schedule.js';
+import { UPDATE_NOT_AUTHORIZED } from '../contracts/verification.js';
 import { assertOwnedBy } from '../domain/access.js';
 import { ApiError, isErrorName } from '../domain/errors.js';
 import { updateTimedOut } from './workflow-calls.js';
@@ -40,6 +42,9 @@ import { DEFAULT_WORKFLOW_CALL_TIMEOUT_MS, type WorkflowRuntime } from './verifi
 import { bindLogIds } from '../observability/log-context.js';
 
 type Rendered = Record<string, unknown>;
+
+/** Proofs sent per request: a second run can only appear if the first continued as new meanwhile. */
+const PROOF_ATTEMPTS = 3;
 
 export interface ScheduleService {
   create(project: Project, request: ScheduleRequest): Promise<Rendered>;
@@ -88,25 +93,38 @@ export function createScheduleService(deps: {
   const render = (row: ScheduleRow) => renderSchedule(stores.schedules.view(row));
   const ended = (row: ScheduleRow) => row.status === 'cancelled' || row.status === 'completed';
 
-  /** Sends an update; a validator's refusal becomes its catalog error, and nothing changed. */
-  const update = async (scheduleId: string, send: (id: string) => Promise<unknown>): Promise<void> => {
+  /**
+   * Sends an update with a proof for the schedule's current run (read by describe); a validator's refusal becomes
+   * its catalog error, and nothing changed. A proof refused as not fresh was made for a run that has since
+   * continued as new (the update followed it to the next run): asked again with the new run's id.
+   */
+  const update = async (
+    scheduleId: string,
+    send: (handle: WorkflowHandle, proof: ScheduleUpdateProof) => Promise<unknown>,
+  ): Promise<void> => {
     const { client } = workflows();
-    try {
-      await client.withDeadline(Date.now() + callTimeoutMs, () => send(scheduleWorkflowId(scheduleId)));
-    } catch (err) {
-      if (updateTimedOut(err))
-        throw new ApiError('SERVICE_UNAVAILABLE', { message: 'The schedule did not answer in time; retry.' });
-      if (err instanceof WorkflowUpdateFailedError && err.cause instanceof ApplicationFailure) {
-        const type = err.cause.type;
-        if (type && isErrorName(type)) throw new ApiError(type);
+    const handle = client.workflow.getHandle(scheduleWorkflowId(scheduleId));
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await client.withDeadline(Date.now() + callTimeoutMs, async () => {
+          const { runId } = await handle.describe();
+          return send(handle, { nonce: randomUUID(), runId });
+        });
+        return;
+      } catch (err) {
+        if (updateTimedOut(err))
+          throw new ApiError('SERVICE_UNAVAILABLE', { message: 'The schedule did not answer in time; retry.' });
+        if (err instanceof WorkflowUpdateFailedError && err.cause instanceof ApplicationFailure) {
+          const type = err.cause.type;
+          if (type === UPDATE_NOT_AUTHORIZED && attempt < PROOF_ATTEMPTS) continue;
+          if (type && isErrorName(type)) throw new ApiError(type);
+        }
+        // the run ended between the database read and the update
+        if (err instanceof WorkflowNotFoundError) throw new ApiError('SCHEDULE_STATE_INVALID');
+        throw err;
       }
-      // the run ended between the database read and the update
-      if (err instanceof WorkflowNotFoundError) throw new ApiError('SCHEDULE_STATE_INVALID');
-      throw err;
     }
   };
-  const handle = (id: string) => workflows().client.workflow.getHandle(id);
-  const proof = () => ({ nonce: randomUUID() });
 
   const service: ScheduleService = {
     async create(project, request) {
@@ -183,28 +201,28 @@ export function createScheduleService(deps: {
     async pause(project, scheduleId) {
       const row = await own(project, scheduleId);
       if (ended(row) || row.status === 'paused') throw new ApiError('SCHEDULE_STATE_INVALID');
-      await update(scheduleId, (id) => handle(id).executeUpdate(pauseScheduleUpdate, { args: [proof()] }));
+      await update(scheduleId, (h, proof) => h.executeUpdate(pauseScheduleUpdate, { args: [proof] }));
       return render(await own(project, scheduleId));
     },
 
     async resume(project, scheduleId) {
       const row = await own(project, scheduleId);
       if (row.status !== 'paused') throw new ApiError('SCHEDULE_STATE_INVALID');
-      await update(scheduleId, (id) => handle(id).executeUpdate(resumeScheduleUpdate, { args: [proof()] }));
+      await update(scheduleId, (h, proof) => h.executeUpdate(resumeScheduleUpdate, { args: [proof] }));
       return render(await own(project, scheduleId));
     },
 
     async cancel(project, scheduleId) {
       const row = await own(project, scheduleId);
       if (ended(row)) throw new ApiError('SCHEDULE_STATE_INVALID');
-      await update(scheduleId, (id) => handle(id).executeUpdate(cancelScheduleUpdate, { args: [proof()] }));
+      await update(scheduleId, (h, proof) => h.executeUpdate(cancelScheduleUpdate, { args: [proof] }));
       return render(await own(project, scheduleId));
     },
 
     async patch(project, scheduleId, patch) {
       const row = await own(project, scheduleId);
       if (ended(row)) throw new ApiError('SCHEDULE_STATE_INVALID');
-      await update(scheduleId, (id) => handle(id).executeUpdate(patchScheduleUpdate, { args: [proof(), { ...patch }] }));
+      await update(scheduleId, (h, proof) => h.executeUpdate(patchScheduleUpdate, { args: [proof, { ...patch }] }));
       return render(await own(project, scheduleId));
     },
 

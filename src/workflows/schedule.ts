@@ -3,6 +3,7 @@ import {
   allHandlersFinished,
   condition,
   continueAsNew,
+  patched,
   proxyActivities,
   setHandler,
   workflowInfo,
@@ -15,16 +16,19 @@ import {
   pauseScheduleUpdate,
   patchScheduleUpdate,
   resumeScheduleUpdate,
+  type ScheduleUpdateProof,
   scheduleStateQuery,
 } from '../contracts/schedule.js';
-import { UPDATE_NOT_AUTHORIZED, type UpdateProof } from '../contracts/verification.js';
+import { UPDATE_NOT_AUTHORIZED } from '../contracts/verification.js';
 import { dueAt, isPastEnd, type ScheduleStatus } from '../domain/schedule.js';
 
 // One subscription schedule: sleep to each period's due time, charge it once through the charge service
 // (order_id <schedule_id>-<period>), walk the dunning ladder on a decline (past_due, retried after each delay,
 // then paused or cancelled), complete at max_charges / end_at. Pause, resume, cancel and patch are updates whose
 // validators refuse what the status does not allow (9451) before anything reaches the history. The run
-// continues as new every RUN_PERIODS periods (or when the engine suggests it) so its history stays bounded.
+// continues as new every RUN_PERIODS periods, and also while it waits (for a due time, or paused) once the
+// engine suggests it or the run reaches MAX_RUN_EVENTS: the updates a merchant sends within one period can no
+// longer grow one run's history until the engine's limit terminates the schedule.
 
 // Charges and status writes must happen: retried without a cap (a PG or database outage delays them, and is
 // never a dunning attempt; the order_id claim makes a retry re-drive the same charge, never a second one).
@@ -35,6 +39,13 @@ const durable = proxyActivities<ScheduleActivities>({
 
 /** Periods handled by one run before it continues as new. */
 export const RUN_PERIODS = 12;
+/**
+ * A run continues as new at this many events even when the cluster suggests it later than Temporal's default
+ * (4,096 events / 4 MiB): well below the 10,240-event warning and the 51,200-event termination.
+ */
+export const MAX_RUN_EVENTS = 8_000;
+/** Runs recorded before the idle continue-as-new replay without it (the marker is in the histories after). */
+const IDLE_CONTINUE_AS_NEW = 'schedule-idle-continue-as-new';
 const MIN_NONCE_LENGTH = 16;
 const ENDED: readonly ScheduleStatus[] = ['cancelled', 'completed'];
 
@@ -52,11 +63,18 @@ export async function scheduleWorkflow(input: ScheduleInput): Promise<ScheduleSt
   let runPeriods = 0;
   // bumped by every update that changes what the main loop waits for
   let version = 0;
-  const spentNonces = new Set<string>(input.spentNonces ?? []);
+  // Only this run's nonces: a proof names the run it was made for (ScheduleUpdateProof), so one taken by an
+  // earlier run is refused by its run id and nothing is carried across continue-as-new.
+  const spentNonces = new Set<string>();
 
-  const checkProof = (proof: Partial<UpdateProof> | undefined) => {
+  const checkProof = (proof: Partial<ScheduleUpdateProof> | undefined) => {
     const nonce = proof?.nonce;
-    if (typeof nonce !== 'string' || nonce.length < MIN_NONCE_LENGTH || spentNonces.has(nonce)) {
+    if (
+      typeof nonce !== 'string' ||
+      nonce.length < MIN_NONCE_LENGTH ||
+      spentNonces.has(nonce) ||
+      proof?.runId !== workflowInfo().runId
+    ) {
       throw ApplicationFailure.create({
         type: UPDATE_NOT_AUTHORIZED,
         message: 'the update carries no fresh proof from paygate',
@@ -138,12 +156,37 @@ export async function scheduleWorkflow(input: ScheduleInput): Promise<ScheduleSt
     },
   );
 
+  const carryOn = () => {
+    const { retryAt: _previous, spentNonces: _spent, ...carried } = input;
+    return continueAsNew<typeof scheduleWorkflow>({
+      ...carried,
+      period,
+      status,
+      chargesMade,
+      attempts,
+      ...(retryAt !== undefined ? { retryAt } : {}),
+    });
+  };
+  // Read in condition predicates (each activation): patched() is asked only once the history is long, so a
+  // history recorded before this check replays unchanged (no marker there: false), and a run that reaches it
+  // live records the marker in the task that continues it.
+  const historyLong = (): boolean => {
+    const info = workflowInfo();
+    return (info.continueAsNewSuggested || info.historyLength >= MAX_RUN_EVENTS) && patched(IDLE_CONTINUE_AS_NEW);
+  };
+
   // read through a function: the handlers change it between awaits, which narrowing cannot see
   const current = (): ScheduleStatus => status;
   while (!ENDED.includes(status)) {
+    if (historyLong()) {
+      // the updates in flight finish here; their state is what the next run starts from
+      await condition(allHandlersFinished);
+      if (ENDED.includes(current())) break;
+      return carryOn();
+    }
     if (status === 'paused') {
       const v = version;
-      await condition(() => version !== v);
+      await condition(() => version !== v || historyLong());
       continue;
     }
     if (isPastEnd(plan, period, chargesMade)) {
@@ -155,7 +198,7 @@ export async function scheduleWorkflow(input: ScheduleInput): Promise<ScheduleSt
     const waitMs = at - Date.now();
     if (waitMs > 0) {
       const v = version;
-      if (await condition(() => version !== v, waitMs)) continue;
+      if (await condition(() => version !== v || historyLong(), waitMs)) continue;
     }
     const attempt = attempts + 1;
     const final = attempt > input.retryDelaysSeconds.length;
@@ -190,16 +233,7 @@ export async function scheduleWorkflow(input: ScheduleInput): Promise<ScheduleSt
     if (!ENDED.includes(current()) && current() !== 'paused') status = result.status;
     if (!ENDED.includes(status) && (runPeriods >= RUN_PERIODS || workflowInfo().continueAsNewSuggested)) {
       await condition(allHandlersFinished);
-      const { retryAt: _previous, ...carried } = input;
-      return continueAsNew<typeof scheduleWorkflow>({
-        ...carried,
-        period,
-        status,
-        chargesMade,
-        attempts,
-        ...(retryAt !== undefined ? { retryAt } : {}),
-        spentNonces: [...spentNonces],
-      });
+      return carryOn();
     }
   }
   await condition(allHandlersFinished);

@@ -4,8 +4,11 @@
 // next period, cancel, the billing key's destroy cancelling its schedules, and every bad input of the issue as a
 // catalog error that changes nothing.
 import { randomUUID } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
 import { WorkflowUpdateFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
+import { temporal as proto } from '@temporalio/proto';
+import { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   patchScheduleUpdate,
@@ -17,7 +20,10 @@ import { UPDATE_NOT_AUTHORIZED } from '../../src/contracts/verification.js';
 import { chargeIdempotencyKey } from '../../src/domain/billing.js';
 import { formatTimestamp } from '../../src/domain/time.js';
 import { buildTestApp, type TestApp, type TestProject } from '../helpers/app.js';
-import { bounded } from '../helpers/temporal.js';
+import { createKeyring, type Keyring, parseKeyringSpec } from '../../src/security/keyring.js';
+import { paygateDataConverter } from '../../src/temporal/data-converter.js';
+import { bounded, eventTypeNames, type HistoryEvent, paygateWorkflowBundle } from '../helpers/temporal.js';
+import { openHistoryCapsStack, type HistoryCapsStack } from './history-caps-stack.js';
 import { armSandboxFault, type JsonResponse, keyInClient, sandboxChargeExecutions } from './key-in-fixtures.js';
 import { eventually, expectApiError, type Receiver, startReceiver } from './webhook-fixtures.js';
 
@@ -293,7 +299,8 @@ describe('subscription schedules', () => {
     expectApiError(await call(project, 'POST', `/v2/subscribe/schedules/${id}/pause`), 409, 9451, 'SCHEDULE_STATE_INVALID');
     // the workflow's validator refuses too (a caller past the database check), and the history keeps nothing of it
     const handle = t.temporal!.client.workflow.getHandle(scheduleWorkflowId(id));
-    await expect(handle.executeUpdate(pauseScheduleUpdate, { args: [{ nonce: randomUUID() }] })).rejects.toSatisfy(
+    const runId = (await handle.describe()).runId;
+    await expect(handle.executeUpdate(pauseScheduleUpdate, { args: [{ nonce: randomUUID(), runId }] })).rejects.toSatisfy(
       (err: unknown) =>
         err instanceof WorkflowUpdateFailedError &&
         err.cause instanceof ApplicationFailure &&
@@ -363,7 +370,7 @@ describe('subscription schedules', () => {
     expect((listed.body.list as Record<string, unknown>[])[0]!.schedule_id).toBe(other.body.schedule_id);
   }, 120_000);
 
-  it('a proof spent before continue-as-new is refused by the next run; a fresh one passes', async () => {
+  it('a proof is taken once, by the run it names: one made for an earlier run is refused after continue-as-new', async () => {
     const { project, key } = await setup();
     const created = await create(project, {
       billing_key: key,
@@ -372,9 +379,21 @@ describe('subscription schedules', () => {
     });
     const id = created.body.schedule_id as string;
     const handle = t.temporal!.client.workflow.getHandle(scheduleWorkflowId(id));
-    const spent = { nonce: randomUUID() };
-    await expect(handle.executeUpdate(patchScheduleUpdate, { args: [spent, { metadata: { step: 1 } }] })).resolves.toBe('active');
     const firstRun = (await handle.describe()).runId;
+    const refused = (err: unknown) =>
+      err instanceof WorkflowUpdateFailedError &&
+      err.cause instanceof ApplicationFailure &&
+      err.cause.type === UPDATE_NOT_AUTHORIZED;
+    const spent = { nonce: randomUUID(), runId: firstRun };
+    await expect(handle.executeUpdate(patchScheduleUpdate, { args: [spent, { metadata: { step: 1 } }] })).resolves.toBe('active');
+    // the same sealed argument again, and a proof without a run or for another run: refused before the history
+    await expect(handle.executeUpdate(patchScheduleUpdate, { args: [spent, { metadata: { step: 9 } }] })).rejects.toSatisfy(
+      refused,
+    );
+    const unbound = { nonce: randomUUID() } as unknown as typeof spent;
+    await expect(handle.executeUpdate(patchScheduleUpdate, { args: [unbound, { metadata: { step: 9 } }] })).rejects.toSatisfy(
+      refused,
+    );
     // 12 daily periods end the first run; the 13th is charged by the run it continued as
     for (let n = 1; n <= 13; n++) {
       await t.temporal!.skipTime(n === 1 ? HOUR_MS + 1000 : DAY_MS);
@@ -382,17 +401,23 @@ describe('subscription schedules', () => {
     }
     const events = await t.temporal!.rawHistory(scheduleWorkflowId(id));
     expect(events[0]?.workflowExecutionStartedEventAttributes?.continuedExecutionRunId).toBe(firstRun);
-    await expect(handle.executeUpdate(patchScheduleUpdate, { args: [spent, { metadata: { step: 2 } }] })).rejects.toSatisfy(
-      (err: unknown) =>
-        err instanceof WorkflowUpdateFailedError &&
-        err.cause instanceof ApplicationFailure &&
-        err.cause.type === UPDATE_NOT_AUTHORIZED,
-    );
+    const secondRun = (await handle.describe()).runId;
+    expect(secondRun).not.toBe(firstRun);
+    // a fresh nonce made for the first run is refused by the second: no nonce needs carrying across runs
+    for (const proof of [spent, { nonce: randomUUID(), runId: firstRun }]) {
+      await expect(handle.executeUpdate(patchScheduleUpdate, { args: [proof, { metadata: { step: 2 } }] })).rejects.toSatisfy(
+        refused,
+      );
+    }
     expect((await view(project, id)).metadata).toEqual({ step: 1 });
     await expect(
-      handle.executeUpdate(patchScheduleUpdate, { args: [{ nonce: randomUUID() }, { metadata: { step: 3 } }] }),
+      handle.executeUpdate(patchScheduleUpdate, { args: [{ nonce: randomUUID(), runId: secondRun }, { metadata: { step: 3 } }] }),
     ).resolves.toBe('active');
     expect((await view(project, id)).metadata).toEqual({ step: 3 });
+    // and the API's own requests name the current run
+    const patched = await call(project, 'PATCH', `/v2/subscribe/schedules/${id}`, { metadata: { step: 4 } });
+    expect(patched.status, JSON.stringify(patched.body)).toBe(200);
+    expect(patched.body.metadata).toEqual({ step: 4 });
   }, 180_000);
 
   it('every bad input of the issue is a catalog error and changes nothing', async () => {
@@ -450,4 +475,126 @@ describe('subscription schedules', () => {
     expect(await scheduleRows(project)).toBe(1);
     expect(await scheduleRows(stranger.project)).toBe(0);
   });
+});
+
+async function replay(history: proto.api.history.v1.IHistory, keyring: Keyring, id: string): Promise<void> {
+  await bounded(
+    Worker.runReplayHistory(
+      { workflowBundle: await paygateWorkflowBundle(), dataConverter: paygateDataConverter(keyring) },
+      history,
+      id,
+    ),
+    30_000,
+    'replay',
+  );
+}
+
+describe('subscription schedules: replay of a history recorded before the idle continue-as-new', () => {
+  // Recorded on the workflow code before it (and before run-bound proofs): 12 PATCHes, a pause and a resume in
+  // one run on an engine suggesting continue-as-new at 40 events, sealed with the key below. The new code would
+  // continue as new at the suggestion; on this history patched() answers false, so it replays as recorded.
+  const FIXTURE_KEYRING = `replay-fixture:${Buffer.alloc(32, 7).toString('base64')}`;
+
+  it('replays: the run went past the suggestion without continuing as new', async () => {
+    const encoded = await readFile(new URL('./schedule-history-before-caps.b64', import.meta.url), 'utf8');
+    const history = proto.api.history.v1.History.decode(Buffer.from(encoded.trim(), 'base64'));
+    const events = history.events ?? [];
+    const names = eventTypeNames(events);
+    expect(names.filter((n) => n === 'WORKFLOW_EXECUTION_UPDATE_COMPLETED')).toHaveLength(14);
+    expect(names).not.toContain('MARKER_RECORDED');
+    expect(names).not.toContain('WORKFLOW_EXECUTION_CONTINUED_AS_NEW');
+    expect(events.some((e) => e.workflowTaskStartedEventAttributes?.suggestContinueAsNew)).toBe(true);
+    await replay(history, createKeyring(parseKeyringSpec(FIXTURE_KEYRING)), 'schedule:pre-caps');
+  });
+});
+
+// The engine suggests continue-as-new at SUGGEST_AT events here (Temporal's default is 4,096): a merchant's updates
+// within one period no longer grow one run's history (towards the engine's termination at 51,200 events).
+describe('subscription schedules: updates within one period keep each run bounded', () => {
+  const SUGGEST_AT = 40;
+  // an update adds about 8 events; the run continues as new at the first task after the suggestion
+  const RUN_BOUND = SUGGEST_AT + 20;
+  let stack: HistoryCapsStack;
+  beforeAll(async () => {
+    stack = await openHistoryCapsStack({ suggestAtEvents: SUGGEST_AT });
+  }, 120_000);
+  afterAll(async () => {
+    await stack?.close();
+  });
+
+  it('30 PATCHes continue the run as new while it waits; every run stays under the bound and the schedule keeps working', async () => {
+    const { t } = stack;
+    const project = await t.createProject();
+    const api = keyInClient(t, project);
+    const key = await api.issuedKey({});
+    const send = async (method: 'POST' | 'PATCH' | 'DELETE', url: string, body?: object) => {
+      const res = await t.app.inject({
+        method,
+        url,
+        headers: { authorization: project.basicAuth },
+        ...(body ? { payload: body } : {}),
+      });
+      return { status: res.statusCode, body: res.json() as Record<string, unknown> };
+    };
+    const startAt = new Date(Date.now() + 15_000);
+    const created = await send('POST', '/v2/subscribe/schedules', {
+      billing_key: key,
+      order_name: 'Daily plan',
+      price: 1_000,
+      interval: 'day',
+      start_at: startAt.toISOString(),
+    });
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    const id = created.body.schedule_id as string;
+    const handle = t.deps.temporal!.client.workflow.getHandle(scheduleWorkflowId(id));
+    const firstRun = (await handle.describe()).runId;
+
+    for (let n = 1; n <= 30; n++) {
+      const res = await send('PATCH', `/v2/subscribe/schedules/${id}`, { metadata: { n } });
+      expect(res.status, JSON.stringify(res.body)).toBe(200);
+      expect(res.body.metadata).toEqual({ n });
+    }
+
+    // walk the chain of runs back from the current one: several runs, none past the bound
+    const runs: number[] = [];
+    const client = t.deps.temporal!.client;
+    for (let runId = (await handle.describe()).runId; runId; ) {
+      const events: HistoryEvent[] = (await client.workflow.getHandle(scheduleWorkflowId(id), runId).fetchHistory()).events ?? [];
+      runs.push(events.length);
+      runId = runId === firstRun ? '' : (events[0]?.workflowExecutionStartedEventAttributes?.continuedExecutionRunId ?? '');
+    }
+    expect(runs.length).toBeGreaterThanOrEqual(3);
+    for (const length of runs) expect(length).toBeLessThanOrEqual(RUN_BOUND);
+    // the first run continued as new while waiting (its patch marker recorded), and replays as it ran
+    const first = await t.deps.temporal!.client.workflow.getHandle(scheduleWorkflowId(id), firstRun).fetchHistory();
+    const names = eventTypeNames(first.events ?? []);
+    expect(names).toContain('MARKER_RECORDED');
+    expect(names.at(-1)).toBe('WORKFLOW_EXECUTION_CONTINUED_AS_NEW');
+    await replay(first, t.deps.keyring!, firstRun);
+
+    // the schedule goes on: its first period is charged once at its due time, then pause / resume / cancel work
+    const paid = await eventually(
+      async () => {
+        const list = (
+          await t.app.inject({
+            method: 'GET',
+            url: `/v2/subscribe/schedules/${id}/charges`,
+            headers: { authorization: project.basicAuth },
+          })
+        ).json() as {
+          list: Record<string, unknown>[];
+        };
+        return list.list.some((c) => c.status === 'paid') ? list.list : undefined;
+      },
+      'the first period paid',
+      40_000,
+    );
+    expect(paid).toHaveLength(1);
+    expect(await sandboxChargeExecutions(t.sandboxUrl, chargeIdempotencyKey(project.applicationId, `${id}-1`))).toBe(1);
+    expect((await send('POST', `/v2/subscribe/schedules/${id}/pause`)).body.status).toBe('paused');
+    expect((await send('POST', `/v2/subscribe/schedules/${id}/resume`)).body.status).toBe('active');
+    expect(await handle.query(scheduleStateQuery)).toMatchObject({ status: 'active', period: 2 });
+    expect((await send('DELETE', `/v2/subscribe/schedules/${id}`)).body.status).toBe('cancelled');
+    expect(await bounded(handle.result(), 20_000, 'the schedule to end')).toBe('cancelled');
+  }, 120_000);
 });
