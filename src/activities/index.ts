@@ -25,7 +25,11 @@ export interface ActivityDeps {
 export function createActivities(deps: ActivityDeps) {
   const metrics = deps.metrics ? { metrics: deps.metrics } : {};
   return {
-    ...createVerificationActivities({ gateways: deps.gateways, verifications: deps.stores.verifications }),
+    ...createVerificationActivities({
+      gateways: deps.gateways,
+      verifications: deps.stores.verifications,
+      ...(deps.webhooks?.clock ? { clock: deps.webhooks.clock } : {}),
+    }),
     ...createWebhookActivities({ webhooks: deps.stores.webhooks, options: deps.webhooks ?? { sandbox: false }, ...metrics }),
     ...createEscrowActivities({
       stores: deps.stores,

@@ -73,6 +73,12 @@ export interface VerificationInput {
    * behind patched(), whose marker would be the one payload in a history the codec does not seal.
    */
   readonly caps?: VerificationCaps;
+  /**
+   * Each step (send, resend, confirm) is one activity that calls the gateway and writes its result. Absent in runs
+   * started before: they replay their recorded gateway activity and store activity per step (carried here for the
+   * reason `caps` is).
+   */
+  readonly oneActivityPerStep?: true;
 }
 
 /**

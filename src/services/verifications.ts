@@ -168,6 +168,7 @@ export function createVerificationService(deps: {
                 ...(req.siteUrl !== undefined ? { siteUrl: req.siteUrl } : {}),
                 person: req.person,
                 caps: VERIFICATION_CAPS,
+                oneActivityPerStep: true,
               },
             ],
           });

@@ -171,6 +171,8 @@ class Verification {
 export async function verificationWorkflow(input: VerificationInput): Promise<void> {
   const v = new Verification(input);
   const { receiptId } = input;
+  // a third fewer workflow tasks per verification; see VerificationInput.oneActivityPerStep
+  const oneActivityPerStep = input.oneActivityPerStep === true;
 
   setHandler(otpSentUpdate, async (): Promise<OtpSentResult> => {
     await condition(() => v.sendSettled);
@@ -188,14 +190,19 @@ export async function verificationWorkflow(input: VerificationInput): Promise<vo
         async () => {
           // The counter grows before the gateway answers, so it also counts a resend that fails.
           const attempt = ++v.realarms;
-          await store.recordVerificationRealarm({ receiptId, numberOfRealarms: attempt });
+          const resend = { pg: input.pg, tid: v.tid!, idempotencyKey: `verification:${receiptId}:resend:${attempt}` };
+          let recorded = false;
           try {
-            await gateway.resendIdentityOtp({
-              pg: input.pg,
-              tid: v.tid!,
-              idempotencyKey: `verification:${receiptId}:resend:${attempt}`,
-            });
+            if (oneActivityPerStep) {
+              ({ recorded } = await gateway.resendVerificationOtp({ ...resend, receiptId, numberOfRealarms: attempt }));
+            } else {
+              await store.recordVerificationRealarm({ receiptId, numberOfRealarms: attempt });
+              recorded = true;
+              await gateway.resendIdentityOtp(resend);
+            }
           } catch (err) {
+            // a failed resend still counts; its write may not have happened
+            if (oneActivityPerStep) await store.recordVerificationRealarm({ receiptId, numberOfRealarms: attempt });
             const declined = declinedBy(err);
             throw failure(
               'AUTH_REALARM_FAILED',
@@ -205,6 +212,7 @@ export async function verificationWorkflow(input: VerificationInput): Promise<vo
               },
             );
           }
+          if (!recorded) await store.recordVerificationRealarm({ receiptId, numberOfRealarms: attempt });
           return { numberOfRealarms: attempt };
         },
       );
@@ -225,9 +233,14 @@ export async function verificationWorkflow(input: VerificationInput): Promise<vo
       return v.exclusively(
         () => v.assertConfirmable(),
         async () => {
-          let person: VerifiedPerson;
+          let confirmed: { authenticatedAt: string; person?: VerifiedPerson };
           try {
-            person = await gateway.confirmIdentityOtp({ pg: input.pg, tid: v.tid!, otp });
+            if (oneActivityPerStep) {
+              confirmed = await gateway.confirmVerificationOtp({ receiptId, pg: input.pg, tid: v.tid!, otp });
+            } else {
+              const person = await gateway.confirmIdentityOtp({ pg: input.pg, tid: v.tid!, otp });
+              confirmed = { authenticatedAt: new Date().toISOString(), person };
+            }
           } catch (err) {
             const declined = declinedBy(err);
             // only the PG's refusals count towards the lock: an unreachable PG judged no OTP
@@ -240,15 +253,17 @@ export async function verificationWorkflow(input: VerificationInput): Promise<vo
               },
             );
           }
-          const authenticatedAt = Date.now();
-          await store.recordVerificationConfirmed({
-            receiptId,
-            person,
-            authenticatedAt: new Date(authenticatedAt).toISOString(),
-          });
-          v.authenticatedAt = authenticatedAt;
+          // a person in the result means nobody has stored it yet
+          if (confirmed.person) {
+            await store.recordVerificationConfirmed({
+              receiptId,
+              person: confirmed.person,
+              authenticatedAt: confirmed.authenticatedAt,
+            });
+          }
+          v.authenticatedAt = Date.parse(confirmed.authenticatedAt);
           v.status = VerificationStatus.Verified;
-          return { authenticatedAt: new Date(authenticatedAt).toISOString() };
+          return { authenticatedAt: confirmed.authenticatedAt };
         },
       );
     },
@@ -264,7 +279,7 @@ export async function verificationWorkflow(input: VerificationInput): Promise<vo
 
   // 1. Send the SMS / pass push.
   try {
-    const { tid } = await gateway.requestIdentityOtp({
+    const send = {
       receiptId,
       merchantId: input.merchantId,
       pg: input.pg,
@@ -272,8 +287,11 @@ export async function verificationWorkflow(input: VerificationInput): Promise<vo
       person: input.person,
       clientIp: input.clientIp,
       siteUrl: input.siteUrl,
-    });
-    await store.recordVerificationOtpSent({ receiptId, tid });
+    };
+    const { tid, recorded } = oneActivityPerStep
+      ? await gateway.sendVerificationOtp(send)
+      : { ...(await gateway.requestIdentityOtp(send)), recorded: false };
+    if (!recorded) await store.recordVerificationOtpSent({ receiptId, tid });
     v.tid = tid;
     v.status = VerificationStatus.AwaitingOtp;
   } catch (err) {

@@ -4,6 +4,7 @@
 import { randomUUID } from 'node:crypto';
 import { ApplicationFailure } from '@temporalio/common';
 import { WorkflowUpdateFailedError } from '@temporalio/client';
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verificationWorkflowId, confirmOtpUpdate, resendOtpUpdate } from '../../src/contracts/verification.js';
 import { buildTestApp, type TestApp, type TestProject } from '../helpers/app.js';
@@ -82,7 +83,7 @@ async function updateRefusal(run: () => Promise<unknown>): Promise<string | unde
 const updateEvents = (names: string[]) => names.filter((n) => n.startsWith('WORKFLOW_EXECUTION_UPDATE_'));
 
 describe('one workflow per verification', () => {
-  it('the request starts verification:<receipt_id>; activities send the SMS and store the tid; resend and confirm are updates', async () => {
+  it('the request starts verification:<receipt_id>; one activity per step sends the SMS and stores the tid; resend and confirm are updates', async () => {
     const { receiptId, phone } = await api.requested();
     expect((await api.realarm(receiptId)).status).toBe(200);
     expect((await api.confirm(receiptId, await api.latestOtp(phone))).status).toBe(200);
@@ -94,16 +95,59 @@ describe('one workflow per verification', () => {
 
     const events = await temporal.rawHistory(verificationWorkflowId(receiptId));
     const activities = events.flatMap((e) => e.activityTaskScheduledEventAttributes?.activityType?.name ?? []);
-    expect(activities).toEqual([
-      'requestIdentityOtp',
-      'recordVerificationOtpSent',
-      'recordVerificationRealarm',
-      'resendIdentityOtp',
-      'confirmIdentityOtp',
-      'recordVerificationConfirmed',
-    ]);
+    // one activity per step: the gateway call and its write together
+    expect(activities).toEqual(['sendVerificationOtp', 'resendVerificationOtp', 'confirmVerificationOtp']);
     const updates = events.flatMap((e) => e.workflowExecutionUpdateAcceptedEventAttributes?.acceptedRequest?.input?.name ?? []);
     expect(updates).toEqual(['otpSent', 'resendOtp', 'confirmOtp']);
+  });
+});
+
+describe("a step's write that fails after its gateway call", () => {
+  it('is made by the workflow instead: the flow still answers 200 and the row holds the tid, the count and the person', async () => {
+    // Each step's own write fails once (a database hiccup): a trigger raises on the first write of each kind;
+    // sequences count the writes because they are not rolled back with the failing statement.
+    const db = t.deps.database.db;
+    const sequences = ['fail_otp_sent', 'fail_realarm', 'fail_confirmed'];
+    for (const name of sequences) await sql`create sequence ${sql.raw(name)}`.execute(db);
+    await sql`
+      create function fail_first_step_writes() returns trigger language plpgsql as $$
+      begin
+        if new.status = 51 and old.status <> 51 and nextval('fail_otp_sent') = 1 then raise exception 'injected'; end if;
+        if new.number_of_realarms > old.number_of_realarms and nextval('fail_realarm') = 1 then raise exception 'injected'; end if;
+        if new.status = 12 and old.status <> 12 and nextval('fail_confirmed') = 1 then raise exception 'injected'; end if;
+        return new;
+      end $$`.execute(db);
+    await sql`create trigger fail_first_step_writes before update on verifications
+      for each row execute function fail_first_step_writes()`.execute(db);
+    try {
+      const { receiptId, phone } = await api.requested();
+      expect((await row(receiptId)).tid).toBeTruthy();
+      const resent = await api.realarm(receiptId);
+      expect(resent.status, JSON.stringify(resent.body)).toBe(200);
+      expect((await row(receiptId)).number_of_realarms).toBe(1);
+      const confirmed = await api.confirm(receiptId, await api.latestOtp(phone));
+      expect(confirmed.status, JSON.stringify(confirmed.body)).toBe(200);
+      expect(confirmed.body.status).toBe(12);
+      const stored = await row(receiptId);
+      expect(stored.status).toBe(12);
+      expect(stored.unique_sealed).toBeTruthy();
+      expect((await api.certificate(receiptId)).status).toBe(200);
+
+      const events = await temporal.rawHistory(verificationWorkflowId(receiptId));
+      const activities = events.flatMap((e) => e.activityTaskScheduledEventAttributes?.activityType?.name ?? []);
+      expect(activities).toEqual([
+        'sendVerificationOtp',
+        'recordVerificationOtpSent',
+        'resendVerificationOtp',
+        'recordVerificationRealarm',
+        'confirmVerificationOtp',
+        'recordVerificationConfirmed',
+      ]);
+    } finally {
+      await sql`drop trigger fail_first_step_writes on verifications`.execute(db);
+      await sql`drop function fail_first_step_writes()`.execute(db);
+      for (const name of sequences) await sql`drop sequence ${sql.raw(name)}`.execute(db);
+    }
   });
 });
 

@@ -1,7 +1,7 @@
 // Payload trust through the real embedded engine (bin/temporal-devserver, launched as `npm start` does):
 // whoever reaches the Temporal frontend without paygate's keyring cannot drive a verification. A
 // codec-less client's confirmOtp update (with the right OTP) is rejected before it is accepted, and a
-// codec-less poller that takes the confirmIdentityOtp task and answers with a made-up person gets its
+// codec-less poller that takes the confirmVerificationOtp task and answers with a made-up person gets its
 // result refused by the workflow. Neither changes the database.
 import { randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -150,7 +150,7 @@ describe('payloads not sealed by paygate are refused', () => {
     expect(confirmed.body.status).toBe(12);
   });
 
-  it('a forged confirmIdentityOtp result from a codec-less poller is refused by the workflow and writes nothing', async () => {
+  it('a forged confirmVerificationOtp result from a codec-less poller is refused by the workflow and writes nothing', async () => {
     const { receiptId, otp } = await requestedWithOtp();
     const workflowId = verificationWorkflowId(receiptId);
     // leave the activity queue to the impostor
@@ -168,9 +168,9 @@ describe('payloads not sealed by paygate are refused', () => {
     const task = await bounded(
       service.pollActivityTaskQueue({ namespace: NAMESPACE, taskQueue: { name: TASK_QUEUE }, identity: 'impostor' }),
       30_000,
-      'the confirmIdentityOtp task',
+      'the confirmVerificationOtp task',
     );
-    expect(task.activityType?.name).toBe('confirmIdentityOtp');
+    expect(task.activityType?.name).toBe('confirmVerificationOtp');
     expect(task.workflowExecution?.workflowId).toBe(workflowId);
     const forgedPerson = {
       name: 'Mallory',
@@ -186,7 +186,12 @@ describe('payloads not sealed by paygate are refused', () => {
       namespace: NAMESPACE,
       taskToken: task.taskToken,
       identity: 'impostor',
-      result: { payloads: [defaultPayloadConverter.toPayload(forgedPerson)] },
+      // "the write failed, here is the person": a workflow that believed it would store the forgery itself
+      result: {
+        payloads: [
+          defaultPayloadConverter.toPayload({ authenticatedAt: new Date().toISOString(), recorded: false, person: forgedPerson }),
+        ],
+      },
     });
     // activities back: a workflow that believed the forgery would now record it
     activityWorker = await startWorker('activities');
