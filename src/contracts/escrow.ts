@@ -6,6 +6,8 @@ import type { UpdateProof } from './verification.js';
 // The escrow order workflow's contract, shared by the workflow, its activities and the API.
 
 export const ESCROW_WORKFLOW_TYPE = 'escrowWorkflow';
+/** Shipping starts an order accepts (each refused by the PG, or the last one taken): a merchant's retries are bounded. */
+export const MAX_SHIPPING_ATTEMPTS = 20;
 export const escrowWorkflowId = (receiptId: string): string => `escrow:${receiptId}`;
 
 export interface EscrowInput {
@@ -16,6 +18,22 @@ export interface EscrowInput {
   readonly gatewayTid: string;
   /** hours without a notification (in 3 or -2) before the PG is asked; the project's setting at payment */
   readonly reconcileAfterHours: number;
+  /** what the previous run handed over when it continued as new; absent in the first run */
+  readonly carried?: EscrowCarried;
+}
+
+/** The state a run hands to the next one when its history grew long (see escrowWorkflow). */
+export interface EscrowCarried {
+  readonly status: number;
+  readonly seq: number;
+  readonly shippingAttempts: number;
+  /** the accepted shipping starts' nonces: one per attempt, so at most the workflow's cap on attempts */
+  readonly spentNonces: readonly string[];
+  /** the most recent notification ids only: older redeliveries are known to the database (PgNotification.recorded) */
+  readonly recentNotifications: readonly string[];
+  /** notifications signalled but not handled yet */
+  readonly inbox: readonly PgNotification[];
+  readonly waitMs: number;
 }
 
 /** Shipping start: the shipment after the fallbacks; sealed by the payload codec (it names the recipient). */
@@ -32,6 +50,8 @@ export interface PgNotification {
   readonly event: BuyerEvent;
   /** ISO 8601: when the PG says the buyer acted */
   readonly occurredAt: string;
+  /** the order's events already hold this id (the service looked): a redelivery, whatever the run remembers */
+  readonly recorded?: boolean;
 }
 
 /** Failures handed back to the API: ApplicationFailure type = catalog error name, details[0] = this. */

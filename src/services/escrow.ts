@@ -244,6 +244,11 @@ export function createEscrowService(deps: {
       if (!order) throw new ApiError('PG_NOTIFICATION_INVALID', { message: 'The notification names no escrow order.' });
       const event = n.event;
       if (!isBuyerEvent(event)) throw new ApiError('INVALID_REQUEST', { payloadMessage: `unknown escrow event '${n.event}'` });
+      // A PG redelivers until it gets its answer: the order's events keep an id at most twice (its first
+      // handling and one 'duplicate notification'); further copies are answered without reaching the workflow,
+      // so redeliveries cannot grow its history (nor the events) without bound.
+      const known = await stores.escrow.notificationCount(receipt.receipt_id, n.notificationId);
+      if (known >= 2) return;
       const { client } = workflows();
       try {
         await client.withDeadline(Date.now() + callTimeoutMs, () =>
@@ -251,6 +256,7 @@ export function createEscrowService(deps: {
             notificationId: n.notificationId,
             event,
             occurredAt: n.occurredAt.toISOString(),
+            ...(known > 0 ? { recorded: true } : {}),
           }),
         );
       } catch (err) {

@@ -62,6 +62,8 @@ export interface EscrowStore {
   /** Events after the workflow ended (a late notification): appended after the last one. */
   appendIgnored(e: Omit<EscrowTransition, 'seq' | 'toStatus'>, now: Date): Promise<void>;
   events(receiptId: string): Promise<EscrowEventRow[]>;
+  /** How many of the order's events carry this PG notification id (0: a notification not seen before). */
+  notificationCount(receiptId: string, notificationId: string): Promise<number>;
 }
 
 const buyerContext = (receiptId: string) => `escrow:${receiptId}:buyer`;
@@ -262,6 +264,16 @@ export function createEscrowStore(db: Kysely<Tables>, cipher: FieldCipher): Escr
 
     async events(receiptId) {
       return db.selectFrom('escrow_events').selectAll().where('receipt_id', '=', receiptId).orderBy('seq', 'asc').execute();
+    },
+
+    async notificationCount(receiptId, notificationId) {
+      const row = await db
+        .selectFrom('escrow_events')
+        .select((eb) => eb.fn.countAll<string | number>().as('n'))
+        .where('receipt_id', '=', receiptId)
+        .where('notification_id', '=', notificationId)
+        .executeTakeFirstOrThrow();
+      return Number(row.n);
     },
   };
 }

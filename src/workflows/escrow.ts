@@ -3,8 +3,11 @@ import {
   ApplicationFailure,
   allHandlersFinished,
   condition,
+  continueAsNew,
+  patched,
   proxyActivities,
   setHandler,
+  workflowInfo,
 } from '@temporalio/workflow';
 import type { EscrowActivities } from '../activities/escrow.js';
 import { GATEWAY_DECLINED, type GatewayDeclinedDetails } from '../contracts/gateway-failures.js';
@@ -12,6 +15,7 @@ import {
   type EscrowErrorName,
   type EscrowFailureDetails,
   type EscrowInput,
+  MAX_SHIPPING_ATTEMPTS,
   type PgNotification,
   type ShippingStartArgs,
   type ShippingStartResult,
@@ -33,6 +37,10 @@ import {
 //   0 --shipping start (update)--> 3 --PG notifications (signals)--> 1 | -2 --> -3 (refund) ; 3 | -2 --> -1.
 // In 3 and -2, a silence of the project's reconcile hours makes the workflow ask the PG (with backoff), so a
 // lost notification never strands the order. Every event, applied or ignored, is recorded by an activity.
+// An order can wait weeks for its buyer: once the engine suggests it (or at MAX_RUN_EVENTS) the run continues
+// as new between events, carrying its state. What others can make it do is capped: shipping starts (at most
+// MAX_SHIPPING_ATTEMPTS accepted), and a notification's redeliveries (the service keeps an id's copies out of
+// the workflow once the order's events hold it twice; `recorded` marks a redelivery the run no longer remembers).
 
 const gateway = proxyActivities<EscrowActivities>({
   startToCloseTimeout: '15 seconds',
@@ -53,6 +61,12 @@ const durable = proxyActivities<EscrowActivities>({
 
 const MIN_NONCE_LENGTH = 16;
 const HOUR_MS = 60 * 60 * 1000;
+/** A run continues as new at this many events even if the cluster suggests it later than Temporal's 4,096. */
+export const MAX_RUN_EVENTS = 8_000;
+/** Notification ids handed to the next run: a redelivery racing a continue-as-new is still a duplicate. */
+const CARRIED_NOTIFICATIONS = 100;
+/** Runs recorded before the continue-as-new replay without it (the marker is in the histories after). */
+const ESCROW_CONTINUE_AS_NEW = 'escrow-continue-as-new';
 /** the reconcile wait doubles after each inquiry that found nothing new, up to this many times the setting */
 const MAX_BACKOFF_FACTOR = 8;
 
@@ -76,15 +90,15 @@ function declinedBy(err: unknown): GatewayDeclinedDetails | undefined {
 }
 
 export async function escrowWorkflow(input: EscrowInput): Promise<void> {
-  const { receiptId } = input;
-  let status: number = EscrowStatus.Waiting;
-  let seq = 0;
+  const { receiptId, carried } = input;
+  let status: number = carried?.status ?? EscrowStatus.Waiting;
+  let seq = carried?.seq ?? 0;
   let shipping = false;
   /** shipping starts sent to the PG: each has its own key, a refused one does not block a corrected one */
-  let shippingAttempts = 0;
-  const spentNonces = new Set<string>();
-  const seenNotifications = new Set<string>();
-  const inbox: PgNotification[] = [];
+  let shippingAttempts = carried?.shippingAttempts ?? 0;
+  const spentNonces = new Set<string>(carried?.spentNonces);
+  const seenNotifications = new Set<string>(carried?.recentNotifications);
+  const inbox: PgNotification[] = [...(carried?.inbox ?? [])];
   const reconcileMs = Math.max(1, input.reconcileAfterHours) * HOUR_MS;
 
   const assertReady = (): void => {
@@ -195,12 +209,18 @@ export async function escrowWorkflow(input: EscrowInput): Promise<void> {
       validator: (args) => {
         assertFreshProof(args);
         assertReady();
+        if (shippingAttempts >= MAX_SHIPPING_ATTEMPTS) {
+          throw failure(
+            'RC_ESCROW_SHIPPING_START_FAILED',
+            `At most ${MAX_SHIPPING_ATTEMPTS} shipping starts per order were sent to the PG; contact support.`,
+          );
+        }
       },
     },
   );
 
   const handle = async (n: PgNotification): Promise<void> => {
-    if (seenNotifications.has(n.notificationId)) {
+    if (seenNotifications.has(n.notificationId) || n.recorded === true) {
       await record(n.event, 'pg_notification', undefined, n.occurredAt, {
         note: 'duplicate notification',
         notificationId: n.notificationId,
@@ -242,17 +262,40 @@ export async function escrowWorkflow(input: EscrowInput): Promise<void> {
     return changed;
   };
 
-  let waitMs = reconcileMs;
+  // Read in condition predicates (each activation): patched() is asked only once the history is long, so a
+  // history recorded before this check replays unchanged, and a run that reaches it live records the marker.
+  const historyLong = (): boolean => {
+    const info = workflowInfo();
+    return (info.continueAsNewSuggested || info.historyLength >= MAX_RUN_EVENTS) && patched(ESCROW_CONTINUE_AS_NEW);
+  };
+
+  let waitMs = carried?.waitMs ?? reconcileMs;
   while (!isFinalEscrowStatus(status)) {
+    if (historyLong()) {
+      // a shipping start in flight finishes first; notifications that arrive meanwhile are carried unhandled
+      await condition(allHandlersFinished);
+      return continueAsNew<typeof escrowWorkflow>({
+        ...input,
+        carried: {
+          status,
+          seq,
+          shippingAttempts,
+          spentNonces: [...spentNonces],
+          recentNotifications: [...seenNotifications].slice(-CARRIED_NOTIFICATIONS),
+          inbox: [...inbox],
+          waitMs,
+        },
+      });
+    }
     if (awaitsBuyer(status)) {
-      const heard = await condition(() => inbox.length > 0, waitMs);
+      const heard = await condition(() => inbox.length > 0 || historyLong(), waitMs);
       if (!heard) {
         waitMs = (await reconcile()) ? reconcileMs : Math.min(waitMs * 2, reconcileMs * MAX_BACKOFF_FACTOR);
         continue;
       }
     } else {
       // waiting for shipping: notifications are recorded (and ignored) as they come
-      await condition(() => inbox.length > 0 || status !== EscrowStatus.Waiting);
+      await condition(() => inbox.length > 0 || status !== EscrowStatus.Waiting || historyLong());
     }
     await condition(() => !shipping);
     while (inbox.length > 0) {

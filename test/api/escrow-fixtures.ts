@@ -1,8 +1,10 @@
 // Shared helpers of the escrow tests: a listening app (the sandbox PGs notify it over HTTP), the escrow
 // routes over inject(), and the sandbox's own view of what it received.
+import { createHmac } from 'node:crypto';
 import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
-import { buildTestApp, type TestApp, type TestProject } from '../helpers/app.js';
+import { notificationKey } from '../../src/gateways/sandbox-escrow-notifications.js';
+import { buildTestApp, TEST_SANDBOX_TOKEN, type TestApp, type TestProject } from '../helpers/app.js';
 import type { ProjectCreateInput } from '../../src/services/projects.js';
 import type { JsonResponse } from './webhook-fixtures.js';
 
@@ -91,4 +93,37 @@ export function escrowClient(t: TestApp, project: { basicAuth: string }) {
     events: (receiptId: string) => send('GET', `/v2/escrow/${receiptId}/events`),
     pgRequests: (receiptId: string) => send('GET', `/sandbox/v1/pg-requests?receipt_id=${receiptId}`),
   };
+}
+
+/**
+ * Sends the app a PG notification signed as the sandbox escrow PGs sign theirs (what a PG redelivering one
+ * notification, or sending many, does), for the order with this receipt id; answers the HTTP status.
+ */
+export async function sendSignedNotification(
+  t: TestApp,
+  pg: string,
+  receiptId: string,
+  n: { notificationId: string; event: string },
+): Promise<number> {
+  const order = await t.deps.database.db
+    .selectFrom('receipts')
+    .select('gateway_tid')
+    .where('receipt_id', '=', receiptId)
+    .executeTakeFirstOrThrow();
+  const body = JSON.stringify({
+    notification_id: n.notificationId,
+    tid: order.gateway_tid,
+    merchant_ref: receiptId,
+    event: n.event,
+    occurred_at: new Date().toISOString(),
+  });
+  const now = Date.now();
+  const signature = createHmac('sha256', notificationKey(TEST_SANDBOX_TOKEN)).update(`${now}.${body}`).digest('hex');
+  const res = await t.app.inject({
+    method: 'POST',
+    url: `/pg/v1/escrow/notifications/${pg}`,
+    headers: { 'content-type': 'application/json', 'x-sandbox-signature': `t=${now},v1=${signature}` },
+    payload: body,
+  });
+  return res.statusCode;
 }

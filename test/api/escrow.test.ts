@@ -2,12 +2,19 @@
 // every error code and both PGs' wire bodies, buyer events as signed PG notifications, transitions with the
 // refund on -3, duplicates and out-of-order notifications, ESCROW_STATUS_CHANGED webhooks (api 2.4 / 2.5)
 // and the events history; a dropped notification reconciled after the timer (time skipping).
+import { readFile } from 'node:fs/promises';
+import { temporal as proto } from '@temporalio/proto';
+import { Worker } from '@temporalio/worker';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { escrowWorkflowId } from '../../src/contracts/escrow.js';
+import { escrowWorkflowId, MAX_SHIPPING_ATTEMPTS } from '../../src/contracts/escrow.js';
+import { createKeyring, type Keyring, parseKeyringSpec } from '../../src/security/keyring.js';
+import { paygateDataConverter } from '../../src/temporal/data-converter.js';
 import type { TestApp } from '../helpers/app.js';
+import { bounded, eventTypeNames, type HistoryEvent, paygateWorkflowBundle } from '../helpers/temporal.js';
+import { type HistoryCapsStack, openHistoryCapsStack } from './history-caps-stack.js';
 import { TEST_ADMIN_TOKEN, TEST_SANDBOX_TOKEN } from '../helpers/app.js';
-import { BUYER, createEscrowProject, escrowClient, MERCHANT, startEscrowApp } from './escrow-fixtures.js';
+import { BUYER, createEscrowProject, escrowClient, MERCHANT, sendSignedNotification, startEscrowApp } from './escrow-fixtures.js';
 import { eventually, expectApiError, type Receiver, startReceiver } from './webhook-fixtures.js';
 
 const ISO_KST = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\+09:00$/;
@@ -106,6 +113,25 @@ describe('escrow', () => {
       const before = ((await api.pgRequests(order)).body.list as unknown[]).length;
       expectApiError(await api.ship(order, ok), 400, 2700, 'RC_ESCROW_NOT_READY');
       expect(((await api.pgRequests(order)).body.list as unknown[]).length).toBe(before);
+    });
+
+    it(`at most ${MAX_SHIPPING_ATTEMPTS} shipping starts reach the PG per order; the next is 2701 without a PG call or history`, async () => {
+      const api = escrowClient(t, await createEscrowProject(t));
+      const order = (await api.pay({ pg: 'sandbox_escrow_b', escrow: true })).body.receipt_id as string;
+      for (let i = 0; i < MAX_SHIPPING_ATTEMPTS; i++) {
+        const failed = await api.ship(order, { tracking_number: 'FAIL-PG', delivery_corp: 'DHL' });
+        expectApiError(failed, 500, 2701, 'RC_ESCROW_SHIPPING_START_FAILED');
+        expect(failed.body.pg_error_code).toBeDefined();
+      }
+      const handle = t.temporal!.client.workflow.getHandle(escrowWorkflowId(order));
+      const events = (await handle.fetchHistory()).events?.length;
+      const calls = ((await api.pgRequests(order)).body.list as unknown[]).length;
+      const capped = await api.ship(order, { tracking_number: '1', delivery_corp: 'DHL' });
+      expectApiError(capped, 500, 2701, 'RC_ESCROW_SHIPPING_START_FAILED');
+      expect(capped.body.message).toContain(`At most ${MAX_SHIPPING_ATTEMPTS} shipping starts`);
+      expect(((await api.pgRequests(order)).body.list as unknown[]).length).toBe(calls);
+      expect((await handle.fetchHistory()).events?.length).toBe(events);
+      expect(await escrowStatus(api, order)).toBe(0);
     });
 
     it('the first escrow PG checks the merchant registration (2708-2712) whatever company says, then the recipient (2713-2716)', async () => {
@@ -400,6 +426,33 @@ describe('escrow', () => {
       expect(hookRequests(order)).toHaveLength(2);
     });
 
+    it("a PG's redeliveries of one notification reach the workflow at most twice: its history and the events stop growing", async () => {
+      const project = await createEscrowProject(t);
+      const api = escrowClient(t, project);
+      const order = (await api.pay({ pg: 'sandbox_escrow_b', escrow: true })).body.receipt_id as string;
+      expect((await api.ship(order, { tracking_number: '1', delivery_corp: 'DHL' })).status).toBe(200);
+      await untilStatus(api, order, 3);
+      const handle = t.temporal!.client.workflow.getHandle(escrowWorkflowId(order));
+      const copy = { notificationId: `ntf_redelivered_${order}`, event: 'rejection_approved' };
+      const rowsOf = async () =>
+        ((await api.events(order)).body.list as Record<string, unknown>[]).filter(
+          (e) => e.notification_id === copy.notificationId,
+        );
+      // the first copy is handled (it does not fit 3), the second is recorded as a duplicate
+      for (const n of [1, 2]) {
+        expect(await sendSignedNotification(t, 'sandbox_escrow_b', order, copy)).toBe(200);
+        await eventually(async () => ((await rowsOf()).length === n ? true : undefined), `copy ${n} recorded`);
+      }
+      const events = (await handle.fetchHistory()).events?.length;
+      for (let i = 0; i < 25; i++) expect(await sendSignedNotification(t, 'sandbox_escrow_b', order, copy)).toBe(200);
+      await new Promise((r) => setTimeout(r, 300));
+      expect((await handle.fetchHistory()).events?.length).toBe(events);
+      expect((await rowsOf()).map((e) => e.note)).toEqual(['does not fit escrow status 3', 'duplicate notification']);
+      // the order goes on
+      expect((await api.buyer(order, { event: 'purchase_confirmed' })).status).toBe(202);
+      await untilStatus(api, order, 1);
+    });
+
     it('the events history of an unknown, foreign, malformed or non-escrow receipt is refused', async () => {
       const owner = await createEscrowProject(t);
       const ownerApi = escrowClient(t, owner);
@@ -501,4 +554,112 @@ describe('escrow', () => {
       expect(asked).toHaveLength(0);
     });
   });
+});
+
+async function replay(history: proto.api.history.v1.IHistory, keyring: Keyring, id: string): Promise<void> {
+  await bounded(
+    Worker.runReplayHistory(
+      { workflowBundle: await paygateWorkflowBundle(), dataConverter: paygateDataConverter(keyring) },
+      history,
+      id,
+    ),
+    30_000,
+    'replay',
+  );
+}
+
+describe('escrow: replay of a history recorded before continue-as-new and the caps', () => {
+  // Recorded on the workflow code before them: an order shipped, then 8 notifications that did not fit and 3
+  // redeliveries of the first (each recorded as a duplicate) in one run, on an engine suggesting continue-as-new
+  // at 40 events, sealed with the key below. The new code would continue as new at the suggestion; on this
+  // history patched() answers false, so it replays as recorded.
+  const FIXTURE_KEYRING = `replay-fixture:${Buffer.alloc(32, 7).toString('base64')}`;
+
+  it('replays: the run went past the suggestion without continuing as new', async () => {
+    const encoded = await readFile(new URL('./escrow-history-before-caps.b64', import.meta.url), 'utf8');
+    const history = proto.api.history.v1.History.decode(Buffer.from(encoded.trim(), 'base64'));
+    const events = history.events ?? [];
+    const names = eventTypeNames(events);
+    expect(names.filter((n) => n === 'WORKFLOW_EXECUTION_SIGNALED')).toHaveLength(11);
+    expect(names).not.toContain('MARKER_RECORDED');
+    expect(names).not.toContain('WORKFLOW_EXECUTION_CONTINUED_AS_NEW');
+    expect(events.some((e) => e.workflowTaskStartedEventAttributes?.suggestContinueAsNew)).toBe(true);
+    await replay(history, createKeyring(parseKeyringSpec(FIXTURE_KEYRING)), 'escrow:pre-caps');
+  });
+});
+
+// The engine suggests continue-as-new at SUGGEST_AT events here (Temporal's default is 4,096): an order waiting
+// weeks for its buyer, sent many notifications, continues as new with its state instead of growing one history.
+describe('escrow: a long-lived order keeps each run bounded', () => {
+  const SUGGEST_AT = 40;
+  const RUN_BOUND = SUGGEST_AT + 20;
+  let stack: HistoryCapsStack;
+  beforeAll(async () => {
+    stack = await openHistoryCapsStack({ suggestAtEvents: SUGGEST_AT });
+  }, 120_000);
+  afterAll(async () => {
+    await stack?.close();
+  });
+
+  it('25 notifications that do not fit: >= 3 runs under the bound, every event recorded once in order, then the buyer confirms', async () => {
+    const { t } = stack;
+    const api = escrowClient(t, await createEscrowProject(t));
+    const order = (await api.pay({ pg: 'sandbox_escrow_b', escrow: true })).body.receipt_id as string;
+    expect((await api.ship(order, { tracking_number: '1', delivery_corp: 'DHL' })).status).toBe(200);
+    const handle = t.deps.temporal!.client.workflow.getHandle(escrowWorkflowId(order));
+    const firstRun = (await handle.describe()).runId;
+    for (let i = 1; i <= 25; i++) {
+      const notificationId = `ntf_${i}_${order}`;
+      expect(await sendSignedNotification(t, 'sandbox_escrow_b', order, { notificationId, event: 'rejection_approved' })).toBe(
+        200,
+      );
+      // handled before the next (so the events are in order), and a redelivery of each is still a duplicate
+      await eventually(
+        async () => (((await api.events(order)).body.list as unknown[]).length === i + 1 ? true : undefined),
+        `event ${i}`,
+      );
+    }
+    // a redelivery of an id from an earlier run (the service tells it is known): a duplicate, not applied
+    expect(
+      await sendSignedNotification(t, 'sandbox_escrow_b', order, {
+        notificationId: `ntf_1_${order}`,
+        event: 'rejection_approved',
+      }),
+    ).toBe(200);
+    const list = await eventually(async () => {
+      const rows = (await api.events(order)).body.list as Record<string, unknown>[];
+      return rows.length === 27 ? rows : undefined;
+    }, '27 events');
+    expect(list.map((e) => e.seq)).toEqual(Array.from({ length: 27 }, (_, i) => i + 1));
+    expect(list.slice(1, 26).every((e) => e.note === 'does not fit escrow status 3')).toBe(true);
+    expect(list[26]).toMatchObject({ notification_id: `ntf_1_${order}`, note: 'duplicate notification', applied: false });
+
+    const client = t.deps.temporal!.client;
+    const runs: number[] = [];
+    for (let runId = (await handle.describe()).runId; runId; ) {
+      const events: HistoryEvent[] =
+        (await client.workflow.getHandle(escrowWorkflowId(order), runId).fetchHistory()).events ?? [];
+      runs.push(events.length);
+      runId = runId === firstRun ? '' : (events[0]?.workflowExecutionStartedEventAttributes?.continuedExecutionRunId ?? '');
+    }
+    expect(runs.length).toBeGreaterThanOrEqual(3);
+    for (const length of runs) expect(length).toBeLessThanOrEqual(RUN_BOUND);
+    const first = await client.workflow.getHandle(escrowWorkflowId(order), firstRun).fetchHistory();
+    expect(eventTypeNames(first.events ?? [])).toContain('MARKER_RECORDED');
+    await replay(first, t.deps.keyring!, firstRun);
+
+    // the order goes on in its latest run: the buyer confirms, the run completes
+    expect(
+      await sendSignedNotification(t, 'sandbox_escrow_b', order, {
+        notificationId: `ntf_ok_${order}`,
+        event: 'purchase_confirmed',
+      }),
+    ).toBe(200);
+    await eventually(
+      async () => ((await handle.describe()).status.name === 'COMPLETED' ? true : undefined),
+      'the order to end',
+      20_000,
+    );
+    expect(((await api.receipt(order)).body.escrow_data as { status: number }).status).toBe(1);
+  }, 120_000);
 });
