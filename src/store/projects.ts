@@ -54,19 +54,41 @@ export interface ProjectStore {
   rotateKeys(applicationId: string, rotation: KeyRotation): Promise<Project | undefined>;
 }
 
+/**
+ * How long a project read by its client key answers later reads in this process. Every project request
+ * authenticates by that read; a change made through this store forgets at once, and one made by another process
+ * (a second API instance, `admin --direct`) shows within this time.
+ */
+export const PROJECT_BY_CLIENT_KEY_REUSE_MS = 1_000;
+const MAX_REUSED_PROJECTS = 10_000;
+
 export function createProjectStore(db: Kysely<Tables>): ProjectStore {
+  const byClientKey = new Map<string, { readonly row: ProjectRow; readonly readAt: number }>();
+  // Writes may change any key, scope or allow-list: forget everything rather than reason about which entry, before
+  // the write and again after it; a read that overlapped a write keeps nothing (it may hold the row as it was).
+  let generation = 0;
+  const forget = () => {
+    generation++;
+    byClientKey.clear();
+  };
+  const forgetAround = async <T>(write: () => Promise<T>): Promise<T> => {
+    forget();
+    try {
+      return await write();
+    } finally {
+      forget();
+    }
+  };
+
   return {
     async insert(values) {
       return toProject(await db.insertInto('projects').values(values).returningAll().executeTakeFirstOrThrow());
     },
 
     async update(applicationId, changes) {
-      const row = await db
-        .updateTable('projects')
-        .set(changes)
-        .where('application_id', '=', applicationId)
-        .returningAll()
-        .executeTakeFirst();
+      const row = await forgetAround(() =>
+        db.updateTable('projects').set(changes).where('application_id', '=', applicationId).returningAll().executeTakeFirst(),
+      );
       return row && toProject(row);
     },
 
@@ -75,7 +97,18 @@ export function createProjectStore(db: Kysely<Tables>): ProjectStore {
     },
 
     async findByClientKey(clientKey) {
-      return db.selectFrom('projects').selectAll().where('client_key', '=', clientKey).executeTakeFirst();
+      const now = performance.now();
+      const reused = byClientKey.get(clientKey);
+      if (reused && now - reused.readAt < PROJECT_BY_CLIENT_KEY_REUSE_MS) return reused.row;
+      const readGeneration = generation;
+      const row = await db.selectFrom('projects').selectAll().where('client_key', '=', clientKey).executeTakeFirst();
+      // an unknown key is asked again every time: a project created elsewhere works at once
+      if (row && readGeneration === generation) {
+        byClientKey.delete(clientKey);
+        if (byClientKey.size >= MAX_REUSED_PROJECTS) byClientKey.delete(byClientKey.keys().next().value!);
+        byClientKey.set(clientKey, { row, readAt: now });
+      }
+      return row;
     },
 
     async list() {
@@ -85,25 +118,27 @@ export function createProjectStore(db: Kysely<Tables>): ProjectStore {
 
     async rotateKeys(applicationId, rotation) {
       const graced = rotation.previousKeysExpireAt !== null;
-      return db.transaction().execute(async (trx) => {
-        // right-hand sides read the row as it was, so the previous keys are the ones being replaced
-        const row = await trx
-          .updateTable('projects')
-          .set((eb) => ({
-            previous_secret_key_hash: graced ? eb.ref('secret_key_hash') : null,
-            previous_private_key_hash: graced ? eb.ref('private_key_hash') : null,
-            previous_keys_expire_at: rotation.previousKeysExpireAt,
-            secret_key_hash: rotation.secretKeyHash,
-            private_key_hash: rotation.privateKeyHash,
-            updated_at: rotation.now,
-          }))
-          .where('application_id', '=', applicationId)
-          .returningAll()
-          .executeTakeFirst();
-        if (!row) return undefined;
-        await trx.deleteFrom('access_tokens').where('application_id', '=', applicationId).execute();
-        return toProject(row);
-      });
+      return forgetAround(() =>
+        db.transaction().execute(async (trx) => {
+          // right-hand sides read the row as it was, so the previous keys are the ones being replaced
+          const row = await trx
+            .updateTable('projects')
+            .set((eb) => ({
+              previous_secret_key_hash: graced ? eb.ref('secret_key_hash') : null,
+              previous_private_key_hash: graced ? eb.ref('private_key_hash') : null,
+              previous_keys_expire_at: rotation.previousKeysExpireAt,
+              secret_key_hash: rotation.secretKeyHash,
+              private_key_hash: rotation.privateKeyHash,
+              updated_at: rotation.now,
+            }))
+            .where('application_id', '=', applicationId)
+            .returningAll()
+            .executeTakeFirst();
+          if (!row) return undefined;
+          await trx.deleteFrom('access_tokens').where('application_id', '=', applicationId).execute();
+          return toProject(row);
+        }),
+      );
     },
   };
 }

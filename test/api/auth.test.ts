@@ -4,7 +4,8 @@ import type { FastifyPluginAsync } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { assertOwnedBy } from '../../src/domain/access.js';
 import { ApiError } from '../../src/domain/errors.js';
-import { basicAuthHeader, buildTestApp, type TestApp, type TestProject } from '../helpers/app.js';
+import { PROJECT_BY_CLIENT_KEY_REUSE_MS } from '../../src/store/projects.js';
+import { basicAuthHeader, buildTestApp, TEST_ADMIN_TOKEN, type TestApp, type TestProject } from '../helpers/app.js';
 
 const probeRoutes: FastifyPluginAsync = async (app) => {
   app.get('/test/plain', { config: { auth: 'project' } }, async (request) => ({
@@ -258,6 +259,40 @@ describe('authentication', () => {
       expect(err).toBeInstanceOf(ApiError);
       expect((err as ApiError).toBody()).toMatchObject({ error_code: 'APP_KEY_CHAIN_SESSION_INVALID', code: 1225 });
     }
+  });
+
+  it("reuses a project read for a second; a change through the admin API applies at the next call, another process's within the second", async () => {
+    const q = await t.createProject();
+    const ADMIN = { authorization: `Bearer ${TEST_ADMIN_TOKEN}` };
+    expect((await get('/test/plain', q.basicAuth)).statusCode).toBe(200);
+
+    // the admin API (this process's store): the allow-list applies at once
+    const fenced = await t.app.inject({
+      method: 'PATCH',
+      url: `/admin/v1/projects/${q.applicationId}`,
+      headers: ADMIN,
+      payload: { allowed_ips: ['10.9.9.9'] },
+    });
+    expect(fenced.statusCode, fenced.body).toBe(200);
+    expectError(await get('/test/plain', q.basicAuth), 'APP_FIREWALL_BLOCKED', 1203, 403);
+    const opened = await t.app.inject({
+      method: 'PATCH',
+      url: `/admin/v1/projects/${q.applicationId}`,
+      headers: ADMIN,
+      payload: { allowed_ips: [] },
+    });
+    expect(opened.statusCode, opened.body).toBe(200);
+    expect((await get('/test/plain', q.basicAuth)).statusCode).toBe(200);
+
+    // another process writing the row (here: straight to the database) is seen once the second has passed
+    await t.deps.database.db
+      .updateTable('projects')
+      .set({ allowed_ips: JSON.stringify(['10.9.9.9']) })
+      .where('application_id', '=', q.applicationId)
+      .execute();
+    expect((await get('/test/plain', q.basicAuth)).statusCode).toBe(200);
+    await new Promise((resolve) => setTimeout(resolve, PROJECT_BY_CLIENT_KEY_REUSE_MS + 50));
+    expectError(await get('/test/plain', q.basicAuth), 'APP_FIREWALL_BLOCKED', 1203, 403);
   });
 
   it('authenticates before the body is parsed: bad JSON without credentials gets 1206', async () => {
