@@ -12,7 +12,6 @@
  *
  * Prints figures; never a test (test/bench/flows-smoke.test.ts runs it with -n 3 to keep the harness working).
  */
-import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -20,10 +19,10 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { Pool } from 'undici';
+import { freePort, startProcess } from '../tools/child-processes.js';
 
 const { values } = parseArgs({
   options: {
@@ -36,7 +35,6 @@ const FLOWS = Number(values.flows ?? 200);
 const CALLERS = Number(values.callers ?? 32);
 if (!Number.isInteger(FLOWS) || FLOWS < 1) throw new Error('-n must be a positive integer');
 if (!Number.isInteger(CALLERS) || CALLERS < 1) throw new Error('--callers must be a positive integer');
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const ADMIN_TOKEN = `bench-admin-${randomBytes(12).toString('hex')}`;
 
 // ---- processes -------------------------------------------------------------------------------------------------
@@ -78,70 +76,6 @@ function childOf(parent: number, match: RegExp): number | undefined {
     }
   }
   return undefined;
-}
-
-interface Started {
-  readonly child: ChildProcess;
-  readonly output: string[];
-}
-
-/**
- * Spawns a node process running a TypeScript entry through tsx; resolves once its output matches `ready`, or once
- * the `ready` probe answers true (polled every 250 ms).
- */
-async function startProcess(
-  entry: string,
-  args: string[],
-  env: NodeJS.ProcessEnv,
-  ready: RegExp | (() => Promise<boolean>),
-): Promise<Started> {
-  const child = spawn(process.execPath, ['--import', 'tsx', entry, ...args], {
-    cwd: ROOT,
-    env,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const output: string[] = [];
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => {
-      clearInterval(probe);
-      child.kill('SIGKILL');
-      reject(new Error(`${entry} did not start within 300 s:\n${output.join('').slice(-3000)}`));
-    }, 300_000);
-    const done = () => {
-      clearTimeout(timer);
-      clearInterval(probe);
-      resolve();
-    };
-    const onData = (chunk: Buffer) => {
-      output.push(chunk.toString());
-      if (output.length > 400) output.splice(0, output.length - 400);
-      if (ready instanceof RegExp && ready.test(output.join(''))) done();
-    };
-    const probe = setInterval(() => {
-      if (!(ready instanceof RegExp))
-        ready().then(
-          (ok) => ok && done(),
-          () => undefined,
-        );
-    }, 250);
-    child.stdout?.on('data', onData);
-    child.stderr?.on('data', onData);
-    child.once('exit', (code, signal) => {
-      clearTimeout(timer);
-      clearInterval(probe);
-      reject(new Error(`${entry} exited (${code ?? signal}):\n${output.join('').slice(-3000)}`));
-    });
-  });
-  child.removeAllListeners('exit');
-  return { child, output };
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
 }
 
 // ---- HTTP ------------------------------------------------------------------------------------------------------

@@ -180,6 +180,12 @@ const RULES: readonly Rule[] = [
     forbids: (imp) => imp.local && inFolder(imp.target, 'sandbox'),
   },
   {
+    name: 'the chaos suite drives processes over HTTP: of src/ only domain and the PG key derivation (services/charges.ts)',
+    applies: (f) => f.startsWith('chaos/'),
+    forbids: (imp) =>
+      imp.local && imp.target.startsWith('src/') && !inFolder(imp.target, 'domain') && imp.target !== 'src/services/charges.ts',
+  },
+  {
     name: 'the engine is independent of the application',
     applies: (f) => f.startsWith('engine/'),
     forbids: (imp) => imp.local && imp.target.startsWith('src/'),
@@ -214,7 +220,7 @@ export function checkFileImports(file: string, imports: readonly Import[]): Viol
 }
 
 export function checkImports(): Violation[] {
-  const files = [...sourceFiles('src'), ...sourceFiles('engine/src'), 'worker.ts'];
+  const files = [...sourceFiles('src'), ...sourceFiles('engine/src'), ...sourceFiles('chaos'), 'worker.ts'];
   const violations = files.flatMap((file) => checkFileImports(file, importsOf(file)));
   const worker = runtimeClosure('worker.ts');
   for (const file of worker.files) {

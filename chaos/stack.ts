@@ -1,0 +1,217 @@
+// The split deployment as four processes on fixed loopback ports, each of which can be killed with SIGKILL and
+// started again on the same port (clients reconnect to the same address): the engine (bin/temporal-devserver
+// with its journal under the run's directory), the sandbox PGs (src/sandbox/main.ts, state under its DATA_DIR),
+// the API (src/api/server.ts) and the worker (worker.ts), the last two on a Postgres schema of the run's own.
+import type { ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { freePort, portOpen, startProcess } from '../tools/child-processes.js';
+
+export const PROCESS_NAMES = ['engine', 'sandbox', 'api', 'worker'] as const;
+export type ProcessName = (typeof PROCESS_NAMES)[number];
+
+export interface StackOptions {
+  /** Postgres server URL (a schema of the run's own is created on it and dropped by close) */
+  readonly postgresUrl: string;
+  /** environment merged over every paygate process's (API and worker) */
+  readonly extraEnv?: Record<string, string>;
+}
+
+export class Stack {
+  readonly adminToken = `chaos-admin-${randomBytes(12).toString('hex')}`;
+  readonly sandboxToken = `chaos-sandbox-${randomBytes(12).toString('hex')}`;
+  readonly schema = `chaos_${randomBytes(5).toString('hex')}`;
+  readonly starts: Record<ProcessName, number> = { engine: 0, sandbox: 0, api: 0, worker: 0 };
+  private readonly children = new Map<ProcessName, ChildProcess>();
+  /** every child ever started: close() SIGKILLs whatever of them still runs */
+  private readonly everyChild = new Set<ChildProcess>();
+  private readonly lastOutput = new Map<ProcessName, string[]>();
+  private closed = false;
+
+  private constructor(
+    readonly options: StackOptions,
+    readonly dir: string,
+    readonly ports: Record<'engine' | 'sandbox' | 'api', number>,
+  ) {}
+
+  static async open(options: StackOptions): Promise<Stack> {
+    const dir = await mkdtemp(join(tmpdir(), 'paygate-chaos-'));
+    const ports = { engine: await freePort(), sandbox: await freePort(), api: await freePort() };
+    const stack = new Stack(options, dir, ports);
+    const admin = new pg.Client({ connectionString: options.postgresUrl });
+    await admin.connect();
+    try {
+      await admin.query(`create schema ${stack.schema}`);
+    } finally {
+      await admin.end();
+    }
+    return stack;
+  }
+
+  get apiUrl(): string {
+    return `http://127.0.0.1:${this.ports.api}`;
+  }
+  get sandboxUrl(): string {
+    return `http://127.0.0.1:${this.ports.sandbox}`;
+  }
+  get engineAddress(): string {
+    return `127.0.0.1:${this.ports.engine}`;
+  }
+  /** the run's schema as the search path of a Postgres URL */
+  get databaseUrl(): string {
+    const url = this.options.postgresUrl;
+    return `${url}${url.includes('?') ? '&' : '?'}options=${encodeURIComponent(`-c search_path=${this.schema}`)}`;
+  }
+
+  pid(name: ProcessName): number | undefined {
+    return this.children.get(name)?.pid;
+  }
+
+  private paygateEnv(name: 'api' | 'worker'): NodeJS.ProcessEnv {
+    return {
+      PATH: process.env.PATH ?? '',
+      HOME: process.env.HOME ?? '',
+      PORT: String(this.ports.api),
+      HOST: '127.0.0.1',
+      DATA_DIR: join(this.dir, name),
+      DATABASE_URL: this.databaseUrl,
+      TEMPORAL_ADDRESS: this.engineAddress,
+      TEMPORAL_NAMESPACE: 'default',
+      ADMIN_TOKEN: this.adminToken,
+      ENCRYPTION_KEYS: this.encryptionKeys,
+      PAYGATE_SANDBOX: 'true',
+      PUBLIC_BASE_URL: this.apiUrl,
+      SANDBOX_GATEWAY_URL: this.sandboxUrl,
+      SANDBOX_TOKEN: this.sandboxToken,
+      LOG_LEVEL: 'warn',
+      LOG_FORMAT: 'json',
+      ...this.options.extraEnv,
+    };
+  }
+  private readonly encryptionKeys = `chaos:${randomBytes(32).toString('base64')}`;
+  private readonly sandboxSecret = randomBytes(24).toString('base64url');
+
+  /** Starts one process (on its fixed port) and waits until it is ready. */
+  async start(name: ProcessName): Promise<void> {
+    if (this.closed) throw new Error('the stack is closed');
+    const dataDir = join(this.dir, name);
+    await mkdir(dataDir, { recursive: true, mode: 0o700 });
+    let started: Awaited<ReturnType<typeof startProcess>>;
+    const timeoutMs = 120_000;
+    if (name === 'engine') {
+      started = await startProcess(
+        'bin/temporal-devserver',
+        [
+          'server',
+          'start-dev',
+          '--port',
+          String(this.ports.engine),
+          '--ip',
+          '127.0.0.1',
+          '--namespace',
+          'default',
+          '--db-filename',
+          join(dataDir, 'temporal.db'),
+          '--headless',
+        ],
+        { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '' },
+        () => portOpen(this.ports.engine),
+        { tsx: false, timeoutMs },
+      );
+    } else if (name === 'sandbox') {
+      started = await startProcess(
+        'src/sandbox/main.ts',
+        [],
+        {
+          PATH: process.env.PATH ?? '',
+          SANDBOX_PORT: String(this.ports.sandbox),
+          SANDBOX_HOST: '127.0.0.1',
+          SANDBOX_TOKEN: this.sandboxToken,
+          SANDBOX_SECRET: this.sandboxSecret,
+          DATA_DIR: dataDir,
+          LOG_LEVEL: 'warn',
+        },
+        () => portOpen(this.ports.sandbox),
+        { timeoutMs },
+      );
+    } else if (name === 'api') {
+      started = await startProcess(
+        'src/api/server.ts',
+        [],
+        this.paygateEnv('api'),
+        async () => {
+          // listening is enough: /health also asks the engine, which may be the one being restarted
+          return portOpen(this.ports.api);
+        },
+        { timeoutMs },
+      );
+    } else {
+      started = await startProcess('worker.ts', [], { ...this.paygateEnv('worker'), LOG_LEVEL: 'info' }, /worker running/, {
+        timeoutMs,
+      });
+    }
+    this.children.set(name, started.child);
+    this.everyChild.add(started.child);
+    this.lastOutput.set(name, started.output);
+    this.starts[name]++;
+  }
+
+  /** SIGKILLs one process and waits until it is gone. */
+  async kill9(name: ProcessName): Promise<void> {
+    const child = this.children.get(name);
+    this.children.delete(name);
+    if (!child || child.exitCode !== null || child.signalCode !== null) return;
+    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+    child.kill('SIGKILL');
+    await exited;
+  }
+
+  /** The processes that exited without being killed by the run (a crash is a finding). */
+  crashed(): { name: ProcessName; code: number | null; output: string }[] {
+    const out: { name: ProcessName; code: number | null; output: string }[] = [];
+    for (const [name, child] of this.children) {
+      if (child.exitCode !== null || child.signalCode !== null) {
+        out.push({ name, code: child.exitCode, output: (this.lastOutput.get(name) ?? []).join('').slice(-2000) });
+      }
+    }
+    return out;
+  }
+
+  /** Starts again every process that is not running (one that crashed on its own). */
+  async restartExited(): Promise<ProcessName[]> {
+    const restarted: ProcessName[] = [];
+    for (const name of PROCESS_NAMES) {
+      const child = this.children.get(name);
+      if (child && child.exitCode === null && child.signalCode === null) continue;
+      await this.start(name);
+      restarted.push(name);
+    }
+    return restarted;
+  }
+
+  /** SIGKILLs every process the stack ever started (synchronous: safe in an exit handler). */
+  killAll(): void {
+    for (const child of this.everyChild) {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    }
+  }
+
+  /** Kills everything, drops the schema and the run's directory. */
+  async close(): Promise<void> {
+    this.closed = true;
+    this.killAll();
+    const admin = new pg.Client({ connectionString: this.options.postgresUrl });
+    try {
+      await admin.connect();
+      await admin.query(`drop schema if exists ${this.schema} cascade`);
+    } catch {
+      // the server went away: nothing to drop
+    } finally {
+      await admin.end().catch(() => undefined);
+    }
+    await rm(this.dir, { recursive: true, force: true });
+  }
+}
