@@ -122,7 +122,9 @@ export function createReceiptService({ stores }: { readonly stores: Pick<Stores,
       const row = await stores.receipts.find(receiptId);
       if (!row) throw new ApiError('RC_NOT_FOUND');
       assertOwnedBy(project, row.application_id);
-      return withEscrowData(receiptResponse(row, project), await stores.escrow.find(receiptId));
+      // an escrow order comes only from a one-off payment: a billing-key charge needs no second read
+      const order = row.billing_key === null ? await stores.escrow.find(receiptId) : undefined;
+      return withEscrowData(receiptResponse(row, project), order);
     },
 
     async list(project, q) {
