@@ -1,0 +1,85 @@
+// The chaos suite's CI variant (issue 13): `npm run chaos`'s driver with 100 mixed flows and 6 kills -9 of a random
+// process of the split stack (API, worker, engine, sandbox PGs), then its checks: 0 stuck, 0 lost, 0 duplicated,
+// refunds and webhooks matching, no failed workflow. The split processes share Postgres (PGlite cannot be shared),
+// so it runs only with DATABASE_URL (CI's second pass). The driver runs in a process group of its own, killed
+// with SIGKILL at the hard timeout, so a hung run cannot hang the suite or leave processes behind.
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { expect, it } from 'vitest';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const DATABASE_URL = process.env.DATABASE_URL;
+const FLOWS = 100;
+const KILLS = 6;
+// Typically 1.5 minutes. The settle bound covers the worst case: a webhook delivery saved by an API killed before it
+// started the delivery's run waits for the worker's recovery sweep (every 5 minutes, README "Message webhooks").
+// The driver stops itself at RUN_TIMEOUT_S; the group is killed a little later whatever happens.
+const SETTLE_S = 330;
+const RUN_TIMEOUT_S = 480;
+const TEST_TIMEOUT_MS = (RUN_TIMEOUT_S + 30) * 1000;
+
+const title = DATABASE_URL
+  ? `chaos: ${FLOWS} flows with ${KILLS} kills -9 of API, worker, engine or sandbox end with 0 stuck, 0 lost, 0 duplicated`
+  : 'chaos: skipped, DATABASE_URL is not set (the split processes need a shared Postgres)';
+
+it.skipIf(!DATABASE_URL)(
+  title,
+  async () => {
+    const child = spawn(
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        'chaos/run.ts',
+        '--flows',
+        String(FLOWS),
+        '--kills',
+        String(KILLS),
+        '--concurrency',
+        '8',
+        '--settle',
+        String(SETTLE_S),
+        '--timeout',
+        String(RUN_TIMEOUT_S),
+      ],
+      { cwd: ROOT, env: { ...process.env }, stdio: ['ignore', 'pipe', 'pipe'], detached: true },
+    );
+    let output = '';
+    child.stdout.on('data', (c: Buffer) => (output += c.toString()));
+    child.stderr.on('data', (c: Buffer) => (output += c.toString()));
+    const killGroup = () => {
+      try {
+        process.kill(-child.pid!, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    };
+    const timer = setTimeout(killGroup, TEST_TIMEOUT_MS - 10_000);
+    let code: number | null;
+    try {
+      code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+    } finally {
+      clearTimeout(timer);
+      killGroup();
+    }
+    const count = (label: string): number => {
+      const match = new RegExp(`\\| ${label.replace(/[()]/g, '\\$&')}[^|]* \\| (\\d+) \\|`).exec(output);
+      if (!match) throw new Error(`no "${label}" row in the chaos output:\n${output.slice(-4000)}`);
+      return Number(match[1]);
+    };
+    // exit 1 also on refused flows: an idempotent retry after the API died mid-request can answer 9410 or 2404 where
+    // the first attempt succeeded (reported in issue 13); the issue's own counts are asserted one by one below
+    expect(code === 0 || code === 1, output.slice(-6000)).toBe(true);
+    const kills = /kills: (\d+) \(/.exec(output);
+    expect(Number(kills?.[1]), output.slice(-6000)).toBeGreaterThanOrEqual(KILLS);
+    expect(output).toContain(`chaos: ${FLOWS} flows`);
+    expect(count('stuck')).toBe(0);
+    expect(count('lost')).toBe(0);
+    expect(count('duplicated')).toBe(0);
+    expect(count('refunds not matching the PG')).toBe(0);
+    expect(count('webhook deliveries never accepted')).toBe(0);
+    expect(count('failed workflows')).toBe(0);
+    expect(count('processes crashed on their own')).toBe(0);
+  },
+  TEST_TIMEOUT_MS,
+);
