@@ -244,6 +244,10 @@ try {
 
   const advanceStarted = performance.now();
   let advanceAnswer: { ms: number; settled: unknown } | undefined;
+  // Each run set its timer a little after it read the time (its first workflow task's latency, seconds while
+  // thousands of runs start), so the timers come due just after the anchor: the advance to the anchor answers at
+  // once (settled) and they fire on the clock's own time in the next seconds, all together. An advance past them
+  // would fire them one due time at a time, each once the work before it settled.
   const advancing = call('POST', '/sandbox/v1/clock/advance', auth, { to: startAt }).then((body) => {
     advanceAnswer = { ms: performance.now() - advanceStarted, settled: body.settled };
   });
