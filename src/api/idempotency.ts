@@ -18,6 +18,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError, errorCatalog } from '../domain/errors.js';
 import { createFieldCipher } from '../security/field-cipher.js';
 import type { Keyring } from '../security/keyring.js';
+import type { IdempotencyKeyProof } from '../services/charges.js';
 import { IN_FLIGHT_LEASE_MS, type IdempotencyStore } from '../store/idempotency.js';
 
 const IDEMPOTENCY_HEADER = 'idempotency-key';
@@ -69,6 +70,11 @@ function isInProgress(status: number, payload: string): boolean {
 export interface IdempotencyHooks {
   preHandler(request: FastifyRequest, reply: FastifyReply): Promise<void>;
   onSend(request: FastifyRequest, reply: FastifyReply, payload: unknown): Promise<unknown>;
+  /**
+   * The key of a request that claimed one, as a MAC a charge stores: a retry under the same key whose first
+   * request died after charging (its answer never stored) is answered the receipt rather than 9410.
+   */
+  keyProof(request: FastifyRequest): IdempotencyKeyProof | undefined;
 }
 
 export function createIdempotencyHooks(deps: {
@@ -135,6 +141,25 @@ export function createIdempotencyHooks(deps: {
         });
       }
       return payload;
+    },
+
+    keyProof(request) {
+      const claim = claims.get(request);
+      if (claim === undefined) return undefined;
+      const text = `${claim.applicationId}\u0000${claim.key}`;
+      const { keyId, digest } = deps.keyring.mac('idempotency-key', text);
+      return {
+        mac: `${keyId}.${digest}`,
+        matches(stored) {
+          const dot = stored.indexOf('.');
+          if (dot <= 0) return false;
+          try {
+            return deps.keyring.mac('idempotency-key', text, stored.slice(0, dot)).digest === stored.slice(dot + 1);
+          } catch {
+            return false; // made under a key the keyring no longer holds
+          }
+        },
+      };
     },
   };
 }

@@ -46,15 +46,30 @@ export type ChargeSettlement =
       readonly error: ApiError;
     };
 
+/** The request's Idempotency-Key as the idempotency layer vouches for it: never the key itself. */
+export interface IdempotencyKeyProof {
+  /** what a charge made under this key stores */
+  readonly mac: string;
+  /** whether a stored `mac` was made from this same key */
+  matches(stored: string): boolean;
+}
+
 export interface ChargeService {
   /** Charges the project's usable billing key named in `params` (2309, 1225, 9423 as findUsableBillingKey). */
-  charge(project: Project, params: ChargeParams, requestedAt: Date, feedback?: FeedbackTarget): Promise<ReceiptRow>;
+  charge(
+    project: Project,
+    params: ChargeParams,
+    requestedAt: Date,
+    feedback?: FeedbackTarget,
+    idempotencyKey?: IdempotencyKeyProof,
+  ): Promise<ReceiptRow>;
   /**
    * Charges a billing key once per (project, order_id). The order_id is claimed with a pending receipt
    * before the PG is called (no transaction is held across the PG call). A pending receipt with the
    * same charge is a retry after a PG failure: it re-drives the PG under the same derived key, which
-   * the PG answers without charging again. A completed receipt its reconcile workflow settled answers
-   * the same charge (the answer its request never got); any other use of the order_id is 9410.
+   * the PG answers without charging again. A completed receipt answers the same charge when its reconcile
+   * workflow settled it, or when the charge was made under the same Idempotency-Key (its request died before
+   * its answer was stored): the answer that request never got. Any other use of the order_id is 9410.
    */
   chargeKey(
     project: Project,
@@ -62,6 +77,7 @@ export interface ChargeService {
     params: ChargeParams,
     requestedAt: Date,
     feedback?: FeedbackTarget,
+    idempotencyKey?: IdempotencyKeyProof,
   ): Promise<ReceiptRow>;
   /**
    * The reconcile workflow's step: asks the PG what it did under the pending charge's key and records it
@@ -108,6 +124,7 @@ export function createChargeService(deps: {
     params: ChargeParams,
     requestedAt: Date,
     feedback: FeedbackTarget | undefined,
+    idempotencyKey: IdempotencyKeyProof | undefined,
   ): Promise<
     { readonly pending: ReceiptRow | { receipt_id: string; pg_key_attempt: number } } | { readonly answer: ReceiptRow }
   > => {
@@ -132,11 +149,16 @@ export function createChargeService(deps: {
         requestedAt,
         callUntil: until,
         feedback,
+        idempotencyKeyMac: idempotencyKey?.mac,
       });
       if (claimed.kind === 'claimed') return { pending: { receipt_id: claimed.receiptId, pg_key_attempt: claimed.keyAttempt } };
       const row = claimed.row;
       if (row.charge_hash !== hash) break;
-      if (row.status === PAYMENT_COMPLETE && row.reconciled_at !== null) return { answer: row };
+      if (row.status === PAYMENT_COMPLETE) {
+        const sameKey =
+          idempotencyKey !== undefined && row.idempotency_key_mac !== null && idempotencyKey.matches(row.idempotency_key_mac);
+        if (row.reconciled_at !== null || sameKey) return { answer: row };
+      }
       if (row.status !== PAYMENT_PENDING) break;
       const redriven = await receipts.redriveCharge(row.receipt_id, until);
       if (redriven) return { pending: redriven };
@@ -145,14 +167,14 @@ export function createChargeService(deps: {
   };
 
   const service: ChargeService = {
-    async charge(project, params, requestedAt, feedback) {
+    async charge(project, params, requestedAt, feedback, idempotencyKey) {
       const key = await findUsableBillingKey(deps.stores, project, params.billingKey);
-      return service.chargeKey(project, key, params, requestedAt, feedback);
+      return service.chargeKey(project, key, params, requestedAt, feedback, idempotencyKey);
     },
 
-    async chargeKey(project, key, params, requestedAt, feedback) {
+    async chargeKey(project, key, params, requestedAt, feedback, idempotencyKey) {
       const gateway = cardGatewayFor(deps.gateways, project, key.pg);
-      const claimed = await claim(project, key, params, requestedAt, feedback);
+      const claimed = await claim(project, key, params, requestedAt, feedback, idempotencyKey);
       if ('answer' in claimed) return claimed.answer;
       const receiptId = claimed.pending.receipt_id;
       bindLogIds({ receipt_id: receiptId });

@@ -33,6 +33,8 @@ export interface NewCharge {
   /** the request calling the PG owns the charge until then */
   readonly callUntil: Date;
   readonly feedback?: { readonly url: string; readonly contentType: string } | undefined;
+  /** the request's Idempotency-Key as a keyring MAC (IdempotencyKeyProof.mac), if it carried one */
+  readonly idempotencyKeyMac?: string | undefined;
 }
 
 export type OrderClaim =
@@ -147,6 +149,7 @@ export function createReceiptStore(db: Kysely<Tables>): ReceiptStore {
           feedback: charge.feedback
             ? JSON.stringify({ url: charge.feedback.url, content_type: charge.feedback.contentType })
             : null,
+          idempotency_key_mac: charge.idempotencyKeyMac ?? null,
         })
         .onConflict((oc) => oc.columns(['application_id', 'order_id']).doNothing())
         .returning(['receipt_id', 'pg_key_attempt'])

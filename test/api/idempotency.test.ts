@@ -145,6 +145,44 @@ describe('Idempotency-Key', () => {
     expect(res.body.order_id).toBe('idem-8');
   });
 
+  it('a retry whose first request charged and died before storing its answer gets the receipt; another key gets 9410', async () => {
+    const body = { billing_key: billingKey, order_name: 'June', order_id: 'idem-died-after-charge', price: 700 };
+    const first = await client.post('/v2/subscribe/payment', body, { 'idempotency-key': 'died-after-charge' });
+    expect(first.status).toBe(200);
+    // what the API killed between the charge and its answer leaves, once the sweep released the key in flight:
+    // the completed receipt and no idempotency record
+    await t.deps.database.db
+      .deleteFrom('idempotency_keys')
+      .where('application_id', '=', project.applicationId)
+      .where('idempotency_key', '=', 'died-after-charge')
+      .execute();
+
+    const retried = await client.post('/v2/subscribe/payment', body, { 'idempotency-key': 'died-after-charge' });
+    expect(retried.status, JSON.stringify(retried.body)).toBe(200);
+    expect(retried.body).toMatchObject({ receipt_id: first.body.receipt_id, status: 1, order_id: body.order_id });
+    expect(await receiptsOf(body.order_id)).toBe(1);
+    expect(await sandboxChargeExecutions(t.sandboxUrl, chargeIdempotencyKey(project.applicationId, body.order_id))).toBe(1);
+    // the key's record holds that answer now: the next retry is a replay
+    const replayed = await client.post('/v2/subscribe/payment', body, { 'idempotency-key': 'died-after-charge' });
+    expect(replayed.headers['idempotent-replayed']).toBe('true');
+    expect(replayed.body).toEqual(retried.body);
+
+    // another request for the same order_id is still a duplicate, with another key or none
+    for (const headers of [{ 'idempotency-key': 'another-key' }, {}]) {
+      const other = await client.post('/v2/subscribe/payment', body, headers);
+      expect(other.status).toBe(409);
+      expect(other.body).toMatchObject({ error_code: 'ORDER_ID_DUPLICATED', code: 9410 });
+    }
+    // the receipt stores no key, only its MAC
+    const stored = await t.deps.database.db
+      .selectFrom('receipts')
+      .select('idempotency_key_mac')
+      .where('receipt_id', '=', first.body.receipt_id as string)
+      .executeTakeFirstOrThrow();
+    expect(stored.idempotency_key_mac).toMatch(/^[^.]+\.[0-9a-f]{64}$/);
+    expect(stored.idempotency_key_mac).not.toContain('died-after-charge');
+  });
+
   it('refuses a malformed key', async () => {
     const body = { billing_key: billingKey, order_name: 'June', order_id: 'idem-7', price: 100 };
     const res = await client.post('/v2/subscribe/payment', body, { 'idempotency-key': 'k'.repeat(256) });

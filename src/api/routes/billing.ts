@@ -57,7 +57,7 @@ export async function billingRoutes(app: FastifyInstance): Promise<void> {
       const requestedAt = clock();
       const params = parseChargeRequest(request.body);
       const feedback = parseFeedbackTarget(request.body, { sandbox: app.deps.config.sandbox });
-      const row = await services.charges.charge(request.project, params, requestedAt, feedback);
+      const row = await services.charges.charge(request.project, params, requestedAt, feedback, idempotency.keyProof(request));
       request.log.info({ receipt_id: row.receipt_id, pg: row.pg }, 'billing key charged');
       return receiptResponse(row, request.project);
     },

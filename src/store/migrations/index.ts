@@ -11,6 +11,7 @@ import { migration as escrow } from './0007_escrow.js';
 import { migration as reserves } from './0008_reserves.js';
 import { migration as schedules } from './0009_schedules.js';
 import { migration as reconcile } from './0011_reconcile.js';
+import { migration as chargeIdempotencyKey } from './0012_charge_idempotency_key.js';
 
 export const migrations = [
   platform,
@@ -23,6 +24,7 @@ export const migrations = [
   reserves,
   schedules,
   reconcile,
+  chargeIdempotencyKey,
 ] as const;
 
 type UnionToIntersection<U> = (U extends unknown ? (k: U) => void : never) extends (k: infer I) => void ? I : never;
