@@ -22,8 +22,8 @@ export interface ChaosOptions {
   readonly flakyFraction: number;
   readonly postgresUrl: string;
   readonly log?: (line: string) => void;
-  /** registers the stack's synchronous kill-everything, for signal and exit handlers */
-  readonly onStack?: (killAll: () => void) => void;
+  /** registers the stack's synchronous kill-everything (exit handlers) and its cleanup (signal handlers) */
+  readonly onStack?: (stack: { killAll(): void; close(): Promise<void> }) => void;
 }
 
 export interface ChaosResult {
@@ -61,7 +61,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
   const random = seededRandom(options.seed);
   const started = Date.now();
   const stack = await Stack.open({ postgresUrl: options.postgresUrl });
-  options.onStack?.(() => stack.killAll());
+  options.onStack?.({ killAll: () => stack.killAll(), close: () => stack.close() });
   let hardTimer: NodeJS.Timeout | undefined;
   const hardTimeout = new Promise<never>((_, reject) => {
     hardTimer = setTimeout(() => {
@@ -138,6 +138,9 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
     };
     let next = 0;
     let done = 0;
+    // the flows are spread over at least 8 s per kill, so every kill lands among requests in flight (a small run
+    // would otherwise be over before the first restart)
+    const minFlowMs = options.kills * 8_000;
     const inFlight = new Set<FlowRecord>();
     const progress = setInterval(() => {
       const slow = [...inFlight].slice(0, 6);
@@ -150,6 +153,8 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
       Array.from({ length: Math.min(options.concurrency, flows.length) }, async () => {
         while (next < flows.length) {
           const flow = flows[next++]!;
+          const notBefore = flowStart + (flow.index / flows.length) * minFlowMs;
+          if (Date.now() < notBefore) await sleep(notBefore - Date.now());
           inFlight.add(flow);
           await driveFlow(ctx, flow);
           inFlight.delete(flow);
@@ -171,9 +176,9 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
       if (flowsFinished === undefined) {
         const elapsed = Date.now() - flowStart;
         const progress = done / flows.length;
-        const remaining = progress > 0.05 ? (elapsed / progress) * (1 - progress) : 60_000;
+        const remaining = progress > 0.05 ? (elapsed / progress) * (1 - progress) : Math.max(minFlowMs - elapsed, 20_000);
         const left = Math.max(1, options.kills - killCount);
-        gap = Math.min(20_000, Math.max(1_500, (remaining / left) * (0.5 + random())));
+        gap = Math.min(20_000, Math.max(1_500, (remaining / (left + 1)) * (0.5 + random())));
       } else {
         gap = 1_000 + random() * 2_000;
       }

@@ -40,13 +40,17 @@ const options = {
   postgresUrl: process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test',
 };
 
-let killAll: () => void = () => undefined;
-process.on('exit', () => killAll());
+let stack: { killAll(): void; close(): Promise<void> } | undefined;
+process.on('exit', () => stack?.killAll());
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.on(signal, () => {
-    killAll();
-    process.stderr.write(`chaos: ${signal}, every process killed (the run's schema stays: chaos_*)\n`);
-    process.exit(130);
+    stack?.killAll();
+    // the processes are gone; the schema and the run's directory are dropped if that takes less than 5 s
+    const closed = stack?.close() ?? Promise.resolve();
+    void Promise.race([closed, new Promise((r) => setTimeout(r, 5_000))]).finally(() => {
+      process.stderr.write(`chaos: ${signal}, every process killed\n`);
+      process.exit(130);
+    });
   });
 }
 
@@ -57,8 +61,8 @@ try {
   const result = await runChaos({
     ...options,
     log,
-    onStack: (k) => {
-      killAll = k;
+    onStack: (s) => {
+      stack = s;
     },
   });
   process.stdout.write(`\n${formatResult(result, options)}\n`);

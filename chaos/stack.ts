@@ -100,6 +100,11 @@ export class Stack {
     const dataDir = join(this.dir, name);
     await mkdir(dataDir, { recursive: true, mode: 0o700 });
     let started: Awaited<ReturnType<typeof startProcess>>;
+    // killAll reaches a process that is still starting too
+    const onSpawn = (child: ChildProcess) => {
+      this.everyChild.add(child);
+      if (this.closed) child.kill('SIGKILL');
+    };
     const timeoutMs = 120_000;
     if (name === 'engine') {
       started = await startProcess(
@@ -119,7 +124,7 @@ export class Stack {
         ],
         { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '' },
         () => portOpen(this.ports.engine),
-        { tsx: false, timeoutMs },
+        { tsx: false, timeoutMs, onSpawn },
       );
     } else if (name === 'sandbox') {
       started = await startProcess(
@@ -135,7 +140,7 @@ export class Stack {
           LOG_LEVEL: 'warn',
         },
         () => portOpen(this.ports.sandbox),
-        { timeoutMs },
+        { timeoutMs, onSpawn },
       );
     } else if (name === 'api') {
       started = await startProcess(
@@ -146,15 +151,15 @@ export class Stack {
           // listening is enough: /health also asks the engine, which may be the one being restarted
           return portOpen(this.ports.api);
         },
-        { timeoutMs },
+        { timeoutMs, onSpawn },
       );
     } else {
       started = await startProcess('worker.ts', [], { ...this.paygateEnv('worker'), LOG_LEVEL: 'info' }, /worker running/, {
         timeoutMs,
+        onSpawn,
       });
     }
     this.children.set(name, started.child);
-    this.everyChild.add(started.child);
     this.lastOutput.set(name, started.output);
     this.starts[name]++;
   }

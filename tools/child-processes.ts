@@ -18,6 +18,8 @@ export interface StartOptions {
   readonly tsx?: boolean;
   /** how long the process may take to be ready before it is killed (default 300 s) */
   readonly timeoutMs?: number;
+  /** told the child at once, before it is ready (a caller that must be able to kill it meanwhile) */
+  readonly onSpawn?: (child: ChildProcess) => void;
 }
 
 /**
@@ -38,6 +40,7 @@ export async function startProcess(
     env,
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  options.onSpawn?.(child);
   const output: string[] = [];
   await new Promise<void>((resolve, reject) => {
     const timer = setTimeout(() => {
