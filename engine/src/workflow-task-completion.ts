@@ -44,7 +44,9 @@ export const respondWorkflowTaskCompleted: Rpc<'RespondWorkflowTaskCompleted'> =
   if (commands.some((c) => isClosingCommand(c.commandType ?? 0)) && hasNewWork(ex)) {
     failUnhandledCommand(core, ex, r);
     await core.commit();
-    return {};
+    // As the server answers: the SDK evicts the run on exactly this and replays it with the new events; a success
+    // would leave its cached run closed, so it would send the same closing command again and lose what arrived.
+    throw invalid('UnhandledCommand');
   }
   if (s.wft.speculativeFrom !== null && onlyRejections(commands, messages) && s.buffered.length === 0) {
     discardSpeculativeTask(core, ex, r, messages);

@@ -267,8 +267,9 @@ describe('completion racing a signal', () => {
     );
     expect(polled.taskToken?.length).toBeGreaterThan(0);
     await handle.signal(pushSignal, 'arrived during the task');
-    // Temporal may answer the RPC with an error or with success; either way the completion must not stick.
-    await env.connection.workflowService
+    // Temporal answers InvalidArgument "UnhandledCommand": the SDK's core evicts the run on exactly that answer
+    // and replays it with the signal; a success would leave the worker's cached run closed and the signal lost.
+    const answer = await env.connection.workflowService
       .respondWorkflowTaskCompleted({
         namespace: namespaceOf(env),
         taskToken: polled.taskToken,
@@ -282,7 +283,11 @@ describe('completion racing a signal', () => {
           },
         ],
       })
-      .catch(() => undefined);
+      .then(
+        () => 'success',
+        (err: { code?: number; details?: string }) => `${err.code} ${err.details}`,
+      );
+    expect(answer).toBe('3 UnhandledCommand');
 
     expect((await handle.describe()).status.name).toBe('RUNNING');
     const failed = (await historyEvents(handle)).find((e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED);
