@@ -24,12 +24,12 @@ import {
 } from '../domain/escrow.js';
 import { ApiError } from '../domain/errors.js';
 import { updateTimedOut, workflowRefusal } from './workflow-calls.js';
-import { newId } from '../domain/ids.js';
 import { isResourceId, PAYMENT_COMPLETE, type ReceiptResponse } from '../domain/receipt.js';
 import { formatTimestamp } from '../domain/time.js';
 import { fetchSandboxPgRequests, sendSandboxBuyerEvent } from '../gateways/sandbox-escrow-control.js';
 import type { GatewayRegistry } from '../gateways/types.js';
 import type { Stores } from '../store/index.js';
+import type { IdempotencyKeyProof } from './charges.js';
 import type { Project } from '../store/projects.js';
 import type { ReceiptRow } from '../store/receipts.js';
 import type { escrowWorkflow } from '../workflows/escrow.js';
@@ -55,7 +55,12 @@ export interface EscrowEventView {
 
 export interface EscrowService {
   /** POST /sandbox/v1/payments: the PG approves, the receipt is stored (status 1), an escrow order's workflow starts. */
-  pay(project: Project, req: SandboxPaymentRequest): Promise<ReceiptResponse>;
+  /**
+   * One PG payment and one receipt per (project, order_id), whoever retries: a retry under the same
+   * Idempotency-Key whose first request died after storing the receipt gets that receipt; any other use of the
+   * order_id is 9410.
+   */
+  pay(project: Project, req: SandboxPaymentRequest, idempotencyKey?: IdempotencyKeyProof): Promise<ReceiptResponse>;
   /** PUT /v2/escrow/shipping/start/{receipt_id}: the receipt with escrow_data in state 3. */
   shippingStart(project: Project, receiptId: string, body: unknown): Promise<ReceiptResponse>;
   /** POST /sandbox/v1/escrow/{receipt_id}/events: the buyer acts in the sandbox PG, which notifies paygate. */
@@ -122,12 +127,23 @@ export function createEscrowService(deps: {
   };
 
   return {
-    async pay(project, req) {
+    async pay(project, req, idempotencyKey) {
       const gateway = project.pgs.includes(req.pg) ? deps.gateways.get(req.pg) : undefined;
       if (!gateway?.payments)
         throw new ApiError('RC_PG_NOT_FOUND', { message: `PG '${req.pg}' takes no sandbox payments here.` });
-      if (await stores.escrow.orderTaken(project.application_id, req.orderId)) throw new ApiError('ORDER_ID_DUPLICATED');
-      const receiptId = newId();
+      const taken = await stores.escrow.orderReceipt(project.application_id, req.orderId);
+      if (taken) {
+        const sameKey =
+          idempotencyKey !== undefined && taken.idempotency_key_mac !== null && idempotencyKey.matches(taken.idempotency_key_mac);
+        if (sameKey) return render(taken.receipt_id, project);
+        throw new ApiError('ORDER_ID_DUPLICATED');
+      }
+      // Derived like the PG key: a retry after the PG paid and before the receipt was stored sends the PG the
+      // same request (its merchantRef is the receipt id), which it answers with the first payment.
+      const receiptId = createHash('sha256')
+        .update(`receipt\u0000${project.application_id}\u0000${req.orderId}`)
+        .digest('hex')
+        .slice(0, 24);
       bindLogIds({ receipt_id: receiptId });
       const requestedAt = deps.clock();
       const escrowPg = req.escrow && gateway.escrow !== undefined;
@@ -163,6 +179,7 @@ export function createEscrowService(deps: {
         requestedAt,
         purchasedAt: paid.approvedAt,
         ...(req.escrow ? { escrow: { buyer: req.buyer } } : {}),
+        idempotencyKeyMac: idempotencyKey?.mac,
       });
       if (!receipt) throw new ApiError('ORDER_ID_DUPLICATED');
       if (escrowPg) {

@@ -32,6 +32,8 @@ export interface NewPayment {
   };
   readonly requestedAt: Date;
   readonly purchasedAt: Date;
+  /** the request's Idempotency-Key as a keyring MAC (IdempotencyKeyProof.mac), if it carried one */
+  readonly idempotencyKeyMac?: string | undefined;
   /** present for an escrow payment; the buyer is sealed */
   readonly escrow?: { readonly buyer: PaymentBuyer | undefined };
 }
@@ -46,8 +48,11 @@ export interface EscrowStore {
   find(receiptId: string): Promise<EscrowOrderRow | undefined>;
   /** The project's newest first, at most `limit` (the dashboard's lists). */
   listOf(applicationId: string, limit: number): Promise<EscrowOrderRow[]>;
-  /** Whether the project has a receipt with this order_id (checked before the PG is asked to pay). */
-  orderTaken(applicationId: string, orderId: string): Promise<boolean>;
+  /** The project's receipt with this order_id, if any (checked before the PG is asked to pay). */
+  orderReceipt(
+    applicationId: string,
+    orderId: string,
+  ): Promise<{ readonly receipt_id: string; readonly idempotency_key_mac: string | null } | undefined>;
   openBuyer(row: EscrowOrderRow): PaymentBuyer;
   /**
    * Records one event of the order (seq from the workflow). With a toStatus it moves the order, guarded by
@@ -81,6 +86,7 @@ export function createEscrowStore(db: Kysely<Tables>, cipher: FieldCipher): Escr
             order_id: p.orderId,
             order_name: p.orderName,
             billing_key: null,
+            idempotency_key_mac: p.idempotencyKeyMac ?? null,
             charge_hash: null,
             pg: p.pg,
             method: 'card',
@@ -141,14 +147,13 @@ export function createEscrowStore(db: Kysely<Tables>, cipher: FieldCipher): Escr
         .limit(limit)
         .execute(),
 
-    async orderTaken(applicationId, orderId) {
-      const row = await db
+    async orderReceipt(applicationId, orderId) {
+      return db
         .selectFrom('receipts')
-        .select('receipt_id')
+        .select(['receipt_id', 'idempotency_key_mac'])
         .where('application_id', '=', applicationId)
         .where('order_id', '=', orderId)
         .executeTakeFirst();
-      return row !== undefined;
     },
 
     openBuyer(row) {

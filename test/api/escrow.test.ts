@@ -43,6 +43,34 @@ describe('escrow', () => {
     eventually(async () => ((await escrowStatus(api, receiptId)) === status ? true : undefined), `escrow status ${status}`);
 
   describe('sandbox payments', () => {
+    it('a retry under the same Idempotency-Key whose first request stored the payment and died gets it; another key gets 9410', async () => {
+      const project = await createEscrowProject(t);
+      const api = escrowClient(t, project);
+      const body = { pg: 'sandbox_escrow_b', escrow: true, price: 12_000, order_id: 'died-after-pay', order_name: 'Goods' };
+      const post = (key: string | undefined) =>
+        t.app.inject({
+          method: 'POST',
+          url: '/sandbox/v1/payments',
+          headers: { authorization: project.basicAuth, ...(key ? { 'idempotency-key': key } : {}) },
+          payload: body,
+        });
+      const first = await post('pay-1');
+      expect(first.statusCode, first.body).toBe(200);
+      const receiptId = first.json().receipt_id as string;
+      // what an API killed after storing the payment and before its answer leaves once the key is released
+      await t.deps.database.db.deleteFrom('idempotency_keys').where('application_id', '=', project.applicationId).execute();
+
+      const retried = await post('pay-1');
+      expect(retried.statusCode, retried.body).toBe(200);
+      expect(retried.json()).toMatchObject({ receipt_id: receiptId, status: 1, order_id: 'died-after-pay' });
+      expect(((await api.pgRequests(receiptId)).body.list as unknown[]).length).toBe(1);
+      for (const key of ['pay-2', undefined]) {
+        const other = await post(key);
+        expect(other.statusCode).toBe(409);
+        expect(other.json()).toMatchObject({ error_code: 'ORDER_ID_DUPLICATED', code: 9410 });
+      }
+    });
+
     it('an escrow payment is a complete receipt with escrow_data 0; a plain one has none; the PG saw the payment', async () => {
       const project = await createEscrowProject(t);
       const api = escrowClient(t, project);

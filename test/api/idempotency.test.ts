@@ -168,7 +168,7 @@ describe('Idempotency-Key', () => {
     expect(replayed.body).toEqual(retried.body);
 
     // another request for the same order_id is still a duplicate, with another key or none
-    for (const headers of [{ 'idempotency-key': 'another-key' }, {}]) {
+    for (const headers of [{ 'idempotency-key': 'another-key' }, {}] as Record<string, string>[]) {
       const other = await client.post('/v2/subscribe/payment', body, headers);
       expect(other.status).toBe(409);
       expect(other.body).toMatchObject({ error_code: 'ORDER_ID_DUPLICATED', code: 9410 });

@@ -88,7 +88,7 @@ export async function escrowRoutes(app: FastifyInstance): Promise<void> {
         tags: ['sandbox'],
       },
     },
-    async (request) => escrow.pay(request.project, parseSandboxPayment(request.body)),
+    async (request) => escrow.pay(request.project, parseSandboxPayment(request.body), idempotency.keyProof(request)),
   );
 
   if (!deps.sandboxUrl) return;
