@@ -30,6 +30,7 @@ export function countVerificationOutcomes(
   return {
     ...service,
     request: (project, request, sourceIp) => counted('request', () => service.request(project, request, sourceIp)),
-    confirm: (project, receiptId, body) => counted('confirm', () => service.confirm(project, receiptId, body)),
+    confirm: (project, receiptId, body, idempotencyKey) =>
+      counted('confirm', () => service.confirm(project, receiptId, body, idempotencyKey)),
   };
 }

@@ -24,6 +24,7 @@ import type { GatewayRegistry } from '../gateways/types.js';
 import type { Stores } from '../store/index.js';
 import type { Project } from '../store/projects.js';
 import type { VerificationRow } from '../store/verifications.js';
+import type { IdempotencyKeyProof } from './charges.js';
 import type { verificationWorkflow } from '../workflows/verification.js';
 import { bindLogIds } from '../observability/log-context.js';
 
@@ -51,8 +52,12 @@ export interface VerificationService {
   /** Starts the verification and waits until the SMS / push was sent; `sourceIp` is the default client_ip. */
   request(project: Project, request: VerificationRequest, sourceIp: string): Promise<VerificationRow>;
   resend(project: Project, receiptId: string): Promise<VerificationRow>;
-  /** `body` is the confirm request's body: its otp must be 6 digits for SMS (2405), anything for pass. */
-  confirm(project: Project, receiptId: string, body: unknown): Promise<VerificationRow>;
+  /**
+   * `body` is the confirm request's body: its otp must be 6 digits for SMS (2405), anything for pass. A retry under
+   * the Idempotency-Key of the confirm that verified (its request died before its answer was stored) gets the
+   * verified row; any other confirm of a verified receipt is 2404.
+   */
+  confirm(project: Project, receiptId: string, body: unknown, idempotencyKey?: IdempotencyKeyProof): Promise<VerificationRow>;
   /** The result within 30 minutes of authenticated_at: 2408 before, 2409 after. */
   certificate(project: Project, receiptId: string): Promise<VerificationRow>;
   /** What a response is rendered from; `withPerson` opens the sealed personal data. */
@@ -187,10 +192,13 @@ export function createVerificationService(deps: {
       return reload(receiptId);
     },
 
-    async confirm(project, receiptId, body) {
+    async confirm(project, receiptId, body, idempotencyKey) {
       const row = await ownVerification(receiptId, project, 'AUTH_NOT_FOUND');
+      const sameKey = idempotencyKey !== undefined && row.confirm_key_mac !== null && idempotencyKey.matches(row.confirm_key_mac);
+      if (row.status === VerificationStatus.Verified && sameKey) return row;
       if (row.status !== VerificationStatus.AwaitingOtp) throw new ApiError('AUTH_NOT_READY');
       const otp = parseOtp(body, row.authenticate_type);
+      if (idempotencyKey) await store.noteConfirmKey(receiptId, idempotencyKey.mac);
       await callWorkflow(
         () => handleOf(receiptId).executeUpdate(confirmOtpUpdate, { args: [{ ...updateProof(), otp }] }),
         notAnswering,

@@ -5,9 +5,7 @@ import type { OpenedPerson, VerifiedPerson } from '../domain/verification.js';
 import type { FieldCipher } from '../security/field-cipher.js';
 import { VerificationStatus, type VerificationRecords } from '../contracts/verification.js';
 import type { Tables } from './db.js';
-import type { VerificationsTable } from './migrations/0003_verifications.js';
-
-export type VerificationRow = Selectable<VerificationsTable>;
+export type VerificationRow = Selectable<Tables['verifications']>;
 
 export interface NewVerification {
   readonly receiptId: string;
@@ -31,6 +29,8 @@ export interface VerificationStore extends VerificationRecords {
   openPerson(row: VerificationRow): OpenedPerson;
   /** Which of `tids` (gateway transaction ids) belong to verifications of `applicationId`. */
   tidsOf(applicationId: string, tids: readonly string[]): Promise<Set<string>>;
+  /** Notes the Idempotency-Key (as its MAC) of a confirm about to be sent, while the OTP is awaited. */
+  noteConfirmKey(receiptId: string, keyMac: string): Promise<void>;
 }
 
 const sealContext = (receiptId: string, field: string) => `verification:${receiptId}:${field}`;
@@ -117,6 +117,10 @@ export function createVerificationStore(db: Kysely<Tables>, cipher: FieldCipher)
         di: open(r, 'di', row.di_sealed),
       };
       return Object.fromEntries(Object.entries(person).filter(([, v]) => v !== undefined)) as OpenedPerson;
+    },
+
+    async noteConfirmKey(receiptId, keyMac) {
+      await transition(receiptId, VerificationStatus.AwaitingOtp).set({ confirm_key_mac: keyMac }).execute();
     },
 
     async markOtpSent(receiptId, tid) {

@@ -80,4 +80,40 @@ describe('Idempotency-Key on identity verification', () => {
       expect(stored.response_body).not.toContain(value);
     }
   });
+
+  it('a retried confirm whose first request verified and died before storing its answer gets the verified result; another key gets 2404', async () => {
+    const { receiptId, phone } = await api.requested();
+    const otp = await api.latestOtp(phone);
+    const body = { receipt_id: receiptId, otp };
+    const first = await post('/v2/authenticate/confirm', body, 'confirm-died');
+    expect(first.status, JSON.stringify(first.body)).toBe(200);
+    // what an API killed after the workflow verified and before its answer was stored leaves, once the key is released
+    await t.deps.database.db
+      .deleteFrom('idempotency_keys')
+      .where('application_id', '=', project.applicationId)
+      .where('idempotency_key', '=', 'confirm-died')
+      .execute();
+
+    const retried = await post('/v2/authenticate/confirm', body, 'confirm-died');
+    expect(retried.status, JSON.stringify(retried.body)).toBe(200);
+    expect(retried.replayed).toBeUndefined();
+    expect(retried.body).toEqual(first.body);
+    for (const other of [
+      () => post('/v2/authenticate/confirm', body, 'confirm-other'),
+      async () => {
+        const res = await api.confirm(receiptId, otp);
+        return { status: res.status, body: res.body, replayed: undefined };
+      },
+    ]) {
+      const refused = await other();
+      expect(refused.body).toMatchObject({ error_code: 'AUTH_NOT_READY', code: 2404 });
+    }
+    // the row keeps the key only as its MAC
+    const row = await t.deps.database.db
+      .selectFrom('verifications')
+      .select('confirm_key_mac')
+      .where('receipt_id', '=', receiptId)
+      .executeTakeFirstOrThrow();
+    expect(row.confirm_key_mac).toMatch(/^[^.]+\.[0-9a-f]{64}$/);
+  });
 });

@@ -67,7 +67,7 @@ export async function verificationRoutes(app: FastifyInstance): Promise<void> {
     ),
     async (request) => {
       const { receiptId } = parseReceiptIdBody(request.body);
-      const row = await verifications.confirm(request.project, receiptId, request.body);
+      const row = await verifications.confirm(request.project, receiptId, request.body, idempotency.keyProof(request));
       return renderVerificationResult(verifications.view(row, gatewayUrl(request), true));
     },
   );

@@ -12,6 +12,7 @@ import { migration as reserves } from './0008_reserves.js';
 import { migration as schedules } from './0009_schedules.js';
 import { migration as reconcile } from './0011_reconcile.js';
 import { migration as chargeIdempotencyKey } from './0012_charge_idempotency_key.js';
+import { migration as confirmIdempotencyKey } from './0013_confirm_idempotency_key.js';
 
 export const migrations = [
   platform,
@@ -25,6 +26,7 @@ export const migrations = [
   schedules,
   reconcile,
   chargeIdempotencyKey,
+  confirmIdempotencyKey,
 ] as const;
 
 type UnionToIntersection<U> = (U extends unknown ? (k: U) => void : never) extends (k: infer I) => void ? I : never;
