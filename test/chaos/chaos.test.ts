@@ -67,9 +67,9 @@ it.skipIf(!DATABASE_URL)(
       if (!match) throw new Error(`no "${label}" row in the chaos output:\n${output.slice(-4000)}`);
       return Number(match[1]);
     };
-    // exit 1 also on refused flows: an escrow payment retried under its Idempotency-Key after the API died mid-request
-    // can answer 9410 / 9430 where the first attempt paid (README "Chaos suite"); the issue's own counts are asserted
-    // one by one below
+    // Exit 1 also comes from refused flows, which the suite reports as defects to look at (the known ones, retries
+    // under an Idempotency-Key after the API died mid-request, are fixed); the issue's own counts are asserted one by
+    // one below, so a refusal of a kind not yet seen is reported in the output without failing CI on its own.
     expect(code === 0 || code === 1, output.slice(-6000)).toBe(true);
     const kills = /kills: (\d+) \(/.exec(output);
     expect(Number(kills?.[1]), output.slice(-6000)).toBeGreaterThanOrEqual(KILLS);
