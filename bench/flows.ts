@@ -13,7 +13,6 @@
  * Prints figures; never a test (test/bench/flows-smoke.test.ts runs it with -n 3 to keep the harness working).
  */
 import { randomBytes, randomUUID } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -23,6 +22,7 @@ import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { Pool } from 'undici';
 import { freePort, startProcess } from '../tools/child-processes.js';
+import { childOf, cpuMs, rssMb } from './proc-stats.js';
 
 const { values } = parseArgs({
   options: {
@@ -38,45 +38,6 @@ if (!Number.isInteger(CALLERS) || CALLERS < 1) throw new Error('--callers must b
 const ADMIN_TOKEN = `bench-admin-${randomBytes(12).toString('hex')}`;
 
 // ---- processes -------------------------------------------------------------------------------------------------
-
-/** CPU time (user + system, all threads) of a process in ms, from /proc/<pid>/stat (clock ticks of 10 ms). */
-function cpuMs(pid: number | undefined): number {
-  if (pid === undefined) return Number.NaN;
-  try {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-    return (Number(fields[11]) + Number(fields[12])) * 10;
-  } catch {
-    return Number.NaN;
-  }
-}
-
-function rssMb(pid: number | undefined): number {
-  if (pid === undefined) return Number.NaN;
-  try {
-    const line = readFileSync(`/proc/${pid}/status`, 'utf8')
-      .split('\n')
-      .find((l) => l.startsWith('VmRSS:'));
-    return line ? Math.round(Number(line.split(/\s+/)[1]) / 1024) : Number.NaN;
-  } catch {
-    return Number.NaN;
-  }
-}
-
-/** The child processes of a pid whose command line matches. */
-function childOf(parent: number, match: RegExp): number | undefined {
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const ppid = Number(readFileSync(`/proc/${entry}/stat`, 'utf8').split(') ')[1]!.split(' ')[1]);
-      if (ppid !== parent) continue;
-      const cmd = readFileSync(`/proc/${entry}/cmdline`, 'utf8').replaceAll('\0', ' ');
-      if (match.test(cmd)) return Number(entry);
-    } catch {
-      // the process ended while we looked
-    }
-  }
-  return undefined;
-}
 
 // ---- HTTP ------------------------------------------------------------------------------------------------------
 
@@ -421,6 +382,12 @@ try {
     `bench:flows  ${FLOWS} flows per measurement, ${CALLERS} callers (verification ${Math.min(CALLERS, 16)}), ` +
       `paygate on ${databaseUrl ? 'Postgres' : 'PGlite'}, engine pid ${enginePid ?? 'not found'}`,
   );
+  // item 3 of issue 14: every process's RSS idle and after each flow's measurements (run with -n 10000 for the
+  // memory after 10,000 of a flow: nothing may grow without bound)
+  const rssLine = (when: string) =>
+    `RSS ${when}: paygate ${rssMb(paygate.child.pid)} MB, engine ${rssMb(enginePid)} MB, baseline ${rssMb(base.child.pid)} MB`;
+  const rssLines = [rssLine('idle')];
+  console.log(rssLines[0]);
   for (const name of names) {
     const callers = name === 'verification' ? Math.min(CALLERS, 16) : CALLERS;
     const results: Record<string, { one: Measured; many: Measured }> = {};
@@ -443,6 +410,10 @@ try {
         `${fmt(p.many.p50, 1)} / ${fmt(p.many.p99, 1)} ms | ${cpu(p.many)} | ${cpu(b.many)} |`,
     );
     console.log(rows[rows.length - 1]);
+    // the one-caller and the many-caller measurements, plus the warm-up
+    const measured = Math.min(5, FLOWS) + Math.max(1, Math.floor(FLOWS / 4)) + FLOWS;
+    rssLines.push(rssLine(`after ${measured} ${name} flows`));
+    console.log(rssLines[rssLines.length - 1]);
   }
   console.log('');
   console.log(
@@ -450,9 +421,7 @@ try {
   );
   console.log('|---|---|---|---|---|---|---|---|---|');
   for (const row of rows) console.log(row);
-  console.log(
-    `RSS after the run: paygate ${rssMb(paygate.child.pid)} MB, engine ${rssMb(enginePid)} MB, baseline ${rssMb(base.child.pid)} MB`,
-  );
+  for (const line of rssLines) console.log(line);
   console.log(`measured ${names.length} flows on paygate and the baseline; none failed`);
 } finally {
   await shutdown();

@@ -16,7 +16,6 @@
  * Prints figures; never a test. Targets (issue 12): all charged within 120 s of the advance, RSS < 1 GiB.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -35,6 +34,7 @@ import { createStores } from '../src/store/index.js';
 import { startEmbeddedEngine } from '../src/temporal/embedded-engine.js';
 import { createSandboxClock } from '../src/temporal/sandbox-clock.js';
 import { connectTemporal, type Core, createWorker, startConfiguredGateways } from '../src/wiring.js';
+import { cpuMs, memoryOf } from './proc-stats.js';
 
 const { values } = parseArgs({
   options: {
@@ -56,19 +56,6 @@ const TARGET_RSS = 1024 ** 3;
 
 const mb = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(0)} MB`;
 const secs = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
-/** VmRSS (now) and VmHWM (the peak since the process started) from /proc, in bytes (Linux). */
-function memoryOf(pid: number | undefined): { rss: number; peak: number } {
-  const field = (lines: string[], name: string) => {
-    const line = lines.find((l) => l.startsWith(`${name}:`));
-    return line ? Number(line.split(/\s+/)[1]) * 1024 : Number.NaN;
-  };
-  try {
-    const lines = readFileSync(`/proc/${pid ?? 'self'}/status`, 'utf8').split('\n');
-    return { rss: field(lines, 'VmRSS'), peak: field(lines, 'VmHWM') };
-  } catch {
-    return { rss: Number.NaN, peak: Number.NaN };
-  }
-}
 function percentile(sorted: number[], p: number): number {
   if (sorted.length === 0) return Number.NaN;
   return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
@@ -242,6 +229,7 @@ try {
     return { charges: Number(row.n), paid: Number(row.paid) };
   };
 
+  const cpuBefore = { self: cpuMs(process.pid), engine: cpuMs(engine.pid) };
   const advanceStarted = performance.now();
   let advanceAnswer: { ms: number; settled: unknown } | undefined;
   // Each run set its timer a little after it read the time (its first workflow task's latency, seconds while
@@ -265,6 +253,10 @@ try {
     await sleep(250);
   }
   const allMs = performance.now() - advanceStarted;
+  const cpuPerCharge = {
+    self: (cpuMs(process.pid) - cpuBefore.self) / Math.max(paid, 1),
+    engine: (cpuMs(engine.pid) - cpuBefore.engine) / Math.max(paid, 1),
+  };
   clearInterval(sampler);
   peak.self = Math.max(peak.self, memoryOf(undefined).rss);
   peak.engine = Math.max(peak.engine, memoryOf(engine.pid).rss);
@@ -303,6 +295,10 @@ try {
   console.log(
     `  lateness after the due time (sandbox clock): p50 ${secs(percentile(lateness, 50))}, ` +
       `p99 ${secs(percentile(lateness, 99))}, max ${secs(lateness.at(-1) ?? Number.NaN)}`,
+  );
+  console.log(
+    `  CPU per charge (user + system, all threads, while charging): this process ${cpuPerCharge.self.toFixed(1)} ms, ` +
+      `engine ${cpuPerCharge.engine.toFixed(1)} ms`,
   );
   console.log(`  one charge per period: ${charges} period rows, ${receipts.n} receipts for ${total} schedules`);
   console.log(

@@ -108,13 +108,29 @@ export function createScheduleActivities(deps: ScheduleActivityDeps) {
         deps.metrics?.scheduleCharge('ended');
         return { outcome: 'ended', status: schedule.status as ScheduleStatus, chargesMade: schedule.charges_made };
       };
-      const existing = await stores.schedules.findCharge(schedule.schedule_id, input.period);
-      if (existing?.status === 'paid')
-        return { outcome: 'paid', status: schedule.status as ScheduleStatus, chargesMade: schedule.charges_made };
-      // a cancelled schedule charges nothing new, but a charge already claimed (in flight when it was cancelled) finishes
-      const claimed = await stores.schedules.findOrderReceipt(schedule.application_id, orderId);
-      if ((schedule.status === 'cancelled' || schedule.status === 'completed') && claimed === undefined) return ended();
-      const charge = existing ?? (await stores.schedules.openCharge(schedule, input.period, new Date(input.dueAt), orderId));
+      const alreadyPaid = (): ScheduleChargeResult => ({
+        outcome: 'paid',
+        status: schedule.status as ScheduleStatus,
+        chargesMade: schedule.charges_made,
+      });
+      let charge: ScheduleChargeRow;
+      let claimed: ReceiptRow | undefined;
+      if (schedule.status === 'cancelled' || schedule.status === 'completed') {
+        // a cancelled schedule charges nothing new, but a charge already claimed (in flight when it was cancelled)
+        // finishes
+        const existing = await stores.schedules.findCharge(schedule.schedule_id, input.period);
+        if (existing?.status === 'paid') return alreadyPaid();
+        claimed = await stores.schedules.findOrderReceipt(schedule.application_id, orderId);
+        if (claimed === undefined) return ended();
+        charge = existing ?? (await stores.schedules.openCharge(schedule, input.period, new Date(input.dueAt), orderId)).charge;
+      } else {
+        const opened = await stores.schedules.openCharge(schedule, input.period, new Date(input.dueAt), orderId);
+        charge = opened.charge;
+        if (charge.status === 'paid') return alreadyPaid();
+        // the order's receipt comes only from the charge below, after the row was opened: a row this attempt
+        // created has none (the common case: one statement less per period)
+        claimed = opened.opened ? undefined : await stores.schedules.findOrderReceipt(schedule.application_id, orderId);
+      }
       const owner = await project(schedule.application_id);
       const params: ChargeParams = {
         billingKey: schedule.billing_key,
@@ -127,8 +143,7 @@ export function createScheduleActivities(deps: ScheduleActivityDeps) {
       };
       const paid = async (receipt: ReceiptRow): Promise<ScheduleChargeResult> => {
         const recorded = await stores.schedules.recordPaid(
-          schedule.schedule_id,
-          input.period,
+          charge,
           {
             attempt: input.attempt,
             orderId,

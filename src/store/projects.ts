@@ -55,21 +55,44 @@ export interface ProjectStore {
 }
 
 /**
- * How long a project read by its client key answers later reads in this process. Every project request
- * authenticates by that read; a change made through this store forgets at once, and one made by another process
- * (a second API instance, `admin --direct`) shows within this time.
+ * How long a project read by its client key (or by its id) answers later reads in this process. Every project
+ * request authenticates by that read, and every charge a workflow makes reads its project; a change made through
+ * this store forgets at once, and one made by another process (a second API instance, `admin --direct`) shows
+ * within this time.
  */
 export const PROJECT_BY_CLIENT_KEY_REUSE_MS = 1_000;
 const MAX_REUSED_PROJECTS = 10_000;
 
+type ReusedProjects = Map<string, { readonly row: ProjectRow; readonly readAt: number }>;
+
 export function createProjectStore(db: Kysely<Tables>): ProjectStore {
-  const byClientKey = new Map<string, { readonly row: ProjectRow; readonly readAt: number }>();
+  const byClientKey: ReusedProjects = new Map();
+  const byId: ReusedProjects = new Map();
   // Writes may change any key, scope or allow-list: forget everything rather than reason about which entry, before
   // the write and again after it; a read that overlapped a write keeps nothing (it may hold the row as it was).
   let generation = 0;
   const forget = () => {
     generation++;
     byClientKey.clear();
+    byId.clear();
+  };
+  /** The row read within the reuse time, else read now (an unknown project is asked again every time). */
+  const reused = async (
+    reads: ReusedProjects,
+    key: string,
+    read: () => Promise<ProjectRow | undefined>,
+  ): Promise<ProjectRow | undefined> => {
+    const now = performance.now();
+    const kept = reads.get(key);
+    if (kept && now - kept.readAt < PROJECT_BY_CLIENT_KEY_REUSE_MS) return kept.row;
+    const readGeneration = generation;
+    const row = await read();
+    if (row && readGeneration === generation) {
+      reads.delete(key);
+      if (reads.size >= MAX_REUSED_PROJECTS) reads.delete(reads.keys().next().value!);
+      reads.set(key, { row, readAt: now });
+    }
+    return row;
   };
   const forgetAround = async <T>(write: () => Promise<T>): Promise<T> => {
     forget();
@@ -93,22 +116,16 @@ export function createProjectStore(db: Kysely<Tables>): ProjectStore {
     },
 
     async findById(applicationId) {
-      return db.selectFrom('projects').selectAll().where('application_id', '=', applicationId).executeTakeFirst();
+      return reused(byId, applicationId, () =>
+        db.selectFrom('projects').selectAll().where('application_id', '=', applicationId).executeTakeFirst(),
+      );
     },
 
     async findByClientKey(clientKey) {
-      const now = performance.now();
-      const reused = byClientKey.get(clientKey);
-      if (reused && now - reused.readAt < PROJECT_BY_CLIENT_KEY_REUSE_MS) return reused.row;
-      const readGeneration = generation;
-      const row = await db.selectFrom('projects').selectAll().where('client_key', '=', clientKey).executeTakeFirst();
       // an unknown key is asked again every time: a project created elsewhere works at once
-      if (row && readGeneration === generation) {
-        byClientKey.delete(clientKey);
-        if (byClientKey.size >= MAX_REUSED_PROJECTS) byClientKey.delete(byClientKey.keys().next().value!);
-        byClientKey.set(clientKey, { row, readAt: now });
-      }
-      return row;
+      return reused(byClientKey, clientKey, () =>
+        db.selectFrom('projects').selectAll().where('client_key', '=', clientKey).executeTakeFirst(),
+      );
     },
 
     async list() {

@@ -49,13 +49,23 @@ export interface ScheduleStore {
     patch: { price?: number; orderName?: string; metadata?: Record<string, unknown> },
     now: Date,
   ): Promise<ScheduleRow>;
-  /** The period's row, created at its first attempt with the schedule's price and name of that moment. */
-  openCharge(row: ScheduleRow, period: number, dueAt: Date, orderId: string): Promise<ScheduleChargeRow>;
-  findCharge(scheduleId: string, period: number): Promise<ScheduleChargeRow | undefined>;
-  /** Records a paid period once: the charge row, charges_made + 1, the schedule back to active. */
-  recordPaid(
-    scheduleId: string,
+  /**
+   * The period's row, created at its first attempt with the schedule's price and name of that moment; `opened`
+   * when this call created it (no earlier attempt got this far, so nothing was charged for the period yet).
+   */
+  openCharge(
+    row: ScheduleRow,
     period: number,
+    dueAt: Date,
+    orderId: string,
+  ): Promise<{ charge: ScheduleChargeRow; opened: boolean }>;
+  findCharge(scheduleId: string, period: number): Promise<ScheduleChargeRow | undefined>;
+  /**
+   * Records a paid period once, in one statement: the charge row, charges_made + 1, the schedule back to active.
+   * `charge` is the period's row as the activity read it (its due time, price and name never change).
+   */
+  recordPaid(
+    charge: ScheduleChargeRow,
     paid: { attempt: number; orderId: string; receiptId: string; chargedAt: Date; nextChargeAt: Date | null },
     now: Date,
   ): Promise<{ schedule: ScheduleRow; charge: ScheduleChargeRow }>;
@@ -170,7 +180,7 @@ export function createScheduleStore(db: Kysely<Tables>): ScheduleStore {
     },
 
     async openCharge(row, period, dueAt, orderId) {
-      await db
+      const opened = await db
         .insertInto('schedule_charges')
         .values({
           schedule_id: row.schedule_id,
@@ -188,56 +198,55 @@ export function createScheduleStore(db: Kysely<Tables>): ScheduleStore {
           charged_at: null,
         })
         .onConflict((oc) => oc.columns(['schedule_id', 'period']).doNothing())
-        .execute();
-      return chargeOf(row.schedule_id, period).executeTakeFirstOrThrow();
+        .returningAll()
+        .executeTakeFirst();
+      if (opened) return { charge: opened, opened: true };
+      return { charge: await chargeOf(row.schedule_id, period).executeTakeFirstOrThrow(), opened: false };
     },
 
     async findCharge(scheduleId, period) {
       return chargeOf(scheduleId, period).executeTakeFirst();
     },
 
-    async recordPaid(scheduleId, period, paid, now) {
-      return db.transaction().execute(async (trx) => {
-        const charge = await trx
-          .updateTable('schedule_charges')
-          .set({
-            status: 'paid',
-            attempts: paid.attempt,
-            order_id: paid.orderId,
-            receipt_id: paid.receiptId,
-            charged_at: paid.chargedAt,
-            pg_error_code: null,
-          })
-          .where('schedule_id', '=', scheduleId)
-          .where('period', '=', period)
-          .where('status', '!=', 'paid')
-          .returningAll()
-          .executeTakeFirst();
-        if (charge) {
-          await trx
-            .updateTable('schedules')
-            .set((eb) => ({ charges_made: eb('charges_made', '+', 1), updated_at: now }))
+    async recordPaid(charge, paid, now) {
+      const { schedule_id: scheduleId, period } = charge;
+      const set = {
+        status: 'paid',
+        attempts: paid.attempt,
+        order_id: paid.orderId,
+        receipt_id: paid.receiptId,
+        charged_at: paid.chargedAt,
+        pg_error_code: null,
+      } as const;
+      const billing = sql<boolean>`${sql.ref('status')} in (${sql.join([...BILLING])})`;
+      // one statement, so atomic without a transaction: the schedule moves only with the charge row it pays
+      const schedule = await db
+        .with('paid_charge', (q) =>
+          q
+            .updateTable('schedule_charges')
+            .set(set)
             .where('schedule_id', '=', scheduleId)
-            .execute();
-          await trx
-            .updateTable('schedules')
-            .set({ status: 'active', next_charge_at: paid.nextChargeAt })
-            .where('schedule_id', '=', scheduleId)
-            .where('status', 'in', [...BILLING])
-            .execute();
-        }
-        return {
-          schedule: await trx.selectFrom('schedules').selectAll().where('schedule_id', '=', scheduleId).executeTakeFirstOrThrow(),
-          charge:
-            charge ??
-            (await trx
-              .selectFrom('schedule_charges')
-              .selectAll()
-              .where('schedule_id', '=', scheduleId)
-              .where('period', '=', period)
-              .executeTakeFirstOrThrow()),
-        };
-      });
+            .where('period', '=', period)
+            .where('status', '!=', 'paid')
+            .returning('schedule_id'),
+        )
+        .updateTable('schedules')
+        .set((eb) => ({
+          charges_made: eb('charges_made', '+', 1),
+          updated_at: now,
+          status: sql<string>`case when ${billing} then 'active' else ${sql.ref('status')} end`,
+          next_charge_at: sql<Date | null>`case when ${billing} then ${paid.nextChargeAt}::timestamptz else ${sql.ref('next_charge_at')} end`,
+        }))
+        .where('schedule_id', '=', scheduleId)
+        .where((eb) => eb.exists(eb.selectFrom('paid_charge').select('paid_charge.schedule_id')))
+        .returningAll()
+        .executeTakeFirst();
+      if (schedule) return { schedule, charge: { ...charge, ...set } };
+      // already paid (an earlier attempt of the activity recorded it): the rows as they are
+      return {
+        schedule: await byId(scheduleId).executeTakeFirstOrThrow(),
+        charge: await chargeOf(scheduleId, period).executeTakeFirstOrThrow(),
+      };
     },
 
     async recordDeclined(scheduleId, period, d) {
