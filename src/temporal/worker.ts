@@ -1,27 +1,9 @@
-import { fileURLToPath } from 'node:url';
 import type { WorkflowClientInterceptor } from '@temporalio/client';
-import { bundleWorkflowCode, NativeConnection, Worker, type Logger as SdkLogger, type WorkerOptions } from '@temporalio/worker';
+import { NativeConnection, Worker, type Logger as SdkLogger, type WorkerOptions } from '@temporalio/worker';
 import type { Keyring } from '../security/keyring.js';
 import { paygateDataConverter } from './data-converter.js';
 import { type TemporalTransport, temporalTransportOptions } from './transport.js';
-
-/** The workflow bundle entry: every workflow paygate runs. */
-export const WORKFLOWS_PATH = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
-
-type WorkflowBundlerOptions = NonNullable<WorkerOptions['bundlerOptions']>;
-
-/**
- * How the workflow bundle is built (the worker's, and the tests' prebuilt one). The SDK re-evaluates every module
- * of the bundle for each workflow run and keeps those instances with each cached run, so what a workflow does not
- * use must not be in it: webpack's export analysis drops a library a workflow reaches only through functions it
- * never calls (zod, imported by domain modules for their request parsing), as a production build would.
- */
-export const WORKFLOW_BUNDLER_OPTIONS: WorkflowBundlerOptions = {
-  webpackConfigHook: (config) => ({
-    ...config,
-    optimization: { ...config.optimization, providedExports: true, usedExports: true, innerGraph: true, sideEffects: true },
-  }),
-};
+import { bundleWorkflowsInThread, WORKFLOW_BUNDLER_OPTIONS, WORKFLOWS_PATH } from './workflow-bundle.js';
 
 /**
  * Workflow runs the worker keeps in memory between their tasks (the sticky cache). The SDK's default follows the
@@ -67,12 +49,9 @@ export async function createPaygateWorker(opts: PaygateWorkerOptions): Promise<P
       ? { workflowBundle: opts.workflowBundle }
       : opts.bundlerLogger
         ? {
-            // bundled here rather than by Worker.create, whose bundler reports to the Runtime's logger
-            workflowBundle: await bundleWorkflowCode({
-              workflowsPath: WORKFLOWS_PATH,
-              logger: opts.bundlerLogger,
-              ...WORKFLOW_BUNDLER_OPTIONS,
-            }),
+            // bundled here rather than by Worker.create, whose bundler reports to the Runtime's logger and grows
+            // this process's heap
+            workflowBundle: await bundleWorkflowsInThread(WORKFLOWS_PATH, opts.bundlerLogger),
           }
         : { workflowsPath: WORKFLOWS_PATH, bundlerOptions: WORKFLOW_BUNDLER_OPTIONS }),
     maxCachedWorkflows: opts.maxCachedWorkflows ?? DEFAULT_MAX_CACHED_WORKFLOWS,

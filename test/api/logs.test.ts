@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, parseConfig } from '../../src/config/index.js';
 import { createLogger, resolveLogFormat } from '../../src/logger.js';
 import { createBundlerLogger } from '../../src/temporal/runtime.js';
-import { WORKFLOW_BUNDLER_OPTIONS, WORKFLOWS_PATH } from '../../src/temporal/worker.js';
+import { WORKFLOW_BUNDLER_OPTIONS, WORKFLOWS_PATH } from '../../src/temporal/workflow-bundle.js';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
 import { keyInClient, TEST_CARD } from './key-in-fixtures.js';
 import { freshPhone, verificationClient } from './verification-fixtures.js';

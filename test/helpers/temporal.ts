@@ -22,7 +22,7 @@ import type { Keyring } from '../../src/security/keyring.js';
 import type { Database } from '../../src/store/db.js';
 import { createStores } from '../../src/store/index.js';
 import { paygateDataConverter } from '../../src/temporal/data-converter.js';
-import { WORKFLOW_BUNDLER_OPTIONS, WORKFLOWS_PATH } from '../../src/temporal/worker.js';
+import { WORKFLOW_BUNDLER_OPTIONS, WORKFLOWS_PATH } from '../../src/temporal/workflow-bundle.js';
 import type { Metrics } from '../../src/observability/metrics.js';
 import { observingWorkflowClient } from '../../src/observability/workflow-client.js';
 
