@@ -48,6 +48,27 @@ describe('GET /health', () => {
     expect(half.json().not_ready).toEqual(['worker']);
   });
 
+  it('writes no request log lines while it passes; a failing round writes its warning', async () => {
+    let workerUp = true;
+    t = await buildTestApp({ readiness: { worker: () => workerUp } });
+    expect((await t.app.inject({ method: 'GET', url: '/health' })).statusCode).toBe(200);
+    // the same app logs other requests at info
+    await t.app.inject({ method: 'GET', url: '/no-such-route' });
+    expect(t.logs()).toContain('/no-such-route');
+    expect(t.logs()).not.toContain('/health');
+
+    workerUp = false;
+    await new Promise((resolve) => setTimeout(resolve, HEALTH_OK_REUSE_MS + 50));
+    expect((await t.app.inject({ method: 'GET', url: '/health' })).statusCode).toBe(503);
+    const warning = t
+      .logs()
+      .split('\n')
+      .filter((line) => line.includes('health check failed'))
+      .map((line) => JSON.parse(line) as { level: number | string; not_ready: string[] });
+    expect(warning).toHaveLength(1);
+    expect(warning[0]!.not_ready).toEqual(['worker']);
+  });
+
   it('needs no authentication', async () => {
     t = await buildTestApp();
     const res = await t.app.inject({ method: 'GET', url: '/health', headers: { authorization: 'Basic garbage' } });
