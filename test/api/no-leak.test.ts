@@ -26,6 +26,19 @@ function forbiddenForms(cardNo: string): string[] {
   return [cardNo, cardNo.slice(6), cardNo.slice(0, 12), cardNo.slice(6, cardNo.length - 4)].filter((s) => !/^(\d)\1*$/.test(s));
 }
 
+/**
+ * The logs without the numbers pino and Fastify fill in themselves (the time in ms, the response time with 15
+ * decimals, the request's UUID): they carry no card data, and a 5-digit middle run of a card number turns up in
+ * them by chance (once in CI: "responseTime":3.675811...).
+ */
+function logsWithoutRandomNumbers(): string {
+  return t
+    .logs()
+    .replace(/"time":\d+/g, '"time":0')
+    .replace(/"responseTime":[\d.e+-]+/g, '"responseTime":0')
+    .replace(/"reqId":"[0-9a-f-]{36}"/g, '"reqId":""');
+}
+
 async function dumpAllTables(): Promise<string> {
   const db = t.deps.database.db;
   const tables = await sql<{ table_name: string }>`
@@ -144,7 +157,7 @@ describe('no raw card data anywhere', () => {
   });
 
   it.each(secrets)('keeps the %s out of the logs', (_label, needle) => {
-    expect(t.logs()).not.toContain(needle);
+    expect(logsWithoutRandomNumbers()).not.toContain(needle);
   });
 
   it.each(secrets)('keeps the %s out of every response', (_label, needle) => {
