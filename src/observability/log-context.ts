@@ -29,6 +29,8 @@ export function runWithLogContext<T>(logger: BindableLogger, fn: () => T): T {
 export function bindLogIds(ids: LogIds): void {
   const logger = context.getStore();
   if (!logger) return;
+  // pino's bindings() parses the logger's JSON bindings: not for a request whose path names no id (most do not)
+  if (!Object.values(ids).some((value) => typeof value === 'string' && value !== '')) return;
   const bound = logger.bindings();
   const fresh: Record<string, string> = {};
   for (const [key, value] of Object.entries(ids)) {

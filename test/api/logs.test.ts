@@ -78,6 +78,40 @@ describe('LOG_FORMAT', () => {
     createLogger({ format: 'json', destination: out.stream }).info({ receipt_id: 'r-2' }, 'json line');
     expect(jsonLines(out.text())).toEqual([expect.objectContaining({ msg: 'json line', receipt_id: 'r-2', level: 30 })]);
   });
+
+  // strings, numbers and booleans skip the redactor (nothing in them to censor): they must come out as before,
+  // while objects in bindings and in lines, and the sensitive top-level keys, are still censored
+  it('writes plain values as they are and still censors objects, in child bindings and in lines', () => {
+    const out = capture();
+    const child = createLogger({ format: 'json', destination: out.stream }).child({
+      reqId: 'req "1"\n',
+      attempt: 3,
+      retry: false,
+      ratio: Number.NaN,
+      body: { card_no: '4111111111111111', order_id: 'o-1' },
+    });
+    child.child({ component: 'api' }, { level: 'warn' }).warn(
+      { count: 7, ok: true, secret_key: 'sk-live', nested: { deeper: { otp: '123456', kept: 'k' } }, list: [{ phone: '01012345678' }] },
+      'values',
+    );
+    const text = out.text();
+    expect(jsonLines(text)).toEqual([
+      expect.objectContaining({
+        reqId: 'req "1"\n',
+        attempt: 3,
+        retry: false,
+        ratio: null,
+        body: { card_no: '[REDACTED]', order_id: 'o-1' },
+        component: 'api',
+        count: 7,
+        ok: true,
+        secret_key: '[REDACTED]',
+        nested: { deeper: { otp: '[REDACTED]', kept: 'k' } },
+        list: [{ phone: '[REDACTED]' }],
+      }),
+    ]);
+    for (const secret of ['4111111111111111', 'sk-live', '123456', '01012345678']) expect(text).not.toContain(secret);
+  });
 });
 
 describe('request log lines', () => {
