@@ -101,6 +101,8 @@ export function createScheduleActivities(deps: ScheduleActivityDeps) {
       nextDueAt: string | null;
       retryAt?: string;
       onExhausted: OnExhausted;
+      /** the sandbox clock's hint (a local activity: see followEngineTime) */
+      workflowTimeMs?: number;
     }): Promise<ScheduleChargeResult> {
       let schedule = await scheduleRow(input.scheduleId);
       const orderId = scheduleOrderId(schedule.schedule_id, input.period, input.attempt);

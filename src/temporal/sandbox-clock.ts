@@ -89,9 +89,16 @@ export function createSandboxClock(): SandboxClock & { connect(address: string):
   };
 }
 
+/** What a local activity's input carries so the sandbox clock can follow the engine (see followEngineTime). */
+export interface WorkflowTimeStamp {
+  /** the workflow's Date.now() when it asked for the attempt: the engine's time then */
+  readonly workflowTimeMs?: number;
+}
+
 /**
  * The activities, each first telling the clock the engine time its attempt was scheduled at: an activity fired
- * by an advance stamps its rows in the advanced time even before the advance answers.
+ * by an advance stamps its rows in the advanced time even before the advance answers. A local activity's info
+ * carries the worker's wall clock instead, so it passes the workflow's time in its input (WorkflowTimeStamp).
  */
 export function followEngineTime<T extends object>(activities: T, clock: SandboxClock): T {
   const wrapped: Record<string, unknown> = {};
@@ -99,7 +106,12 @@ export function followEngineTime<T extends object>(activities: T, clock: Sandbox
     wrapped[name] =
       typeof fn === 'function'
         ? (...args: unknown[]) => {
-            clock.observe(Context.current().info.currentAttemptScheduledTimestampMs);
+            const info = Context.current().info;
+            if (!info.isLocal) clock.observe(info.currentAttemptScheduledTimestampMs);
+            else {
+              const stamped = (args[0] as WorkflowTimeStamp | undefined)?.workflowTimeMs;
+              if (typeof stamped === 'number') clock.observe(stamped);
+            }
             return (fn as (...a: unknown[]) => unknown)(...args);
           }
         : fn;

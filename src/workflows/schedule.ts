@@ -5,6 +5,7 @@ import {
   continueAsNew,
   patched,
   proxyActivities,
+  proxyLocalActivities,
   setHandler,
   workflowInfo,
 } from '@temporalio/workflow';
@@ -36,6 +37,18 @@ const durable = proxyActivities<ScheduleActivities>({
   startToCloseTimeout: '60 seconds',
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '5 minutes' },
 });
+
+// A period's charge runs as a local activity, in the workflow task its timer woke: one task and no activity task
+// per charge instead of two tasks and one, and no second task queued behind a billing day's burst of timers (by
+// the time it came, the run had left the worker's cache and was replayed again). The same retry policy; a worker
+// that dies mid charge leaves no marker, so the next worker re-runs it and the order_id claim re-drives the same
+// charge, as a retried activity did.
+const local = proxyLocalActivities<ScheduleActivities>({
+  startToCloseTimeout: '60 seconds',
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '5 minutes' },
+});
+/** Runs recorded before the local-activity charge replay their activity tasks (the marker is in the histories after). */
+const LOCAL_CHARGE = 'schedule-charge-local-activity';
 
 /** Periods handled by one run before it continues as new. */
 export const RUN_PERIODS = 12;
@@ -204,7 +217,8 @@ export async function scheduleWorkflow(input: ScheduleInput): Promise<ScheduleSt
     const final = attempt > input.retryDelaysSeconds.length;
     const nextDelay = final ? undefined : input.retryDelaysSeconds[attempt - 1];
     const retryAtNext = nextDelay === undefined ? undefined : new Date(Date.now() + nextDelay * 1000).toISOString();
-    const result = await durable.chargePeriod({
+    const charge = patched(LOCAL_CHARGE) ? local.chargePeriod : durable.chargePeriod;
+    const result = await charge({
       scheduleId,
       period,
       attempt,
@@ -212,6 +226,7 @@ export async function scheduleWorkflow(input: ScheduleInput): Promise<ScheduleSt
       nextDueAt: isPastEnd(plan, period + 1, chargesMade + 1) ? null : dueAt(plan, period + 1).toISOString(),
       ...(retryAtNext !== undefined ? { retryAt: retryAtNext } : {}),
       onExhausted: input.onExhausted,
+      workflowTimeMs: Date.now(),
     });
     chargesMade = result.chargesMade;
     if (result.outcome === 'paid') {

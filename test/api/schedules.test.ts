@@ -269,6 +269,30 @@ describe('subscription schedules', () => {
     expect(await chargesOf(project, id)).toHaveLength(1);
   }, 90_000);
 
+  it("charges a period as a local activity: no activity task, a marker in the run's task, and the history replays", async () => {
+    const { project, key } = await setup();
+    const created = await create(project, { billing_key: key, interval: 'day' });
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    const id = created.body.schedule_id as string;
+    await paidCount(project, id, 1);
+    const handle = t.deps.temporal!.client.workflow.getHandle(scheduleWorkflowId(id));
+    const history = await eventually(
+      async () => {
+        const h = await handle.fetchHistory();
+        return eventTypeNames(h.events ?? []).includes('TIMER_STARTED') ? h : undefined;
+      },
+      'the wait for period 2',
+      30_000,
+    );
+    const names = eventTypeNames(history.events ?? []);
+    expect(names).not.toContain('ACTIVITY_TASK_SCHEDULED');
+    const markers = (history.events ?? []).map((e) => e.markerRecordedEventAttributes?.markerName).filter(Boolean);
+    expect(markers).toEqual(expect.arrayContaining(['core_patch', 'core_local_activity']));
+    // the charge, its marker and the wait for period 2 in one workflow task after the start
+    expect(names.filter((n) => n === 'WORKFLOW_TASK_COMPLETED')).toHaveLength(1);
+    await replay(history, t.deps.keyring!, scheduleWorkflowId(id));
+  });
+
   it('the same Idempotency-Key answers the first create again and stores one schedule', async () => {
     const { project, key } = await setup();
     const headers = { authorization: project.basicAuth, 'idempotency-key': randomUUID() };
@@ -505,6 +529,23 @@ describe('subscription schedules: replay of a history recorded before the idle c
     expect(names).not.toContain('WORKFLOW_EXECUTION_CONTINUED_AS_NEW');
     expect(events.some((e) => e.workflowTaskStartedEventAttributes?.suggestContinueAsNew)).toBe(true);
     await replay(history, createKeyring(parseKeyringSpec(FIXTURE_KEYRING)), 'schedule:pre-caps');
+  });
+});
+
+describe('subscription schedules: replay of a history recorded before the local-activity charge', () => {
+  // Recorded on the workflow code before the period's charge became a local activity: period 1 charged through an
+  // activity task at once, then the wait for period 2, sealed with the key below. patched() answers false on it, so
+  // the charge replays as the activity it was.
+  const FIXTURE_KEYRING = `replay-fixture:${Buffer.alloc(32, 7).toString('base64')}`;
+
+  it('replays: the charge was an activity task', async () => {
+    const encoded = await readFile(new URL('./schedule-history-before-local-charge.b64', import.meta.url), 'utf8');
+    const history = proto.api.history.v1.History.decode(Buffer.from(encoded.trim(), 'base64'));
+    const names = eventTypeNames(history.events ?? []);
+    expect(names).toContain('ACTIVITY_TASK_COMPLETED');
+    expect(names).toContain('TIMER_STARTED');
+    expect(names).not.toContain('MARKER_RECORDED');
+    await replay(history, createKeyring(parseKeyringSpec(FIXTURE_KEYRING)), 'schedule:pre-local-charge');
   });
 });
 
