@@ -1,6 +1,8 @@
 // RespondWorkflowTaskCompleted: query answers, then either a refusal (invalid commands; closing over events the
 // workflow has not seen; a speculative update task whose updates were all rejected, which leaves no trace), or
-// the WorkflowTaskCompleted event, the commands and protocol messages in order, and eager activity tasks.
+// the WorkflowTaskCompleted event, the commands and protocol messages in order, and eager activity tasks. A
+// completion that leads to a new workflow task and asks for it (`returnNewWorkflowTask`) gets it in the response,
+// already started for its worker.
 import { startActivity } from './activity-tasks.js';
 import { applyCommand, invalidCommand, isClosingCommand } from './commands.js';
 import type { EngineCore, Rpc } from './core.js';
@@ -18,6 +20,7 @@ import {
   scheduleIfPendingUpdates,
   scheduleWorkflowTask,
   startedWorkflowTask,
+  startWorkflowTask,
   workflowTaskDone,
 } from './workflow-tasks.js';
 
@@ -50,14 +53,35 @@ export const respondWorkflowTaskCompleted: Rpc<'RespondWorkflowTaskCompleted'> =
   }
   if (s.wft.speculativeFrom !== null && onlyRejections(commands, messages) && s.buffered.length === 0) {
     discardSpeculativeTask(core, ex, r, messages);
+    const workflowTask = newWorkflowTaskFor(core, ex, r);
     await core.commit();
     // Tells the worker to forget the discarded task's events (it resets its last started event id).
-    return { resetHistoryEventId: s.lastCompletedStartedEventId };
+    return { resetHistoryEventId: s.lastCompletedStartedEventId, workflowTask };
   }
   const activityTasks = completeWorkflowTask(core, ex, r, commands, messages);
+  const workflowTask = newWorkflowTaskFor(core, ex, r);
   await core.commit();
-  return { activityTasks };
+  return { activityTasks, workflowTask };
 };
+
+/**
+ * The workflow task this completion scheduled (forced, as the SDK's heartbeat of a long local activity does, or for
+ * events and updates that arrived while the task ran), started at once for the completing worker when it asked for
+ * it with `returnNewWorkflowTask`, as Temporal does: the worker keeps working on the run without a round trip
+ * through matching (and the SDK keeps the run's task slot). It is what a poll of a sticky worker would get — the
+ * history since the last completed task, the updates admitted meanwhile, the queries waiting — and stays
+ * outstanding for the clock like a polled one. The reference offered to pollers when it was scheduled is skipped
+ * when taken (the task is no longer the scheduled one). Nothing when the run closed or no task is scheduled.
+ */
+function newWorkflowTaskFor(
+  core: EngineCore,
+  ex: Execution,
+  r: CompletedRequest,
+): Req<'PollWorkflowTaskQueueResponse'> | undefined {
+  if (!r.returnNewWorkflowTask || !core.isOpen(ex) || ex.s.wft.phase !== 'scheduled') return undefined;
+  // Temporal always sends the partial history here (StickyExecutionEnabled): the SDKs ask only when they cache runs.
+  return startWorkflowTask(core, ex, r.identity ?? '', true);
+}
 
 /** As the server does: the task fails with the cause, nothing of it is applied, and the caller hears why. */
 function failInvalidCompletion(

@@ -1,10 +1,14 @@
-// Raw WorkflowService calls (no worker): what the server does with malformed completions and unknown RPCs.
+// Raw WorkflowService calls (no worker): what the server does with malformed completions and unknown RPCs, and with
+// the workflow task a completion asks to get back (returnNewWorkflowTask).
 import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { Connection } from '@temporalio/client';
 import { msToTs } from '@temporalio/common/lib/time.js';
 import proto from '@temporalio/proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startDevServer, type DevServer } from '../src/index.js';
+import { startDevServer, type DevServer, type DevServerOptions } from '../src/index.js';
 
 const { EventType, CommandType, WorkflowTaskFailedCause } = proto.temporal.api.enums.v1;
 
@@ -276,5 +280,136 @@ describe('raw protocol', () => {
     expect(info.capabilities?.eagerWorkflowStart).toBe(true);
     expect(info.capabilities?.supportsSchedules).toBeFalsy();
     expect(info.capabilities?.nexus).toBeFalsy();
+  });
+});
+
+describe('the workflow task a completion returns (returnNewWorkflowTask)', () => {
+  const identity = 'heartbeating-worker';
+  let dir: string;
+  const servers: DevServer[] = [];
+  const connections: Connection[] = [];
+
+  beforeAll(() => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'engine-return-new-task-'));
+  });
+  afterAll(async () => {
+    for (const c of connections) await c.close();
+    for (const s of servers) await s.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  async function open(opts: Partial<DevServerOptions> = {}): Promise<{ server: DevServer; svc: Connection['workflowService'] }> {
+    const server = await startDevServer({ timeSkipping: false, port: 0, ...opts });
+    servers.push(server);
+    const connection = await Connection.connect({ address: server.address });
+    connections.push(connection);
+    return { server, svc: connection.workflowService };
+  }
+
+  /** A run whose first task was polled and then heartbeated as the SDK does; returns the task the heartbeat got. */
+  async function heartbeatedRun(svc: Connection['workflowService']) {
+    const taskQueue = `raw-${randomUUID()}`;
+    const workflowId = `heartbeat-${randomUUID()}`;
+    const { runId } = await svc.startWorkflowExecution({
+      namespace: 'default',
+      workflowId,
+      workflowType: { name: 'raw' },
+      taskQueue: { name: taskQueue },
+      requestId: randomUUID(),
+    });
+    const first = await svc.pollWorkflowTaskQueue({ namespace: 'default', taskQueue: { name: taskQueue }, identity });
+    const { workflowTask } = await svc.respondWorkflowTaskCompleted({
+      namespace: 'default',
+      taskToken: first.taskToken,
+      identity,
+      commands: [],
+      stickyAttributes: { workerTaskQueue: { name: `${taskQueue}-sticky` }, scheduleToStartTimeout: msToTs('10s') },
+      forceCreateNewWorkflowTask: true,
+      returnNewWorkflowTask: true,
+    });
+    expect(Number(workflowTask?.startedEventId)).toBe(6);
+    return { workflowId, runId: runId!, task: workflowTask! };
+  }
+
+  function complete(svc: Connection['workflowService'], taskToken: Uint8Array | null | undefined) {
+    return svc.respondWorkflowTaskCompleted({
+      namespace: 'default',
+      taskToken,
+      identity,
+      commands: [
+        { commandType: CommandType.COMMAND_TYPE_COMPLETE_WORKFLOW_EXECUTION, completeWorkflowExecutionCommandAttributes: {} },
+      ],
+      returnNewWorkflowTask: true,
+    });
+  }
+
+  it('counts the returned task as outstanding for the clock: an advance settles only once it completes', async () => {
+    const { server, svc } = await open({ clockControl: true });
+    const { runId, task } = await heartbeatedRun(svc);
+    const clock = server.engine.clock;
+    expect(clock.describe().outstanding).toContain(`wft:default/${runId}`);
+    let settled = false;
+    const advance = clock.advanceTo(clock.now() + 3_600_000).then(() => {
+      settled = true;
+    });
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(settled).toBe(false);
+    const answer = await complete(svc, task.taskToken);
+    expect(answer.workflowTask).toBeFalsy();
+    await Promise.race([
+      advance,
+      new Promise((_, reject) => setTimeout(() => reject(new Error('the advance did not settle')), 5_000)),
+    ]);
+    expect(clock.describe().outstanding).not.toContain(`wft:default/${runId}`);
+  });
+
+  it('journals the returned task before answering: its started event survives a restart', async () => {
+    const dbFilename = path.join(dir, 'journal.jsonl');
+    const first = await open({ dbFilename });
+    const { workflowId, runId } = await heartbeatedRun(first.svc);
+    await first.server.close();
+    const again = await open({ dbFilename });
+    const { history } = await again.svc.getWorkflowExecutionHistory({
+      namespace: 'default',
+      execution: { workflowId, runId },
+    });
+    // as any task running when the server went away, it times out on restart and is scheduled again
+    expect(history?.events?.map((e) => e.eventType)).toEqual([
+      EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED,
+      EventType.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED,
+      EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED,
+      EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED,
+      EventType.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED,
+      EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED,
+      EventType.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT,
+      EventType.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED,
+    ]);
+    expect(history?.events?.[5]?.workflowTaskStartedEventAttributes?.identity).toBe(identity);
+  });
+
+  it('returns nothing when the completion leads to no new task', async () => {
+    const { svc } = await open();
+    const taskQueue = `raw-${randomUUID()}`;
+    await svc.startWorkflowExecution({
+      namespace: 'default',
+      workflowId: `no-new-task-${randomUUID()}`,
+      workflowType: { name: 'raw' },
+      taskQueue: { name: taskQueue },
+      requestId: randomUUID(),
+    });
+    const task = await svc.pollWorkflowTaskQueue({ namespace: 'default', taskQueue: { name: taskQueue }, identity });
+    const answer = await svc.respondWorkflowTaskCompleted({
+      namespace: 'default',
+      taskToken: task.taskToken,
+      identity,
+      commands: [
+        {
+          commandType: CommandType.COMMAND_TYPE_START_TIMER,
+          startTimerCommandAttributes: { timerId: 't', startToFireTimeout: msToTs('1h') },
+        },
+      ],
+      returnNewWorkflowTask: true,
+    });
+    expect(answer.workflowTask).toBeFalsy();
   });
 });

@@ -428,3 +428,4 @@ export async function duplicateChild(): Promise<string> {
 export * from './workflows-updates.js';
 export * from './workflows-info.js';
 export * from './workflows-errors.js';
+export * from './workflows-local-activities.js';
