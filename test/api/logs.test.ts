@@ -90,18 +90,16 @@ describe('LOG_FORMAT', () => {
       ratio: Number.NaN,
       body: { card_no: '4111111111111111', order_id: 'o-1' },
     });
-    child
-      .child({ component: 'api' }, { level: 'warn' })
-      .warn(
-        {
-          count: 7,
-          ok: true,
-          secret_key: 'sk-live',
-          nested: { deeper: { otp: '123456', kept: 'k' } },
-          list: [{ phone: '01012345678' }],
-        },
-        'values',
-      );
+    child.child({ component: 'api' }, { level: 'warn' }).warn(
+      {
+        count: 7,
+        ok: true,
+        secret_key: 'sk-live',
+        nested: { deeper: { otp: '123456', kept: 'k' } },
+        list: [{ phone: '01012345678' }],
+      },
+      'values',
+    );
     const text = out.text();
     expect(jsonLines(text)).toEqual([
       expect.objectContaining({
