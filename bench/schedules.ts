@@ -12,6 +12,7 @@
  *   npm run bench:schedules -- -n 1000 --keys 20 --concurrency 16
  *   DATABASE_URL=postgres://postgres@127.0.0.1:5432/test npm run bench:schedules   # Postgres instead of PGlite
  *   TEMPORAL_MAX_CACHED_WORKFLOWS=2000 npm run bench:schedules                     # the worker's sticky cache
+ *   NODE_OPTIONS=--max-old-space-size=512 npm run bench:schedules                  # the heap a 1 GiB container gets
  *
  * Prints figures; never a test. Targets (issue 12): all charged within 120 s of the advance, RSS < 1 GiB.
  */
@@ -20,6 +21,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import v8 from 'node:v8';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { Agent, request } from 'undici';
 import { buildConfiguredApp } from '../src/api/server.js';
@@ -180,7 +182,8 @@ try {
   const startAt = anchor.toISOString();
   console.log(
     `bench:schedules: ${total} monthly schedules on ${keyCount} billing keys, ${config.databaseUrl ? 'Postgres' : 'PGlite'}, ` +
-      `sticky cache ${config.maxCachedWorkflows ?? 'default'}; all due at ${startAt}`,
+      `sticky cache ${config.maxCachedWorkflows ?? 'default'}, V8 heap limit ${mb(v8.getHeapStatistics().heap_size_limit)}; ` +
+      `all due at ${startAt}`,
   );
 
   const createStarted = performance.now();
