@@ -288,6 +288,10 @@ describe('subscription schedules', () => {
     expect(names).not.toContain('ACTIVITY_TASK_SCHEDULED');
     const markers = (history.events ?? []).map((e) => e.markerRecordedEventAttributes?.markerName).filter(Boolean);
     expect(markers).toEqual(expect.arrayContaining(['core_patch', 'core_local_activity']));
+    // the charge's result is sealed by the codec like an activity's (the marker's own data is the SDK's plain JSON)
+    const charge = (history.events ?? []).find((e) => e.markerRecordedEventAttributes?.markerName === 'core_local_activity');
+    const result = charge?.markerRecordedEventAttributes?.details?.result?.payloads?.[0];
+    expect(Buffer.from(result?.metadata?.encoding ?? []).toString()).toBe('binary/encrypted');
     // the charge, its marker and the wait for period 2 in one workflow task after the start
     expect(names.filter((n) => n === 'WORKFLOW_TASK_COMPLETED')).toHaveLength(1);
     await replay(history, t.deps.keyring!, scheduleWorkflowId(id));
