@@ -138,6 +138,7 @@ export function createCancelService(deps: {
       }
       // once the PG may have the cancel, a failure hands it to its reconcile workflow instead of releasing the lease
       let sent: PendingCancel | undefined = receipt.cancel_pending ?? undefined;
+      let leaseLost = false;
       try {
         const firstResult = await repeated(receipt);
         if (firstResult) {
@@ -168,7 +169,14 @@ export function createCancelService(deps: {
           fully_cancelled: plan.fullyCancelled,
           reason: cancel.cancelMessage ?? DEFAULT_CANCEL_REASON,
         };
-        await receipts.markCancelPending(receipt.receipt_id, pending);
+        if (!(await receipts.markCancelPending(receipt.receipt_id, pending, receipt.cancel_pending?.cancel_key ?? null))) {
+          // the cancel this one took over was recorded (or settled) meanwhile: the receipt has moved on, and sending
+          // its PG key again would only replay that refund; the lease went with it
+          leaseLost = true;
+          throw new ApiError('IDEMPOTENCY_IN_PROGRESS', {
+            message: 'Another cancel of this receipt was recorded meanwhile; retry to cancel from what remains.',
+          });
+        }
         sent = pending;
         let result: GatewayCancelResult;
         try {
@@ -201,6 +209,7 @@ export function createCancelService(deps: {
         log.info({ receipt_id: receipt.receipt_id, amount: plan.amount, fully: plan.fullyCancelled }, 'payment cancelled');
         return { ...response };
       } catch (err) {
+        if (leaseLost) throw err;
         if (sent === undefined) await receipts.releaseCancelLease(receipt.receipt_id);
         else await handOver(receipt.receipt_id, sent.cancel_key, err);
         throw err;

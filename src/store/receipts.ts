@@ -85,8 +85,12 @@ export interface ReceiptStore {
    * that cancel is the pending one (a retry may have taken it over).
    */
   releaseCancelLease(receiptId: string, cancelKey?: string): Promise<void>;
-  /** Notes the cancel about to be sent to the PG (under the held lease), for its reconcile workflow. */
-  markCancelPending(receiptId: string, pending: PendingCancel): Promise<void>;
+  /**
+   * Notes the cancel about to be sent to the PG (under the held lease), for its reconcile workflow, only while the
+   * pending cancel is still `replacing` (its cancel_key, or null for none): false when it was recorded or taken over
+   * since the lease was acquired, and the receipt has moved on.
+   */
+  markCancelPending(receiptId: string, pending: PendingCancel, replacing: string | null): Promise<boolean>;
   /** The first cancel of a cancel_id on this receipt: what it refunded, from what, and its stored response. */
   findCancel(receiptId: string, cancelId: string): Promise<StoredCancel | undefined>;
   /**
@@ -292,12 +296,16 @@ export function createReceiptStore(db: Kysely<Tables>): ReceiptStore {
       await update.execute();
     },
 
-    async markCancelPending(receiptId, pending) {
-      await db
+    async markCancelPending(receiptId, pending, replacing) {
+      const marked = await db
         .updateTable('receipts')
         .set({ cancel_pending: JSON.stringify(pending) })
         .where('receipt_id', '=', receiptId)
-        .execute();
+        .where(
+          replacing === null ? sql<boolean>`cancel_pending is null` : sql<boolean>`cancel_pending->>'cancel_key' = ${replacing}`,
+        )
+        .executeTakeFirst();
+      return marked.numUpdatedRows > 0n;
     },
 
     async findCancel(receiptId, cancelId) {

@@ -1,5 +1,9 @@
 // POST /v2/cancel over HTTP: full and partial refunds, cancel_id idempotency, limits, PG failures.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ApiError } from '../../src/domain/errors.js';
+import { createCancelService } from '../../src/services/cancels.js';
+import { createStores, type Stores } from '../../src/store/index.js';
+import type { ReceiptStore } from '../../src/store/receipts.js';
 import { buildTestApp, type TestApp, type TestProject } from '../helpers/app.js';
 import { armSandboxFault, keyInClient, sandboxGet } from './key-in-fixtures.js';
 
@@ -134,6 +138,60 @@ describe('POST /v2/cancel', () => {
     expect(succeeded).toBeGreaterThanOrEqual(1);
     expect(await refundedAtPg(receiptId)).toBe(succeeded * 1_000);
     expect((await client.get(`/v2/receipt/${receiptId}`)).body.cancelled_price).toBe(succeeded * 1_000);
+  });
+
+  it('a cancel that took over a pending one, which is recorded meanwhile, sends nothing and answers 9409', async () => {
+    // The race the concurrent test can hit: B finds A's cancel pending with B's own PG key and takes it over, then
+    // A records before B notes its cancel. Sending that key again would replay A's refund and count it twice.
+    const receiptId = await paidReceipt(3_000);
+    const stores: Stores = createStores(t.deps.database.db, t.deps.keyring!);
+    const gate = () => {
+      let open = () => {};
+      const opened = new Promise<void>((resolve) => {
+        open = resolve;
+      });
+      return { open, opened };
+    };
+    const aAtRecord = gate();
+    const bAcquired = gate();
+    const aRecorded = gate();
+    const withReceipts = (receipts: ReceiptStore) =>
+      createCancelService({ stores: { ...stores, receipts }, gateways: t.deps.gateways, clock: t.deps.clock });
+    const serviceA = withReceipts({
+      ...stores.receipts,
+      async recordCancel(cancel, render) {
+        aAtRecord.open();
+        await bAcquired.opened;
+        const recorded = await stores.receipts.recordCancel(cancel, render);
+        aRecorded.open();
+        return recorded;
+      },
+    });
+    const serviceB = withReceipts({
+      ...stores.receipts,
+      async acquireCancelLease(...args) {
+        const acquired = await stores.receipts.acquireCancelLease(...args);
+        bAcquired.open();
+        await aRecorded.opened;
+        return acquired;
+      },
+    });
+    const log = { info: () => {}, warn: () => {} };
+    const request = { receiptId, cancelPrice: 1_000, cancelTaxFree: undefined, cancelId: undefined, cancelMessage: undefined };
+    const a = serviceA.cancel(project.project, request, log);
+    await aAtRecord.opened;
+    const b = serviceB.cancel(project.project, request, log).then(
+      () => 'answered',
+      (err: unknown) => (err instanceof ApiError ? err.errorCode : String(err)),
+    );
+    expect(await a).toMatchObject({ cancelled_price: 1_000 });
+    expect(await b).toBe('IDEMPOTENCY_IN_PROGRESS');
+    expect(await refundedAtPg(receiptId)).toBe(1_000);
+    const row = await stores.receipts.find(receiptId);
+    expect(row).toMatchObject({ cancelled_price: 1_000, cancel_pending: null, cancel_locked_until: null });
+    // and the receipt cancels on from what remains
+    expect((await client.cancel({ receipt_id: receiptId, cancel_price: 1_000 })).body).toMatchObject({ cancelled_price: 2_000 });
+    expect(await refundedAtPg(receiptId)).toBe(2_000);
   });
 
   it('changes nothing when the PG is unreachable, and a retry refunds once', async () => {
