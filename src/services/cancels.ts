@@ -142,7 +142,9 @@ export function createCancelService(deps: {
       try {
         const firstResult = await repeated(receipt);
         if (firstResult) {
-          await receipts.releaseCancelLease(receipt.receipt_id);
+          // the cancel taken over was that first one, recorded meanwhile (which freed the lease): release nothing of
+          // a cancel that may have started since
+          await receipts.releaseCancelLease(receipt.receipt_id, receipt.cancel_pending?.cancel_key);
           return firstResult;
         }
         const plan = planCancel(

@@ -1,6 +1,7 @@
 // POST /v2/cancel over HTTP: full and partial refunds, cancel_id idempotency, limits, PG failures.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApiError } from '../../src/domain/errors.js';
+import type { CancelRequest } from '../../src/domain/receipt.js';
 import { createCancelService } from '../../src/services/cancels.js';
 import { createStores, type Stores } from '../../src/store/index.js';
 import type { ReceiptStore } from '../../src/store/receipts.js';
@@ -140,10 +141,11 @@ describe('POST /v2/cancel', () => {
     expect((await client.get(`/v2/receipt/${receiptId}`)).body.cancelled_price).toBe(succeeded * 1_000);
   });
 
-  it('a cancel that took over a pending one, which is recorded meanwhile, sends nothing and answers 9409', async () => {
-    // The race the concurrent test can hit: B finds A's cancel pending with B's own PG key and takes it over, then
-    // A records before B notes its cancel. Sending that key again would replay A's refund and count it twice.
-    const receiptId = await paidReceipt(3_000);
+  /**
+   * The race the concurrent test can hit: B finds A's cancel pending under B's own PG key and takes it over, then A
+   * records before B goes on (and `meanwhile` runs, as another cancel would). Returns A's response and B's outcome.
+   */
+  async function takeOverWhileRecorded(request: CancelRequest, meanwhile: () => Promise<void> = async () => {}) {
     const stores: Stores = createStores(t.deps.database.db, t.deps.keyring!);
     const gate = () => {
       let open = () => {};
@@ -171,27 +173,62 @@ describe('POST /v2/cancel', () => {
       ...stores.receipts,
       async acquireCancelLease(...args) {
         const acquired = await stores.receipts.acquireCancelLease(...args);
+        expect(acquired?.cancel_pending).not.toBeNull(); // B took A's cancel over
         bAcquired.open();
         await aRecorded.opened;
+        await meanwhile();
         return acquired;
       },
     });
     const log = { info: () => {}, warn: () => {} };
-    const request = { receiptId, cancelPrice: 1_000, cancelTaxFree: undefined, cancelId: undefined, cancelMessage: undefined };
     const a = serviceA.cancel(project.project, request, log);
     await aAtRecord.opened;
-    const b = serviceB.cancel(project.project, request, log).then(
-      () => 'answered',
-      (err: unknown) => (err instanceof ApiError ? err.errorCode : String(err)),
-    );
-    expect(await a).toMatchObject({ cancelled_price: 1_000 });
-    expect(await b).toBe('IDEMPOTENCY_IN_PROGRESS');
+    const b = serviceB.cancel(project.project, request, log).catch((err: unknown) => {
+      if (err instanceof ApiError) return err.errorCode;
+      throw err;
+    });
+    return { a: await a, b: await b, stores };
+  }
+  const cancelOf = (receiptId: string, cancelId?: string): CancelRequest => ({
+    receiptId,
+    cancelPrice: 1_000,
+    cancelTaxFree: undefined,
+    cancelId,
+    cancelMessage: undefined,
+  });
+
+  it('a cancel that took over a pending one, which is recorded meanwhile, sends nothing and answers 9409', async () => {
+    // sending B's key again would replay A's refund, and B would count it a second time
+    const receiptId = await paidReceipt(3_000);
+    const { a, b, stores } = await takeOverWhileRecorded(cancelOf(receiptId));
+    expect(a).toMatchObject({ cancelled_price: 1_000 });
+    expect(b).toBe('IDEMPOTENCY_IN_PROGRESS');
     expect(await refundedAtPg(receiptId)).toBe(1_000);
     const row = await stores.receipts.find(receiptId);
     expect(row).toMatchObject({ cancelled_price: 1_000, cancel_pending: null, cancel_locked_until: null });
     // and the receipt cancels on from what remains
     expect((await client.cancel({ receipt_id: receiptId, cancel_price: 1_000 })).body).toMatchObject({ cancelled_price: 2_000 });
     expect(await refundedAtPg(receiptId)).toBe(2_000);
+  });
+
+  it('a retry of a cancel_id that took the cancel over answers its first result, and frees no lease taken since', async () => {
+    const receiptId = await paidReceipt(3_000);
+    let leaseTakenSince: Date | undefined;
+    const { a, b, stores } = await takeOverWhileRecorded(cancelOf(receiptId, 'c-race'), async () => {
+      const now = t.deps.clock();
+      const taken = await createStores(t.deps.database.db, t.deps.keyring!).receipts.acquireCancelLease(
+        receiptId,
+        now,
+        new Date(now.getTime() + 45_000),
+      );
+      leaseTakenSince = taken?.cancel_locked_until ?? undefined;
+    });
+    expect(b).toEqual(a);
+    expect(a).toMatchObject({ cancelled_price: 1_000 });
+    expect(await refundedAtPg(receiptId)).toBe(1_000);
+    expect(leaseTakenSince).toBeInstanceOf(Date);
+    expect((await stores.receipts.find(receiptId))?.cancel_locked_until).toEqual(leaseTakenSince);
+    await stores.receipts.releaseCancelLease(receiptId);
   });
 
   it('changes nothing when the PG is unreachable, and a retry refunds once', async () => {
