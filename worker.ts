@@ -1,11 +1,11 @@
 // The Temporal worker as a process of its own (production): runs paygate's workflows and activities
 // against TEMPORAL_ADDRESS. `npm start` (src/main.ts) runs the same worker in-process instead.
 import closeWithGrace from 'close-with-grace';
-import { readConfigOrExit } from './src/config/index.js';
-import { createLogger } from './src/logger.js';
-import { startMetricsListener } from './src/observability/metrics-listener.js';
-import { installTemporalLogger } from './src/temporal/runtime.js';
-import { announceAdminToken, connectTemporal, createWorker, openCore, startDeliveryRecovery } from './src/wiring.js';
+import { readConfigOrExit } from './src/platform/config/index.js';
+import { createLogger } from './src/platform/logger.js';
+import { startMetricsListener } from './src/platform/observability/metrics-listener.js';
+import { installTemporalLogger } from './src/platform/temporal/runtime.js';
+import { announceAdminToken, connectTemporal, createWorker, openCore, startDeliveryRecovery } from './src/composition/index.js';
 
 const config = readConfigOrExit();
 const logger = createLogger({ level: config.logLevel, format: config.logFormat }).child({ component: 'worker' });

@@ -25,17 +25,17 @@ import v8 from 'node:v8';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { Agent, request } from 'undici';
 import { buildConfiguredApp } from '../src/api/server.js';
-import { preparePrivateDataDir } from '../src/config/data-dir.js';
-import { parseConfig } from '../src/config/index.js';
-import { loadKeyring } from '../src/config/keys.js';
-import { newId } from '../src/domain/ids.js';
-import { dueAt } from '../src/domain/schedule.js';
-import { createLogger } from '../src/logger.js';
-import { dropSchema, openDatabase } from '../src/store/db.js';
-import { createStores } from '../src/store/index.js';
-import { startEmbeddedEngine } from '../src/temporal/embedded-engine.js';
-import { createSandboxClock } from '../src/temporal/sandbox-clock.js';
-import { connectTemporal, type Core, createWorker, startConfiguredGateways } from '../src/wiring.js';
+import { preparePrivateDataDir } from '../src/platform/config/data-dir.js';
+import { parseConfig } from '../src/platform/config/index.js';
+import { loadKeyring } from '../src/platform/config/keys.js';
+import { newId } from '../src/platform/ids.js';
+import { dueAt } from '../src/schedules/rules.js';
+import { createLogger } from '../src/platform/logger.js';
+import { dropSchema, openDatabase } from '../src/platform/db/db.js';
+import { createStores } from '../src/composition/stores.js';
+import { startEmbeddedEngine } from '../src/platform/temporal/embedded-engine.js';
+import { createSandboxClock } from '../src/platform/temporal/sandbox-clock.js';
+import { connectTemporal, type Core, createWorker, startConfiguredGateways } from '../src/composition/index.js';
 import { cpuMs, memoryOf } from './proc-stats.js';
 
 const { values } = parseArgs({

@@ -25,15 +25,15 @@ import { parseArgs } from 'node:util';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { Agent, request } from 'undici';
 import { createActivities } from '../src/activities/index.js';
-import { newId } from '../src/domain/ids.js';
-import { MESSAGE_EVENTS, type OutboundEvent } from '../src/domain/webhooks.js';
-import { createServices } from '../src/services/index.js';
-import { createKeyring, generateKeyringSpec, parseKeyringSpec } from '../src/security/keyring.js';
-import { dropSchema, openDatabase } from '../src/store/db.js';
-import { createStores } from '../src/store/index.js';
-import { connectTemporalClient } from '../src/temporal/client.js';
-import { startEmbeddedEngine } from '../src/temporal/embedded-engine.js';
-import { createPaygateWorker } from '../src/temporal/worker.js';
+import { newId } from '../src/platform/ids.js';
+import { MESSAGE_EVENTS, type OutboundEvent } from '../src/webhooks/rules.js';
+import { createServices } from '../src/composition/services.js';
+import { createKeyring, generateKeyringSpec, parseKeyringSpec } from '../src/platform/security/keyring.js';
+import { dropSchema, openDatabase } from '../src/platform/db/db.js';
+import { createStores } from '../src/composition/stores.js';
+import { connectTemporalClient } from '../src/platform/temporal/client.js';
+import { startEmbeddedEngine } from '../src/platform/temporal/embedded-engine.js';
+import { createPaygateWorker } from '../src/platform/temporal/worker.js';
 
 const { values } = parseArgs({
   options: {

@@ -4,7 +4,7 @@
 import { Client as TemporalClient, Connection } from '@temporalio/client';
 import pg from 'pg';
 import { Pool } from 'undici';
-import { pgChargeKey } from '../src/services/charges.js';
+import { pgChargeKey } from '../src/payments/charges.js';
 import type { FlowRecord } from './merchant.js';
 import type { ReceiverLog } from './receiver.js';
 

@@ -3,12 +3,12 @@
 // the embedded Temporal-compatible engine, durable under DATA_DIR.
 import path from 'node:path';
 import { buildConfiguredApp, listen } from './api/server.js';
-import { readConfigOrExit } from './config/index.js';
-import { createLogger } from './logger.js';
-import { startEmbeddedEngine, type EmbeddedEngine } from './temporal/embedded-engine.js';
-import { createSandboxClock, type SandboxClock } from './temporal/sandbox-clock.js';
-import { installTemporalLogger } from './temporal/runtime.js';
-import { announceAdminToken, connectTemporal, createWorker, openCore, startDeliveryRecovery } from './wiring.js';
+import { readConfigOrExit } from './platform/config/index.js';
+import { createLogger } from './platform/logger.js';
+import { startEmbeddedEngine, type EmbeddedEngine } from './platform/temporal/embedded-engine.js';
+import { createSandboxClock, type SandboxClock } from './platform/temporal/sandbox-clock.js';
+import { installTemporalLogger } from './platform/temporal/runtime.js';
+import { announceAdminToken, connectTemporal, createWorker, openCore, startDeliveryRecovery } from './composition/index.js';
 
 const config = readConfigOrExit();
 const logger = createLogger({ level: config.logLevel, format: config.logFormat });

@@ -11,7 +11,7 @@ export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 export interface Import {
   /** the specifier as written */
   readonly specifier: string;
-  /** repository-relative path of a local import ('src/domain/errors.ts'), or the package name */
+  /** repository-relative path of a local import ('src/platform/errors.ts'), or the package name */
   readonly target: string;
   readonly local: boolean;
   /** `import type` / `export type`: erased at run time */
@@ -79,7 +79,7 @@ const IO_MODULES = [
 ];
 
 /** Pure functions of an I/O module that domain code may use, by file: node:net's isIP is the canonical address parser. */
-const PURE_USES: Readonly<Record<string, readonly string[]>> = { 'src/domain/ip.ts': ['node:net'] };
+const PURE_USES: Readonly<Record<string, readonly string[]>> = { 'src/platform/ip.ts': ['node:net'] };
 
 interface Rule {
   readonly name: string;
@@ -183,7 +183,7 @@ const RULES: readonly Rule[] = [
     name: 'the chaos suite drives processes over HTTP: of src/ only domain and the PG key derivation (services/charges.ts)',
     applies: (f) => f.startsWith('chaos/'),
     forbids: (imp) =>
-      imp.local && imp.target.startsWith('src/') && !inFolder(imp.target, 'domain') && imp.target !== 'src/services/charges.ts',
+      imp.local && imp.target.startsWith('src/') && !inFolder(imp.target, 'domain') && imp.target !== 'src/payments/charges.ts',
   },
   {
     name: 'the engine is independent of the application',

@@ -5,17 +5,17 @@
 import { createHash } from 'node:crypto';
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
-import type { EscrowTransition } from '../contracts/escrow.js';
-import { escrowWebhookPayload, renderEscrowData, type ResolvedShipment } from '../domain/escrow.js';
-import { ApiError } from '../domain/errors.js';
-import { PROJECT_EVENTS } from '../domain/webhooks.js';
+import type { EscrowTransition } from '../escrow/contract.js';
+import { escrowWebhookPayload, renderEscrowData, type ResolvedShipment } from '../escrow/rules.js';
+import { ApiError } from '../platform/errors.js';
+import { PROJECT_EVENTS } from '../webhooks/rules.js';
 import type { EscrowGateway, GatewayRegistry } from '../gateways/types.js';
-import { createCancelService } from '../services/cancels.js';
-import type { OperationLog } from '../services/log.js';
-import { receiptResponse } from '../services/receipts.js';
-import { createWebhookService } from '../services/webhooks.js';
-import type { Stores } from '../store/index.js';
-import { toProject } from '../store/projects.js';
+import { createCancelService } from '../payments/cancels.js';
+import type { OperationLog } from '../platform/operation-log.js';
+import { receiptResponse } from '../payments/receipts.js';
+import { createWebhookService } from '../webhooks/service.js';
+import type { Stores } from '../composition/stores.js';
+import { toProject } from '../projects/store.js';
 import { callGateway } from './failures.js';
 
 export interface EscrowActivityDeps {

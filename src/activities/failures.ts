@@ -1,7 +1,7 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { GatewayDeclinedError, GatewayUnavailableError } from '../gateways/types.js';
 
-import { GATEWAY_DECLINED, type GatewayDeclinedDetails } from '../contracts/gateway-failures.js';
+import { GATEWAY_DECLINED, type GatewayDeclinedDetails } from '../gateways/declined.js';
 
 // How gateway outcomes cross the activity boundary: a refusal is final (not retried, carried to the
 // workflow with the gateway's code); an unreachable gateway is an ordinary error Temporal retries.

@@ -1,12 +1,12 @@
 // Every activity the worker registers, from one factory with injected dependencies. The worker,
 // `npm start` and the test helpers all register exactly this set.
 import type { GatewayRegistry } from '../gateways/types.js';
-import type { Metrics } from '../observability/metrics.js';
-import type { Stores } from '../store/index.js';
+import type { Metrics } from '../platform/observability/metrics.js';
+import type { Stores } from '../composition/stores.js';
 import { createEscrowActivities } from './escrow.js';
-import { createReconcileActivities } from './reconcile.js';
-import { createReserveActivities } from './reserve.js';
-import { createScheduleActivities } from './schedule.js';
+import { createReconcileActivities } from './payments.js';
+import { createReserveActivities } from './reserves.js';
+import { createScheduleActivities } from './schedules.js';
 import { createVerificationActivities } from './verification.js';
 import { createWebhookActivities, type WebhookActivityOptions } from './webhooks.js';
 

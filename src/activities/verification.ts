@@ -1,8 +1,8 @@
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
-import type { VerifiedPerson } from '../domain/verification.js';
+import type { VerifiedPerson } from '../verification/rules.js';
 import type { GatewayRegistry, IdentityGateway } from '../gateways/types.js';
-import type { VerificationPerson, VerificationRecords } from '../contracts/verification.js';
+import type { VerificationPerson, VerificationRecords } from '../verification/contract.js';
 import { callGateway } from './failures.js';
 
 export interface VerificationActivityDeps {

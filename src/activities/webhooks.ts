@@ -1,10 +1,10 @@
 import { ApplicationFailure } from '@temporalio/common';
-import { type AttemptOutcome, DELIVERY_NOT_FOUND } from '../contracts/webhooks.js';
-import { checkWebhookUrl, parseRetryAfter, type DeliveryState, type UrlPolicy } from '../domain/webhooks.js';
-import type { DeliveryRow, SigningSecrets, WebhookStore } from '../store/webhooks.js';
-import { createWebhookHttpClient, type Resolver } from '../webhooks/http.js';
+import { type AttemptOutcome, DELIVERY_NOT_FOUND } from '../webhooks/contract.js';
+import { checkWebhookUrl, parseRetryAfter, type DeliveryState, type UrlPolicy } from '../webhooks/rules.js';
+import type { DeliveryRow, SigningSecrets, WebhookStore } from '../webhooks/store.js';
+import { createWebhookHttpClient, type Resolver } from '../webhooks/http-client.js';
 import { signedHeaders } from '../webhooks/signing.js';
-import type { Metrics, WebhookAttemptOutcome } from '../observability/metrics.js';
+import type { Metrics, WebhookAttemptOutcome } from '../platform/observability/metrics.js';
 
 export interface WebhookActivityOptions {
   /** sandbox mode: http to loopback receivers is allowed; production: https to global addresses only */

@@ -16,12 +16,12 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
-import { ApiError } from '../domain/errors.js';
-import { assertIpAllowed, keyExpired } from '../domain/access.js';
-import { keyAccepted } from '../domain/key-rotation.js';
-import type { Scope } from '../domain/scopes.js';
-import { projectKey, toProject, type Project, type ProjectRow } from '../store/projects.js';
-import type { FieldErrors } from '../domain/validation.js';
+import { ApiError } from '../platform/errors.js';
+import { assertIpAllowed, keyExpired } from '../projects/access.js';
+import { keyAccepted } from '../projects/key-rotation.js';
+import type { Scope } from '../projects/scopes.js';
+import { projectKey, toProject, type Project, type ProjectRow } from '../projects/store.js';
+import type { FieldErrors } from '../platform/validation.js';
 import { registerRateLimits } from './rate-limits.js';
 
 export type AuthRequirement = 'project' | 'admin' | 'none';

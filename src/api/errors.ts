@@ -4,8 +4,8 @@
 // nothing internal (stack, err.message of an unexpected error) ever reaches the body.
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { ApiError, type ErrorName } from '../domain/errors.js';
-import { issuesToApiError, type IssueLike } from '../domain/validation.js';
+import { ApiError, type ErrorName } from '../platform/errors.js';
+import { issuesToApiError, type IssueLike } from '../platform/validation.js';
 import { GatewayUnavailableError } from '../gateways/types.js';
 
 interface ValidationItem {

@@ -15,11 +15,11 @@
 // response holds the person's name, phone, CI and DI.
 import { randomBytes } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { ApiError, errorCatalog } from '../domain/errors.js';
-import { createFieldCipher } from '../security/field-cipher.js';
-import type { Keyring } from '../security/keyring.js';
-import type { IdempotencyKeyProof } from '../services/charges.js';
-import { IN_FLIGHT_LEASE_MS, type IdempotencyStore } from '../store/idempotency.js';
+import { ApiError, errorCatalog } from '../platform/errors.js';
+import { createFieldCipher } from '../platform/security/field-cipher.js';
+import type { Keyring } from '../platform/security/keyring.js';
+import type { IdempotencyKeyProof } from '../payments/charges.js';
+import { IN_FLIGHT_LEASE_MS, type IdempotencyStore } from '../platform/idempotency.js';
 
 const IDEMPOTENCY_HEADER = 'idempotency-key';
 const REPLAYED_HEADER = 'idempotent-replayed';

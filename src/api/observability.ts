@@ -4,9 +4,9 @@
 // token, so a scraper reaches it like any admin client (Prometheus: `authorization: { credentials: <token> }`).
 import fp from 'fastify-plugin';
 import type { FastifyInstance } from 'fastify';
-import { bindLogIds, type LogIds, runWithLogContext } from '../observability/log-context.js';
-import type { Metrics } from '../observability/metrics.js';
-import type { Logger } from '../logger.js';
+import { bindLogIds, type LogIds, runWithLogContext } from '../platform/observability/log-context.js';
+import type { Metrics } from '../platform/observability/metrics.js';
+import type { Logger } from '../platform/logger.js';
 
 /** Path parameters that name something a log reader searches by. */
 const ID_PARAMS = ['receipt_id', 'delivery_id', 'schedule_id', 'reserve_id'] as const;

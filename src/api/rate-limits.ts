@@ -6,7 +6,7 @@
 import { createHash } from 'node:crypto';
 import rateLimit from '@fastify/rate-limit';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { ApiError } from '../domain/errors.js';
+import { ApiError } from '../platform/errors.js';
 
 /** Config-free constants (README, "Rate limits"). Windows are fixed: they start with the first failure. */
 export const RATE_LIMITS = {

@@ -7,13 +7,13 @@ import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import closeWithGrace from 'close-with-grace';
 import type { FastifyInstance } from 'fastify';
-import { readConfigOrExit, type Config } from '../config/index.js';
-import { createLogger, type Logger } from '../logger.js';
-import type { TemporalClient } from '../temporal/client.js';
-import type { SandboxClock } from '../temporal/sandbox-clock.js';
-import { announceAdminToken, connectTemporal, openCore, type Core } from '../wiring.js';
+import { readConfigOrExit, type Config } from '../platform/config/index.js';
+import { createLogger, type Logger } from '../platform/logger.js';
+import type { TemporalClient } from '../platform/temporal/client.js';
+import type { SandboxClock } from '../platform/temporal/sandbox-clock.js';
+import { announceAdminToken, connectTemporal, openCore, type Core } from '../composition/index.js';
 import { buildApp, type ReadinessProbe } from './app.js';
-import { ApiError } from '../domain/errors.js';
+import { ApiError } from '../platform/errors.js';
 
 const SHUTDOWN_GRACE_MS = 10_000;
 

@@ -10,11 +10,11 @@ import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { request } from 'undici';
-import { parseConfig, ConfigError, type Config } from '../config/index.js';
-import { loadKeyring } from '../config/keys.js';
-import { ApiError } from '../domain/errors.js';
-import { SCOPES } from '../domain/scopes.js';
-import { validate } from '../domain/validation.js';
+import { parseConfig, ConfigError, type Config } from '../platform/config/index.js';
+import { loadKeyring } from '../platform/config/keys.js';
+import { ApiError } from '../platform/errors.js';
+import { SCOPES } from '../projects/scopes.js';
+import { validate } from '../platform/validation.js';
 import {
   createProjectService,
   DEFAULT_ESCROW_RECONCILE_HOURS,
@@ -24,10 +24,10 @@ import {
   projectCreateSchema,
   projectPatchSchema,
   renderProject,
-} from '../services/projects.js';
-import { createWebhookService } from '../services/webhooks.js';
-import { createStores } from '../store/index.js';
-import { openConfiguredDatabase } from '../wiring.js';
+} from '../projects/service.js';
+import { createWebhookService } from '../webhooks/service.js';
+import { createStores } from '../composition/stores.js';
+import { openConfiguredDatabase } from '../composition/index.js';
 
 /** The gateways --direct knows: the sandbox PGs served in-process, given to projects only in sandbox mode. */
 const SANDBOX_PGS = ['sandbox_card', 'sandbox_noauto', 'sandbox_identity', 'sandbox_escrow_a', 'sandbox_escrow_b'] as const;

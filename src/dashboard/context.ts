@@ -1,11 +1,11 @@
 // What every dashboard page needs: the signed-in session, its project (with the scope check a key's session
 // gets, as the API checks the same key's calls), and rendering inside the layout with the CSRF token.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { keyExpired } from '../domain/access.js';
-import { ApiError } from '../domain/errors.js';
-import type { Scope } from '../domain/scopes.js';
-import type { Project } from '../store/projects.js';
-import { formatTimestamp } from '../domain/time.js';
+import { keyExpired } from '../projects/access.js';
+import { ApiError } from '../platform/errors.js';
+import type { Scope } from '../projects/scopes.js';
+import type { Project } from '../projects/store.js';
+import { formatTimestamp } from '../platform/time.js';
 import { newSession, type Session, type SessionCodec } from './session.js';
 
 /** asset: no session at all; public: sign-in pages; pick: an admin choosing a project; project: everything else */

@@ -17,7 +17,7 @@ import fastifyHelmet from '@fastify/helmet';
 import fastifyView from '@fastify/view';
 import { Eta } from 'eta';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { ApiError } from '../domain/errors.js';
+import { ApiError } from '../platform/errors.js';
 import { toApiError } from '../api/errors.js';
 import { createSessionCodec, newSession, type Session } from './session.js';
 import { createContext, type DashboardAccess, type DashboardContext } from './context.js';

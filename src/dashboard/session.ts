@@ -4,7 +4,7 @@
 // synchronizer token derived from the session id (HMAC), checked on every POST before anything runs.
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { ApiError } from '../domain/errors.js';
+import { ApiError } from '../platform/errors.js';
 
 export const SESSION_COOKIE = 'paygate_dashboard';
 /** A session ends this long after sign-in, whatever happens meanwhile. */

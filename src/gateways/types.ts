@@ -2,10 +2,10 @@
 // One adapter per gateway implements the capabilities it has; routes, activities and workflows see
 // only these types, never a gateway's wire format (hyperswitch's connector idea). The values they carry
 // (card, masked card, carrier, verified person) are domain types.
-import type { CardDetails, MaskedCard } from '../domain/card.js';
-import type { EscrowStatus, ResolvedShipment } from '../domain/escrow.js';
-import type { ChargeApproval } from '../domain/receipt.js';
-import type { Carrier, VerifiedPerson } from '../domain/verification.js';
+import type { CardDetails, MaskedCard } from '../payments/card.js';
+import type { EscrowStatus, ResolvedShipment } from '../escrow/rules.js';
+import type { ChargeApproval } from '../payments/receipt-rules.js';
+import type { Carrier, VerifiedPerson } from '../verification/rules.js';
 
 export interface IssuedBillingKey {
   /** the gateway's own key; paygate keeps it server-side and hands merchants its own billing_key */

@@ -3,7 +3,7 @@
 // the buyer's events (which move the PG's own state when they fit, and are always notified), the status
 // inquiry that answers truthfully, and what each PG received, per tid, for GET /_sandbox/pg-requests.
 import { createHmac, randomBytes } from 'node:crypto';
-import { EscrowStatus, nextEscrowStatus, type BuyerEvent } from '../domain/escrow.js';
+import { EscrowStatus, nextEscrowStatus, type BuyerEvent } from '../escrow/rules.js';
 import { BoundedMap } from './bounded-map.js';
 import { approved, refused, type PgOutcome } from './outcome.js';
 import type { JournalRecord, JournalSink } from './state-journal.js';

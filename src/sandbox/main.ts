@@ -8,7 +8,7 @@
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import closeWithGrace from 'close-with-grace';
-import { createLogger } from '../logger.js';
+import { createLogger } from '../platform/logger.js';
 import { loadSandboxSecret } from './secret.js';
 import { startSandboxGateways } from './server.js';
 import { SANDBOX_STATE_DIR } from './state-journal.js';

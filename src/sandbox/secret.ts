@@ -1,10 +1,10 @@
 // The sandbox's signing secret (billing-key signatures, OTP digests, CI / DI derivation). Never a
 // constant in the source: SANDBOX_SECRET when set, otherwise one generated on first start and kept in
-// DATA_DIR (mode 0600, like the keyring in src/config/keys.ts), so sandbox billing keys and CIs stay
+// DATA_DIR (mode 0600, like the keyring in src/platform/config/keys.ts), so sandbox billing keys and CIs stay
 // valid across restarts of one installation and mean nothing anywhere else.
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
-import { readOrCreatePrivateFile } from '../config/private-file.js';
+import { readOrCreatePrivateFile } from '../platform/config/private-file.js';
 
 export const SANDBOX_SECRET_FILE = 'sandbox-secret';
 

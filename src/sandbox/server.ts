@@ -100,7 +100,7 @@ import { z } from 'zod';
 import { BoundedMap } from './bounded-map.js';
 import { SandboxCardPg } from './card-pg.js';
 import { SandboxEscrowPg } from './escrow-pg.js';
-import { BUYER_EVENTS } from '../domain/escrow.js';
+import { BUYER_EVENTS } from '../escrow/rules.js';
 import {
   type CallContext,
   FaultBoard,

@@ -3,7 +3,7 @@
 // per secret, space-separated — the current secret first, then the previous one during its 24 hours.
 import { randomBytes } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
-import { SECRET_PREFIX } from '../domain/webhooks.js';
+import { SECRET_PREFIX } from './rules.js';
 
 /** `whsec_` + base64 of 32 random bytes (the library and the spec accept 24-64). */
 export function newSigningSecret(): string {

@@ -10,7 +10,7 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { EscrowActivities } from '../activities/escrow.js';
-import { GATEWAY_DECLINED, type GatewayDeclinedDetails } from '../contracts/gateway-failures.js';
+import { GATEWAY_DECLINED, type GatewayDeclinedDetails } from '../gateways/declined.js';
 import {
   type EscrowErrorName,
   type EscrowFailureDetails,
@@ -22,8 +22,8 @@ import {
   escrowStatusQuery,
   pgNotificationSignal,
   shippingStartUpdate,
-} from '../contracts/escrow.js';
-import { UPDATE_NOT_AUTHORIZED } from '../contracts/verification.js';
+} from '../escrow/contract.js';
+import { UPDATE_NOT_AUTHORIZED } from '../verification/contract.js';
 import {
   type BuyerEvent,
   type EscrowEventSource,
@@ -31,7 +31,7 @@ import {
   awaitsBuyer,
   isFinalEscrowStatus,
   nextEscrowStatus,
-} from '../domain/escrow-status.js';
+} from '../escrow/status.js';
 
 // One escrow order, from the payment to its end (confirmed, refunded, held):
 //   0 --shipping start (update)--> 3 --PG notifications (signals)--> 1 | -2 --> -3 (refund) ; 3 | -2 --> -1.

@@ -8,8 +8,8 @@ import {
   sleep,
 } from '@temporalio/workflow';
 import type { VerificationActivities } from '../activities/verification.js';
-import type { VerifiedPerson } from '../domain/verification.js';
-import { GATEWAY_DECLINED, type GatewayDeclinedDetails } from '../contracts/gateway-failures.js';
+import type { VerifiedPerson } from '../verification/rules.js';
+import { GATEWAY_DECLINED, type GatewayDeclinedDetails } from '../gateways/declined.js';
 import {
   type ConfirmResult,
   type OtpSentResult,
@@ -25,7 +25,7 @@ import {
   resendOtpUpdate,
   UPDATE_NOT_AUTHORIZED,
   type UpdateProof,
-} from '../contracts/verification.js';
+} from '../verification/contract.js';
 
 // One identity verification, from the request to the purge of CI/DI:
 //   send OTP -> [resend]* -> confirm (<= 30 min after the request) -> lookup window (30 min) -> purge.

@@ -2,9 +2,9 @@
 // three probe routes that declare the rules a real area route declares (scope, seller-only).
 import type { FastifyPluginAsync } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { assertOwnedBy } from '../../src/domain/access.js';
-import { ApiError } from '../../src/domain/errors.js';
-import { PROJECT_BY_CLIENT_KEY_REUSE_MS } from '../../src/store/projects.js';
+import { assertOwnedBy } from '../../src/projects/access.js';
+import { ApiError } from '../../src/platform/errors.js';
+import { PROJECT_BY_CLIENT_KEY_REUSE_MS } from '../../src/projects/store.js';
 import { basicAuthHeader, buildTestApp, TEST_ADMIN_TOKEN, type TestApp, type TestProject } from '../helpers/app.js';
 
 const probeRoutes: FastifyPluginAsync = async (app) => {

@@ -3,8 +3,8 @@
 import { spawn } from 'node:child_process';
 import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, parseConfig } from '../../src/config/index.js';
-import { createLogger } from '../../src/logger.js';
+import { ConfigError, parseConfig } from '../../src/platform/config/index.js';
+import { createLogger } from '../../src/platform/logger.js';
 
 function problemsOf(env: Record<string, string>): { variable: string; message: string }[] {
   try {

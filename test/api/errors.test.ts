@@ -7,10 +7,10 @@ import { sql } from 'kysely';
 import { z } from 'zod';
 import { BODY_LIMIT_BYTES } from '../../src/api/app.js';
 import { MAX_JSON_DEPTH } from '../../src/api/body-limits.js';
-import { validate } from '../../src/domain/validation.js';
-import { ApiError, errorCatalog, type ErrorName } from '../../src/domain/errors.js';
+import { validate } from '../../src/platform/validation.js';
+import { ApiError, errorCatalog, type ErrorName } from '../../src/platform/errors.js';
 import { buildTestApp, TEST_ADMIN_TOKEN, type TestApp } from '../helpers/app.js';
-import { TEST_CARD } from './key-in-fixtures.js';
+import { TEST_CARD } from '../payments/key-in-fixtures.js';
 
 const INTERNAL_DETAIL = 'relation "secret_internal_table" does not exist';
 const DB_PARAMETER = 'metadata-value-3f9a1c-must-not-be-logged';

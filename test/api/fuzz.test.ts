@@ -7,9 +7,9 @@ import fc from 'fast-check';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DOCS_PREFIX } from '../../src/api/docs/openapi.js';
-import { errorCatalog, type ErrorName } from '../../src/domain/errors.js';
+import { errorCatalog, type ErrorName } from '../../src/platform/errors.js';
 import { buildTestApp, TEST_ADMIN_TOKEN, type TestApp, type TestProject } from '../helpers/app.js';
-import { TEST_CARD } from './key-in-fixtures.js';
+import { TEST_CARD } from '../payments/key-in-fixtures.js';
 import { concretePath, type Endpoint, endpointsOf } from './route-list.js';
 
 const RUNS_WITH_AUTH = 1_000;

@@ -1,10 +1,10 @@
 // Idempotency-Key over HTTP (Stripe's semantics) on the key-in POST routes.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chargeIdempotencyKey } from '../../src/domain/billing.js';
+import { chargeIdempotencyKey } from '../../src/payments/billing-rules.js';
 import { createGatewayRegistry } from '../../src/gateways/registry.js';
 import { startSandboxGateways } from '../../src/sandbox/server.js';
 import { buildTestApp, TEST_SANDBOX_TOKEN, type TestApp, type TestProject } from '../helpers/app.js';
-import { armSandboxFault, keyInClient, sandboxChargeExecutions, TEST_CARD } from './key-in-fixtures.js';
+import { armSandboxFault, keyInClient, sandboxChargeExecutions, TEST_CARD } from '../payments/key-in-fixtures.js';
 import { concretePath, endpointsOf } from './route-list.js';
 
 const DAY_MS = 24 * 60 * 60 * 1000;

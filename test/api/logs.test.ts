@@ -4,14 +4,14 @@
 import { Writable } from 'node:stream';
 import { bundleWorkflowCode } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ConfigError, parseConfig } from '../../src/config/index.js';
-import { createLogger, resolveLogFormat } from '../../src/logger.js';
-import { createBundlerLogger } from '../../src/temporal/runtime.js';
-import { WORKFLOW_BUNDLER_OPTIONS, WORKFLOWS_PATH } from '../../src/temporal/workflow-bundle.js';
+import { ConfigError, parseConfig } from '../../src/platform/config/index.js';
+import { createLogger, resolveLogFormat } from '../../src/platform/logger.js';
+import { createBundlerLogger } from '../../src/platform/temporal/runtime.js';
+import { WORKFLOW_BUNDLER_OPTIONS, WORKFLOWS_PATH } from '../../src/platform/temporal/workflow-bundle.js';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
-import { keyInClient, TEST_CARD } from './key-in-fixtures.js';
-import { freshPhone, verificationClient } from './verification-fixtures.js';
-import { type Receiver, startReceiver, untilDelivery } from './webhook-fixtures.js';
+import { keyInClient, TEST_CARD } from '../payments/key-in-fixtures.js';
+import { freshPhone, verificationClient } from '../verification/fixtures.js';
+import { type Receiver, startReceiver, untilDelivery } from '../webhooks/fixtures.js';
 
 function capture(): { stream: Writable; text(): string } {
   const chunks: string[] = [];

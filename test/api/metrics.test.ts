@@ -6,15 +6,15 @@
 // ports, with JSON logs free of the bundle report; the metrics variables are parsed with the others.
 import { createServer } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ConfigError, parseConfig } from '../../src/config/index.js';
-import { DELIVERY_WORKFLOW_TYPE } from '../../src/contracts/webhooks.js';
-import { startMetricsListener } from '../../src/observability/metrics-listener.js';
-import { createMetrics, type Metrics } from '../../src/observability/metrics.js';
+import { ConfigError, parseConfig } from '../../src/platform/config/index.js';
+import { DELIVERY_WORKFLOW_TYPE } from '../../src/webhooks/contract.js';
+import { startMetricsListener } from '../../src/platform/observability/metrics-listener.js';
+import { createMetrics, type Metrics } from '../../src/platform/observability/metrics.js';
 import { buildTestApp, TEST_ADMIN_TOKEN, type TestApp } from '../helpers/app.js';
 import { openWorkerProcessStack, postgresReachable, type WorkerProcessStack } from '../helpers/worker-process.js';
-import { keyInClient } from './key-in-fixtures.js';
-import { freshPhone, verificationClient } from './verification-fixtures.js';
-import { type Receiver, startReceiver, untilDelivery } from './webhook-fixtures.js';
+import { keyInClient } from '../payments/key-in-fixtures.js';
+import { freshPhone, verificationClient } from '../verification/fixtures.js';
+import { type Receiver, startReceiver, untilDelivery } from '../webhooks/fixtures.js';
 
 /** The value of one sample of the exposition text; undefined when the series is absent. */
 function sample(text: string, name: string, labels: Record<string, string> = {}): number | undefined {

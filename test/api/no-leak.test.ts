@@ -4,7 +4,7 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
-import { armSandboxFault, keyInClient, TEST_CARD } from './key-in-fixtures.js';
+import { armSandboxFault, keyInClient, TEST_CARD } from '../payments/key-in-fixtures.js';
 
 const CARDS = {
   /** distinctive digits, so even its middle run can be searched for */

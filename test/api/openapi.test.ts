@@ -5,10 +5,10 @@
 import { validate } from '@scalar/openapi-parser';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DOCS_PREFIX, isUiRoute, OPENAPI_VERSION, routeDocs } from '../../src/api/docs/openapi.js';
-import { errorCatalog, type ErrorName } from '../../src/domain/errors.js';
-import type { SandboxClock } from '../../src/temporal/sandbox-clock.js';
+import { errorCatalog, type ErrorName } from '../../src/platform/errors.js';
+import type { SandboxClock } from '../../src/platform/temporal/sandbox-clock.js';
 import { buildTestApp, TEST_ADMIN_TOKEN, type TestApp, type TestProject } from '../helpers/app.js';
-import { TEST_CARD } from './key-in-fixtures.js';
+import { TEST_CARD } from '../payments/key-in-fixtures.js';
 import { concretePath, endpointsOf } from './route-list.js';
 
 interface Operation {

@@ -4,8 +4,8 @@
 // Routes that are not project routes (auth 'none' / 'admin') are listed as exempt below, by name. The sandbox
 // dashboard's pages are neither: they take its own session cookie instead of a key, listed in DASHBOARD.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SCOPES, type Scope } from '../../src/domain/scopes.js';
-import type { SandboxClock } from '../../src/temporal/sandbox-clock.js';
+import { SCOPES, type Scope } from '../../src/projects/scopes.js';
+import type { SandboxClock } from '../../src/platform/temporal/sandbox-clock.js';
 import { type Endpoint as RouteEndpoint, endpointsOf } from './route-list.js';
 import { buildTestApp, TEST_ADMIN_TOKEN, type TestApp, type TestProject } from '../helpers/app.js';
 

@@ -3,7 +3,7 @@
 import { connect } from 'node:net';
 import { setTimeout as delay } from 'node:timers/promises';
 import { afterAll, describe, expect, it } from 'vitest';
-import { errorCatalog } from '../../src/domain/errors.js';
+import { errorCatalog } from '../../src/platform/errors.js';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
 
 /** Splits a raw HTTP/1.1 byte stream holding Content-Length responses into status, headers and body. */

@@ -12,38 +12,38 @@ describe('import rules', () => {
 
   it('the worker process loads neither Fastify nor the API', () => {
     const { files, packages } = runtimeClosure('worker.ts');
-    expect(files.has('src/wiring.ts')).toBe(true);
+    expect(files.has('src/composition/index.ts')).toBe(true);
     expect(files.has('src/activities/index.ts')).toBe(true);
     expect(packages.has('fastify')).toBe(false);
     expect([...files].filter((f) => f.startsWith('src/api/'))).toEqual([]);
   });
 
   it('reads static, type-only and re-export imports', () => {
-    const imports = importsOf('src/store/index.ts');
-    expect(imports.map((i) => i.target)).toContain('src/store/receipts.ts');
-    expect(imports.find((i) => i.target === 'src/security/keyring.ts')?.typeOnly).toBe(true);
+    const imports = importsOf('src/composition/stores.ts');
+    expect(imports.map((i) => i.target)).toContain('src/payments/receipts-store.ts');
+    expect(imports.find((i) => i.target === 'src/platform/security/keyring.ts')?.typeOnly).toBe(true);
   });
 
   it.each([
-    ['src/store/receipts.ts', local('src/activities/verification.ts')],
-    ['src/store/receipts.ts', local('src/workflows/verification.ts')],
-    ['src/store/receipts.ts', local('src/api/app.ts')],
-    ['src/domain/billing.ts', local('src/gateways/types.ts')],
-    ['src/domain/billing.ts', local('src/store/receipts.ts')],
-    ['src/domain/billing.ts', pkg('undici')],
-    ['src/domain/billing.ts', pkg('node:fs')],
-    ['src/domain/billing.ts', pkg('@temporalio/client')],
-    ['src/api/routes/billing.ts', local('src/api/routes/cancel.ts')],
-    ['src/services/charges.ts', pkg('fastify')],
-    ['src/services/charges.ts', local('src/api/auth.ts')],
-    ['src/services/charges.ts', local('src/workflows/verification.ts')],
+    ['src/payments/receipts-store.ts', local('src/activities/verification.ts')],
+    ['src/payments/receipts-store.ts', local('src/workflows/verification.ts')],
+    ['src/payments/receipts-store.ts', local('src/api/app.ts')],
+    ['src/payments/billing-rules.ts', local('src/gateways/types.ts')],
+    ['src/payments/billing-rules.ts', local('src/payments/receipts-store.ts')],
+    ['src/payments/billing-rules.ts', pkg('undici')],
+    ['src/payments/billing-rules.ts', pkg('node:fs')],
+    ['src/payments/billing-rules.ts', pkg('@temporalio/client')],
+    ['src/api/routes/payments.ts', local('src/api/routes/cancel.ts')],
+    ['src/payments/charges.ts', pkg('fastify')],
+    ['src/payments/charges.ts', local('src/api/auth.ts')],
+    ['src/payments/charges.ts', local('src/workflows/verification.ts')],
     ['src/workflows/verification.ts', local('src/activities/verification.ts')],
     ['src/workflows/verification.ts', pkg('@temporalio/client')],
-    ['src/contracts/verification.ts', local('src/gateways/types.ts')],
-    ['src/wiring.ts', local('src/sandbox/server.ts')],
-    ['engine/src/engine.ts', local('src/domain/errors.ts')],
-    ['src/dashboard/pages/auth.ts', local('src/api/routes/admin.ts')],
-    ['src/dashboard/pages/escrow.ts', local('src/store/escrow.ts')],
+    ['src/verification/contract.ts', local('src/gateways/types.ts')],
+    ['src/composition/index.ts', local('src/sandbox/server.ts')],
+    ['engine/src/engine.ts', local('src/platform/errors.ts')],
+    ['src/dashboard/pages/auth.ts', local('src/api/routes/projects.ts')],
+    ['src/dashboard/pages/escrow.ts', local('src/escrow/store.ts')],
     ['src/dashboard/pages/escrow.ts', local('src/gateways/sandbox-escrow-control.ts')],
   ])('%s may not import %j', (file, imp) => {
     expect(checkFileImports(file, [imp])).toHaveLength(1);
@@ -51,11 +51,11 @@ describe('import rules', () => {
 
   it.each([
     ['src/workflows/verification.ts', local('src/activities/verification.ts', true)],
-    ['src/services/verifications.ts', local('src/workflows/verification.ts', true)],
-    ['src/store/verifications.ts', local('src/contracts/verification.ts')],
-    ['src/domain/ip.ts', pkg('node:net')],
-    ['src/services/charges.ts', local('src/store/receipts.ts')],
-    ['src/dashboard/context.ts', local('src/store/projects.ts', true)],
+    ['src/verification/service.ts', local('src/workflows/verification.ts', true)],
+    ['src/verification/store.ts', local('src/verification/contract.ts')],
+    ['src/platform/ip.ts', pkg('node:net')],
+    ['src/payments/charges.ts', local('src/payments/receipts-store.ts')],
+    ['src/dashboard/context.ts', local('src/projects/store.ts', true)],
     ['src/dashboard/pages/auth.ts', local('src/api/auth.ts')],
   ])('%s may import %j', (file, imp) => {
     expect(checkFileImports(file, [imp])).toEqual([]);

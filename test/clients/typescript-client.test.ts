@@ -15,7 +15,7 @@ import {
 } from '../../clients/typescript/index.js';
 import { newSigningSecret, signedHeaders } from '../../src/webhooks/signing.js';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
-import { KEY_IN_METHOD, TEST_CARD } from '../api/key-in-fixtures.js';
+import { KEY_IN_METHOD, TEST_CARD } from '../payments/key-in-fixtures.js';
 
 /** the typed body: method is the one literal the document allows */
 const CARD = { ...TEST_CARD, method: KEY_IN_METHOD as '카드자동(REST)' };

@@ -1,17 +1,17 @@
 // The stack `npm start` runs in sandbox mode, for tests that drive the sandbox clock over HTTP: the embedded engine
-// in dev-server mode with its journal and --clock-control, the real worker whose activities (as src/wiring.ts's
+// in dev-server mode with its journal and --clock-control, the real worker whose activities (as src/composition/index.ts's
 // createWorker builds them) read the one sandbox clock, and the test app on the same clock and engine.
 import { randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createActivities } from '../../src/activities/index.js';
-import { createKeyring, generateKeyringSpec, parseKeyringSpec } from '../../src/security/keyring.js';
-import { createStores } from '../../src/store/index.js';
-import { connectTemporalClient } from '../../src/temporal/client.js';
-import { startEmbeddedEngine } from '../../src/temporal/embedded-engine.js';
-import { type ConnectedSandboxClock, createSandboxClock, followEngineTime } from '../../src/temporal/sandbox-clock.js';
-import { createPaygateWorker } from '../../src/temporal/worker.js';
+import { createKeyring, generateKeyringSpec, parseKeyringSpec } from '../../src/platform/security/keyring.js';
+import { createStores } from '../../src/composition/stores.js';
+import { connectTemporalClient } from '../../src/platform/temporal/client.js';
+import { startEmbeddedEngine } from '../../src/platform/temporal/embedded-engine.js';
+import { type ConnectedSandboxClock, createSandboxClock, followEngineTime } from '../../src/platform/temporal/sandbox-clock.js';
+import { createPaygateWorker } from '../../src/platform/temporal/worker.js';
 import { buildTestApp, type TestApp } from './app.js';
 import { bounded, paygateWorkflowBundle } from './temporal.js';
 

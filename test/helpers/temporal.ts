@@ -18,13 +18,13 @@ import {
 import { createActivities } from '../../src/activities/index.js';
 import type { WebhookActivityOptions } from '../../src/activities/webhooks.js';
 import type { GatewayRegistry } from '../../src/gateways/types.js';
-import type { Keyring } from '../../src/security/keyring.js';
-import type { Database } from '../../src/store/db.js';
-import { createStores } from '../../src/store/index.js';
-import { paygateDataConverter } from '../../src/temporal/data-converter.js';
-import { WORKFLOW_BUNDLER_OPTIONS, WORKFLOWS_PATH } from '../../src/temporal/workflow-bundle.js';
-import type { Metrics } from '../../src/observability/metrics.js';
-import { observingWorkflowClient } from '../../src/observability/workflow-client.js';
+import type { Keyring } from '../../src/platform/security/keyring.js';
+import type { Database } from '../../src/platform/db/db.js';
+import { createStores } from '../../src/composition/stores.js';
+import { paygateDataConverter } from '../../src/platform/temporal/data-converter.js';
+import { WORKFLOW_BUNDLER_OPTIONS, WORKFLOWS_PATH } from '../../src/platform/temporal/workflow-bundle.js';
+import type { Metrics } from '../../src/platform/observability/metrics.js';
+import { observingWorkflowClient } from '../../src/platform/observability/workflow-client.js';
 
 export const DEVSERVER_PATH = fileURLToPath(new URL('../../bin/temporal-devserver', import.meta.url));
 

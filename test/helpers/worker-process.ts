@@ -11,9 +11,9 @@ import { fileURLToPath } from 'node:url';
 import { Client } from '@temporalio/client';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import pg from 'pg';
-import { createKeyring, generateKeyringSpec, type Keyring, parseKeyringSpec } from '../../src/security/keyring.js';
-import { type Database, dropSchema, openDatabase } from '../../src/store/db.js';
-import { paygateDataConverter } from '../../src/temporal/data-converter.js';
+import { createKeyring, generateKeyringSpec, type Keyring, parseKeyringSpec } from '../../src/platform/security/keyring.js';
+import { type Database, dropSchema, openDatabase } from '../../src/platform/db/db.js';
+import { paygateDataConverter } from '../../src/platform/temporal/data-converter.js';
 import { bounded, DEVSERVER_PATH } from './temporal.js';
 
 const WORKER_SCRIPT = fileURLToPath(new URL('../../worker.ts', import.meta.url));

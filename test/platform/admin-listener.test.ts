@@ -3,7 +3,7 @@
 // listener serves nothing else; without ADMIN_PORT the public listener serves both as before.
 import { afterEach, describe, expect, it } from 'vitest';
 import { listen, type Listening } from '../../src/api/server.js';
-import { parseConfig } from '../../src/config/index.js';
+import { parseConfig } from '../../src/platform/config/index.js';
 import { buildTestApp, TEST_ADMIN_TOKEN, type TestApp } from '../helpers/app.js';
 
 const ADMIN = { authorization: `Bearer ${TEST_ADMIN_TOKEN}` };

@@ -3,8 +3,8 @@
 // under an unknown key is refused.
 import { defaultPayloadConverter, type Payload } from '@temporalio/common';
 import { describe, expect, it } from 'vitest';
-import { createKeyring, generateKeyringSpec, parseKeyringSpec } from '../../src/security/keyring.js';
-import { EncryptionCodec, REFUSED_UNOPENABLE, REFUSED_UNSEALED } from '../../src/temporal/codec.js';
+import { createKeyring, generateKeyringSpec, parseKeyringSpec } from '../../src/platform/security/keyring.js';
+import { EncryptionCodec, REFUSED_UNOPENABLE, REFUSED_UNSEALED } from '../../src/platform/temporal/codec.js';
 
 const person = { name: '홍길동', ci: 'forged-ci' };
 const codecOf = (spec: string) => new EncryptionCodec(createKeyring(parseKeyringSpec(spec)));

@@ -8,8 +8,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
-import { DEVSERVER_PATH } from '../../src/temporal/embedded-engine.js';
-import { verificationClient } from '../api/verification-fixtures.js';
+import { DEVSERVER_PATH } from '../../src/platform/temporal/embedded-engine.js';
+import { verificationClient } from '../verification/fixtures.js';
 import { buildTestApp } from '../helpers/app.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));

@@ -6,10 +6,10 @@ import path from 'node:path';
 import { Writable } from 'node:stream';
 import { Client, Connection } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseConfig } from '../../src/config/index.js';
-import { createLogger } from '../../src/logger.js';
-import { startEmbeddedEngine } from '../../src/temporal/embedded-engine.js';
-import { openCore } from '../../src/wiring.js';
+import { parseConfig } from '../../src/platform/config/index.js';
+import { createLogger } from '../../src/platform/logger.js';
+import { startEmbeddedEngine } from '../../src/platform/temporal/embedded-engine.js';
+import { openCore } from '../../src/composition/index.js';
 
 let root: string;
 beforeAll(async () => {

@@ -5,10 +5,10 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createKeyring, generateKeyringSpec, parseKeyringSpec } from '../../src/security/keyring.js';
-import { connectTemporalClient } from '../../src/temporal/client.js';
-import { startEmbeddedEngine, type EmbeddedEngine } from '../../src/temporal/embedded-engine.js';
-import { temporalTransportOptions } from '../../src/temporal/transport.js';
+import { createKeyring, generateKeyringSpec, parseKeyringSpec } from '../../src/platform/security/keyring.js';
+import { connectTemporalClient } from '../../src/platform/temporal/client.js';
+import { startEmbeddedEngine, type EmbeddedEngine } from '../../src/platform/temporal/embedded-engine.js';
+import { temporalTransportOptions } from '../../src/platform/temporal/transport.js';
 
 let dir: string;
 let engine: EmbeddedEngine;

@@ -9,12 +9,12 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
-import { ConfigError, parseConfig } from '../../src/config/index.js';
-import { createLogger } from '../../src/logger.js';
+import { ConfigError, parseConfig } from '../../src/platform/config/index.js';
+import { createLogger } from '../../src/platform/logger.js';
 import { fetchSandboxSms } from '../../src/gateways/sandbox-inbox.js';
 import { SANDBOX_SECRET_FILE } from '../../src/sandbox/secret.js';
 import { startSandboxGateways } from '../../src/sandbox/server.js';
-import { startConfiguredGateways, type ConfiguredGateways } from '../../src/wiring.js';
+import { startConfiguredGateways, type ConfiguredGateways } from '../../src/composition/index.js';
 import { testCard } from '../gateways/fixture.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));

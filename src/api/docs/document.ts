@@ -2,11 +2,11 @@
 // registered (sandbox mode, the sandbox helpers, the sandbox clock) over an in-memory database that is
 // dropped afterwards. `npm run client:generate` writes it beside the typed client.
 import type { FastifyInstance } from 'fastify';
-import { parseConfig } from '../../config/index.js';
+import { parseConfig } from '../../platform/config/index.js';
 import { createGatewayRegistry } from '../../gateways/registry.js';
-import { createLogger } from '../../logger.js';
-import { openDatabase } from '../../store/db.js';
-import type { SandboxClock } from '../../temporal/sandbox-clock.js';
+import { createLogger } from '../../platform/logger.js';
+import { openDatabase } from '../../platform/db/db.js';
+import type { SandboxClock } from '../../platform/temporal/sandbox-clock.js';
 import { buildApp } from '../app.js';
 
 /** Never contacted: the document only needs the sandbox routes registered. */

@@ -8,7 +8,7 @@ import scalarApiReference from '@scalar/fastify-api-reference';
 import type { FastifyInstance } from 'fastify';
 import { createJsonSchemaTransform, createJsonSchemaTransformObject } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { errorCatalog, type ErrorName } from '../../domain/errors.js';
+import { errorCatalog, type ErrorName } from '../../platform/errors.js';
 import type { DocTag, RouteDoc, RouteDocs } from './route-doc.js';
 import { adminRouteDocs } from './routes-admin.js';
 import { extensionRouteDocs } from './routes-extensions.js';

@@ -1,7 +1,7 @@
 // The documentation of one route, keyed by 'METHOD /path' as the router prints it. Kept apart from the
 // route files so documenting a route never changes how it validates or serializes.
 import { z } from 'zod';
-import type { ErrorName } from '../../domain/errors.js';
+import type { ErrorName } from '../../platform/errors.js';
 import { resourceId } from './schemas.js';
 
 export type DocTag =

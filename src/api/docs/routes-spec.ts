@@ -1,7 +1,7 @@
 // Documentation of the spec's routes (payment-api.md): the legacy token, key-in billing, receipts and
 // cancels, identity verification and escrow.
 import { z } from 'zod';
-import { KEY_IN_METHOD } from '../../domain/billing.js';
+import { KEY_IN_METHOD } from '../../payments/billing-rules.js';
 import { byId, EX, type RouteDocs } from './route-doc.js';
 import { BillingKey, Receipt, timestamp, VerificationRequested, VerificationResult } from './schemas.js';
 

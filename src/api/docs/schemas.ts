@@ -5,8 +5,8 @@
 // (admin projects); the staged validators of the spec routes (ordered catalog errors built from
 // z.custom refinements, which JSON Schema cannot express) are mirrored here field by field.
 import { z } from 'zod';
-import { DeliveryStatus, MESSAGE_EVENTS } from '../../domain/webhooks.js';
-import { SCOPES } from '../../domain/scopes.js';
+import { DeliveryStatus, MESSAGE_EVENTS } from '../../webhooks/rules.js';
+import { SCOPES } from '../../projects/scopes.js';
 
 /** Shared components of the document: each schema added here becomes #/components/schemas/<id>. */
 export const docRegistry = z.registry<{ id?: string; description?: string }>();

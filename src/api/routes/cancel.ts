@@ -1,6 +1,6 @@
 // POST /v2/cancel: full or partial refund of a payment receipt, recorded on the receipt.
 import type { FastifyInstance } from 'fastify';
-import { parseCancelRequest } from '../../domain/receipt.js';
+import { parseCancelRequest } from '../../payments/receipt-rules.js';
 import { createIdempotencyHooks } from '../idempotency.js';
 
 export async function cancelRoutes(app: FastifyInstance): Promise<void> {

@@ -1,9 +1,9 @@
 // Escrow: shipping start (PUT /v2/escrow/shipping/start/{receipt_id}), the order's events history, the PGs'
 // notifications (signed by the PG, no project key) and, in sandbox mode, payments, the buyer's events and
-// what the sandbox PGs received. The use cases are in src/services/escrow.ts.
+// what the sandbox PGs received. The use cases are in src/escrow/service.ts.
 import type { FastifyInstance } from 'fastify';
-import { parseSandboxPayment } from '../../domain/escrow.js';
-import { ApiError } from '../../domain/errors.js';
+import { parseSandboxPayment } from '../../escrow/rules.js';
+import { ApiError } from '../../platform/errors.js';
 import { createIdempotencyHooks } from '../idempotency.js';
 
 export async function escrowRoutes(app: FastifyInstance): Promise<void> {

@@ -3,8 +3,8 @@
 // round is reused for a second and concurrent calls share the round in flight, while a failure is
 // never reused, so recovery shows on the next call.
 import type { FastifyPluginAsync } from 'fastify';
-import { ApiError } from '../../domain/errors.js';
-import { pingDatabase } from '../../store/db.js';
+import { ApiError } from '../../platform/errors.js';
+import { pingDatabase } from '../../platform/db/db.js';
 
 /** A readiness probe: returns or resolves when the component is ready; throws, rejects or gives `false` when not. */
 export type ReadinessProbe = () => unknown;

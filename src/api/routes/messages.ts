@@ -1,9 +1,9 @@
 // Sandbox messages: POST /sandbox/v1/messages {phone, template_code, ref_id?, outcome?} stores a message and
 // sends its outcome's events (300, then 301 / 302 / 304) to the project's messaging webhook — sandbox
-// mode only. The use case is src/services/messages.ts.
+// mode only. The use case is src/webhooks/messages.ts.
 import type { FastifyInstance } from 'fastify';
-import { formatTimestamp } from '../../domain/time.js';
-import { MESSAGE_EVENTS, type MessageEventCode, parseSandboxMessage } from '../../domain/webhooks.js';
+import { formatTimestamp } from '../../platform/time.js';
+import { MESSAGE_EVENTS, type MessageEventCode, parseSandboxMessage } from '../../webhooks/rules.js';
 import { createIdempotencyHooks } from '../idempotency.js';
 
 export async function messageRoutes(app: FastifyInstance): Promise<void> {

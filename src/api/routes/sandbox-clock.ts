@@ -1,10 +1,10 @@
 // The sandbox clock (sandbox mode with the embedded engine only; 404 otherwise): GET /sandbox/v1/clock -> {now};
 // POST /sandbox/v1/clock/advance {seconds} | {to} moves the time of the whole embedded stack forward (engine
 // timers, workflow time, the API's, the activities' and the sandbox PGs' clocks), fires what comes due in order
-// and answers once that work has settled (at most 60 s). src/temporal/sandbox-clock.ts holds the clock.
+// and answers once that work has settled (at most 60 s). src/platform/temporal/sandbox-clock.ts holds the clock.
 import type { FastifyInstance } from 'fastify';
-import { ApiError } from '../../domain/errors.js';
-import { formatTimestamp } from '../../domain/time.js';
+import { ApiError } from '../../platform/errors.js';
+import { formatTimestamp } from '../../platform/time.js';
 import { createIdempotencyHooks } from '../idempotency.js';
 
 /** Ten years: far enough for any timer paygate sets, and a bound on a typo. */

@@ -1,8 +1,8 @@
 // Sandbox faults for merchants' own tests (sandbox mode only; 404 otherwise): POST /sandbox/v1/faults
 // {pg, operation, fault, count?} arms a fault on the project's next `count` calls of one sandbox PG
-// operation, GET lists the armed ones, DELETE disarms them. src/services/sandbox-faults.ts.
+// operation, GET lists the armed ones, DELETE disarms them. src/gateways/sandbox-faults.ts.
 import type { FastifyInstance } from 'fastify';
-import { createSandboxFaultService } from '../../services/sandbox-faults.js';
+import { createSandboxFaultService } from '../../gateways/sandbox-faults.js';
 import { createIdempotencyHooks } from '../idempotency.js';
 
 export async function sandboxFaultRoutes(app: FastifyInstance): Promise<void> {

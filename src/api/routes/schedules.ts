@@ -1,7 +1,7 @@
 // Subscription schedules (paygate's own API, issue 12): a billing key charged every day / week / month / year
-// by the schedule's workflow, with dunning. The use cases are in src/services/schedules.ts.
+// by the schedule's workflow, with dunning. The use cases are in src/schedules/service.ts.
 import type { FastifyInstance } from 'fastify';
-import { parseScheduleListQuery, parseSchedulePatch, parseScheduleRequest, parseUpcomingCount } from '../../domain/schedule.js';
+import { parseScheduleListQuery, parseSchedulePatch, parseScheduleRequest, parseUpcomingCount } from '../../schedules/rules.js';
 import { createIdempotencyHooks } from '../idempotency.js';
 
 type ById = { Params: { schedule_id: string } };

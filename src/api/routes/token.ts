@@ -3,8 +3,8 @@
 // request) and, for wrong private keys and unknown applications, per IP and per application_id.
 import type { FastifyPluginAsync } from 'fastify';
 import { z } from 'zod';
-import { ApiError } from '../../domain/errors.js';
-import { validate } from '../../domain/validation.js';
+import { ApiError } from '../../platform/errors.js';
+import { validate } from '../../platform/validation.js';
 import { RATE_LIMITS } from '../rate-limits.js';
 
 const tokenRequestSchema = z.object({

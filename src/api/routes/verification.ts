@@ -1,17 +1,17 @@
 // REST identity verification: request, resend (realarm), confirm, certificate lookup — and, in sandbox
-// mode, the SMS inbox. The use cases are in src/services/verifications.ts; these handlers parse,
+// mode, the SMS inbox. The use cases are in src/verification/service.ts; these handlers parse,
 // call and render.
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { ApiError } from '../../domain/errors.js';
-import type { Scope } from '../../domain/scopes.js';
-import { formatTimestamp } from '../../domain/time.js';
+import { ApiError } from '../../platform/errors.js';
+import type { Scope } from '../../projects/scopes.js';
+import { formatTimestamp } from '../../platform/time.js';
 import {
   parseReceiptIdBody,
   parseVerificationPg,
   parseVerificationRequest,
   renderVerificationRequested,
   renderVerificationResult,
-} from '../../domain/verification.js';
+} from '../../verification/rules.js';
 import { createIdempotencyHooks } from '../idempotency.js';
 
 export async function verificationRoutes(app: FastifyInstance): Promise<void> {

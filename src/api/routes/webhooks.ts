@@ -1,9 +1,9 @@
 // The messaging sub-service's webhook API under {message_url} = {base_url}/message: configuration,
 // secret rotation, test send, delivery history, and (beyond the spec) manual retry and replay. The use
-// cases are in src/services/webhooks.ts; these handlers parse, call and render.
+// cases are in src/webhooks/service.ts; these handlers parse, call and render.
 import type { FastifyInstance } from 'fastify';
-import { formatTimestamp } from '../../domain/time.js';
-import { parsePageQuery, renderDelivery, renderWebhookConfig } from '../../domain/webhooks.js';
+import { formatTimestamp } from '../../platform/time.js';
+import { parsePageQuery, renderDelivery, renderWebhookConfig } from '../../webhooks/rules.js';
 import { createIdempotencyHooks } from '../idempotency.js';
 
 export const MESSAGE_PREFIX = '/message';

@@ -2,9 +2,9 @@
 // sandbox buyer-events use case: the sandbox PG acts and notifies paygate) and the transition history.
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
-import { ApiError } from '../../domain/errors.js';
-import { parseSandboxPayment } from '../../domain/escrow.js';
-import { BUYER_EVENTS, nextEscrowStatus } from '../../domain/escrow-status.js';
+import { ApiError } from '../../platform/errors.js';
+import { parseSandboxPayment } from '../../escrow/rules.js';
+import { BUYER_EVENTS, nextEscrowStatus } from '../../escrow/status.js';
 import type { DashboardContext } from '../context.js';
 import { field, intField } from './forms.js';
 

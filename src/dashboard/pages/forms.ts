@@ -1,5 +1,5 @@
 // Form fields as the pages read them: strings, trimmed; the use cases check the values themselves.
-import { ApiError } from '../../domain/errors.js';
+import { ApiError } from '../../platform/errors.js';
 
 const MAX_FIELD = 2000;
 

@@ -1,7 +1,7 @@
 // Receipts (search by order_id / receipt_id, detail, cancel) and billing keys: the receipt, cancel and billing-key
 // use cases the API routes call.
 import type { FastifyInstance } from 'fastify';
-import { parseCancelRequest } from '../../domain/receipt.js';
+import { parseCancelRequest } from '../../payments/receipt-rules.js';
 import type { DashboardContext } from '../context.js';
 import { field, intField } from './forms.js';
 

@@ -2,9 +2,9 @@
 // pause / resume / cancel) and the sandbox clock with its advance: the reserve and schedule use cases and the
 // clock the /sandbox/v1/clock routes move.
 import type { FastifyInstance } from 'fastify';
-import { ApiError } from '../../domain/errors.js';
-import { parseScheduleListQuery } from '../../domain/schedule.js';
-import { formatTimestamp } from '../../domain/time.js';
+import { ApiError } from '../../platform/errors.js';
+import { parseScheduleListQuery } from '../../schedules/rules.js';
+import { formatTimestamp } from '../../platform/time.js';
 import type { DashboardContext } from '../context.js';
 import { field, intField } from './forms.js';
 

@@ -2,8 +2,8 @@
 // the sandbox inbox shows it), confirm and resend: the verification use cases the API routes call.
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
-import { ApiError } from '../../domain/errors.js';
-import { parseVerificationPg, parseVerificationRequest, VERIFICATION_METHOD } from '../../domain/verification.js';
+import { ApiError } from '../../platform/errors.js';
+import { parseVerificationPg, parseVerificationRequest, VERIFICATION_METHOD } from '../../verification/rules.js';
 import type { DashboardContext } from '../context.js';
 import { field } from './forms.js';
 

@@ -2,7 +2,7 @@
 // attempt and a retry of a failed one: the webhook use cases the /message routes call. And the project's own
 // notifications (its webhook_url, charges' feedback_url): the deliveries and retry the admin API lists and retries.
 import type { FastifyInstance } from 'fastify';
-import { MESSAGE_EVENTS, parsePageQuery, parseProjectDeliveryQuery } from '../../domain/webhooks.js';
+import { MESSAGE_EVENTS, parsePageQuery, parseProjectDeliveryQuery } from '../../webhooks/rules.js';
 import type { DashboardContext } from '../context.js';
 import { field, intField } from './forms.js';
 

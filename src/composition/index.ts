@@ -1,0 +1,279 @@
+// What every entry point builds from the configuration: keyring, database, gateways, repositories,
+// the Temporal client and the worker. Used by `npm start` (src/main.ts), the standalone API
+// (src/api/server.ts), the standalone worker (worker.ts) and the admin CLI. Nothing here imports
+// Fastify: the worker process never loads the HTTP app.
+import { randomBytes } from 'node:crypto';
+import { resolve } from 'node:path';
+import { createActivities } from '../activities/index.js';
+import type { Config } from '../platform/config/index.js';
+import { preparePrivateDataDir, usesDataDir } from '../platform/config/data-dir.js';
+import { loadKeyring } from '../platform/config/keys.js';
+import { createGatewayRegistry } from '../gateways/registry.js';
+import type { GatewayRegistry } from '../gateways/types.js';
+import type { Logger } from '../platform/logger.js';
+import { createMetrics, type Metrics } from '../platform/observability/metrics.js';
+import { observingWorkflowClient } from '../platform/observability/workflow-client.js';
+import { createReconcileStarter, sweepUnsettled } from '../payments/receipts.js';
+import { createWebhookService } from '../webhooks/service.js';
+import type { Keyring } from '../platform/security/keyring.js';
+import { openDatabase, type Database } from '../platform/db/db.js';
+import { createStores, type Stores } from './stores.js';
+import { countPendingDeliveries } from '../webhooks/pending-deliveries.js';
+import { connectTemporalClient, type TemporalClient } from '../platform/temporal/client.js';
+import { createBundlerLogger } from '../platform/temporal/runtime.js';
+import { followEngineTime, type SandboxClock } from '../platform/temporal/sandbox-clock.js';
+import type { TemporalTransport } from '../platform/temporal/transport.js';
+import { createPaygateWorker, type PaygateWorker } from '../platform/temporal/worker.js';
+
+/** Opens the database the config names: a Postgres server, or PGlite under DATA_DIR. */
+export function openConfiguredDatabase(config: Config): Promise<Database> {
+  return config.databaseUrl
+    ? openDatabase({ databaseUrl: config.databaseUrl })
+    : openDatabase({ dataDir: resolve(config.dataDir, 'pglite') });
+}
+
+export interface ConfiguredGateways {
+  readonly gateways: GatewayRegistry;
+  readonly sandboxUrl?: string;
+  /** the Bearer token of the sandbox's internal routes (SMS inbox) */
+  readonly sandboxToken?: string;
+  close(): Promise<void>;
+}
+
+/** The sandbox gateways (served on loopback) when sandbox mode is on; otherwise no gateways. */
+export async function startConfiguredGateways(config: Config, logger: Logger, clock?: () => Date): Promise<ConfiguredGateways> {
+  if (!config.sandbox) {
+    return { gateways: { get: () => undefined, names: [] }, close: async () => undefined };
+  }
+  if (config.sandboxGatewayUrl) {
+    // a sandbox server of its own (split deployments: API and worker must see the same sandbox)
+    const registry = createGatewayRegistry({
+      sandboxUrl: config.sandboxGatewayUrl,
+      ...(config.sandboxToken ? { sandboxToken: config.sandboxToken } : {}),
+    });
+    if (!config.sandboxToken) {
+      logger.warn(
+        'SANDBOX_TOKEN is not set: the sandbox SMS inbox (GET /sandbox/v1/sms) cannot be read from SANDBOX_GATEWAY_URL',
+      );
+    }
+    return {
+      gateways: registry,
+      sandboxUrl: config.sandboxGatewayUrl,
+      ...(config.sandboxToken ? { sandboxToken: config.sandboxToken } : {}),
+      close: () => registry.close(),
+    };
+  }
+  // Loaded only here: the fake PGs are an HTTP server of their own, not part of paygate's processes.
+  const { startSandboxGateways } = await import('../sandbox/server.js');
+  const { loadSandboxSecret } = await import('../sandbox/secret.js');
+  // Neither is ever a constant: the secret persists in DATA_DIR (keys and CIs survive restarts), the
+  // token of the internal routes lives as long as this process unless SANDBOX_TOKEN fixes one.
+  const { secret } = await loadSandboxSecret({ secret: config.sandboxSecret, dataDir: config.dataDir });
+  const token = config.sandboxToken ?? randomBytes(32).toString('base64url');
+  const sandbox = await startSandboxGateways({
+    host: '127.0.0.1',
+    port: 0,
+    secret,
+    token,
+    logger: logger.child({ component: 'sandbox-pg' }),
+    ...(clock ? { clock } : {}),
+    // its state survives a restart of npm start (src/sandbox/state-journal.ts)
+    stateDir: resolve(config.dataDir, 'sandbox-state'),
+  });
+  const registry = createGatewayRegistry({ sandboxUrl: sandbox.url, sandboxToken: token });
+  return {
+    gateways: registry,
+    sandboxUrl: sandbox.url,
+    sandboxToken: sandbox.token,
+    async close() {
+      await registry.close();
+      await sandbox.close();
+    },
+  };
+}
+
+/**
+ * Prints a generated ADMIN_TOKEN once, to the terminal (stderr), never into the JSON log: logs are
+ * shipped and kept; the log only says that a token was generated.
+ */
+export function announceAdminToken(
+  config: Config,
+  logger: Logger,
+  terminal: { write(text: string): unknown } = process.stderr,
+): void {
+  if (config.adminTokenGenerated) {
+    terminal.write(`paygate: ADMIN_TOKEN is not set; generated for this run: ${config.adminToken}\n`);
+    logger.warn('ADMIN_TOKEN is not set: a token was generated for this run and printed to stderr (set ADMIN_TOKEN to keep one)');
+  }
+}
+
+/** Loud warnings about settings that are legal but unsafe in production. */
+export function warnAboutUnsafeSettings(config: Config, logger: Logger): void {
+  if (config.sandboxForced) {
+    logger.warn(
+      'PAYGATE_SANDBOX=true with DATABASE_URL or TEMPORAL_ADDRESS set: SANDBOX GATEWAYS ARE SERVED, charges are not real. Never run production like this.',
+    );
+  }
+}
+
+/** TLS / mTLS / API key towards the Temporal frontend, as configured. */
+function temporalTransport(config: Config): TemporalTransport {
+  return {
+    ...(config.temporalTls ? { tls: config.temporalTls } : {}),
+    ...(config.temporalApiKey ? { apiKey: config.temporalApiKey } : {}),
+  };
+}
+
+/** The parts every process shares: keyring, database, gateways and the repositories over them. */
+export interface Core {
+  readonly config: Config;
+  readonly keyring: Keyring;
+  readonly database: Database;
+  readonly gateways: ConfiguredGateways;
+  readonly stores: Stores;
+  /** the process's one metrics registry: its API, services and activities count into it (openCore makes it) */
+  readonly metrics?: Metrics;
+  /** the process's logger (the workflow bundler reports to it) */
+  readonly logger?: Logger;
+  /** closes the gateways, then the database */
+  close(): Promise<void>;
+}
+
+/** `clock`: the sandbox clock of the embedded stack (the in-process sandbox PGs follow it). */
+export async function openCore(
+  config: Config,
+  logger: Logger,
+  opts: { clock?: () => Date } = {},
+): Promise<Core & Required<Pick<Core, 'metrics' | 'logger'>>> {
+  warnAboutUnsafeSettings(config, logger);
+  if (usesDataDir(config)) {
+    const warning = await preparePrivateDataDir(config.dataDir);
+    if (warning) logger.warn(warning);
+  }
+  const { keyring, source } = await loadKeyring(config);
+  if (source === 'data-dir' && config.databaseUrl) {
+    logger.warn(
+      'ENCRYPTION_KEYS is not set: sealing with a key kept in DATA_DIR; every process sharing this database needs the same key',
+    );
+  }
+  const database = await openConfiguredDatabase(config);
+  let gateways: ConfiguredGateways;
+  try {
+    gateways = await startConfiguredGateways(config, logger, opts.clock);
+  } catch (err) {
+    await database.close();
+    throw err;
+  }
+  const metrics = createMetrics();
+  metrics.readPendingDeliveriesFrom(() => countPendingDeliveries(database.db));
+  return {
+    config,
+    keyring,
+    database,
+    gateways,
+    stores: createStores(database.db, keyring),
+    metrics,
+    logger,
+    async close() {
+      await gateways.close();
+      await database.close();
+    },
+  };
+}
+
+/** The client the API uses to start and drive workflows, with paygate's payload codec. */
+export function connectTemporal(core: Core, address: string): Promise<TemporalClient> {
+  return connectTemporalClient({
+    address,
+    namespace: core.config.temporalNamespace,
+    keyring: core.keyring,
+    transport: temporalTransport(core.config),
+    interceptors: [observingWorkflowClient(core.metrics)],
+  });
+}
+
+/** The worker that runs paygate's workflows and its one set of activities. */
+/** `sandboxClock`: the embedded stack's advanceable clock (sandbox mode); the activities read and follow it. */
+export function createWorker(core: Core, address: string, opts: { sandboxClock?: SandboxClock } = {}): Promise<PaygateWorker> {
+  const activities = createActivities({
+    stores: core.stores,
+    gateways: core.gateways.gateways,
+    webhooks: { sandbox: core.config.sandbox, ...(opts.sandboxClock ? { clock: opts.sandboxClock.now } : {}) },
+    ...(core.metrics ? { metrics: core.metrics } : {}),
+  });
+  return createPaygateWorker({
+    address,
+    namespace: core.config.temporalNamespace,
+    taskQueue: core.config.taskQueue,
+    keyring: core.keyring,
+    ...(core.config.maxCachedWorkflows !== undefined ? { maxCachedWorkflows: core.config.maxCachedWorkflows } : {}),
+    transport: temporalTransport(core.config),
+    clientInterceptors: [observingWorkflowClient(core.metrics)],
+    ...(core.logger ? { bundlerLogger: createBundlerLogger(core.logger) } : {}),
+    activities: opts.sandboxClock ? followEngineTime(activities, opts.sandboxClock) : activities,
+  });
+}
+
+/** How often the worker process looks again for webhook deliveries without a run (the first look is at start). */
+export const DELIVERY_RECOVERY_INTERVAL_MS = 5 * 60_000;
+
+/**
+ * Starts the run of every webhook delivery a process saved but did not get to start (it died in between),
+ * and of deliveries left 'doing' by a run that ended: now, then every few minutes. A run that exists is
+ * left alone. Returns the function that stops the timer.
+ */
+export function startDeliveryRecovery(
+  core: Core,
+  temporal: TemporalClient,
+  logger: Logger,
+  opts: { clock?: () => Date } = {},
+): () => void {
+  const stopReconcile = startReconcileSweep(core, temporal, logger, opts.clock ?? (() => new Date()));
+  const webhooks = createWebhookService({
+    stores: core.stores,
+    clock: () => new Date(),
+    sandbox: core.config.sandbox,
+    workflows: { client: temporal.client, taskQueue: core.config.taskQueue },
+  });
+  const sweep = () =>
+    webhooks.recoverOrphans().then(
+      (n) => (n > 0 ? logger.info({ deliveries: n }, 'webhook deliveries without a run were started') : undefined),
+      (err: unknown) => logger.warn({ err }, 'the webhook delivery recovery sweep failed; it runs again later'),
+    );
+  void sweep();
+  const timer = setInterval(sweep, DELIVERY_RECOVERY_INTERVAL_MS);
+  timer.unref();
+  return () => {
+    clearInterval(timer);
+    stopReconcile();
+  };
+}
+
+/** How often the worker looks for charges and cancels whose process died mid PG call (see sweepUnsettled). */
+export const RECONCILE_SWEEP_INTERVAL_MS = 15_000;
+
+/**
+ * Starts the reconcile workflow of every pending charge / cancel whose owner is gone, and releases
+ * Idempotency-Key records of requests that died: now, then every RECONCILE_SWEEP_INTERVAL_MS. `clock`: the
+ * services' clock (the sandbox clock in sandbox mode), which wrote the call windows.
+ */
+export function startReconcileSweep(core: Core, temporal: TemporalClient, logger: Logger, clock: () => Date): () => void {
+  const reconcile = createReconcileStarter({ client: temporal.client, taskQueue: core.config.taskQueue });
+  let running = false;
+  const sweep = async () => {
+    if (running) return;
+    running = true;
+    try {
+      const swept = await sweepUnsettled({ stores: core.stores, reconcile, clock });
+      if (swept.charges + swept.cancels + swept.keys > 0) logger.info(swept, 'reconcile sweep: owners gone, reconcile started');
+    } catch (err) {
+      logger.warn({ err }, 'the reconcile sweep failed; it runs again later');
+    } finally {
+      running = false;
+    }
+  };
+  void sweep();
+  const timer = setInterval(() => void sweep(), RECONCILE_SWEEP_INTERVAL_MS);
+  timer.unref();
+  return () => clearInterval(timer);
+}

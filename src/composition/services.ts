@@ -1,0 +1,136 @@
+// Every use case, built once per process from the stores and gateways. Routes and activities call
+// these; neither holds a use case of its own.
+import type { GatewayRegistry } from '../gateways/types.js';
+import type { Stores } from './stores.js';
+import { createAccessTokenService, type AccessTokenService } from '../projects/access-tokens.js';
+import { createBillingKeyService, type BillingKeyService } from '../payments/billing-keys.js';
+import { createCancelService, type CancelService } from '../payments/cancels.js';
+import { createChargeService, type ChargeService } from '../payments/charges.js';
+import { createEscrowService, type EscrowService } from '../escrow/service.js';
+import type { OperationLog } from '../platform/operation-log.js';
+import { createMessageService, type MessageService } from '../webhooks/messages.js';
+import { createProjectService, type ProjectService } from '../projects/service.js';
+import { createReceiptService, createReconcileStarter, type ReceiptService } from '../payments/receipts.js';
+import { createReserveService, type ReserveService } from '../reserves/service.js';
+import { createScheduleService, type ScheduleService } from '../schedules/service.js';
+import { countVerificationOutcomes } from '../verification/metrics.js';
+import { createVerificationService, type VerificationService, type WorkflowRuntime } from '../verification/service.js';
+import { createWebhookService, type WebhookService } from '../webhooks/service.js';
+import type { Resolver } from '../webhooks/http-client.js';
+import type { Metrics } from '../platform/observability/metrics.js';
+
+export interface Services {
+  readonly projects: ProjectService;
+  readonly accessTokens: AccessTokenService;
+  readonly billingKeys: BillingKeyService;
+  readonly charges: ChargeService;
+  readonly cancels: CancelService;
+  readonly receipts: ReceiptService;
+  readonly verifications: VerificationService;
+  readonly webhooks: WebhookService;
+  readonly messages: MessageService;
+  readonly escrow: EscrowService;
+  readonly reserves: ReserveService;
+  readonly schedules: ScheduleService;
+}
+
+export interface ServiceDeps {
+  readonly stores: Stores;
+  readonly gateways: GatewayRegistry;
+  /** the time source of every business timestamp (tests pass a controllable clock) */
+  readonly clock: () => Date;
+  /** where the long-running processes run; without it their use cases answer 9503 */
+  readonly workflows?: WorkflowRuntime;
+  /** how long a use case waits on a workflow before answering with an error instead */
+  readonly workflowCallTimeoutMs?: number;
+  /** the sandbox gateways' address, for the sandbox-only SMS inbox */
+  readonly sandboxUrl?: string;
+  /** sandbox mode (config.sandbox): projects get sandbox PGs only then */
+  readonly sandbox?: boolean;
+  /** the Bearer token of the sandbox's internal routes */
+  readonly sandboxToken?: string;
+  /** the DNS lookup of the webhook URL check at save (tests inject one) */
+  readonly webhookResolve?: Resolver;
+  /** where a use case reports what happened outside a request (a delivery saved but not queued yet) */
+  readonly logger?: Pick<OperationLog, 'warn'>;
+  /** {base_url}: where escrow PGs are told to send their notifications */
+  readonly publicBaseUrl?: string;
+  /** the process's metrics: each use case counts what it did */
+  readonly metrics?: Metrics;
+}
+
+export function createServices(deps: ServiceDeps): Services {
+  const { stores, gateways, clock } = deps;
+  const metrics = deps.metrics ? { metrics: deps.metrics } : {};
+  const webhooks = createWebhookService({
+    stores,
+    clock,
+    sandbox: deps.sandbox === true,
+    ...(deps.workflows ? { workflows: deps.workflows } : {}),
+    ...(deps.workflowCallTimeoutMs !== undefined ? { workflowCallTimeoutMs: deps.workflowCallTimeoutMs } : {}),
+    ...(deps.webhookResolve ? { resolve: deps.webhookResolve } : {}),
+    ...(deps.logger ? { logger: deps.logger } : {}),
+  });
+  // a charge or cancel that lost its PG answer is handed to its reconcile workflow (the worker's sweep without an engine)
+  const reconcile = deps.workflows ? { reconcile: createReconcileStarter(deps.workflows) } : {};
+  const logger = deps.logger ? { logger: deps.logger } : {};
+  const charges = createChargeService({ stores, gateways, webhooks, clock, ...reconcile, ...logger, ...metrics });
+  const cancels = createCancelService({ stores, gateways, clock, ...reconcile, ...logger });
+  const schedules = createScheduleService({
+    stores,
+    gateways,
+    clock,
+    ...(deps.workflows ? { workflows: deps.workflows } : {}),
+    ...(deps.workflowCallTimeoutMs !== undefined ? { workflowCallTimeoutMs: deps.workflowCallTimeoutMs } : {}),
+  });
+  const billingKeys = createBillingKeyService({ stores, gateways, clock, charges, cancels });
+  return {
+    projects: createProjectService({ stores, webhooks, knownPgs: gateways.names, sandbox: deps.sandbox === true, clock }),
+    accessTokens: createAccessTokenService({ stores, clock }),
+    billingKeys: {
+      ...billingKeys,
+      // destroying a billing key cancels the schedules that charge it
+      async destroy(project, billingKey, log) {
+        const destroyed = await billingKeys.destroy(project, billingKey, log);
+        await schedules.cancelForKey(project, destroyed.billing_key, log);
+        return destroyed;
+      },
+    },
+    charges,
+    cancels,
+    receipts: createReceiptService({ stores }),
+    verifications: countVerificationOutcomes(
+      createVerificationService({
+        stores,
+        gateways,
+        clock,
+        ...(deps.workflows ? { workflows: deps.workflows } : {}),
+        ...(deps.workflowCallTimeoutMs !== undefined ? { workflowCallTimeoutMs: deps.workflowCallTimeoutMs } : {}),
+        ...(deps.sandboxUrl ? { sandboxUrl: deps.sandboxUrl } : {}),
+        ...(deps.sandboxToken ? { sandboxToken: deps.sandboxToken } : {}),
+      }),
+      deps.metrics,
+    ),
+    webhooks,
+    messages: createMessageService({ stores, webhooks, clock }),
+    escrow: createEscrowService({
+      stores,
+      gateways,
+      clock,
+      ...(deps.workflows ? { workflows: deps.workflows } : {}),
+      ...(deps.workflowCallTimeoutMs !== undefined ? { workflowCallTimeoutMs: deps.workflowCallTimeoutMs } : {}),
+      ...(deps.publicBaseUrl ? { notifyBaseUrl: deps.publicBaseUrl } : {}),
+      ...(deps.sandboxUrl ? { sandboxUrl: deps.sandboxUrl } : {}),
+      ...(deps.sandboxToken ? { sandboxToken: deps.sandboxToken } : {}),
+      ...(deps.logger ? { logger: deps.logger } : {}),
+    }),
+    reserves: createReserveService({
+      stores,
+      gateways,
+      clock,
+      ...(deps.workflows ? { workflows: deps.workflows } : {}),
+      ...(deps.workflowCallTimeoutMs !== undefined ? { workflowCallTimeoutMs: deps.workflowCallTimeoutMs } : {}),
+    }),
+    schedules,
+  };
+}

@@ -1,0 +1,48 @@
+// Every repository over one database, built once per process. Repositories are object factories over
+// a Kysely handle (and a field cipher where a column is sealed); nothing above the store sees SQL.
+import type { Kysely } from 'kysely';
+import { createFieldCipher } from '../platform/security/field-cipher.js';
+import type { Keyring } from '../platform/security/keyring.js';
+import { createAccessTokenStore, type AccessTokenStore } from '../projects/access-tokens-store.js';
+import { createBillingKeyStore, type BillingKeyStore } from '../payments/billing-keys-store.js';
+import type { Tables } from '../platform/db/db.js';
+import { createEscrowStore, type EscrowStore } from '../escrow/store.js';
+import { createIdempotencyStore, type IdempotencyStore } from '../platform/idempotency.js';
+import { createMessageStore, type MessageStore } from '../webhooks/messages-store.js';
+import { createProjectStore, type ProjectStore } from '../projects/store.js';
+import { createReceiptStore, type ReceiptStore } from '../payments/receipts-store.js';
+import { createReserveStore, type ReserveStore } from '../reserves/store.js';
+import { createScheduleStore, type ScheduleStore } from '../schedules/store.js';
+import { createVerificationStore, type VerificationStore } from '../verification/store.js';
+import { createWebhookStore, type WebhookStore } from '../webhooks/store.js';
+
+export interface Stores {
+  readonly projects: ProjectStore;
+  readonly accessTokens: AccessTokenStore;
+  readonly idempotency: IdempotencyStore;
+  readonly billingKeys: BillingKeyStore;
+  readonly receipts: ReceiptStore;
+  readonly verifications: VerificationStore;
+  readonly webhooks: WebhookStore;
+  readonly messages: MessageStore;
+  readonly escrow: EscrowStore;
+  readonly reserves: ReserveStore;
+  readonly schedules: ScheduleStore;
+}
+
+export function createStores(db: Kysely<Tables>, keyring: Keyring): Stores {
+  const cipher = createFieldCipher(keyring);
+  return {
+    projects: createProjectStore(db),
+    accessTokens: createAccessTokenStore(db),
+    idempotency: createIdempotencyStore(db),
+    billingKeys: createBillingKeyStore(db, cipher),
+    receipts: createReceiptStore(db),
+    verifications: createVerificationStore(db, cipher),
+    webhooks: createWebhookStore(db, cipher),
+    messages: createMessageStore(db, cipher),
+    escrow: createEscrowStore(db, cipher),
+    reserves: createReserveStore(db, cipher),
+    schedules: createScheduleStore(db),
+  };
+}

@@ -1,0 +1,63 @@
+// The one place where a gateway's answer becomes a catalog error, and where a project's PG is resolved.
+// Declines are mapped per operation (each area has its code); an unreachable PG is retryable everywhere
+// and says how to retry without doing the operation twice.
+import { ApiError, type ErrorName } from '../platform/errors.js';
+import {
+  GatewayDeclinedError,
+  GatewayKeyReusedError,
+  GatewayUnavailableError,
+  type CardBillingGateway,
+  type GatewayRegistry,
+} from './types.js';
+import type { Project } from '../projects/store.js';
+
+export type GatewayOperation = 'issue' | 'charge' | 'cancel' | 'destroy';
+
+interface FailureCodes {
+  /** the refusal's catalog error and the sentence before the PG's own text; absent: the caller handles declines */
+  readonly declined?: { readonly error: ErrorName; readonly refused: string };
+  readonly unavailable: { readonly error: ErrorName; readonly message: (cause: string) => string };
+}
+
+const FAILURES: Readonly<Record<GatewayOperation, FailureCodes>> = {
+  issue: {
+    declined: { error: 'SUBSCRIBE_PUBLISH_FAILED', refused: 'The PG refused the billing key issuance' },
+    unavailable: { error: 'SUBSCRIBE_REQUEST_FAILED', message: (cause) => `The billing key request failed: ${cause}` },
+  },
+  charge: {
+    declined: { error: 'PAYMENT_DECLINED', refused: 'The PG refused the payment' },
+    unavailable: { error: 'GATEWAY_UNAVAILABLE', message: (cause) => `${cause}. Retry with the same order_id.` },
+  },
+  cancel: {
+    declined: { error: 'RECEIPT_NOT_CANCELLABLE', refused: 'The PG refused the cancel' },
+    unavailable: { error: 'GATEWAY_UNAVAILABLE', message: (cause) => `${cause}. Retry the same cancel.` },
+  },
+  destroy: {
+    unavailable: { error: 'GATEWAY_UNAVAILABLE', message: (cause) => `${cause}. Retry the destroy.` },
+  },
+};
+
+/** The catalog error for a gateway failure of `operation`; anything else (a defect of ours) is returned as it is. */
+export function gatewayFailure(operation: GatewayOperation, err: unknown): unknown {
+  const codes = FAILURES[operation];
+  if (err instanceof GatewayDeclinedError && codes.declined) {
+    return new ApiError(codes.declined.error, {
+      message: `${codes.declined.refused}: ${err.pgMessage}`,
+      pgErrorCode: err.pgErrorCode,
+    });
+  }
+  // the PG saw our key with another request: never the card's answer, and nothing the merchant did wrong
+  if (err instanceof GatewayKeyReusedError) return new ApiError('PG_KEY_REUSED', { cause: err });
+  if (err instanceof GatewayUnavailableError) {
+    return new ApiError(codes.unavailable.error, { message: codes.unavailable.message(err.message), cause: err });
+  }
+  return err;
+}
+
+/** The PG's card capability for this project: unknown / not enabled -> 2001, no billing keys -> 2057. */
+export function cardGatewayFor(gateways: GatewayRegistry, project: Project, pg: string): CardBillingGateway {
+  const gateway = project.pgs.includes(pg) ? gateways.get(pg) : undefined;
+  if (!gateway) throw new ApiError('RC_PG_NOT_FOUND');
+  if (!gateway.card) throw new ApiError('RC_NOT_SUBSCRIBE');
+  return gateway.card;
+}

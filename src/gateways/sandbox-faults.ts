@@ -1,0 +1,122 @@
+// Sandbox faults for merchants' own tests (sandbox mode): a project arms a fault on its next `count` calls
+// of one sandbox PG operation, lists and disarms its faults. The faults live in the sandbox PG (its one
+// fault board, src/sandbox/faults.ts) under the project's application_id, the merchant id paygate's
+// adapters give the PG, so they touch no other project's calls. Bad input arms nothing.
+import { ApiError } from '../platform/errors.js';
+import { formatTimestamp } from '../platform/time.js';
+import {
+  armSandboxFault,
+  type ArmedSandboxFault,
+  disarmSandboxFaults,
+  FAULT_KIND_WIRE,
+  type FaultKind,
+  type FaultOperation,
+  listSandboxFaults,
+} from './sandbox-fault-control.js';
+import type { SandboxEndpoint } from './sandbox-inbox.js';
+import { GatewayUnavailableError } from './types.js';
+import type { Project } from '../projects/store.js';
+
+/** Which operations each sandbox PG performs (what can fail there). */
+export const SANDBOX_FAULT_OPERATIONS: Readonly<Record<string, readonly FaultOperation[]>> = {
+  sandbox_card: ['issue_billing_key', 'charge', 'cancel', 'destroy_billing_key', 'payment'],
+  // payment-window payments only, which the sandbox does not play for it
+  sandbox_noauto: [],
+  sandbox_identity: ['send_otp', 'resend_otp', 'confirm_otp'],
+  sandbox_escrow_a: ['payment', 'cancel', 'shipping_start', 'escrow_status', 'escrow_notification'],
+  sandbox_escrow_b: ['payment', 'cancel', 'shipping_start', 'escrow_status', 'escrow_notification'],
+};
+export const MAX_FAULT_COUNT = 100;
+export const MAX_ARMED_FAULTS_PER_PROJECT = 100;
+const FIELDS = new Set(['pg', 'operation', 'fault', 'count']);
+
+export interface SandboxFaultView {
+  readonly fault_id: string;
+  readonly pg: string;
+  readonly operation: FaultOperation;
+  readonly fault: FaultKind;
+  readonly count: number;
+  readonly remaining: number;
+  readonly created_at: string;
+}
+
+export interface SandboxFaultService {
+  arm(project: Project, body: unknown): Promise<SandboxFaultView>;
+  list(project: Project): Promise<SandboxFaultView[]>;
+  disarm(project: Project): Promise<{ disarmed: number }>;
+}
+
+const view = (f: ArmedSandboxFault): SandboxFaultView => ({
+  fault_id: f.faultId,
+  pg: f.pg,
+  operation: f.operation,
+  fault: f.fault,
+  count: f.count,
+  remaining: f.remaining,
+  created_at: formatTimestamp(f.createdAt),
+});
+
+function parseFault(project: Project, body: unknown): { pg: string; operation: FaultOperation; fault: FaultKind; count: number } {
+  const invalid = (payloadMessage: string) => new ApiError('SANDBOX_FAULT_INVALID', { payloadMessage });
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw invalid('the body must be a JSON object');
+  const fields = body as Record<string, unknown>;
+  const unknown = Object.keys(fields).find((k) => !FIELDS.has(k));
+  if (unknown !== undefined) throw invalid(`unknown field ${unknown}`);
+  const { pg, operation, fault, count = 1 } = fields;
+  if (typeof pg !== 'string' || pg === '') throw invalid('pg is required');
+  if (typeof operation !== 'string' || operation === '') throw invalid('operation is required');
+  if (typeof fault !== 'string' || fault === '') throw invalid('fault is required');
+  if (typeof count !== 'number' || !Number.isInteger(count) || count < 1 || count > MAX_FAULT_COUNT) {
+    throw invalid(`count must be a whole number from 1 to ${MAX_FAULT_COUNT}`);
+  }
+  const operations = Object.hasOwn(SANDBOX_FAULT_OPERATIONS, pg) ? SANDBOX_FAULT_OPERATIONS[pg] : undefined;
+  if (operations === undefined || !project.pgs.includes(pg)) {
+    throw new ApiError('SANDBOX_FAULT_PG_UNKNOWN', { message: `'${pg}' is not a sandbox PG of this project.` });
+  }
+  if (!(operations as readonly string[]).includes(operation)) {
+    throw new ApiError('SANDBOX_FAULT_OPERATION_UNSUPPORTED', {
+      message: `${pg} has no operation '${operation}'${operations.length > 0 ? `; it has ${operations.join(', ')}` : ''}.`,
+    });
+  }
+  if (!Object.hasOwn(FAULT_KIND_WIRE, fault)) {
+    throw new ApiError('SANDBOX_FAULT_KIND_UNSUPPORTED', {
+      message: `Unknown fault '${fault}': timeout, error, lost_response, or drop for escrow_notification.`,
+    });
+  }
+  // a notification is the PG calling paygate: it can only be lost
+  if ((operation === 'escrow_notification') !== (fault === 'drop')) {
+    throw new ApiError('SANDBOX_FAULT_KIND_UNSUPPORTED', {
+      message: 'escrow_notification takes the fault drop, and drop applies to escrow_notification only.',
+    });
+  }
+  return { pg, operation: operation as FaultOperation, fault: fault as FaultKind, count };
+}
+
+export function createSandboxFaultService(deps: { readonly sandbox: SandboxEndpoint }): SandboxFaultService {
+  const reaching = async <T>(fn: () => Promise<T>): Promise<T> => {
+    try {
+      return await fn();
+    } catch (err) {
+      if (err instanceof GatewayUnavailableError) {
+        throw new ApiError('GATEWAY_UNAVAILABLE', { message: 'The sandbox PG could not be reached.', cause: err });
+      }
+      throw err;
+    }
+  };
+
+  return {
+    async arm(project, body) {
+      const spec = parseFault(project, body);
+      const merchantId = project.application_id;
+      const armed = await reaching(() => listSandboxFaults(deps.sandbox, merchantId));
+      if (armed.length >= MAX_ARMED_FAULTS_PER_PROJECT) throw new ApiError('SANDBOX_FAULTS_TOO_MANY');
+      return view(await reaching(() => armSandboxFault(deps.sandbox, { merchantId, ...spec })));
+    },
+    async list(project) {
+      return (await reaching(() => listSandboxFaults(deps.sandbox, project.application_id))).map(view);
+    },
+    async disarm(project) {
+      return { disarmed: await reaching(() => disarmSandboxFaults(deps.sandbox, project.application_id)) };
+    },
+  };
+}

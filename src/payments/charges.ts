@@ -1,0 +1,273 @@
+// Charging a billing key: once per (project, order_id), whoever asks (the charge route, a reserved
+// charge, a subscription period). A charge with a feedback_url posts its receipt there once it completes,
+// as a signed webhook delivery. A charge whose PG call ends without a final answer (timeout, lost answer,
+// a failure of ours after the PG approved) is handed to its reconcile workflow, which asks the PG what it
+// did and settles the receipt; a process that dies mid call leaves a pending receipt the worker's sweep
+// hands over once its call window has passed.
+import { chargeHash, chargeIdempotencyKey, KEY_IN_METHOD, KEY_IN_METHOD_SYMBOL, type ChargeParams } from './billing-rules.js';
+import { enforceMasked } from './card.js';
+import { ApiError } from '../platform/errors.js';
+import { newId } from '../platform/ids.js';
+import { PAYMENT_COMPLETE, PAYMENT_PENDING } from './receipt-rules.js';
+import { type FeedbackTarget, receiptFeedbackEvent } from '../webhooks/rules.js';
+import type { ChargeResult, GatewayRegistry } from '../gateways/types.js';
+import type { BillingKeyRow } from './billing-keys-store.js';
+import type { Stores } from '../composition/stores.js';
+import { type Project, toProject } from '../projects/store.js';
+import type { ReceiptRow } from './receipts-store.js';
+import { findUsableBillingKey } from './billing-keys.js';
+import { cardGatewayFor, gatewayFailure } from '../gateways/failures.js';
+import type { OperationLog } from '../platform/operation-log.js';
+import { PG_CALL_WINDOW_MS, ReconcileLater, type ReconcileStarter, receiptResponse } from './receipts.js';
+import type { WebhookService } from '../webhooks/service.js';
+import type { Metrics } from '../platform/observability/metrics.js';
+import { bindLogIds } from '../platform/observability/log-context.js';
+
+/**
+ * The PG key of an order_id's charge: attempt 0 keeps the key of (project, order_id); after n declines
+ * freed the order_id, the next attempt gets its own key (the PG keeps each refusal under the old one).
+ */
+export function pgChargeKey(projectId: string, orderId: string, attempt: number): string {
+  return attempt === 0
+    ? chargeIdempotencyKey(projectId, orderId)
+    : chargeIdempotencyKey(projectId, `${orderId}\u0000#${attempt}`);
+}
+
+/** How a reconcile workflow left a pending charge. */
+export type ChargeSettlement =
+  /** not pending any more: a request settled it */
+  | { readonly outcome: 'none' }
+  | { readonly outcome: 'completed'; readonly receipt: ReceiptRow; readonly project: Project }
+  | {
+      readonly outcome: 'failed';
+      /** the pending receipt as it was before it was dropped */
+      readonly receipt: ReceiptRow;
+      readonly project: Project;
+      readonly error: ApiError;
+    };
+
+/** The request's Idempotency-Key as the idempotency layer vouches for it: never the key itself. */
+export interface IdempotencyKeyProof {
+  /** what a charge made under this key stores */
+  readonly mac: string;
+  /** whether a stored `mac` was made from this same key */
+  matches(stored: string): boolean;
+}
+
+export interface ChargeService {
+  /** Charges the project's usable billing key named in `params` (2309, 1225, 9423 as findUsableBillingKey). */
+  charge(
+    project: Project,
+    params: ChargeParams,
+    requestedAt: Date,
+    feedback?: FeedbackTarget,
+    idempotencyKey?: IdempotencyKeyProof,
+  ): Promise<ReceiptRow>;
+  /**
+   * Charges a billing key once per (project, order_id). The order_id is claimed with a pending receipt
+   * before the PG is called (no transaction is held across the PG call). A pending receipt with the
+   * same charge is a retry after a PG failure: it re-drives the PG under the same derived key, which
+   * the PG answers without charging again. A completed receipt answers the same charge when its reconcile
+   * workflow settled it, or when the charge was made under the same Idempotency-Key (its request died before
+   * its answer was stored): the answer that request never got. Any other use of the order_id is 9410.
+   */
+  chargeKey(
+    project: Project,
+    key: BillingKeyRow,
+    params: ChargeParams,
+    requestedAt: Date,
+    feedback?: FeedbackTarget,
+    idempotencyKey?: IdempotencyKeyProof,
+  ): Promise<ReceiptRow>;
+  /**
+   * The reconcile workflow's step: asks the PG what it did under the pending charge's key and records it
+   * (completed, or dropped when refused / never executed). Throws ReconcileLater while a request still owns
+   * the call, GATEWAY_UNAVAILABLE while the PG cannot answer.
+   */
+  settle(receiptId: string): Promise<ChargeSettlement>;
+}
+
+export function createChargeService(deps: {
+  readonly stores: Pick<Stores, 'receipts' | 'billingKeys'> & Partial<Pick<Stores, 'projects'>>;
+  readonly gateways: GatewayRegistry;
+  /** posts a completed charge's receipt to its feedback_url */
+  readonly webhooks?: Pick<WebhookService, 'deliverFeedback'>;
+  readonly logger?: Pick<OperationLog, 'warn'> & { readonly error?: OperationLog['warn'] };
+  readonly metrics?: Pick<Metrics, 'charge'>;
+  /** starts the reconcile workflow of a charge that lost its answer; without it, the worker's sweep does */
+  readonly reconcile?: ReconcileStarter;
+  readonly clock?: () => Date;
+}): ChargeService {
+  const { receipts, billingKeys } = deps.stores;
+  const clock = deps.clock ?? (() => new Date());
+
+  /**
+   * The call ended without a final answer: the reconcile workflow owns the charge from now. The call window stays
+   * as it is: the PG may still hold the request and execute it, so its "never received" is believed only after.
+   */
+  const handOver = async (receiptId: string, err: unknown): Promise<void> => {
+    if (err instanceof ApiError && err.errorCode === 'PG_KEY_REUSED') {
+      deps.logger?.error?.({ receipt_id: receiptId, err }, 'the PG refused a charge key as reused: a defect, reconciled');
+    }
+    try {
+      await deps.reconcile?.charge(receiptId);
+    } catch (handOverErr) {
+      // the sweep finds the pending receipt once its call window ends
+      deps.logger?.warn({ receipt_id: receiptId, err: handOverErr }, 'a charge without an answer was left to the sweep');
+    }
+  };
+
+  /** The pending receipt this request owns the PG call of, or a receipt that answers it. */
+  const claim = async (
+    project: Project,
+    key: BillingKeyRow,
+    params: ChargeParams,
+    requestedAt: Date,
+    feedback: FeedbackTarget | undefined,
+    idempotencyKey: IdempotencyKeyProof | undefined,
+  ): Promise<
+    { readonly pending: ReceiptRow | { receipt_id: string; pg_key_attempt: number } } | { readonly answer: ReceiptRow }
+  > => {
+    const hash = chargeHash(params);
+    // twice at most: a pending receipt dropped between our read and our re-drive frees the order_id
+    for (let round = 0; round < 2; round++) {
+      const until = new Date(clock().getTime() + PG_CALL_WINDOW_MS);
+      const claimed = await receipts.claimOrder({
+        receiptId: newId(),
+        applicationId: project.application_id,
+        orderId: params.orderId,
+        orderName: params.orderName,
+        billingKey: key.billing_key,
+        chargeHash: hash,
+        pg: key.pg,
+        method: KEY_IN_METHOD,
+        methodSymbol: KEY_IN_METHOD_SYMBOL,
+        price: params.price,
+        taxFree: params.taxFree,
+        quota: params.quota,
+        metadata: params.metadata,
+        requestedAt,
+        callUntil: until,
+        feedback,
+        idempotencyKeyMac: idempotencyKey?.mac,
+      });
+      if (claimed.kind === 'claimed') return { pending: { receipt_id: claimed.receiptId, pg_key_attempt: claimed.keyAttempt } };
+      const row = claimed.row;
+      if (row.charge_hash !== hash) break;
+      if (row.status === PAYMENT_COMPLETE) {
+        const sameKey =
+          idempotencyKey !== undefined && row.idempotency_key_mac !== null && idempotencyKey.matches(row.idempotency_key_mac);
+        if (row.reconciled_at !== null || sameKey) return { answer: row };
+      }
+      if (row.status !== PAYMENT_PENDING) break;
+      const redriven = await receipts.redriveCharge(row.receipt_id, until);
+      if (redriven) return { pending: redriven };
+    }
+    throw new ApiError('ORDER_ID_DUPLICATED');
+  };
+
+  const service: ChargeService = {
+    async charge(project, params, requestedAt, feedback, idempotencyKey) {
+      const key = await findUsableBillingKey(deps.stores, project, params.billingKey);
+      return service.chargeKey(project, key, params, requestedAt, feedback, idempotencyKey);
+    },
+
+    async chargeKey(project, key, params, requestedAt, feedback, idempotencyKey) {
+      const gateway = cardGatewayFor(deps.gateways, project, key.pg);
+      const claimed = await claim(project, key, params, requestedAt, feedback, idempotencyKey);
+      if ('answer' in claimed) return claimed.answer;
+      const receiptId = claimed.pending.receipt_id;
+      bindLogIds({ receipt_id: receiptId });
+
+      let result: ChargeResult;
+      try {
+        result = await gateway.charge({
+          idempotencyKey: pgChargeKey(project.application_id, params.orderId, claimed.pending.pg_key_attempt),
+          gatewayBillingKey: billingKeys.openGatewayKey(key),
+          amount: params.price,
+          taxFree: params.taxFree,
+          orderId: params.orderId,
+          orderName: params.orderName,
+          quota: params.quota,
+        });
+      } catch (err) {
+        const failure = gatewayFailure('charge', err);
+        const declined = failure instanceof ApiError && failure.errorCode === 'PAYMENT_DECLINED';
+        deps.metrics?.charge(declined ? 'declined' : 'failed', key.pg);
+        // A refusal is final: the order_id is free for another attempt, under the next PG key.
+        if (declined) await receipts.declinePendingCharge(receiptId);
+        else await handOver(receiptId, failure);
+        throw failure;
+      }
+      let completed: ReceiptRow;
+      try {
+        completed = await receipts.completeCharge(receiptId, result, enforceMasked(result.card.maskedNumber));
+      } catch (err) {
+        // the PG charged and we could not record it: the reconcile workflow will
+        await handOver(receiptId, err);
+        throw err;
+      }
+      deps.metrics?.charge('paid', key.pg);
+      if (feedback && deps.webhooks) {
+        try {
+          await deps.webhooks.deliverFeedback(
+            project.application_id,
+            feedback,
+            receiptFeedbackEvent({ ...receiptResponse(completed, project) }),
+          );
+        } catch (err) {
+          // the charge happened and its answer must reach the merchant; the lost feedback is logged, not thrown
+          deps.logger?.warn({ receipt_id: completed.receipt_id, err }, 'the feedback_url delivery could not be saved');
+        }
+      }
+      return completed;
+    },
+
+    async settle(receiptId) {
+      const row = await receipts.find(receiptId);
+      if (!row || row.status !== PAYMENT_PENDING) return { outcome: 'none' };
+      const now = clock();
+      const projectRow = await deps.stores.projects?.findById(row.application_id);
+      if (!projectRow) throw new Error(`project ${row.application_id} of receipt ${receiptId} not found`);
+      const project = toProject(projectRow);
+      const gateway = deps.gateways.get(row.pg)?.card;
+      if (!gateway) throw new Error(`receipt ${receiptId}: its PG ${row.pg} is not configured`);
+      let inquiry: Awaited<ReturnType<typeof gateway.inquire<'charge'>>>;
+      try {
+        inquiry = await gateway.inquire({
+          operation: 'charge',
+          idempotencyKey: pgChargeKey(row.application_id, row.order_id, row.pg_key_attempt),
+        });
+      } catch (err) {
+        throw gatewayFailure('charge', err);
+      }
+      if (inquiry.state === 'executed') {
+        const result = inquiry.result;
+        const completed = await receipts.completeCharge(receiptId, result, enforceMasked(result.card.maskedNumber), now);
+        return { outcome: 'completed', receipt: completed, project };
+      }
+      if (inquiry.state === 'refused') {
+        await receipts.declinePendingCharge(receiptId);
+        const error = new ApiError('PAYMENT_DECLINED', {
+          message: `The PG refused the payment: ${inquiry.pgMessage}`,
+          pgErrorCode: inquiry.pgErrorCode,
+        });
+        return { outcome: 'failed', receipt: row, project, error };
+      }
+      // Never received, as far as the PG knows now. Believed once the call window has passed: until then the PG may
+      // still hold the request (a slow PG, the sandbox's timeout fault) and execute it after we dropped the receipt.
+      if (row.pg_call_until !== null && row.pg_call_until.getTime() > now.getTime()) {
+        throw new ReconcileLater(`receipt ${receiptId}: its PG call window has not passed`);
+      }
+      // dropped unless a retry took the call meanwhile (then it answers)
+      if (!(await receipts.dropUnexecutedCharge(receiptId, now))) {
+        throw new ReconcileLater(`receipt ${receiptId}: a retry took the PG call`);
+      }
+      const error = new ApiError('GATEWAY_UNAVAILABLE', {
+        message: 'The PG never received the charge; nothing was charged. The order_id is free again.',
+      });
+      return { outcome: 'failed', receipt: row, project, error };
+    },
+  };
+  return service;
+}

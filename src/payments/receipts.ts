@@ -1,0 +1,135 @@
+// Payment receipts as every billing operation returns them, the receipt lookup, and what charges and
+// cancels share to hand a PG call that lost its answer to its reconcile workflow (src/workflows/payments.ts):
+// the call window, the workflow starter and the worker's sweep for calls whose process died.
+import {
+  RECONCILE_WORKFLOW_TYPE,
+  type ReconcileInput,
+  reconcileCancelWorkflowId,
+  reconcileChargeWorkflowId,
+} from './reconcile-contract.js';
+import { assertOwnedBy } from '../projects/access.js';
+import { ApiError } from '../platform/errors.js';
+import { renderEscrowData } from '../escrow/rules.js';
+import { isResourceId, renderReceipt, type ReceiptResponse } from './receipt-rules.js';
+import type { EscrowOrderRow } from '../escrow/store.js';
+import type { Project } from '../projects/store.js';
+import { receiptView, type ReceiptRow } from './receipts-store.js';
+import type { Stores } from '../composition/stores.js';
+import { IN_FLIGHT_LEASE_MS } from '../platform/idempotency.js';
+import type { reconcileWorkflow } from '../workflows/payments.js';
+import type { WorkflowRuntime } from '../verification/service.js';
+
+/**
+ * How long the request that calls the PG owns the call (a pending charge, a cancel lease): longer than any
+ * PG call may take (the gateway's connect, headers and body timeouts are 10 s each). After it, a call whose
+ * process died is its reconcile workflow's.
+ */
+export const PG_CALL_WINDOW_MS = 45_000;
+
+/** Someone still owns the call (a live request, a retry that took it again): the reconcile step runs again later. */
+export class ReconcileLater extends Error {
+  override readonly name = 'ReconcileLater';
+}
+
+/** Starts (or finds running) the reconcile workflow of a charge / a cancel. */
+export interface ReconcileStarter {
+  charge(receiptId: string): Promise<void>;
+  cancel(receiptId: string, cancelKey: string): Promise<void>;
+}
+
+/** How long a request waits for the engine to accept a reconcile workflow before leaving it to the sweep. */
+const START_TIMEOUT_MS = 10_000;
+
+export function createReconcileStarter(workflows: WorkflowRuntime): ReconcileStarter {
+  const start = async (workflowId: string, input: ReconcileInput): Promise<void> => {
+    const { client, taskQueue } = workflows;
+    await client.withDeadline(Date.now() + START_TIMEOUT_MS, () =>
+      client.workflow.start<typeof reconcileWorkflow>(RECONCILE_WORKFLOW_TYPE, {
+        workflowId,
+        // a running reconcile is the one; one that ended left the receipt settled or pending for a new run
+        workflowIdConflictPolicy: 'USE_EXISTING',
+        taskQueue,
+        args: [input],
+      }),
+    );
+  };
+  return {
+    charge: (receiptId) => start(reconcileChargeWorkflowId(receiptId), { kind: 'charge', receiptId }),
+    cancel: (receiptId, cancelKey) => start(reconcileCancelWorkflowId(cancelKey), { kind: 'cancel', receiptId, cancelKey }),
+  };
+}
+
+/** At most this many of each kind per sweep; the next sweep takes the rest. */
+const SWEEP_BATCH = 200;
+
+/**
+ * The worker's sweep: starts the reconcile workflow of every pending charge and pending cancel whose owner is
+ * gone (its call window ended: the process died mid call, or could not start the workflow), and releases
+ * Idempotency-Key records left in flight by requests that died, so the merchant's retry runs again.
+ */
+export async function sweepUnsettled(deps: {
+  readonly stores: Pick<Stores, 'receipts' | 'idempotency'>;
+  readonly reconcile: ReconcileStarter;
+  readonly clock: () => Date;
+}): Promise<{ charges: number; cancels: number; keys: number }> {
+  const now = deps.clock();
+  const charges = await deps.stores.receipts.orphanCharges(now, SWEEP_BATCH);
+  for (const row of charges) await deps.reconcile.charge(row.receipt_id);
+  const cancels = await deps.stores.receipts.orphanCancels(now, SWEEP_BATCH);
+  for (const row of cancels) {
+    if (row.cancel_pending) await deps.reconcile.cancel(row.receipt_id, row.cancel_pending.cancel_key);
+  }
+  const keys = await deps.stores.idempotency.releaseStale(new Date(now.getTime() - IN_FLIGHT_LEASE_MS));
+  return { charges: charges.length, cancels: cancels.length, keys };
+}
+
+/** Gateways whose name starts with this play PGs; their receipts say sandbox: true. */
+const SANDBOX_PG_PREFIX = 'sandbox_';
+
+/** The receipt as every billing operation returns it. */
+export function receiptResponse(row: ReceiptRow, project: Project): ReceiptResponse {
+  return renderReceipt(
+    receiptView(row, { sandbox: row.pg.startsWith(SANDBOX_PG_PREFIX), companyName: project.merchant.company_name }),
+  );
+}
+
+/** An escrow payment's receipt carries escrow_data; any other receipt is returned as it is. */
+export function withEscrowData(receipt: ReceiptResponse, order: EscrowOrderRow | undefined): ReceiptResponse {
+  if (!order) return receipt;
+  return {
+    ...receipt,
+    escrow_data: renderEscrowData({
+      status: order.status,
+      shippingStartedAt: order.shipping_started_at,
+      receiptConfirmedAt: order.receipt_confirmed_at,
+      receiptRevokedAt: order.receipt_revoked_at,
+      confirmUrl: order.confirm_url,
+    }),
+  };
+}
+
+export interface ReceiptService {
+  /** A payment receipt of `project`: 2000 unknown, 1225 another project's. */
+  lookup(project: Project, receiptId: string): Promise<ReceiptResponse>;
+  /** The project's receipts newest first (the dashboard); `search` is an order_id or a receipt_id. */
+  list(project: Project, q: { search?: string; limit: number }): Promise<ReceiptResponse[]>;
+}
+
+export function createReceiptService({ stores }: { readonly stores: Pick<Stores, 'receipts' | 'escrow'> }): ReceiptService {
+  return {
+    async lookup(project, receiptId) {
+      if (!isResourceId(receiptId)) throw new ApiError('RC_NOT_FOUND');
+      const row = await stores.receipts.find(receiptId);
+      if (!row) throw new ApiError('RC_NOT_FOUND');
+      assertOwnedBy(project, row.application_id);
+      // an escrow order comes only from a one-off payment: a billing-key charge needs no second read
+      const order = row.billing_key === null ? await stores.escrow.find(receiptId) : undefined;
+      return withEscrowData(receiptResponse(row, project), order);
+    },
+
+    async list(project, q) {
+      const rows = await stores.receipts.listOf(project.application_id, q);
+      return rows.map((row) => receiptResponse(row, project));
+    },
+  };
+}

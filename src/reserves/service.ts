@@ -1,0 +1,136 @@
+// Reserved charges: the database answers what it can (the billing key, ownership, the order_id, the status),
+// then the reserve's workflow (src/workflows/reserves.ts) is started, or sent its revoke update. The charge
+// itself is the charge service's, made by the workflow's activity at reserve_execute_at.
+import { randomUUID } from 'node:crypto';
+import { WorkflowUpdateFailedError } from '@temporalio/client';
+import { ApplicationFailure } from '@temporalio/common';
+import { RESERVE_WORKFLOW_TYPE, reserveWorkflowId, revokeReserveUpdate } from './contract.js';
+import { assertOwnedBy } from '../projects/access.js';
+import { ApiError, isErrorName } from '../platform/errors.js';
+import { updateTimedOut } from '../platform/temporal/workflow-calls.js';
+import { newId } from '../platform/ids.js';
+import { isResourceId } from '../payments/receipt-rules.js';
+import { renderReserve, type ReserveRequest, type ReserveResponse } from './rules.js';
+import { formatTimestamp } from '../platform/time.js';
+import type { FeedbackTarget } from '../webhooks/rules.js';
+import type { GatewayRegistry } from '../gateways/types.js';
+import type { Stores } from '../composition/stores.js';
+import type { Project } from '../projects/store.js';
+import type { ReserveRow } from './store.js';
+import type { reserveWorkflow } from '../workflows/reserves.js';
+import { findUsableBillingKey } from '../payments/billing-keys.js';
+import { cardGatewayFor } from '../gateways/failures.js';
+import { DEFAULT_WORKFLOW_CALL_TIMEOUT_MS, type WorkflowRuntime } from '../verification/service.js';
+import { bindLogIds } from '../platform/observability/log-context.js';
+
+export interface ReserveService {
+  /** POST /v2/subscribe/payment/reserve: stored and its workflow started, or nothing stored. */
+  create(
+    project: Project,
+    request: ReserveRequest,
+    feedback: FeedbackTarget | undefined,
+    requestedAt: Date,
+  ): Promise<{ reserve_id: string; reserve_execute_at: string }>;
+  get(project: Project, reserveId: string): Promise<ReserveResponse>;
+  /** The project's reserved charges, newest first (the dashboard). */
+  list(project: Project, limit: number): Promise<ReserveResponse[]>;
+  /** DELETE .../reserve/{reserve_id}: revoked, or 9441 when it was revoked or has started executing. */
+  revoke(project: Project, reserveId: string): Promise<{ reserve_id: string; success: boolean }>;
+}
+
+export function createReserveService(deps: {
+  readonly stores: Pick<Stores, 'reserves' | 'billingKeys'>;
+  readonly gateways: GatewayRegistry;
+  readonly clock: () => Date;
+  readonly workflows?: WorkflowRuntime;
+  readonly workflowCallTimeoutMs?: number;
+}): ReserveService {
+  const { stores } = deps;
+  const callTimeoutMs = deps.workflowCallTimeoutMs ?? DEFAULT_WORKFLOW_CALL_TIMEOUT_MS;
+  const workflows = (): WorkflowRuntime => {
+    if (!deps.workflows) throw new ApiError('SERVICE_UNAVAILABLE', { message: 'The workflow engine is not configured.' });
+    return deps.workflows;
+  };
+  const ownReserve = async (project: Project, reserveId: string): Promise<ReserveRow> => {
+    if (!isResourceId(reserveId)) throw new ApiError('RESERVE_NOT_FOUND');
+    const row = await stores.reserves.find(reserveId);
+    if (!row) throw new ApiError('RESERVE_NOT_FOUND');
+    assertOwnedBy(project, row.application_id);
+    return row;
+  };
+
+  return {
+    async create(project, request, feedback, requestedAt) {
+      const key = await findUsableBillingKey(stores, project, request.charge.billingKey);
+      // a PG the project no longer uses would only fail at execution: refuse it now
+      cardGatewayFor(deps.gateways, project, key.pg);
+      const { client, taskQueue } = workflows();
+      const reserveId = newId();
+      bindLogIds({ reserve_id: reserveId });
+      const row = await stores.reserves.insert({
+        reserveId,
+        applicationId: project.application_id,
+        billingKey: key.billing_key,
+        orderId: request.charge.orderId,
+        orderName: request.charge.orderName,
+        price: request.charge.price,
+        taxFree: request.charge.taxFree,
+        quota: request.charge.quota,
+        user: request.user,
+        items: request.items,
+        metadata: request.charge.metadata,
+        feedback,
+        requestedAt,
+        executeAt: request.executeAt,
+      });
+      if (!row) throw new ApiError('ORDER_ID_DUPLICATED');
+      try {
+        await client.withDeadline(Date.now() + callTimeoutMs, () =>
+          client.workflow.start<typeof reserveWorkflow>(RESERVE_WORKFLOW_TYPE, {
+            workflowId: reserveWorkflowId(reserveId),
+            taskQueue,
+            args: [{ reserveId, executeAt: request.executeAt.toISOString() }],
+          }),
+        );
+      } catch (err) {
+        // no timer, no reserve: nothing is left that could charge
+        await stores.reserves.delete(reserveId);
+        if (updateTimedOut(err))
+          throw new ApiError('SERVICE_UNAVAILABLE', { message: 'The workflow engine did not answer; retry.' });
+        throw err;
+      }
+      return { reserve_id: reserveId, reserve_execute_at: formatTimestamp(request.executeAt) };
+    },
+
+    async get(project, reserveId) {
+      return renderReserve(stores.reserves.view(await ownReserve(project, reserveId)));
+    },
+
+    async list(project, limit) {
+      const rows = await stores.reserves.listOf(project.application_id, limit);
+      return rows.map((row) => renderReserve(stores.reserves.view(row)));
+    },
+
+    async revoke(project, reserveId) {
+      const row = await ownReserve(project, reserveId);
+      if (row.status !== 'reserved') throw new ApiError('RESERVE_NOT_REVOKABLE');
+      const { client } = workflows();
+      try {
+        await client.withDeadline(Date.now() + callTimeoutMs, () =>
+          client.workflow.getHandle(reserveWorkflowId(reserveId)).executeUpdate(revokeReserveUpdate, {
+            args: [{ nonce: randomUUID() }],
+          }),
+        );
+      } catch (err) {
+        if (updateTimedOut(err))
+          throw new ApiError('SERVICE_UNAVAILABLE', { message: 'The reserve did not answer in time; retry.' });
+        if (err instanceof WorkflowUpdateFailedError && err.cause instanceof ApplicationFailure) {
+          const type = err.cause.type;
+          if (type && isErrorName(type)) throw new ApiError(type);
+        }
+        throw err;
+      }
+      return { reserve_id: reserveId, success: true };
+    },
+  };
+}

@@ -1,0 +1,256 @@
+// REST identity verification: request, resend (realarm), confirm, certificate lookup. Each verification
+// is a workflow (src/workflows/verification.ts); this service checks what the database can answer, then
+// drives the workflow with updates under a deadline and returns the stored row.
+import { randomUUID } from 'node:crypto';
+import { WithStartWorkflowOperation, WorkflowNotFoundError, type Client, type WorkflowHandle } from '@temporalio/client';
+import {
+  VERIFICATION_CAPS,
+  VERIFICATION_WINDOW_MS,
+  VERIFICATION_WORKFLOW_TYPE,
+  VerificationStatus,
+  confirmOtpUpdate,
+  otpSentUpdate,
+  resendOtpUpdate,
+  verificationWorkflowId,
+  type UpdateProof,
+} from './contract.js';
+import { assertOwnedBy } from '../projects/access.js';
+import { ApiError } from '../platform/errors.js';
+import { updateTimedOut, workflowRefusal } from '../platform/temporal/workflow-calls.js';
+import { newId } from '../platform/ids.js';
+import { parseOtp, type VerificationRequest, type VerificationView } from './rules.js';
+import { fetchSandboxSms, type SandboxSms } from '../gateways/sandbox-inbox.js';
+import type { GatewayRegistry } from '../gateways/types.js';
+import type { Stores } from '../composition/stores.js';
+import type { Project } from '../projects/store.js';
+import type { VerificationRow } from './store.js';
+import type { IdempotencyKeyProof } from '../payments/charges.js';
+import type { verificationWorkflow } from '../workflows/verification.js';
+import { bindLogIds } from '../platform/observability/log-context.js';
+
+const MAX_ID_LENGTH = 100;
+
+/** A fresh proof for each update paygate sends (see UpdateProof): sealed by the codec on its way. */
+const updateProof = (): UpdateProof => ({ nonce: randomUUID() });
+export const DEFAULT_WORKFLOW_CALL_TIMEOUT_MS = 60_000;
+
+/** Where the long-running processes run. */
+export interface WorkflowRuntime {
+  readonly client: Client;
+  readonly taskQueue: string;
+}
+
+/** A workflow's refusal as its catalog error; an ended run means nothing awaits an OTP any more. */
+function workflowError(err: unknown): unknown {
+  if (err instanceof WorkflowNotFoundError) return new ApiError('AUTH_NOT_READY');
+  return workflowRefusal(err) ?? err;
+}
+
+export interface VerificationService {
+  /** Step 1, once pg and method are present: 2406 for a PG without REST verification, 2001 when not enabled. */
+  checkPg(project: Project, pg: string): void;
+  /** Starts the verification and waits until the SMS / push was sent; `sourceIp` is the default client_ip. */
+  request(project: Project, request: VerificationRequest, sourceIp: string): Promise<VerificationRow>;
+  resend(project: Project, receiptId: string): Promise<VerificationRow>;
+  /**
+   * `body` is the confirm request's body: its otp must be 6 digits for SMS (2405), anything for pass. A retry under
+   * the Idempotency-Key of the confirm that verified (its request died before its answer was stored) gets the
+   * verified row; any other confirm of a verified receipt is 2404.
+   */
+  confirm(project: Project, receiptId: string, body: unknown, idempotencyKey?: IdempotencyKeyProof): Promise<VerificationRow>;
+  /** The result within 30 minutes of authenticated_at: 2408 before, 2409 after. */
+  certificate(project: Project, receiptId: string): Promise<VerificationRow>;
+  /** What a response is rendered from; `withPerson` opens the sealed personal data. */
+  view(row: VerificationRow, gatewayUrl: string, withPerson: boolean): VerificationView;
+  /**
+   * Sandbox mode: the messages the sandbox identity PG sent to `phone` for the caller's own
+   * verifications (by gateway tid), newest first. Another project's OTPs to the same phone stay hidden.
+   */
+  sandboxInbox(project: Project, phone: string): Promise<SandboxSms[]>;
+  /** The project's verifications, newest first (the dashboard); views without personal data. */
+  list(project: Project, limit: number): Promise<VerificationView[]>;
+  /** One verification of the caller as the dashboard shows it: no personal data; 2000 / 1225 / 2064 as a lookup. */
+  get(project: Project, receiptId: string): Promise<VerificationView>;
+  /** Sandbox mode: the messages sent to `phone` for one verification of the caller (its gateway tid). */
+  sandboxInboxOf(project: Project, receiptId: string, phone: string): Promise<SandboxSms[]>;
+}
+
+export function createVerificationService(deps: {
+  readonly stores: Pick<Stores, 'verifications' | 'receipts'>;
+  readonly gateways: GatewayRegistry;
+  readonly clock: () => Date;
+  readonly workflows?: WorkflowRuntime;
+  readonly workflowCallTimeoutMs?: number;
+  readonly sandboxUrl?: string;
+  /** the Bearer token of the sandbox's internal routes */
+  readonly sandboxToken?: string;
+}): VerificationService {
+  const store = deps.stores.verifications;
+  const callTimeoutMs = deps.workflowCallTimeoutMs ?? DEFAULT_WORKFLOW_CALL_TIMEOUT_MS;
+
+  const workflows = (): WorkflowRuntime => {
+    if (!deps.workflows) throw new ApiError('SERVICE_UNAVAILABLE', { message: 'The workflow engine is not configured.' });
+    return deps.workflows;
+  };
+  /** Runs workflow calls under a deadline; a timeout becomes `onTimeout`, a workflow refusal its catalog error. */
+  const callWorkflow = async <T>(fn: () => Promise<T>, onTimeout: () => ApiError): Promise<T> => {
+    try {
+      return await workflows().client.withDeadline(Date.now() + callTimeoutMs, fn);
+    } catch (err) {
+      if (updateTimedOut(err)) throw onTimeout();
+      throw workflowError(err);
+    }
+  };
+  const notAnswering = () =>
+    new ApiError('SERVICE_UNAVAILABLE', { message: 'The verification workflow did not answer in time; retry later.' });
+
+  const handleOf = (receiptId: string): WorkflowHandle<typeof verificationWorkflow> =>
+    workflows().client.workflow.getHandle<typeof verificationWorkflow>(verificationWorkflowId(receiptId));
+
+  /** The caller's verification, or the catalog error for an unknown / foreign / non-verification receipt. */
+  const ownVerification = async (receiptId: string, project: Project, unknown: 'RC_NOT_FOUND' | 'AUTH_NOT_FOUND') => {
+    if (receiptId.length > MAX_ID_LENGTH) throw new ApiError(unknown);
+    const row = await store.find(receiptId);
+    if (row) {
+      assertOwnedBy(project, row.application_id);
+      return row;
+    }
+    const other = await deps.stores.receipts.find(receiptId);
+    if (!other) throw new ApiError(unknown);
+    assertOwnedBy(project, other.application_id);
+    throw new ApiError('RC_NOT_AUTH');
+  };
+
+  const reload = async (receiptId: string) => {
+    const row = await store.find(receiptId);
+    if (!row) throw new ApiError('INTERNAL_ERROR', { cause: new Error(`verification ${receiptId} vanished`) });
+    return row;
+  };
+
+  const service: VerificationService = {
+    checkPg(project, pg) {
+      if (!deps.gateways.get(pg)?.identity) throw new ApiError('AUTH_CONFIRM_METHOD_NOT_FOUND');
+      if (!project.pgs.includes(pg))
+        throw new ApiError('RC_PG_NOT_FOUND', { message: `PG '${pg}' is not enabled for this project.` });
+    },
+
+    async request(project, req, sourceIp) {
+      const { client, taskQueue } = workflows();
+      const receiptId = newId();
+      bindLogIds({ receipt_id: receiptId });
+      const requestedAt = deps.clock();
+      const clientIp = req.clientIp ?? sourceIp;
+      await store.create({
+        receiptId,
+        applicationId: project.application_id,
+        authenticationId: req.authenticationId,
+        orderName: req.orderName,
+        pg: req.pg,
+        type: req.type,
+        metadata: req.metadata,
+        extra: req.extra,
+        clientIp,
+        ...(req.siteUrl !== undefined ? { siteUrl: req.siteUrl } : {}),
+        requestedAt,
+      });
+
+      await callWorkflow(
+        async () => {
+          // Update-with-start: one round trip starts the run and waits for the OTP send to settle
+          // (ExecuteMultiOperation, enabled by default since Temporal 1.26.2).
+          const startWorkflowOperation = new WithStartWorkflowOperation<typeof verificationWorkflow>(VERIFICATION_WORKFLOW_TYPE, {
+            workflowId: verificationWorkflowId(receiptId),
+            workflowIdConflictPolicy: 'FAIL',
+            taskQueue,
+            args: [
+              {
+                receiptId,
+                merchantId: project.application_id,
+                pg: req.pg,
+                type: req.type,
+                requestedAt: requestedAt.toISOString(),
+                clientIp,
+                ...(req.siteUrl !== undefined ? { siteUrl: req.siteUrl } : {}),
+                person: req.person,
+                caps: VERIFICATION_CAPS,
+                oneActivityPerStep: true,
+              },
+            ],
+          });
+          await client.workflow.executeUpdateWithStart(otpSentUpdate, { startWorkflowOperation });
+        },
+        () => new ApiError('AUTH_REQUEST_FAILED', { message: 'The verification workflow did not answer in time.' }),
+      );
+      return reload(receiptId);
+    },
+
+    async resend(project, receiptId) {
+      const row = await ownVerification(receiptId, project, 'AUTH_NOT_FOUND');
+      if (row.authenticate_type !== 'sms') throw new ApiError('AUTH_REALARM_NOT_ABLE');
+      if (row.status !== VerificationStatus.AwaitingOtp) throw new ApiError('AUTH_NOT_READY');
+      await callWorkflow(() => handleOf(receiptId).executeUpdate(resendOtpUpdate, { args: [updateProof()] }), notAnswering);
+      return reload(receiptId);
+    },
+
+    async confirm(project, receiptId, body, idempotencyKey) {
+      const row = await ownVerification(receiptId, project, 'AUTH_NOT_FOUND');
+      const sameKey = idempotencyKey !== undefined && row.confirm_key_mac !== null && idempotencyKey.matches(row.confirm_key_mac);
+      if (row.status === VerificationStatus.Verified && sameKey) return row;
+      if (row.status !== VerificationStatus.AwaitingOtp) throw new ApiError('AUTH_NOT_READY');
+      const otp = parseOtp(body, row.authenticate_type);
+      if (idempotencyKey) await store.noteConfirmKey(receiptId, idempotencyKey.mac);
+      await callWorkflow(
+        () => handleOf(receiptId).executeUpdate(confirmOtpUpdate, { args: [{ ...updateProof(), otp }] }),
+        notAnswering,
+      );
+      return reload(receiptId);
+    },
+
+    async certificate(project, receiptId) {
+      const row = await ownVerification(receiptId, project, 'RC_NOT_FOUND');
+      if (row.status !== VerificationStatus.Verified || !row.authenticated_at) throw new ApiError('AUTH_NOT_CONFIRMED');
+      const windowOver = deps.clock().getTime() > row.authenticated_at.getTime() + VERIFICATION_WINDOW_MS;
+      if (windowOver || row.identifiers_purged_at) throw new ApiError('AUTH_EXPIRED');
+      return row;
+    },
+
+    view(row, gatewayUrl, withPerson) {
+      return {
+        receiptId: row.receipt_id,
+        authenticationId: row.authentication_id,
+        pg: row.pg,
+        status: row.status,
+        metadata: row.metadata,
+        requestedAt: row.requested_at,
+        authenticatedAt: row.authenticated_at,
+        tid: row.tid,
+        numberOfRealarms: row.number_of_realarms,
+        gatewayUrl,
+        ...(withPerson ? { person: store.openPerson(row) } : {}),
+      };
+    },
+
+    async sandboxInbox(project, phone) {
+      if (!deps.sandboxUrl) throw new ApiError('NOT_FOUND');
+      const messages = await fetchSandboxSms({ url: deps.sandboxUrl, token: deps.sandboxToken ?? '' }, phone);
+      const own = await store.tidsOf(project.application_id, [...new Set(messages.map((m) => m.tid))]);
+      return messages.filter((m) => own.has(m.tid));
+    },
+
+    async list(project, limit) {
+      const rows = await store.listOf(project.application_id, limit);
+      return rows.map((row) => service.view(row, '', false));
+    },
+
+    async get(project, receiptId) {
+      return service.view(await ownVerification(receiptId, project, 'RC_NOT_FOUND'), '', false);
+    },
+
+    async sandboxInboxOf(project, receiptId, phone) {
+      const row = await ownVerification(receiptId, project, 'RC_NOT_FOUND');
+      if (!row.tid) return [];
+      return (await service.sandboxInbox(project, phone)).filter((m) => m.tid === row.tid);
+    },
+  };
+  return service;
+}

@@ -1,0 +1,185 @@
+// Verification receipts. Every status change is guarded by the status it leaves, so a retried
+// activity (Temporal retries on timeouts) changes nothing the second time.
+import { sql, type Kysely, type Selectable } from 'kysely';
+import type { OpenedPerson, VerifiedPerson } from './rules.js';
+import type { FieldCipher } from '../platform/security/field-cipher.js';
+import { VerificationStatus, type VerificationRecords } from './contract.js';
+import type { Tables } from '../platform/db/db.js';
+export type VerificationRow = Selectable<Tables['verifications']>;
+
+export interface NewVerification {
+  readonly receiptId: string;
+  readonly applicationId: string;
+  readonly authenticationId: string;
+  readonly orderName: string;
+  readonly pg: string;
+  readonly type: 'sms' | 'pass';
+  readonly metadata: Record<string, unknown>;
+  readonly extra: Record<string, unknown>;
+  readonly clientIp: string;
+  readonly siteUrl?: string;
+  readonly requestedAt: Date;
+}
+
+export interface VerificationStore extends VerificationRecords {
+  create(v: NewVerification): Promise<void>;
+  find(receiptId: string): Promise<VerificationRow | undefined>;
+  /** The project's newest first, at most `limit` (the dashboard's lists). */
+  listOf(applicationId: string, limit: number): Promise<VerificationRow[]>;
+  openPerson(row: VerificationRow): OpenedPerson;
+  /** Which of `tids` (gateway transaction ids) belong to verifications of `applicationId`. */
+  tidsOf(applicationId: string, tids: readonly string[]): Promise<Set<string>>;
+  /** Notes the Idempotency-Key (as its MAC) of a confirm about to be sent, while the OTP is awaited. */
+  noteConfirmKey(receiptId: string, keyMac: string): Promise<void>;
+}
+
+const sealContext = (receiptId: string, field: string) => `verification:${receiptId}:${field}`;
+
+export function createVerificationStore(db: Kysely<Tables>, cipher: FieldCipher): VerificationStore {
+  const seal = (receiptId: string, field: string, value: string) => cipher.seal(value, sealContext(receiptId, field));
+  const open = (receiptId: string, field: string, value: string | null) =>
+    value === null ? undefined : cipher.open(value, sealContext(receiptId, field));
+
+  const transition = (receiptId: string, from: number) =>
+    db.updateTable('verifications').where('receipt_id', '=', receiptId).where('status', '=', from);
+
+  return {
+    async create(v) {
+      await db
+        .insertInto('verifications')
+        .values({
+          receipt_id: v.receiptId,
+          application_id: v.applicationId,
+          authentication_id: v.authenticationId,
+          order_name: v.orderName,
+          pg: v.pg,
+          authenticate_type: v.type,
+          status: VerificationStatus.Sending,
+          tid: null,
+          metadata: JSON.stringify(v.metadata),
+          extra: JSON.stringify(v.extra),
+          client_ip: v.clientIp,
+          site_url: v.siteUrl ?? null,
+          name_sealed: null,
+          phone_sealed: null,
+          birth_sealed: null,
+          unique_sealed: null,
+          di_sealed: null,
+          gender: null,
+          foreigner: null,
+          carrier: null,
+          failure_error_name: null,
+          failure_pg_error_code: null,
+          requested_at: v.requestedAt,
+          authenticated_at: null,
+          expired_at: null,
+          identifiers_purged_at: null,
+        })
+        .execute();
+    },
+
+    async find(receiptId) {
+      return db.selectFrom('verifications').selectAll().where('receipt_id', '=', receiptId).executeTakeFirst();
+    },
+
+    async listOf(applicationId, limit) {
+      return db
+        .selectFrom('verifications')
+        .selectAll()
+        .where('application_id', '=', applicationId)
+        .orderBy('requested_at', 'desc')
+        .orderBy('receipt_id', 'desc')
+        .limit(limit)
+        .execute();
+    },
+
+    async tidsOf(applicationId, tids) {
+      if (tids.length === 0) return new Set();
+      const rows = await db
+        .selectFrom('verifications')
+        .select('tid')
+        .where('application_id', '=', applicationId)
+        .where('tid', 'in', [...tids])
+        .execute();
+      return new Set(rows.flatMap((r) => (r.tid === null ? [] : [r.tid])));
+    },
+
+    openPerson(row) {
+      const r = row.receipt_id;
+      const person: OpenedPerson = {
+        name: open(r, 'name', row.name_sealed),
+        phone: open(r, 'phone', row.phone_sealed),
+        birth: open(r, 'birth', row.birth_sealed),
+        gender: row.gender ?? undefined,
+        foreigner: row.foreigner ?? undefined,
+        carrier: row.carrier ?? undefined,
+        unique: open(r, 'unique', row.unique_sealed),
+        di: open(r, 'di', row.di_sealed),
+      };
+      return Object.fromEntries(Object.entries(person).filter(([, v]) => v !== undefined)) as OpenedPerson;
+    },
+
+    async noteConfirmKey(receiptId, keyMac) {
+      await transition(receiptId, VerificationStatus.AwaitingOtp).set({ confirm_key_mac: keyMac }).execute();
+    },
+
+    async markOtpSent(receiptId, tid) {
+      await transition(receiptId, VerificationStatus.Sending)
+        .set({ status: VerificationStatus.AwaitingOtp, tid, updated_at: sql<Date>`now()` })
+        .execute();
+    },
+
+    async markRequestFailed(receiptId, failure) {
+      await transition(receiptId, VerificationStatus.Sending)
+        .set({
+          status: VerificationStatus.RequestFailed,
+          failure_error_name: failure.errorName,
+          failure_pg_error_code: failure.pgErrorCode ?? null,
+          updated_at: sql<Date>`now()`,
+        })
+        .execute();
+    },
+
+    async setRealarmCount(receiptId, numberOfRealarms) {
+      // Set, not increment: the workflow owns the count, so a retried write cannot count twice.
+      await db
+        .updateTable('verifications')
+        .set({ number_of_realarms: numberOfRealarms, updated_at: sql<Date>`now()` })
+        .where('receipt_id', '=', receiptId)
+        .execute();
+    },
+
+    async markConfirmed(receiptId, person: VerifiedPerson, authenticatedAt) {
+      await transition(receiptId, VerificationStatus.AwaitingOtp)
+        .set({
+          status: VerificationStatus.Verified,
+          authenticated_at: authenticatedAt,
+          name_sealed: seal(receiptId, 'name', person.name),
+          phone_sealed: seal(receiptId, 'phone', person.phone),
+          birth_sealed: seal(receiptId, 'birth', person.birth),
+          unique_sealed: seal(receiptId, 'unique', person.ci),
+          di_sealed: seal(receiptId, 'di', person.di),
+          gender: person.gender,
+          foreigner: person.foreigner,
+          carrier: person.carrier,
+          updated_at: sql<Date>`now()`,
+        })
+        .execute();
+    },
+
+    async markExpired(receiptId) {
+      await transition(receiptId, VerificationStatus.AwaitingOtp)
+        .set({ status: VerificationStatus.Expired, expired_at: sql<Date>`now()`, updated_at: sql<Date>`now()` })
+        .execute();
+    },
+
+    async purgeIdentifiers(receiptId) {
+      await db
+        .updateTable('verifications')
+        .set({ unique_sealed: null, di_sealed: null, identifiers_purged_at: sql<Date>`now()`, updated_at: sql<Date>`now()` })
+        .where('receipt_id', '=', receiptId)
+        .where('identifiers_purged_at', 'is', null)
+        .execute();
+    },
+  };
+}

@@ -1,0 +1,418 @@
+// Outbound webhooks: the messaging sub-service's configuration (read, save, secret rotation), the test
+// send, the delivery history, manual retry and replay; the project's webhook_url and its secret (admin
+// API) — and `deliver`, the one entry every producer of outbound events goes through. Producers call
+// `deliverMessageEvent` (message events), `deliverToProject` (payment / escrow / recurring events to the
+// project's webhook_url) or `deliverFeedback` (a charge's receipt to its feedback_url). Each delivery is a
+// workflow `delivery:<delivery_id>` (src/workflows/webhooks.ts); `recoverOrphans` starts the runs of
+// deliveries saved by a process that died before starting them.
+import type { Client } from '@temporalio/client';
+import { DELIVERY_WORKFLOW_TYPE, type DeliveryInput, deliveryWorkflowId, endpointDisabledSignal } from './contract.js';
+import { assertOwnedBy } from '../projects/access.js';
+import { ApiError } from '../platform/errors.js';
+import { newId } from '../platform/ids.js';
+import {
+  checkWebhookUrl,
+  type DeliveryView,
+  encodeDeliveryBody,
+  type FeedbackTarget,
+  type OutboundEvent,
+  type PageQuery,
+  type ProjectDeliveryQuery,
+  parseReplaySince,
+  parseWebhookConfigChange,
+  SECRET_OVERLAP_MS,
+  testMessageEvent,
+  type UrlPolicy,
+  type WebhookConfigView,
+} from './rules.js';
+import type { Stores } from '../composition/stores.js';
+import type { Project } from '../projects/store.js';
+import type { DeliveryRow, EndpointKind } from './store.js';
+import { checkDestination, type Resolver } from './http-client.js';
+import { newSigningSecret } from './signing.js';
+import type { OperationLog } from '../platform/operation-log.js';
+import type { deliveryWorkflow } from '../workflows/webhooks.js';
+import { DEFAULT_WORKFLOW_CALL_TIMEOUT_MS, type WorkflowRuntime } from '../verification/service.js';
+import { bindLogIds } from '../platform/observability/log-context.js';
+
+/** Whose webhook an event goes to. */
+export interface EndpointRef {
+  readonly kind: EndpointKind;
+  readonly applicationId: string;
+}
+
+export interface DeliverOptions {
+  /** sent even when the endpoint is disabled or not subscribed to the event (the test send) */
+  readonly regardless?: boolean;
+  /** a charge's feedback_url (and content type) instead of the endpoint's URL; the endpoint's secret signs */
+  readonly feedback?: FeedbackTarget;
+  /**
+   * When the workflow cannot be started now: false (the default) deletes the row and throws 9503, for a
+   * caller that answers the merchant; true keeps the row `ready` for recoverOrphans and returns it, for a
+   * producer whose event already happened (a charge, a message).
+   */
+  readonly keepIfNotStarted?: boolean;
+  /**
+   * The producer's own id for the delivery, derived from its event: a producer retried after a crash finds
+   * the delivery it saved (and starts its run if it has none) instead of saving a second one.
+   */
+  readonly deliveryId?: string;
+}
+
+/** The project's webhook signing secret as the admin API shows it, once. */
+export interface ProjectWebhookSecret {
+  readonly secret: string;
+  /** the previous secret keeps signing until then (after a rotation of a secret that existed) */
+  readonly previousSecretExpiresAt?: Date;
+}
+
+/** Deliveries recoverOrphans looks at: saved at least this long ago without a run. */
+export const ORPHAN_AFTER_MS = 60_000;
+/** 'doing' this long means the run that made the attempt is gone (an attempt takes 15 s at most). */
+export const STUCK_DOING_AFTER_MS = 10 * 60_000;
+const MAX_ORPHANS_PER_SWEEP = 500;
+
+/** A failed delivery sent again: the same webhook-id, a new workflow run. */
+export interface Requeued {
+  readonly deliveryId: string;
+  readonly url: string;
+}
+
+/** At most this many failed deliveries are re-sent by one replay call; calling again continues. */
+export const MAX_REPLAY = 1000;
+const MAX_DELIVERY_ID_LENGTH = 100;
+const MESSAGE: EndpointKind = 'message';
+const PROJECT: EndpointKind = 'project';
+
+export interface WebhookService {
+  config(project: Project): Promise<WebhookConfigView>;
+  /** PUT: the body checked whole (3028 for a URL, 9400 otherwise) before anything is written. */
+  save(project: Project, body: unknown): Promise<WebhookConfigView>;
+  /** The configuration with the new secret; the previous one signs beside it for 24 hours. */
+  rotateSecret(project: Project): Promise<WebhookConfigView>;
+  /** The 301 test card, sent whatever `enabled` and `events` say; 3029 without a stored URL. */
+  sendTest(project: Project): Promise<Requeued>;
+  deliveries(project: Project, page: PageQuery): Promise<{ rows: DeliveryView[]; count: number }>;
+  retry(project: Project, deliveryId: string): Promise<Requeued>;
+  /** Every failed delivery created since `body.since` (at most MAX_REPLAY per call), sent again. */
+  replay(project: Project, body: unknown): Promise<Requeued[]>;
+  /**
+   * The delivery engine's one entry: records a delivery of `event` to the endpoint and starts its workflow.
+   * Undefined when the endpoint has no URL, is disabled, or is not subscribed to the event (unless `regardless`).
+   */
+  deliver(event: OutboundEvent, endpoint: EndpointRef, opts?: DeliverOptions): Promise<DeliveryRow | undefined>;
+
+  /** A message event to the project's messaging webhook, when configured, enabled and subscribed. */
+  deliverMessageEvent(applicationId: string, event: OutboundEvent): Promise<DeliveryRow | undefined>;
+  /** A payment / escrow / recurring event to the project's webhook_url; undefined without one or while disabled. */
+  deliverToProject(applicationId: string, event: OutboundEvent, deliveryId?: string): Promise<DeliveryRow | undefined>;
+  /**
+   * A charge's receipt to its feedback_url, signed with the project's webhook secret (issued now if it has none).
+   * With a `deliveryId` (a reserve's result), a second call returns the delivery saved by the first.
+   */
+  deliverFeedback(applicationId: string, target: FeedbackTarget, event: OutboundEvent, deliveryId?: string): Promise<DeliveryRow>;
+
+  /** Checks the admin API's webhook_url under the mode's URL rules (3028); nothing is written. */
+  checkProjectUrl(url: string): void;
+  /**
+   * Stores the project's webhook_url (null clears it; a URL re-enables a disabled one and clears its failure
+   * count). Returns the signing secret when this call issued it (the first URL), else undefined.
+   */
+  setProjectUrl(applicationId: string, url: string | null): Promise<string | undefined>;
+  /** A new secret for the project's webhook_url and feedback_url deliveries; the previous one signs 24 h more. */
+  rotateProjectSecret(applicationId: string): Promise<ProjectWebhookSecret>;
+  /**
+   * The deliveries of the project's own notifications (deliverToProject to its webhook_url, deliverFeedback to
+   * charges' feedback_url), newest first with their attempts; `destination` narrows to one. 9426 for no project.
+   */
+  projectDeliveries(applicationId: string, query: ProjectDeliveryQuery): Promise<{ rows: DeliveryView[]; count: number }>;
+  /**
+   * One more attempt of a failed project or feedback delivery now: a new run of `delivery:<id>`, the same
+   * webhook-id. 9426 for no project, 9428 for a delivery that is not the project's (a message delivery
+   * included), 9427 when it has not failed.
+   */
+  retryProjectDelivery(applicationId: string, deliveryId: string): Promise<Requeued>;
+
+  /**
+   * Starts the run of every delivery that may have none (see WebhookStore.possiblyOrphaned); a run that
+   * exists is left alone (same workflow id). Returns how many were looked at.
+   */
+  recoverOrphans(): Promise<number>;
+}
+
+export function createWebhookService(deps: {
+  readonly stores: Pick<Stores, 'webhooks'>;
+  readonly clock: () => Date;
+  /** sandbox mode: http to loopback receivers is allowed */
+  readonly sandbox: boolean;
+  readonly workflows?: WorkflowRuntime;
+  readonly workflowCallTimeoutMs?: number;
+  /** the save-time DNS lookup (tests inject one) */
+  readonly resolve?: Resolver;
+  /** where a producer's delivery that could not be queued yet is reported */
+  readonly logger?: Pick<OperationLog, 'warn'>;
+}): WebhookService {
+  const store = deps.stores.webhooks;
+  const policy: UrlPolicy = { sandbox: deps.sandbox };
+  const callTimeoutMs = deps.workflowCallTimeoutMs ?? DEFAULT_WORKFLOW_CALL_TIMEOUT_MS;
+
+  const client = (): Client => {
+    if (!deps.workflows) throw new ApiError('SERVICE_UNAVAILABLE', { message: 'The workflow engine is not configured.' });
+    return deps.workflows.client;
+  };
+
+  /**
+   * Starts `delivery:<id>`. 'new': a fresh delivery; 'replace': a manual retry replaces a run still winding
+   * down after its delivery failed; 'recover': a run that exists is kept (a closed one may be followed).
+   */
+  const startRun = async (input: DeliveryInput, mode: 'new' | 'replace' | 'recover'): Promise<void> => {
+    const c = client();
+    try {
+      await c.withDeadline(Date.now() + callTimeoutMs, () =>
+        c.workflow.start<typeof deliveryWorkflow>(DELIVERY_WORKFLOW_TYPE, {
+          workflowId: deliveryWorkflowId(input.deliveryId),
+          taskQueue: deps.workflows!.taskQueue,
+          args: [input],
+          ...(mode === 'replace' ? { workflowIdConflictPolicy: 'TERMINATE_EXISTING' as const } : {}),
+          ...(mode === 'recover' ? { workflowIdConflictPolicy: 'USE_EXISTING' as const } : {}),
+        }),
+      );
+    } catch (cause) {
+      throw new ApiError('SERVICE_UNAVAILABLE', { message: 'The delivery could not be queued; retry later.', cause });
+    }
+  };
+
+  /** Tells the runs of deliveries the endpoint's disabling stopped to end now (their rows say failed). */
+  const tellStopped = async (deliveryIds: readonly string[]) => {
+    if (!deps.workflows || deliveryIds.length === 0) return;
+    const c = deps.workflows.client;
+    await Promise.all(
+      deliveryIds.map((id) =>
+        c.workflow
+          .getHandle(deliveryWorkflowId(id))
+          .signal(endpointDisabledSignal)
+          .catch(() => undefined),
+      ),
+    );
+  };
+
+  const requeue = async (row: DeliveryRow): Promise<Requeued> => {
+    const reopened = await store.reopenFailed(row.delivery_id);
+    if (!reopened) throw new ApiError('WEBHOOK_DELIVERY_NOT_FAILED');
+    const next = reopened.retry_count + 1;
+    try {
+      await startRun({ deliveryId: row.delivery_id, firstAttempt: next, lastAttempt: next }, 'replace');
+    } catch (err) {
+      await store.markFailed(row.delivery_id);
+      throw err;
+    }
+    return { deliveryId: row.delivery_id, url: row.url };
+  };
+
+  const service: WebhookService = {
+    async config(project) {
+      return store.configView(await store.findEndpoint(project.application_id, MESSAGE));
+    },
+
+    async save(project, body) {
+      const change = parseWebhookConfigChange(body);
+      if (change.url !== undefined) {
+        const checked = await checkDestination(change.url, policy, deps.resolve);
+        if ('reason' in checked) throw new ApiError('WEBHOOK_URL_INVALID', { payloadMessage: checked.reason });
+      }
+      const { endpoint, disabled } = await store.saveEndpoint(
+        project.application_id,
+        MESSAGE,
+        change,
+        newSigningSecret(),
+        newId(),
+      );
+      if (disabled) await tellStopped(await store.stopPending(endpoint.endpoint_id));
+      return store.configView(endpoint);
+    },
+
+    async rotateSecret(project) {
+      const until = new Date(deps.clock().getTime() + SECRET_OVERLAP_MS);
+      return store.configView(await store.rotateSecret(project.application_id, MESSAGE, newSigningSecret(), until, newId()));
+    },
+
+    async sendTest(project) {
+      const endpoint = await store.findEndpoint(project.application_id, MESSAGE);
+      if (!endpoint?.url) throw new ApiError('WEBHOOK_NOT_CONFIGURED');
+      const row = await service.deliver(
+        testMessageEvent(`test_${newId()}`),
+        { kind: MESSAGE, applicationId: project.application_id },
+        {
+          regardless: true,
+        },
+      );
+      if (!row) throw new ApiError('WEBHOOK_NOT_CONFIGURED');
+      return { deliveryId: row.delivery_id, url: row.url };
+    },
+
+    async deliveries(project, page) {
+      const endpoint = await store.findEndpoint(project.application_id, MESSAGE);
+      if (!endpoint) return { rows: [], count: 0 };
+      return store.listDeliveries(endpoint.endpoint_id, page.page, page.per);
+    },
+
+    async retry(project, deliveryId) {
+      if (deliveryId.length > MAX_DELIVERY_ID_LENGTH) throw new ApiError('WEBHOOK_DELIVERY_NOT_FOUND');
+      const row = await store.findDelivery(deliveryId);
+      if (!row) throw new ApiError('WEBHOOK_DELIVERY_NOT_FOUND');
+      assertOwnedBy(project, row.application_id);
+      return requeue(row);
+    },
+
+    async replay(project, body) {
+      const since = parseReplaySince(body);
+      const endpoint = await store.findEndpoint(project.application_id, MESSAGE);
+      if (!endpoint) return [];
+      const requeued: Requeued[] = [];
+      for (const row of await store.failedSince(endpoint.endpoint_id, since, MAX_REPLAY)) {
+        try {
+          requeued.push(await requeue(row));
+        } catch (err) {
+          // retried meanwhile by another call: not this call's to send
+          if (err instanceof ApiError && err.errorCode === 'WEBHOOK_DELIVERY_NOT_FAILED') continue;
+          throw err;
+        }
+      }
+      return requeued;
+    },
+
+    async deliver(event, ref, opts = {}) {
+      const endpoint = await store.findEndpoint(ref.applicationId, ref.kind);
+      if (!endpoint) return undefined;
+      if (opts.feedback === undefined) {
+        if (!endpoint.url) return undefined;
+        if (!opts.regardless && !endpoint.enabled) return undefined;
+        // a message webhook subscribes to event codes; a project's webhook_url gets every event sent to it
+        if (!opts.regardless && ref.kind === 'message' && !endpoint.events.includes(event.eventCode)) return undefined;
+      }
+      if (opts.deliveryId !== undefined) {
+        const saved = await store.findDelivery(opts.deliveryId);
+        if (saved) {
+          // no attempt yet: its run may never have started (a run that exists is kept)
+          if (saved.status === 'ready' && saved.retry_count === 0) {
+            await startRun({ deliveryId: saved.delivery_id, firstAttempt: 1, lastAttempt: saved.max_retry }, 'recover');
+          }
+          return saved;
+        }
+      }
+      const contentType = opts.feedback?.contentType ?? 'application/json';
+      const row = await store.createDelivery({
+        deliveryId: opts.deliveryId ?? newId(),
+        endpoint,
+        event: event.event,
+        eventCode: event.eventCode,
+        tags: event.tags,
+        body: encodeDeliveryBody(event.payload, contentType),
+        sendsWhenDisabled: opts.regardless === true,
+        createdAt: deps.clock(),
+        ...(opts.feedback ? { feedbackUrl: opts.feedback.url, contentType } : {}),
+      });
+      bindLogIds({ delivery_id: row.delivery_id });
+      try {
+        await startRun({ deliveryId: row.delivery_id, firstAttempt: 1, lastAttempt: row.max_retry }, 'new');
+      } catch (err) {
+        if (opts.keepIfNotStarted) {
+          // the event happened: the row waits for recoverOrphans (at the next worker start, or its sweep)
+          deps.logger?.warn({ delivery_id: row.delivery_id }, 'webhook delivery saved but not queued yet; it is recovered later');
+          return row;
+        }
+        // never queued: the delivery did not happen
+        await store.deleteDelivery(row.delivery_id);
+        throw err;
+      }
+      return row;
+    },
+
+    deliverMessageEvent(applicationId, event) {
+      return service.deliver(event, { kind: MESSAGE, applicationId }, { keepIfNotStarted: true });
+    },
+
+    deliverToProject(applicationId, event, deliveryId) {
+      return service.deliver(
+        event,
+        { kind: PROJECT, applicationId },
+        { keepIfNotStarted: true, ...(deliveryId !== undefined ? { deliveryId } : {}) },
+      );
+    },
+
+    async deliverFeedback(applicationId, target, event, deliveryId) {
+      // a project without a webhook_url still signs: its endpoint row is created with a secret (rotate shows it)
+      await store.saveEndpoint(applicationId, PROJECT, {}, newSigningSecret(), newId());
+      const row = await service.deliver(
+        event,
+        { kind: PROJECT, applicationId },
+        { feedback: target, keepIfNotStarted: true, ...(deliveryId !== undefined ? { deliveryId } : {}) },
+      );
+      if (!row) throw new Error('the project endpoint vanished while a feedback delivery was being saved');
+      return row;
+    },
+
+    checkProjectUrl(url) {
+      const checked = checkWebhookUrl(url, policy);
+      if ('reason' in checked) throw new ApiError('WEBHOOK_URL_INVALID', { payloadMessage: `webhook_url: ${checked.reason}` });
+    },
+
+    async setProjectUrl(applicationId, url) {
+      if (url === null) {
+        // nothing to clear on a project that never had an endpoint
+        if (!(await store.findEndpoint(applicationId, PROJECT))) return undefined;
+        await store.saveEndpoint(applicationId, PROJECT, { url: null }, newSigningSecret(), newId());
+        return undefined;
+      }
+      service.checkProjectUrl(url);
+      const saved = await store.saveEndpoint(applicationId, PROJECT, { url, enabled: true }, newSigningSecret(), newId());
+      return saved.issuedSecret;
+    },
+
+    async rotateProjectSecret(applicationId) {
+      const until = new Date(deps.clock().getTime() + SECRET_OVERLAP_MS);
+      const endpoint = await store.rotateSecret(applicationId, PROJECT, newSigningSecret(), until, newId());
+      const view = store.configView(endpoint);
+      return {
+        secret: view.secret!,
+        ...(endpoint.previous_secret_expires_at ? { previousSecretExpiresAt: endpoint.previous_secret_expires_at } : {}),
+      };
+    },
+
+    async projectDeliveries(applicationId, query) {
+      if (!(await store.projectExists(applicationId))) throw new ApiError('PROJECT_NOT_FOUND');
+      const endpoint = await store.findEndpoint(applicationId, PROJECT);
+      if (!endpoint) return { rows: [], count: 0 };
+      const destination =
+        query.destination === undefined ? undefined : query.destination === 'feedback' ? 'feedback' : 'endpoint';
+      return store.listDeliveries(endpoint.endpoint_id, query.page, query.per, destination);
+    },
+
+    async retryProjectDelivery(applicationId, deliveryId) {
+      if (!(await store.projectExists(applicationId))) throw new ApiError('PROJECT_NOT_FOUND');
+      if (deliveryId.length > MAX_DELIVERY_ID_LENGTH) throw new ApiError('WEBHOOK_DELIVERY_NOT_FOUND');
+      const [row, endpoint] = await Promise.all([store.findDelivery(deliveryId), store.findEndpoint(applicationId, PROJECT)]);
+      // another project's delivery, or this project's messaging webhook's, is not found here
+      if (!row || !endpoint || row.endpoint_id !== endpoint.endpoint_id) throw new ApiError('WEBHOOK_DELIVERY_NOT_FOUND');
+      return requeue(row);
+    },
+
+    async recoverOrphans() {
+      const now = deps.clock().getTime();
+      const rows = await store.possiblyOrphaned(
+        new Date(now - ORPHAN_AFTER_MS),
+        new Date(now - STUCK_DOING_AFTER_MS),
+        MAX_ORPHANS_PER_SWEEP,
+      );
+      for (const row of rows) {
+        const next = row.retry_count + 1;
+        await startRun(
+          { deliveryId: row.delivery_id, firstAttempt: next, lastAttempt: Math.max(row.max_retry, next) },
+          'recover',
+        );
+      }
+      return rows.length;
+    },
+  };
+  return service;
+}
