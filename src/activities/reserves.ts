@@ -11,7 +11,7 @@ import { ApiError } from '../platform/errors.js';
 import { renderReserve } from '../reserves/rules.js';
 import { type DeliveryContentType, type OutboundEvent, PROJECT_EVENTS, receiptFeedbackEvent } from '../webhooks/rules.js';
 import type { GatewayRegistry } from '../gateways/types.js';
-import { findUsableBillingKey } from '../payments/billing-keys.js';
+import { findUsableBillingKey } from '../payments/usable-billing-key.js';
 import { createChargeService } from '../payments/charges.js';
 import type { OperationLog } from '../platform/operation-log.js';
 import { receiptResponse } from '../payments/receipts.js';

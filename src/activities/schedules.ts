@@ -22,7 +22,7 @@ import {
   scheduleOrderId,
 } from '../schedules/rules.js';
 import type { GatewayRegistry } from '../gateways/types.js';
-import { findUsableBillingKey } from '../payments/billing-keys.js';
+import { findUsableBillingKey } from '../payments/usable-billing-key.js';
 import { createChargeService } from '../payments/charges.js';
 import type { OperationLog } from '../platform/operation-log.js';
 import { receiptResponse } from '../payments/receipts.js';

@@ -10,7 +10,7 @@ import { createLogger, type Logger } from '../platform/logger.js';
 import type { Database } from '../platform/db/db.js';
 import { createKeyring, generateKeyringSpec, parseKeyringSpec, type Keyring } from '../platform/security/keyring.js';
 import { createServices, type Services } from '../composition/services.js';
-import type { WorkflowRuntime } from '../verification/service.js';
+import type { WorkflowRuntime } from '../platform/temporal/workflow-calls.js';
 import { createStores, type Stores } from '../composition/stores.js';
 import { authPlugin } from './auth.js';
 import { registerDocsUi, registerOpenApi } from './docs/openapi.js';

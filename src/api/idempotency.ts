@@ -18,7 +18,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError, errorCatalog } from '../platform/errors.js';
 import { createFieldCipher } from '../platform/security/field-cipher.js';
 import type { Keyring } from '../platform/security/keyring.js';
-import type { IdempotencyKeyProof } from '../payments/charges.js';
+import type { IdempotencyKeyProof } from '../platform/idempotency.js';
 import { IN_FLIGHT_LEASE_MS, type IdempotencyStore } from '../platform/idempotency.js';
 
 const IDEMPOTENCY_HEADER = 'idempotency-key';

@@ -14,7 +14,8 @@ import { createReceiptService, createReconcileStarter, type ReceiptService } fro
 import { createReserveService, type ReserveService } from '../reserves/service.js';
 import { createScheduleService, type ScheduleService } from '../schedules/service.js';
 import { countVerificationOutcomes } from '../verification/metrics.js';
-import { createVerificationService, type VerificationService, type WorkflowRuntime } from '../verification/service.js';
+import { createVerificationService, type VerificationService } from '../verification/service.js';
+import type { WorkflowRuntime } from '../platform/temporal/workflow-calls.js';
 import { createWebhookService, type WebhookService } from '../webhooks/service.js';
 import type { Resolver } from '../webhooks/http-client.js';
 import type { Metrics } from '../platform/observability/metrics.js';

@@ -28,16 +28,17 @@ import { isResourceId, PAYMENT_COMPLETE, type ReceiptResponse } from '../payment
 import { formatTimestamp } from '../platform/time.js';
 import { fetchSandboxPgRequests, sendSandboxBuyerEvent } from '../gateways/sandbox-escrow-control.js';
 import type { GatewayRegistry } from '../gateways/types.js';
-import type { Stores } from '../composition/stores.js';
-import type { IdempotencyKeyProof } from '../payments/charges.js';
+import type { IdempotencyKeyProof } from '../platform/idempotency.js';
 import type { Project } from '../projects/store.js';
 import type { ReceiptRow } from '../payments/receipts-store.js';
 import type { escrowWorkflow } from '../workflows/escrow.js';
 import { gatewayFailure } from '../gateways/failures.js';
 import type { OperationLog } from '../platform/operation-log.js';
 import { receiptResponse, withEscrowData } from '../payments/receipts.js';
-import { DEFAULT_WORKFLOW_CALL_TIMEOUT_MS, type WorkflowRuntime } from '../verification/service.js';
+import { DEFAULT_WORKFLOW_CALL_TIMEOUT_MS, type WorkflowRuntime } from '../platform/temporal/workflow-calls.js';
 import { bindLogIds } from '../platform/observability/log-context.js';
+import type { EscrowStore } from './store.js';
+import type { ReceiptStore } from '../payments/receipts-store.js';
 
 export interface EscrowEventView {
   readonly seq: number;
@@ -77,7 +78,7 @@ export interface EscrowService {
 }
 
 export function createEscrowService(deps: {
-  readonly stores: Pick<Stores, 'escrow' | 'receipts'>;
+  readonly stores: { readonly escrow: EscrowStore; readonly receipts: ReceiptStore };
   readonly gateways: GatewayRegistry;
   readonly clock: () => Date;
   readonly workflows?: WorkflowRuntime;

@@ -14,8 +14,9 @@ import { ApiError } from '../platform/errors.js';
 import { newId } from '../platform/ids.js';
 import { isResourceId } from './receipt-rules.js';
 import { GatewayDeclinedError, type GatewayRegistry, type IssuedBillingKey } from '../gateways/types.js';
-import { billingKeyView, type BillingKeyRow } from './billing-keys-store.js';
-import type { Stores } from '../composition/stores.js';
+import { billingKeyView } from './billing-keys-store.js';
+import { findUsableBillingKey } from './usable-billing-key.js';
+import type { BillingKeyRow } from './billing-keys-store.js';
 import type { Project } from '../projects/store.js';
 import type { ReceiptRow } from './receipts-store.js';
 import type { CancelService } from './cancels.js';
@@ -23,20 +24,7 @@ import type { ChargeService } from './charges.js';
 import { cardGatewayFor, gatewayFailure } from '../gateways/failures.js';
 import type { OperationLog } from '../platform/operation-log.js';
 import { receiptResponse } from './receipts.js';
-
-/** A billing key of this project that can still be used; 2309 unknown, 1225 another project's, 9423 destroyed. */
-export async function findUsableBillingKey(
-  stores: Pick<Stores, 'billingKeys'>,
-  project: Project,
-  billingKey: string,
-): Promise<BillingKeyRow> {
-  if (!isResourceId(billingKey)) throw new ApiError('SUBSCRIBE_BK_NOT_FOUND');
-  const row = await stores.billingKeys.find(billingKey);
-  if (!row) throw new ApiError('SUBSCRIBE_BK_NOT_FOUND');
-  assertOwnedBy(project, row.application_id);
-  if (row.destroyed_at !== null) throw new ApiError('BILLING_KEY_DESTROYED');
-  return row;
-}
+import type { BillingKeyStore } from './billing-keys-store.js';
 
 export interface BillingKeyService {
   /** Step 1 of issuance, before the card fields are read: the project's PG with billing keys (2001, 2057). */
@@ -58,7 +46,7 @@ export interface BillingKeyService {
 }
 
 export function createBillingKeyService(deps: {
-  readonly stores: Pick<Stores, 'billingKeys'>;
+  readonly stores: { readonly billingKeys: BillingKeyStore };
   readonly gateways: GatewayRegistry;
   readonly clock: () => Date;
   readonly charges: ChargeService;

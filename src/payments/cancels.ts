@@ -8,12 +8,13 @@ import { ApiError } from '../platform/errors.js';
 import { newId } from '../platform/ids.js';
 import { cancelIdempotencyKey, isSameCancel, planCancel, type CancelRequest } from './receipt-rules.js';
 import type { Gateway, GatewayCancelResult, GatewayInquiry, GatewayRegistry } from '../gateways/types.js';
-import type { Stores } from '../composition/stores.js';
 import { type Project, toProject } from '../projects/store.js';
 import type { PendingCancel, ReceiptRow } from './receipts-store.js';
 import { gatewayFailure } from '../gateways/failures.js';
 import type { OperationLog } from '../platform/operation-log.js';
 import { PG_CALL_WINDOW_MS, ReconcileLater, type ReconcileStarter, receiptResponse } from './receipts.js';
+import type { ProjectStore } from '../projects/store.js';
+import type { ReceiptStore } from './receipts-store.js';
 
 const DEFAULT_CANCEL_REASON = 'merchant cancel';
 
@@ -77,7 +78,7 @@ export interface CancelService {
 }
 
 export function createCancelService(deps: {
-  readonly stores: Pick<Stores, 'receipts'> & Partial<Pick<Stores, 'projects'>>;
+  readonly stores: { readonly receipts: ReceiptStore } & Partial<{ readonly projects: ProjectStore }>;
   readonly gateways: GatewayRegistry;
   readonly clock: () => Date;
   /** starts the reconcile workflow of a cancel that lost its answer; without it, the worker's sweep does */

@@ -5,12 +5,12 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { type ChargeParams, chargeHash } from './billing-rules.js';
 import { PAYMENT_COMPLETE } from './receipt-rules.js';
-import type { Stores } from '../composition/stores.js';
 import { type Project, toProject } from '../projects/store.js';
 import type { ReceiptRow } from './receipts-store.js';
+import type { ProjectStore } from '../projects/store.js';
 
 /** The project a charge is made for; gone is final (the activity is not retried). */
-export async function chargeProject(stores: Pick<Stores, 'projects'>, applicationId: string): Promise<Project> {
+export async function chargeProject(stores: { readonly projects: ProjectStore }, applicationId: string): Promise<Project> {
   const row = await stores.projects.findById(applicationId);
   if (!row) throw ApplicationFailure.nonRetryable(`project ${applicationId} no longer exists`, 'ProjectNotFound');
   return toProject(row);

@@ -12,16 +12,19 @@ import { PAYMENT_COMPLETE, PAYMENT_PENDING } from './receipt-rules.js';
 import { type FeedbackTarget, receiptFeedbackEvent } from '../webhooks/rules.js';
 import type { ChargeResult, GatewayRegistry } from '../gateways/types.js';
 import type { BillingKeyRow } from './billing-keys-store.js';
-import type { Stores } from '../composition/stores.js';
 import { type Project, toProject } from '../projects/store.js';
 import type { ReceiptRow } from './receipts-store.js';
-import { findUsableBillingKey } from './billing-keys.js';
+import { findUsableBillingKey } from './usable-billing-key.js';
 import { cardGatewayFor, gatewayFailure } from '../gateways/failures.js';
 import type { OperationLog } from '../platform/operation-log.js';
 import { PG_CALL_WINDOW_MS, ReconcileLater, type ReconcileStarter, receiptResponse } from './receipts.js';
 import type { WebhookService } from '../webhooks/service.js';
 import type { Metrics } from '../platform/observability/metrics.js';
 import { bindLogIds } from '../platform/observability/log-context.js';
+import type { IdempotencyKeyProof } from '../platform/idempotency.js';
+import type { BillingKeyStore } from './billing-keys-store.js';
+import type { ProjectStore } from '../projects/store.js';
+import type { ReceiptStore } from './receipts-store.js';
 
 /**
  * The PG key of an order_id's charge: attempt 0 keeps the key of (project, order_id); after n declines
@@ -45,14 +48,6 @@ export type ChargeSettlement =
       readonly project: Project;
       readonly error: ApiError;
     };
-
-/** The request's Idempotency-Key as the idempotency layer vouches for it: never the key itself. */
-export interface IdempotencyKeyProof {
-  /** what a charge made under this key stores */
-  readonly mac: string;
-  /** whether a stored `mac` was made from this same key */
-  matches(stored: string): boolean;
-}
 
 export interface ChargeService {
   /** Charges the project's usable billing key named in `params` (2309, 1225, 9423 as findUsableBillingKey). */
@@ -88,7 +83,9 @@ export interface ChargeService {
 }
 
 export function createChargeService(deps: {
-  readonly stores: Pick<Stores, 'receipts' | 'billingKeys'> & Partial<Pick<Stores, 'projects'>>;
+  readonly stores: { readonly receipts: ReceiptStore; readonly billingKeys: BillingKeyStore } & Partial<{
+    readonly projects: ProjectStore;
+  }>;
   readonly gateways: GatewayRegistry;
   /** posts a completed charge's receipt to its feedback_url */
   readonly webhooks?: Pick<WebhookService, 'deliverFeedback'>;

@@ -4,6 +4,7 @@
 import {
   RECONCILE_WORKFLOW_TYPE,
   type ReconcileInput,
+  type ReconcileWorkflow,
   reconcileCancelWorkflowId,
   reconcileChargeWorkflowId,
 } from './reconcile-contract.js';
@@ -14,10 +15,11 @@ import { isResourceId, renderReceipt, type ReceiptResponse } from './receipt-rul
 import type { EscrowOrderRow } from '../escrow/store.js';
 import type { Project } from '../projects/store.js';
 import { receiptView, type ReceiptRow } from './receipts-store.js';
-import type { Stores } from '../composition/stores.js';
 import { IN_FLIGHT_LEASE_MS } from '../platform/idempotency.js';
-import type { reconcileWorkflow } from '../workflows/payments.js';
-import type { WorkflowRuntime } from '../verification/service.js';
+import type { WorkflowRuntime } from '../platform/temporal/workflow-calls.js';
+import type { EscrowStore } from '../escrow/store.js';
+import type { IdempotencyStore } from '../platform/idempotency.js';
+import type { ReceiptStore } from './receipts-store.js';
 
 /**
  * How long the request that calls the PG owns the call (a pending charge, a cancel lease): longer than any
@@ -44,7 +46,7 @@ export function createReconcileStarter(workflows: WorkflowRuntime): ReconcileSta
   const start = async (workflowId: string, input: ReconcileInput): Promise<void> => {
     const { client, taskQueue } = workflows;
     await client.withDeadline(Date.now() + START_TIMEOUT_MS, () =>
-      client.workflow.start<typeof reconcileWorkflow>(RECONCILE_WORKFLOW_TYPE, {
+      client.workflow.start<ReconcileWorkflow>(RECONCILE_WORKFLOW_TYPE, {
         workflowId,
         // a running reconcile is the one; one that ended left the receipt settled or pending for a new run
         workflowIdConflictPolicy: 'USE_EXISTING',
@@ -68,7 +70,7 @@ const SWEEP_BATCH = 200;
  * Idempotency-Key records left in flight by requests that died, so the merchant's retry runs again.
  */
 export async function sweepUnsettled(deps: {
-  readonly stores: Pick<Stores, 'receipts' | 'idempotency'>;
+  readonly stores: { readonly receipts: ReceiptStore; readonly idempotency: IdempotencyStore };
   readonly reconcile: ReconcileStarter;
   readonly clock: () => Date;
 }): Promise<{ charges: number; cancels: number; keys: number }> {
@@ -115,7 +117,11 @@ export interface ReceiptService {
   list(project: Project, q: { search?: string; limit: number }): Promise<ReceiptResponse[]>;
 }
 
-export function createReceiptService({ stores }: { readonly stores: Pick<Stores, 'receipts' | 'escrow'> }): ReceiptService {
+export function createReceiptService({
+  stores,
+}: {
+  readonly stores: { readonly receipts: ReceiptStore; readonly escrow: EscrowStore };
+}): ReceiptService {
   return {
     async lookup(project, receiptId) {
       if (!isResourceId(receiptId)) throw new ApiError('RC_NOT_FOUND');

@@ -37,3 +37,6 @@ export interface ReconcileResult {
   readonly outcome: 'completed' | 'failed' | 'cancelled' | 'not_cancelled' | 'none';
   readonly notice?: ReconcileNotice;
 }
+
+/** The reconcile workflow's signature, for the services that start it without importing workflow code. */
+export type ReconcileWorkflow = (input: ReconcileInput) => Promise<ReconcileResult['outcome']>;

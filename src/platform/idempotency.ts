@@ -1,4 +1,5 @@
-// Idempotency-Key records: (project, key) -> request hash, state, and the first response.
+// Idempotency-Key records: (project, key) -> request hash, state, and the first response; and the proof of a
+// request's key that the HTTP layer hands to the use cases (a charge, a confirm, a sandbox payment remember it).
 import type { Kysely } from 'kysely';
 import type { Tables } from './db/db.js';
 
@@ -7,6 +8,14 @@ import type { Tables } from './db/db.js';
  * at most). A record older than that was left by a process that died mid-request: a retry takes the key,
  * and the worker's sweep releases it.
  */
+/** The request's Idempotency-Key as the idempotency layer vouches for it: never the key itself. */
+export interface IdempotencyKeyProof {
+  /** what a charge made under this key stores */
+  readonly mac: string;
+  /** whether a stored `mac` was made from this same key */
+  matches(stored: string): boolean;
+}
+
 export const IN_FLIGHT_LEASE_MS = 90_000;
 
 export interface StoredResponse {

@@ -5,8 +5,9 @@ import { ApiError } from '../platform/errors.js';
 import { keyAccepted } from './key-rotation.js';
 import { formatTimestamp } from '../platform/time.js';
 import { ACCESS_TOKEN_TTL_MINUTES } from './access-tokens-store.js';
-import type { Stores } from '../composition/stores.js';
 import { projectKey } from './store.js';
+import type { AccessTokenStore } from './access-tokens-store.js';
+import type { ProjectStore } from './store.js';
 
 export interface AccessTokenGrant {
   readonly access_token: string;
@@ -20,7 +21,7 @@ export interface AccessTokenService {
 }
 
 export function createAccessTokenService(deps: {
-  readonly stores: Pick<Stores, 'projects' | 'accessTokens'>;
+  readonly stores: { readonly projects: ProjectStore; readonly accessTokens: AccessTokenStore };
   readonly clock: () => Date;
 }): AccessTokenService {
   return {

@@ -8,9 +8,9 @@ import { hashSecret, newId, newSecret } from '../platform/ids.js';
 import { isIpOrCidr } from '../platform/ip.js';
 import { SCOPES } from './scopes.js';
 import { formatOptionalTimestamp, formatTimestamp } from '../platform/time.js';
-import type { Stores } from '../composition/stores.js';
 import { toProject, type Project } from './store.js';
 import type { WebhookService } from '../webhooks/service.js';
+import type { ProjectStore } from './store.js';
 
 const merchantSchema = z.strictObject({
   company_name: z.string().max(200).optional(),
@@ -126,7 +126,7 @@ export interface ProjectService {
 }
 
 export function createProjectService(deps: {
-  readonly stores: Pick<Stores, 'projects'>;
+  readonly stores: { readonly projects: ProjectStore };
   readonly webhooks: Pick<WebhookService, 'checkProjectUrl' | 'setProjectUrl' | 'rotateProjectSecret'>;
   /** the configured gateway names: the default `pgs` and what a project may be given */
   readonly knownPgs: readonly string[];

@@ -14,14 +14,15 @@ import { renderReserve, type ReserveRequest, type ReserveResponse } from './rule
 import { formatTimestamp } from '../platform/time.js';
 import type { FeedbackTarget } from '../webhooks/rules.js';
 import type { GatewayRegistry } from '../gateways/types.js';
-import type { Stores } from '../composition/stores.js';
 import type { Project } from '../projects/store.js';
 import type { ReserveRow } from './store.js';
 import type { reserveWorkflow } from '../workflows/reserves.js';
-import { findUsableBillingKey } from '../payments/billing-keys.js';
+import { findUsableBillingKey } from '../payments/usable-billing-key.js';
 import { cardGatewayFor } from '../gateways/failures.js';
-import { DEFAULT_WORKFLOW_CALL_TIMEOUT_MS, type WorkflowRuntime } from '../verification/service.js';
+import { DEFAULT_WORKFLOW_CALL_TIMEOUT_MS, type WorkflowRuntime } from '../platform/temporal/workflow-calls.js';
 import { bindLogIds } from '../platform/observability/log-context.js';
+import type { BillingKeyStore } from '../payments/billing-keys-store.js';
+import type { ReserveStore } from './store.js';
 
 export interface ReserveService {
   /** POST /v2/subscribe/payment/reserve: stored and its workflow started, or nothing stored. */
@@ -39,7 +40,7 @@ export interface ReserveService {
 }
 
 export function createReserveService(deps: {
-  readonly stores: Pick<Stores, 'reserves' | 'billingKeys'>;
+  readonly stores: { readonly reserves: ReserveStore; readonly billingKeys: BillingKeyStore };
   readonly gateways: GatewayRegistry;
   readonly clock: () => Date;
   readonly workflows?: WorkflowRuntime;

@@ -31,15 +31,16 @@ import {
 } from './rules.js';
 import { formatTimestamp } from '../platform/time.js';
 import type { GatewayRegistry } from '../gateways/types.js';
-import type { Stores } from '../composition/stores.js';
 import type { Project } from '../projects/store.js';
 import type { ScheduleRow } from './store.js';
 import type { scheduleWorkflow } from '../workflows/schedules.js';
-import { findUsableBillingKey } from '../payments/billing-keys.js';
+import { findUsableBillingKey } from '../payments/usable-billing-key.js';
 import { cardGatewayFor } from '../gateways/failures.js';
 import type { OperationLog } from '../platform/operation-log.js';
-import { DEFAULT_WORKFLOW_CALL_TIMEOUT_MS, type WorkflowRuntime } from '../verification/service.js';
+import { DEFAULT_WORKFLOW_CALL_TIMEOUT_MS, type WorkflowRuntime } from '../platform/temporal/workflow-calls.js';
 import { bindLogIds } from '../platform/observability/log-context.js';
+import type { BillingKeyStore } from '../payments/billing-keys-store.js';
+import type { ScheduleStore } from './store.js';
 
 type Rendered = Record<string, unknown>;
 
@@ -71,7 +72,7 @@ export function planOf(row: ScheduleRow): SchedulePlan {
 }
 
 export function createScheduleService(deps: {
-  readonly stores: Pick<Stores, 'schedules' | 'billingKeys'>;
+  readonly stores: { readonly schedules: ScheduleStore; readonly billingKeys: BillingKeyStore };
   readonly gateways: GatewayRegistry;
   readonly clock: () => Date;
   readonly workflows?: WorkflowRuntime;

@@ -2,7 +2,7 @@
 // is a workflow (src/workflows/verification.ts); this service checks what the database can answer, then
 // drives the workflow with updates under a deadline and returns the stored row.
 import { randomUUID } from 'node:crypto';
-import { WithStartWorkflowOperation, WorkflowNotFoundError, type Client, type WorkflowHandle } from '@temporalio/client';
+import { WithStartWorkflowOperation, WorkflowNotFoundError, type WorkflowHandle } from '@temporalio/client';
 import {
   VERIFICATION_CAPS,
   VERIFICATION_WINDOW_MS,
@@ -16,29 +16,28 @@ import {
 } from './contract.js';
 import { assertOwnedBy } from '../projects/access.js';
 import { ApiError } from '../platform/errors.js';
-import { updateTimedOut, workflowRefusal } from '../platform/temporal/workflow-calls.js';
+import {
+  DEFAULT_WORKFLOW_CALL_TIMEOUT_MS,
+  updateTimedOut,
+  type WorkflowRuntime,
+  workflowRefusal,
+} from '../platform/temporal/workflow-calls.js';
 import { newId } from '../platform/ids.js';
 import { parseOtp, type VerificationRequest, type VerificationView } from './rules.js';
 import { fetchSandboxSms, type SandboxSms } from '../gateways/sandbox-inbox.js';
 import type { GatewayRegistry } from '../gateways/types.js';
-import type { Stores } from '../composition/stores.js';
 import type { Project } from '../projects/store.js';
 import type { VerificationRow } from './store.js';
-import type { IdempotencyKeyProof } from '../payments/charges.js';
+import type { IdempotencyKeyProof } from '../platform/idempotency.js';
 import type { verificationWorkflow } from '../workflows/verification.js';
 import { bindLogIds } from '../platform/observability/log-context.js';
+import type { ReceiptStore } from '../payments/receipts-store.js';
+import type { VerificationStore } from './store.js';
 
 const MAX_ID_LENGTH = 100;
 
 /** A fresh proof for each update paygate sends (see UpdateProof): sealed by the codec on its way. */
 const updateProof = (): UpdateProof => ({ nonce: randomUUID() });
-export const DEFAULT_WORKFLOW_CALL_TIMEOUT_MS = 60_000;
-
-/** Where the long-running processes run. */
-export interface WorkflowRuntime {
-  readonly client: Client;
-  readonly taskQueue: string;
-}
 
 /** A workflow's refusal as its catalog error; an ended run means nothing awaits an OTP any more. */
 function workflowError(err: unknown): unknown {
@@ -76,7 +75,7 @@ export interface VerificationService {
 }
 
 export function createVerificationService(deps: {
-  readonly stores: Pick<Stores, 'verifications' | 'receipts'>;
+  readonly stores: { readonly verifications: VerificationStore; readonly receipts: ReceiptStore };
   readonly gateways: GatewayRegistry;
   readonly clock: () => Date;
   readonly workflows?: WorkflowRuntime;

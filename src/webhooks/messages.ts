@@ -3,10 +3,10 @@
 // other than the test card flow end to end before a real messaging provider exists.
 import { newId } from '../platform/ids.js';
 import { messageEvent, OUTCOME_EVENTS, type SandboxMessageRequest } from './rules.js';
-import type { Stores } from '../composition/stores.js';
 import type { MessageRow } from './messages-store.js';
 import type { Project } from '../projects/store.js';
 import type { WebhookService } from './service.js';
+import type { MessageStore } from './messages-store.js';
 
 export interface SentMessage {
   readonly message: MessageRow;
@@ -19,7 +19,7 @@ export interface MessageService {
 }
 
 export function createMessageService(deps: {
-  readonly stores: Pick<Stores, 'messages'>;
+  readonly stores: { readonly messages: MessageStore };
   readonly webhooks: Pick<WebhookService, 'deliverMessageEvent'>;
   readonly clock: () => Date;
 }): MessageService {

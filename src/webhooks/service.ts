@@ -25,15 +25,15 @@ import {
   type UrlPolicy,
   type WebhookConfigView,
 } from './rules.js';
-import type { Stores } from '../composition/stores.js';
 import type { Project } from '../projects/store.js';
 import type { DeliveryRow, EndpointKind } from './store.js';
 import { checkDestination, type Resolver } from './http-client.js';
 import { newSigningSecret } from './signing.js';
 import type { OperationLog } from '../platform/operation-log.js';
 import type { deliveryWorkflow } from '../workflows/webhooks.js';
-import { DEFAULT_WORKFLOW_CALL_TIMEOUT_MS, type WorkflowRuntime } from '../verification/service.js';
+import { DEFAULT_WORKFLOW_CALL_TIMEOUT_MS, type WorkflowRuntime } from '../platform/temporal/workflow-calls.js';
 import { bindLogIds } from '../platform/observability/log-context.js';
+import type { WebhookStore } from './store.js';
 
 /** Whose webhook an event goes to. */
 export interface EndpointRef {
@@ -141,7 +141,7 @@ export interface WebhookService {
 }
 
 export function createWebhookService(deps: {
-  readonly stores: Pick<Stores, 'webhooks'>;
+  readonly stores: { readonly webhooks: WebhookStore };
   readonly clock: () => Date;
   /** sandbox mode: http to loopback receivers is allowed */
   readonly sandbox: boolean;

@@ -1,6 +1,6 @@
 import { proxyActivities } from '@temporalio/workflow';
 import type { ReconcileActivities } from '../activities/payments.js';
-import type { ReconcileInput, ReconcileResult } from '../payments/reconcile-contract.js';
+import type { ReconcileInput, ReconcileResult, ReconcileWorkflow } from '../payments/reconcile-contract.js';
 
 // One charge or cancel that left paygate's control (the PG was called, no final answer was recorded): ask the
 // PG by the operation's derived key until it answers, settle the receipt, then tell the merchant. Started by
@@ -22,3 +22,6 @@ export async function reconcileWorkflow(input: ReconcileInput): Promise<Reconcil
   if (result.notice) await settling.notifyReconciled(result.notice);
   return result.outcome;
 }
+
+// the signature the services start it by (payments/reconcile-contract.ts) is this function's
+reconcileWorkflow satisfies ReconcileWorkflow;

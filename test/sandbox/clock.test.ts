@@ -5,7 +5,7 @@
 // are 404 outside sandbox mode or without the embedded engine.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DEFAULT_WORKFLOW_CALL_TIMEOUT_MS } from '../../src/verification/service.js';
+import { DEFAULT_WORKFLOW_CALL_TIMEOUT_MS } from '../../src/platform/temporal/workflow-calls.js';
 import { ADVANCE_WAIT_MS } from '../../src/platform/temporal/sandbox-clock.js';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
 import { openSandboxClockStack, type SandboxClockStack } from '../helpers/sandbox-clock-stack.js';

@@ -1,9 +1,23 @@
 // How a service reads what went wrong when it sent a workflow an update: the one mapping from the SDK's errors
 // to the catalog, shared by every service that drives a long-running process.
 import { ApplicationFailure } from '@temporalio/common';
-import { isGrpcServiceError, WorkflowUpdateFailedError, WorkflowUpdateRPCTimeoutOrCancelledError } from '@temporalio/client';
+import {
+  type Client,
+  isGrpcServiceError,
+  WorkflowUpdateFailedError,
+  WorkflowUpdateRPCTimeoutOrCancelledError,
+} from '@temporalio/client';
 import { status as grpcStatus } from '@grpc/grpc-js';
 import { ApiError, isErrorName } from '../errors.js';
+
+/** How long a use case waits on a workflow (start, update) before answering with an error instead. */
+export const DEFAULT_WORKFLOW_CALL_TIMEOUT_MS = 60_000;
+
+/** Where the long-running processes run: the client every service starts, updates and signals them with. */
+export interface WorkflowRuntime {
+  readonly client: Client;
+  readonly taskQueue: string;
+}
 
 /** What a workflow may attach to a refusal (ApplicationFailure details[0]). */
 interface RefusalDetails {
