@@ -60,7 +60,31 @@ function sourceFiles(dir: string): string[] {
 
 const inFolder = (path: string, folder: string) => path.startsWith(`src/${folder}/`) || path === `src/${folder}.ts`;
 
-/** Modules that do I/O or belong to a framework: never imported by the pure domain. */
+/** The areas: each one folder (service, store, rules, contract, adapters) beside its one file in api/routes, workflows and activities. */
+export const AREAS = ['payments', 'verification', 'escrow', 'reserves', 'schedules', 'webhooks', 'projects', 'gateways'] as const;
+const inArea = (path: string) => AREAS.some((a) => inFolder(path, a));
+
+/** Pure modules: rules without I/O that any layer, the workflows included, may import. */
+const PURE_FILES = new Set([
+  'src/platform/errors.ts',
+  'src/platform/ids.ts',
+  'src/platform/time.ts',
+  'src/platform/validation.ts',
+  'src/platform/ip.ts',
+  'src/escrow/status.ts',
+  'src/payments/card.ts',
+  'src/projects/access.ts',
+  'src/projects/key-rotation.ts',
+  'src/projects/scopes.ts',
+  'src/webhooks/retry-ladder.ts',
+]);
+export const isPure = (path: string) => PURE_FILES.has(path) || (inArea(path) && /\/([a-z-]+-)?rules\.ts$/.test(path));
+
+/** Contracts: what crosses the workflow boundary (ids, messages, inputs, results); workflow-safe. */
+export const isContract = (path: string) =>
+  (inArea(path) && /\/([a-z-]+-)?contract\.ts$/.test(path)) || path === 'src/gateways/declined.ts';
+
+/** Modules that do I/O or belong to a framework: never imported by pure rules. */
 const IO_MODULES = [
   'fastify',
   'undici',
@@ -78,7 +102,7 @@ const IO_MODULES = [
   'node:dns',
 ];
 
-/** Pure functions of an I/O module that domain code may use, by file: node:net's isIP is the canonical address parser. */
+/** Pure functions of an I/O module that pure code may use, by file: node:net's isIP is the canonical address parser. */
 const PURE_USES: Readonly<Record<string, readonly string[]>> = { 'src/platform/ip.ts': ['node:net'] };
 
 interface Rule {
@@ -89,75 +113,64 @@ interface Rule {
 
 const RULES: readonly Rule[] = [
   {
-    name: 'domain is pure: no I/O, no framework, no other layer',
-    applies: (f) => inFolder(f, 'domain'),
+    name: 'rules are pure: they import only other rules, no I/O, no framework',
+    applies: isPure,
     forbids: (imp, file) =>
       imp.local
-        ? !inFolder(imp.target, 'domain')
+        ? !isPure(imp.target)
         : (IO_MODULES.includes(imp.specifier) && !PURE_USES[file]?.includes(imp.specifier)) ||
           imp.target.startsWith('@temporalio/'),
   },
   {
-    name: 'contracts import only domain, other contracts and @temporalio/workflow',
-    applies: (f) => inFolder(f, 'contracts'),
-    forbids: (imp) =>
-      imp.local ? !(inFolder(imp.target, 'domain') || inFolder(imp.target, 'contracts')) : imp.target !== '@temporalio/workflow',
+    name: 'contracts import only rules, other contracts and @temporalio/workflow',
+    applies: isContract,
+    forbids: (imp) => (imp.local ? !(isPure(imp.target) || isContract(imp.target)) : imp.target !== '@temporalio/workflow'),
   },
   {
-    name: 'store imports nothing from activities, workflows, api, services, gateways, webhooks or sandbox',
-    applies: (f) => inFolder(f, 'store'),
-    forbids: (imp) =>
-      imp.local &&
-      ['activities', 'workflows', 'api', 'services', 'gateways', 'sandbox', 'wiring', 'webhooks'].some((l) =>
-        inFolder(imp.target, l),
-      ),
-  },
-  {
-    name: 'gateways (our adapters) import only domain, contracts and their own folder',
-    applies: (f) => inFolder(f, 'gateways'),
-    forbids: (imp) => imp.local && !['domain', 'contracts', 'gateways', 'logger'].some((l) => inFolder(imp.target, l)),
-  },
-  {
-    name: 'webhooks (signing, the SSRF-safe client) import only domain, contracts and their own folder',
-    applies: (f) => inFolder(f, 'webhooks'),
-    forbids: (imp) =>
-      imp.local ? !['domain', 'contracts', 'webhooks'].some((l) => inFolder(imp.target, l)) : imp.target === 'fastify',
-  },
-  {
-    name: 'services are Fastify-free and call no route, activity or workflow code',
-    applies: (f) => inFolder(f, 'services'),
-    forbids: (imp) =>
-      imp.local
-        ? inFolder(imp.target, 'api') ||
-          inFolder(imp.target, 'activities') ||
-          (inFolder(imp.target, 'workflows') && !imp.typeOnly)
-        : imp.target === 'fastify',
-  },
-  {
-    name: 'activities are Fastify-free and reach the outside through gateways, stores and services',
-    applies: (f) => inFolder(f, 'activities'),
-    forbids: (imp) => (imp.local ? inFolder(imp.target, 'api') || inFolder(imp.target, 'workflows') : imp.target === 'fastify'),
-  },
-  {
-    name: 'workflows import @temporalio/workflow, contracts, domain, and activity types only',
+    name: 'workflows import @temporalio/workflow, contracts, rules, and activity types only',
     applies: (f) => inFolder(f, 'workflows'),
     forbids: (imp) =>
       imp.local
         ? !(
             inFolder(imp.target, 'workflows') ||
-            inFolder(imp.target, 'contracts') ||
-            inFolder(imp.target, 'domain') ||
+            isContract(imp.target) ||
+            isPure(imp.target) ||
             (inFolder(imp.target, 'activities') && imp.typeOnly)
           )
         : imp.target !== '@temporalio/workflow',
   },
   {
-    name: 'observability (metrics, log context) imports only domain and its own folder, and no framework',
-    applies: (f) => inFolder(f, 'observability'),
+    name: 'platform imports no area and nothing above it',
+    applies: (f) => inFolder(f, 'platform'),
+    forbids: (imp) => imp.local && imp.target.startsWith('src/') && !inFolder(imp.target, 'platform'),
+  },
+  {
+    name: 'observability (metrics, log context) imports no framework and Temporal types only',
+    applies: (f) => inFolder(f, 'platform/observability'),
+    forbids: (imp) => !imp.local && (imp.target === 'fastify' || (imp.target.startsWith('@temporalio/') && !imp.typeOnly)),
+  },
+  {
+    name: 'an area is Fastify-free and calls no route, activity, dashboard, CLI, composition or sandbox code (workflow types only)',
+    applies: inArea,
     forbids: (imp) =>
       imp.local
-        ? !['domain', 'observability'].some((l) => inFolder(imp.target, l))
-        : imp.target === 'fastify' || (imp.target.startsWith('@temporalio/') && !imp.typeOnly),
+        ? ['api', 'activities', 'dashboard', 'cli', 'composition', 'sandbox', 'main'].some((l) => inFolder(imp.target, l)) ||
+          (inFolder(imp.target, 'workflows') && !imp.typeOnly)
+        : imp.target === 'fastify',
+  },
+  {
+    name: 'activities are Fastify-free and reach the outside through the areas (gateways, stores, services)',
+    applies: (f) => inFolder(f, 'activities'),
+    forbids: (imp) =>
+      imp.local
+        ? ['api', 'workflows', 'dashboard', 'cli', 'sandbox', 'main'].some((l) => inFolder(imp.target, l))
+        : imp.target === 'fastify',
+  },
+  {
+    name: 'the composition root imports no HTTP code (the worker process builds through it)',
+    applies: (f) => inFolder(f, 'composition'),
+    forbids: (imp) =>
+      imp.local ? ['api', 'dashboard', 'cli', 'main'].some((l) => inFolder(imp.target, l)) : imp.target === 'fastify',
   },
   {
     name: 'the dashboard reaches data through services: no route, activity, workflow, gateway or Temporal code; store types only',
@@ -165,8 +178,10 @@ const RULES: readonly Rule[] = [
     forbids: (imp) =>
       imp.local
         ? imp.target.startsWith('src/api/routes/') ||
-          ['activities', 'workflows', 'gateways', 'sandbox', 'temporal', 'wiring'].some((l) => inFolder(imp.target, l)) ||
-          (inFolder(imp.target, 'store') && !imp.typeOnly)
+          ['activities', 'workflows', 'gateways', 'sandbox', 'platform/temporal', 'composition'].some((l) =>
+            inFolder(imp.target, l),
+          ) ||
+          (/\/([a-z-]+-)?store\.ts$/.test(imp.target) && !imp.typeOnly)
         : false,
   },
   {
@@ -180,10 +195,19 @@ const RULES: readonly Rule[] = [
     forbids: (imp) => imp.local && inFolder(imp.target, 'sandbox'),
   },
   {
-    name: 'the chaos suite drives processes over HTTP: of src/ only domain and the PG key derivation (services/charges.ts)',
+    name: 'the sandbox PGs share only the platform and pure rules with paygate',
+    applies: (f) => inFolder(f, 'sandbox'),
+    forbids: (imp) =>
+      imp.local &&
+      imp.target.startsWith('src/') &&
+      !['sandbox', 'platform'].some((l) => inFolder(imp.target, l)) &&
+      !isPure(imp.target),
+  },
+  {
+    name: 'the chaos suite drives processes over HTTP: of src/ only rules and the PG key derivation (payments/charges.ts)',
     applies: (f) => f.startsWith('chaos/'),
     forbids: (imp) =>
-      imp.local && imp.target.startsWith('src/') && !inFolder(imp.target, 'domain') && imp.target !== 'src/payments/charges.ts',
+      imp.local && imp.target.startsWith('src/') && !isPure(imp.target) && imp.target !== 'src/payments/charges.ts',
   },
   {
     name: 'the engine is independent of the application',
@@ -219,9 +243,34 @@ export function checkFileImports(file: string, imports: readonly Import[]): Viol
   return violations;
 }
 
+/** Import circles among `files` (type-only imports count: they tie the modules' meaning together), each as a path. */
+export function importCircles(
+  files: readonly string[],
+  localImports: (file: string) => readonly string[] = (f) => importsOf(f).flatMap((i) => (i.local ? [i.target] : [])),
+): string[][] {
+  const graph = new Map(files.map((f) => [f, localImports(f).filter((t) => files.includes(t))]));
+  const circles: string[][] = [];
+  const state = new Map<string, 'open' | 'done'>();
+  const stack: string[] = [];
+  const visit = (file: string) => {
+    state.set(file, 'open');
+    stack.push(file);
+    for (const next of graph.get(file) ?? []) {
+      if (state.get(next) === 'open') circles.push([...stack.slice(stack.indexOf(next)), next]);
+      else if (!state.has(next)) visit(next);
+    }
+    stack.pop();
+    state.set(file, 'done');
+  };
+  for (const file of files) if (!state.has(file)) visit(file);
+  return circles;
+}
+
 export function checkImports(): Violation[] {
   const files = [...sourceFiles('src'), ...sourceFiles('engine/src'), ...sourceFiles('chaos'), 'worker.ts'];
   const violations = files.flatMap((file) => checkFileImports(file, importsOf(file)));
+  for (const circle of importCircles(sourceFiles('src')))
+    violations.push({ file: circle[0]!, target: circle.join(' -> '), rule: 'no import circle in src (type-only imports count)' });
   const worker = runtimeClosure('worker.ts');
   for (const file of worker.files) {
     if (inFolder(file, 'api'))

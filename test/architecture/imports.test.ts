@@ -1,6 +1,13 @@
 // The layering of ARCHITECTURE.md holds on the real tree, and the checker does catch each kind of breach.
 import { describe, expect, it } from 'vitest';
-import { checkFileImports, checkImports, importsOf, runtimeClosure, type Import } from '../../tools/import-rules.js';
+import {
+  checkFileImports,
+  checkImports,
+  importCircles,
+  importsOf,
+  runtimeClosure,
+  type Import,
+} from '../../tools/import-rules.js';
 
 const local = (target: string, typeOnly = false): Import => ({ specifier: target, target, local: true, typeOnly });
 const pkg = (name: string): Import => ({ specifier: name, target: name, local: false, typeOnly: false });
@@ -28,36 +35,60 @@ describe('import rules', () => {
     ['src/payments/receipts-store.ts', local('src/activities/verification.ts')],
     ['src/payments/receipts-store.ts', local('src/workflows/verification.ts')],
     ['src/payments/receipts-store.ts', local('src/api/app.ts')],
+    ['src/payments/receipts-store.ts', local('src/composition/stores.ts', true)],
     ['src/payments/billing-rules.ts', local('src/gateways/types.ts')],
     ['src/payments/billing-rules.ts', local('src/payments/receipts-store.ts')],
     ['src/payments/billing-rules.ts', pkg('undici')],
     ['src/payments/billing-rules.ts', pkg('node:fs')],
     ['src/payments/billing-rules.ts', pkg('@temporalio/client')],
+    ['src/platform/errors.ts', pkg('kysely')],
+    ['src/platform/temporal/client.ts', local('src/verification/contract.ts')],
+    ['src/platform/db/db.ts', local('src/payments/receipts-store.ts', true)],
     ['src/api/routes/payments.ts', local('src/api/routes/cancel.ts')],
     ['src/payments/charges.ts', pkg('fastify')],
     ['src/payments/charges.ts', local('src/api/auth.ts')],
     ['src/payments/charges.ts', local('src/workflows/verification.ts')],
+    ['src/payments/charges.ts', local('src/activities/payments.ts', true)],
+    ['src/escrow/service.ts', local('src/sandbox/escrow-pg.ts')],
     ['src/workflows/verification.ts', local('src/activities/verification.ts')],
+    ['src/workflows/verification.ts', local('src/verification/service.ts', true)],
     ['src/workflows/verification.ts', pkg('@temporalio/client')],
     ['src/verification/contract.ts', local('src/gateways/types.ts')],
+    ['src/verification/contract.ts', local('src/verification/store.ts', true)],
+    ['src/composition/index.ts', local('src/api/app.ts')],
     ['src/composition/index.ts', local('src/sandbox/server.ts')],
+    ['src/sandbox/card-pg.ts', local('src/payments/charges.ts')],
     ['engine/src/engine.ts', local('src/platform/errors.ts')],
     ['src/dashboard/pages/auth.ts', local('src/api/routes/projects.ts')],
     ['src/dashboard/pages/escrow.ts', local('src/escrow/store.ts')],
     ['src/dashboard/pages/escrow.ts', local('src/gateways/sandbox-escrow-control.ts')],
   ])('%s may not import %j', (file, imp) => {
-    expect(checkFileImports(file, [imp])).toHaveLength(1);
+    expect(checkFileImports(file, [imp]).length).toBeGreaterThanOrEqual(1);
   });
 
   it.each([
     ['src/workflows/verification.ts', local('src/activities/verification.ts', true)],
+    ['src/workflows/verification.ts', local('src/verification/contract.ts')],
+    ['src/workflows/webhooks.ts', local('src/webhooks/rules.ts')],
     ['src/verification/service.ts', local('src/workflows/verification.ts', true)],
     ['src/verification/store.ts', local('src/verification/contract.ts')],
     ['src/platform/ip.ts', pkg('node:net')],
     ['src/payments/charges.ts', local('src/payments/receipts-store.ts')],
+    ['src/escrow/service.ts', local('src/payments/receipts.ts')],
+    ['src/sandbox/card-pg.ts', local('src/payments/card.ts')],
     ['src/dashboard/context.ts', local('src/projects/store.ts', true)],
     ['src/dashboard/pages/auth.ts', local('src/api/auth.ts')],
   ])('%s may import %j', (file, imp) => {
     expect(checkFileImports(file, [imp])).toEqual([]);
+  });
+
+  it('finds an import circle, type-only imports included', () => {
+    const graph: Record<string, string[]> = { a: ['b'], b: ['c'], c: ['a', 'd'], d: [] };
+    expect(importCircles(Object.keys(graph), (f) => graph[f] ?? [])).toEqual([['a', 'b', 'c', 'a']]);
+    expect(importCircles(['a', 'b', 'd'], (f) => graph[f] ?? [])).toEqual([]);
+    // on real files: a type-only import is an edge like any other
+    const typeOnly = importsOf('src/payments/receipts.ts').find((i) => i.target === 'src/platform/temporal/workflow-calls.ts');
+    expect(typeOnly?.typeOnly).toBe(true);
+    expect(importCircles(['src/payments/receipts.ts', 'src/platform/temporal/workflow-calls.ts'])).toEqual([]);
   });
 });
