@@ -16,15 +16,11 @@ import { authPlugin } from './auth.js';
 import { registerDocsUi, registerOpenApi } from './docs/openapi.js';
 import { containsNul, jsonDepthExceeds, MAX_JSON_DEPTH } from './body-limits.js';
 import { clientErrorHandler, installErrorHandling, sendApiError, toApiError } from './errors.js';
-import { adminRoutes } from './routes/projects.js';
-import { billingRoutes } from './routes/payments.js';
-import { cancelRoutes } from './routes/cancel.js';
+import { projectRoutes } from './routes/projects.js';
+import { paymentRoutes } from './routes/payments.js';
 import { healthRoutes, type ReadinessProbe } from './routes/health.js';
-import { receiptRoutes } from './routes/receipt.js';
-import { tokenRoutes } from './routes/token.js';
 import { verificationRoutes } from './routes/verification.js';
 import { webhookRoutes } from './routes/webhooks.js';
-import { messageRoutes } from './routes/messages.js';
 import { escrowRoutes } from './routes/escrow.js';
 import { reserveRoutes } from './routes/reserves.js';
 import { sandboxClockRoutes } from './routes/sandbox-clock.js';
@@ -92,14 +88,10 @@ export const CONNECTION_IDLE_TIMEOUT_MS = 75_000;
 /** The route plugins, in registration order. Add an area's plugin here (one line each). */
 const routePlugins: readonly FastifyPluginAsync[] = [
   healthRoutes,
-  tokenRoutes,
-  adminRoutes,
-  billingRoutes,
-  receiptRoutes,
-  cancelRoutes,
+  projectRoutes,
+  paymentRoutes,
   verificationRoutes,
   webhookRoutes,
-  messageRoutes,
   escrowRoutes,
   reserveRoutes,
   scheduleRoutes,

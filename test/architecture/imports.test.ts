@@ -44,7 +44,7 @@ describe('import rules', () => {
     ['src/platform/errors.ts', pkg('kysely')],
     ['src/platform/temporal/client.ts', local('src/verification/contract.ts')],
     ['src/platform/db/db.ts', local('src/payments/receipts-store.ts', true)],
-    ['src/api/routes/payments.ts', local('src/api/routes/cancel.ts')],
+    ['src/api/routes/payments.ts', local('src/api/routes/escrow.ts')],
     ['src/payments/charges.ts', pkg('fastify')],
     ['src/payments/charges.ts', local('src/api/auth.ts')],
     ['src/payments/charges.ts', local('src/workflows/verification.ts')],

@@ -1,4 +1,5 @@
-// Card key-in billing: billing key issuance, lookup and destroy; charges with a billing key.
+// Payments: billing key issuance, lookup and destroy; charges with a billing key; the receipt lookup
+// (GET /v2/receipt/{receipt_id}); cancels (POST /v2/cancel: a full or partial refund, recorded on the receipt).
 // Raw card data lives only in the issuance handler's locals and the service call.
 import type { FastifyInstance } from 'fastify';
 import {
@@ -8,10 +9,11 @@ import {
   VERIFICATION_CHARGE_WON,
 } from '../../payments/billing-rules.js';
 import { parseFeedbackTarget } from '../../webhooks/rules.js';
+import { parseCancelRequest } from '../../payments/receipt-rules.js';
 import { receiptResponse } from '../../payments/receipts.js';
 import { createIdempotencyHooks } from '../idempotency.js';
 
-export async function billingRoutes(app: FastifyInstance): Promise<void> {
+export async function paymentRoutes(app: FastifyInstance): Promise<void> {
   const { services, clock } = app.deps;
   const idempotency = createIdempotencyHooks({ idempotency: app.deps.stores.idempotency, clock, keyring: app.deps.keyring });
   const idempotent = { preHandler: idempotency.preHandler, onSend: idempotency.onSend };
@@ -93,5 +95,35 @@ export async function billingRoutes(app: FastifyInstance): Promise<void> {
       },
     },
     async (request) => services.billingKeys.destroy(request.project, request.params.billing_key, request.log),
+  );
+
+  app.get<{ Params: { receipt_id: string } }>(
+    '/v2/receipt/:receipt_id',
+    {
+      config: { auth: 'project', scope: 'receipt' },
+      schema: {
+        summary: 'Payment receipt lookup',
+        description: "Another project's receipt gives 1225 (APP_KEY_CHAIN_SESSION_INVALID); an unknown one 2000.",
+        tags: ['billing'],
+      },
+    },
+    async (request) => services.receipts.lookup(request.project, request.params.receipt_id),
+  );
+
+  app.post(
+    '/v2/cancel',
+    {
+      config: { auth: 'project', scope: 'cancel' },
+      ...idempotent,
+      schema: {
+        summary: 'Cancel (refund) a payment, fully or partly',
+        description:
+          'cancel_price omitted = everything that remains; more than remains -> 9424. A repeated cancel_id returns the ' +
+          'first result; the same cancel_id with a different cancel_price or cancel_tax_free -> 9422. Fully refunded receipts move to status 20 (결제취소완료); partial refunds keep status 1 and raise ' +
+          "cancelled_price. Unknown receipt 2000, another project's 1225; 9409 while another cancel of the receipt is running.",
+        tags: ['billing'],
+      },
+    },
+    async (request) => services.cancels.cancel(request.project, parseCancelRequest(request.body), request.log),
   );
 }

@@ -1,15 +1,43 @@
-// The admin API (Authorization: Bearer ADMIN_TOKEN): create, change and read projects, rotate their keys
-// and their webhook signing secret. Secrets (secret_key, private_key, webhook_secret) are returned once,
-// by the create, rotate and (for the first webhook_url) update calls.
+// Projects: the admin API (Authorization: Bearer ADMIN_TOKEN) creates, changes and reads projects, rotates their
+// keys and their webhook signing secret; secrets (secret_key, private_key, webhook_secret) are returned once, by
+// the create, rotate and (for the first webhook_url) update calls. And the legacy access token:
+// POST /v2/request/token {application_id, private_key} -> {access_token, expired_at, expire_in}, accepted as
+// `Authorization: Bearer <token>` for 30 minutes, throttled per IP (every request) and, for wrong private keys
+// and unknown applications, per IP and per application_id.
 import type { FastifyPluginAsync } from 'fastify';
 import { z } from 'zod';
+import { ApiError } from '../../platform/errors.js';
 import { validate } from '../../platform/validation.js';
 import { parseProjectDeliveryQuery, renderProjectDelivery } from '../../webhooks/rules.js';
 import { keyRotationSchema, projectCreateSchema, projectPatchSchema, renderProject } from '../../projects/service.js';
+import { RATE_LIMITS } from '../rate-limits.js';
+
+const tokenRequestSchema = z.object({
+  application_id: z.string().trim().min(1).max(100),
+  private_key: z.string().min(1).max(200),
+});
 
 const applicationIdParams = z.object({ application_id: z.string().regex(/^[0-9a-f]{24}$/) });
 
-export const adminRoutes: FastifyPluginAsync = async (app) => {
+export const projectRoutes: FastifyPluginAsync = async (app) => {
+  const { perIp, windowMs } = RATE_LIMITS.tokenRequests;
+  app.post(
+    '/v2/request/token',
+    { config: { auth: 'none', rateLimit: { max: perIp, timeWindow: windowMs } } },
+    async (request, reply) => {
+      const body = validate(tokenRequestSchema, request.body ?? {});
+      await app.throttles.token.check(request, reply, body.application_id);
+      try {
+        return await app.deps.services.accessTokens.issue(body.application_id, body.private_key, request.ip);
+      } catch (err) {
+        if (err instanceof ApiError && (err.errorCode === 'APP_SK_NOT_MATCHED' || err.errorCode === 'APP_CLIENT_KEY_NOT_FOUND')) {
+          await app.throttles.token.fail(request, body.application_id);
+        }
+        throw err;
+      }
+    },
+  );
+
   const projects = app.deps.services.projects;
   const adminConfig = { auth: 'admin' } as const;
 
