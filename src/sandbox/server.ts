@@ -93,32 +93,26 @@
 //   GET /_sandbox/pg-requests?tid=...            {list: [{pg, operation, body, received_at}]} what the PGs received for a
 //                                                payment or charge (executed charges and cancels, without the billing key), newest first
 //   POST /_sandbox/escrow/events {tid, event, duplicate?} -> 202 {notification_id}: the buyer acts; the PG notifies
+// The server is assembled here: the PGs' state, the journal, the token check of the internal routes, and one
+// plugin per PG (card-routes.ts, identity-routes.ts, escrow-routes.ts) beside the internal routes
+// (internal-routes.ts); what every PG operation shares is pg-calls.ts.
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
-import Fastify, { LogController, type FastifyReply, type FastifyRequest } from 'fastify';
+import Fastify, { LogController } from 'fastify';
 import type { Logger } from 'pino';
-import { z } from 'zod';
-import { BoundedMap } from './bounded-map.js';
 import { SandboxCardPg } from './card-pg.js';
+import { cardPgRoutes } from './card-routes.js';
 import { SandboxEscrowPg } from './escrow-pg.js';
-import { BUYER_EVENTS } from '../escrow/rules.js';
-import {
-  type CallContext,
-  FaultBoard,
-  SANDBOX_FAULTS,
-  SANDBOX_OPERATIONS,
-  type ArmedFault,
-  type SandboxFault,
-  type SandboxOperation,
-} from './faults.js';
+import { escrowPgRoutes } from './escrow-routes.js';
+import { FaultBoard } from './faults.js';
 import { SandboxIdentityPg } from './identity-pg.js';
-import type { PgOutcome } from './outcome.js';
+import { identityPgRoutes } from './identity-routes.js';
+import { internalRoutes } from './internal-routes.js';
+import { PgCalls } from './pg-calls.js';
 import { memoryJournal, openSandboxJournal, type JournalRecord, type SandboxJournal } from './state-journal.js';
-import { bodies } from './wire.js';
 
 export { SANDBOX_FAULTS, SANDBOX_OPERATIONS, type SandboxFault, type SandboxOperation } from './faults.js';
 
 const DEFAULT_FAULT_DELAY_MS = 30_000;
-const IDEMPOTENCY_CAPACITY = 50_000;
 
 export interface SandboxGatewaysOptions {
   host?: string;
@@ -143,68 +137,38 @@ export interface SandboxGateways {
   close(): Promise<void>;
 }
 
-interface Envelope {
-  readonly res_cd: string;
-  readonly res_msg: string;
-  readonly data?: unknown;
-}
-interface StoredAnswer {
-  /** hash of the validated request body: a reused key must come with the same request */
-  readonly fingerprint: string;
-  readonly body: Envelope;
-}
-
-const answerRecord = (
-  key: string,
-  answer: StoredAnswer,
-  executed: { count: number; tid: string | undefined },
-): JournalRecord => ({
-  k: 'answer',
-  key,
-  fp: answer.fingerprint,
-  body: answer.body,
-  count: executed.count,
-  ...(executed.tid === undefined ? {} : { tid: executed.tid }),
-});
-
-const envelopeOf = (outcome: PgOutcome<unknown>): Envelope =>
-  outcome.ok ? { res_cd: '0000', res_msg: 'approved', data: outcome.data } : { res_cd: outcome.code, res_msg: outcome.message };
-
 export async function startSandboxGateways(opts: SandboxGatewaysOptions = {}): Promise<SandboxGateways> {
   const secret = opts.secret ?? randomBytes(32).toString('base64url');
   const token = opts.token ?? randomBytes(32).toString('base64url');
   const expectedAuthorization = createHash('sha256').update(`Bearer ${token}`).digest();
   const clock = opts.clock ?? (() => new Date());
-  const faultDelayMs = opts.faultDelayMs ?? DEFAULT_FAULT_DELAY_MS;
   // The PGs write to the journal once it is open (replaying it writes nothing).
   let journal: SandboxJournal = memoryJournal();
+  const currentJournal = () => journal;
   const sink = { write: (record: JournalRecord) => journal.write(record) };
   const card = new SandboxCardPg(secret, clock, sink);
   const identity = new SandboxIdentityPg(secret, clock, sink);
   const escrow = new SandboxEscrowPg(createHmac('sha256', token).update('escrow-notification').digest(), clock, sink);
   const faults = new FaultBoard(clock, sink);
-
-  const answers = new BoundedMap<string, StoredAnswer>(IDEMPOTENCY_CAPACITY);
-  const executions = new BoundedMap<string, { count: number; tid: string | undefined }>(IDEMPOTENCY_CAPACITY);
+  const calls = new PgCalls({
+    secret,
+    faults,
+    journal: currentJournal,
+    faultDelayMs: opts.faultDelayMs ?? DEFAULT_FAULT_DELAY_MS,
+  });
   if (opts.stateDir !== undefined) {
     journal = openSandboxJournal({
       dir: opts.stateDir,
       secret,
       apply(record) {
-        if (record.k === 'answer') {
-          const key = String(record.key);
-          answers.set(key, { fingerprint: String(record.fp), body: record.body as Envelope });
-          executions.set(key, { count: Number(record.count), tid: typeof record.tid === 'string' ? record.tid : undefined });
-        } else if (record.k.startsWith('card.')) card.restore(record);
+        if (record.k === 'answer') calls.restore(record);
+        else if (record.k.startsWith('card.')) card.restore(record);
         else if (record.k.startsWith('identity.')) identity.restore(record);
         else if (record.k.startsWith('escrow.')) escrow.restore(record);
         else if (record.k.startsWith('fault.')) faults.restore(record);
       },
       *snapshot() {
-        for (const [key, executed] of executions.pairs()) {
-          const answer = answers.get(key);
-          if (answer !== undefined) yield answerRecord(key, answer, executed);
-        }
+        yield* calls.snapshot();
         yield* card.snapshot();
         yield* identity.snapshot();
         yield* escrow.snapshot();
@@ -213,10 +177,6 @@ export async function startSandboxGateways(opts: SandboxGatewaysOptions = {}): P
       warn: (message) => opts.logger?.warn(message),
     });
   }
-  const heldAnswers = new Set<() => void>();
-  let closed = false;
-  const counters = { idempotentReplays: 0, injectedFaults: 0 };
-  const requests = Object.fromEntries(SANDBOX_OPERATIONS.map((op) => [op, 0])) as Record<SandboxOperation, number>;
 
   const app = Fastify({
     ...(opts.logger ? { loggerInstance: opts.logger } : { logger: false }),
@@ -249,427 +209,25 @@ export async function startSandboxGateways(opts: SandboxGatewaysOptions = {}): P
     }
   });
 
-  const nextFault = (
-    operation: SandboxOperation,
-    req: FastifyRequest,
-    call: CallContext,
-  ): SandboxFault | undefined | 'invalid' => {
-    const header = req.headers['x-sandbox-fault'];
-    if (header !== undefined) {
-      return (SANDBOX_FAULTS as readonly string[]).includes(String(header)) ? (String(header) as SandboxFault) : 'invalid';
-    }
-    return faults.take(operation, call);
-  };
-
-  const holdAnswer = (): Promise<void> =>
-    new Promise((resolve) => {
-      const release = (): void => {
-        clearTimeout(timer);
-        heldAnswers.delete(release);
-        resolve();
-      };
-      const timer = setTimeout(release, faultDelayMs);
-      heldAnswers.add(release);
-    });
-
-  /** One PG operation: fault injection, body validation, idempotent replay, then the PG itself. */
-  function pgRoute<S extends z.ZodType>(route: {
-    readonly url: string;
-    readonly operation: SandboxOperation;
-    readonly body: S;
-    readonly requireIdempotencyKey: boolean;
-    readonly run: (body: z.infer<S>) => PgOutcome<unknown>;
-    /** the transaction id an approved answer created, for the executions inspection */
-    readonly tidOf?: (data: unknown) => string | undefined;
-    /** whose call it is and for which PG, as far as the PG knows (for faults armed per merchant) */
-    readonly context: (body: z.infer<S>) => CallContext;
-  }): void {
-    app.post(route.url, async (req: FastifyRequest, reply: FastifyReply) => {
-      requests[route.operation]++;
-      const parsed = route.body.safeParse(req.body);
-      const fault = nextFault(route.operation, req, parsed.success ? route.context(parsed.data) : {});
-      if (fault === 'invalid') return reply.code(400).send({ res_cd: 'E400', res_msg: 'unknown X-Sandbox-Fault value' });
-      if (fault !== undefined) {
-        counters.injectedFaults++;
-        req.log.info({ operation: route.operation, fault }, 'sandbox fault injected');
-      }
-      if (fault === '500') return reply.code(500).send({ res_cd: 'E500', res_msg: 'injected gateway failure' });
-      if (!parsed.success) return reply.code(400).send({ res_cd: 'E400', res_msg: 'malformed request' });
-      if (fault === 'late') {
-        await holdAnswer();
-        // the PG went down before it got to the request
-        if (closed) return reply.code(503).send({ res_cd: 'E500', res_msg: 'gateway shutting down' });
-      }
-      const keyHeader = req.headers['idempotency-key'];
-      const key = typeof keyHeader === 'string' && keyHeader.length > 0 && keyHeader.length <= 255 ? keyHeader : undefined;
-      if (key === undefined && (route.requireIdempotencyKey || keyHeader !== undefined)) {
-        return reply.code(400).send({ res_cd: 'E400', res_msg: 'Idempotency-Key header missing or invalid' });
-      }
-
-      let answer: StoredAnswer;
-      // keyed: a request body may hold card data, and a plain hash of it could be guessed back
-      const fingerprint = createHmac('sha256', secret).update(JSON.stringify(parsed.data)).digest('base64url');
-      const cacheKey = key === undefined ? undefined : `${route.operation}\u0000${key}`;
-      const stored = cacheKey === undefined ? undefined : answers.get(cacheKey);
-      if (stored !== undefined) {
-        if (stored.fingerprint !== fingerprint) {
-          return reply.code(422).send({ res_cd: 'E422', res_msg: 'idempotency key reused with a different request' });
-        }
-        counters.idempotentReplays++;
-        answer = stored;
-      } else {
-        // what the PG did and the answer it will replay reach the journal together, before the answer leaves
-        answer = journal.batch(() => {
-          const outcome = route.run(parsed.data);
-          const made = { fingerprint, body: envelopeOf(outcome) };
-          if (cacheKey !== undefined) {
-            answers.set(cacheKey, made);
-            const tid = outcome.ok ? route.tidOf?.(outcome.data) : undefined;
-            const previous = executions.get(cacheKey);
-            const executed = { count: (previous?.count ?? 0) + 1, tid: tid ?? previous?.tid };
-            executions.set(cacheKey, executed);
-            journal.write(answerRecord(cacheKey, made, executed));
-          }
-          return made;
-        });
-      }
-
-      if (fault === 'lost_response') {
-        reply.hijack();
-        reply.raw.socket?.destroy();
-        return reply;
-      }
-      if (fault === 'timeout') await holdAnswer();
-      if (fault === 'garbage') return reply.code(200).type('application/json').send('{"res_cd": "00<html>Bad Gateway');
-      return reply.code(200).send(answer.body);
-    });
-  }
-
-  const tidField = (data: unknown): string | undefined =>
-    typeof data === 'object' && data !== null && 'tid' in data && typeof data.tid === 'string' ? data.tid : undefined;
-
-  pgRoute({
-    url: '/card/v1/billing-keys',
-    operation: 'billing_key.issue',
-    body: bodies.issue,
-    requireIdempotencyKey: false,
-    run: (b) => card.issueBillingKey(b),
-    tidOf: tidField,
-    context: (b) => ({ merchant: b.merchant_id, pg: 'sandbox_card' }),
-  });
-  pgRoute({
-    url: '/card/v1/charges',
-    operation: 'charge',
-    body: bodies.charge,
-    requireIdempotencyKey: true,
-    run: (b) => {
-      const outcome = card.charge(b);
-      // what a merchant may see of it (GET /sandbox/v1/pg-requests): never the billing key
-      const { bkey: _bkey, ...shown } = b;
-      if (outcome.ok) escrow.receive(outcome.data.tid, 'sandbox_card', 'charge', shown);
-      return outcome;
-    },
-    tidOf: tidField,
-    context: (b) => ({ merchant: card.billingKeyMerchant(b.bkey), pg: 'sandbox_card' }),
-  });
-  pgRoute({
-    url: '/card/v1/cancels',
-    operation: 'cancel',
-    body: bodies.cancel,
-    requireIdempotencyKey: true,
-    run: (b) => {
-      const outcome = card.cancel(b);
-      if (outcome.ok) escrow.receive(b.tid, card.chargeState(b.tid)?.pg ?? 'sandbox_card', 'cancel', b);
-      return outcome;
-    },
-    context: (b) => {
-      const charge = card.chargeState(b.tid);
-      return { merchant: charge?.merchant, pg: charge?.pg ?? 'sandbox_card' };
-    },
-  });
-  pgRoute({
-    url: '/card/v1/billing-keys/revoke',
-    operation: 'billing_key.revoke',
-    body: bodies.revoke,
-    requireIdempotencyKey: false,
-    run: (b) => card.revokeBillingKey(b),
-    context: (b) => ({ merchant: card.billingKeyMerchant(b.bkey), pg: 'sandbox_card' }),
-  });
-  pgRoute({
-    url: '/auth/v1/requests',
-    operation: 'otp.request',
-    body: bodies.otpRequest,
-    requireIdempotencyKey: false,
-    run: (b) => identity.requestOtp(b),
-    tidOf: tidField,
-    context: (b) => ({ merchant: b.merchant_id, pg: 'sandbox_identity' }),
-  });
-  pgRoute({
-    url: '/auth/v1/resends',
-    operation: 'otp.resend',
-    body: bodies.otpResend,
-    requireIdempotencyKey: false,
-    run: (b) => identity.resendOtp(b),
-    context: (b) => ({ merchant: identity.sessionMerchant(b.tid), pg: 'sandbox_identity' }),
-  });
-  pgRoute({
-    url: '/auth/v1/confirms',
-    operation: 'otp.confirm',
-    body: bodies.otpConfirm,
-    requireIdempotencyKey: false,
-    run: (b) => identity.confirmOtp(b),
-    context: (b) => ({ merchant: identity.sessionMerchant(b.tid), pg: 'sandbox_identity' }),
-  });
-
-  pgRoute({
-    url: '/pay/v1/payments',
-    operation: 'payment',
-    body: bodies.pay,
-    requireIdempotencyKey: true,
-    run: (b) => {
-      const outcome = card.pay(b);
-      if (outcome.ok) {
-        escrow.receive(outcome.data.tid, b.pg, 'payment', b);
-        if (b.escrow) escrow.open(outcome.data.tid, b.pg, b.notify_url, b.merchant_ref, b.merchant_id);
-      }
-      return outcome;
-    },
-    tidOf: tidField,
-    context: (b) => ({ merchant: b.merchant_id, pg: b.pg }),
-  });
-  pgRoute({
-    url: '/escrow-a/v1/shipments',
-    operation: 'escrow.ship',
-    body: bodies.shipA,
-    requireIdempotencyKey: true,
-    run: (b) => {
-      escrow.receive(b.tid, 'sandbox_escrow_a', 'escrow.ship', b);
-      return escrow.shipA(b);
-    },
-    context: (b) => ({ merchant: escrow.order(b.tid)?.merchant, pg: 'sandbox_escrow_a' }),
-  });
-  pgRoute({
-    url: '/escrow-a/v1/orders/status',
-    operation: 'escrow.status',
-    body: bodies.statusA,
-    requireIdempotencyKey: false,
-    run: (b) => {
-      escrow.receive(b.tid, 'sandbox_escrow_a', 'escrow.status', b);
-      return escrow.statusA(b);
-    },
-    context: (b) => ({ merchant: escrow.order(b.tid)?.merchant, pg: 'sandbox_escrow_a' }),
-  });
-  pgRoute({
-    url: '/escrow-b/v1/invoices',
-    operation: 'escrow.ship',
-    body: bodies.shipB,
-    requireIdempotencyKey: true,
-    run: (b) => {
-      escrow.receive(b.TID, 'sandbox_escrow_b', 'escrow.ship', b);
-      return escrow.shipB(b);
-    },
-    context: (b) => ({ merchant: escrow.order(b.TID)?.merchant, pg: 'sandbox_escrow_b' }),
-  });
-  pgRoute({
-    url: '/escrow-b/v1/inquiry',
-    operation: 'escrow.status',
-    body: bodies.statusB,
-    requireIdempotencyKey: false,
-    run: (b) => {
-      escrow.receive(b.TID, 'sandbox_escrow_b', 'escrow.status', b);
-      return escrow.statusB(b);
-    },
-    context: (b) => ({ merchant: escrow.order(b.TID)?.merchant, pg: 'sandbox_escrow_b' }),
-  });
-
-  /** Sends a notification to paygate: up to 3 attempts, 1 s apart, until a 2xx; stops when the server closes. */
-  const notifyAbort = new AbortController();
-  const sendNotification = async (url: string, body: string): Promise<void> => {
-    for (let attempt = 1; attempt <= 3 && !notifyAbort.signal.aborted; attempt++) {
-      try {
-        const res = await fetch(url, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json', 'x-sandbox-signature': escrow.sign(body, Date.now()) },
-          body,
-          redirect: 'manual',
-          signal: AbortSignal.any([notifyAbort.signal, AbortSignal.timeout(10_000)]),
-        });
-        await res.body?.cancel();
-        if (res.ok) return;
-      } catch {
-        // unreachable: the next attempt
-      }
-      await new Promise((resolve) => setTimeout(resolve, 1_000).unref());
-    }
-  };
-
-  const buyerEventBody = z.object({
-    tid: z.string().min(1).max(100),
-    event: z.enum(BUYER_EVENTS),
-    duplicate: z.boolean().default(false),
-  });
-  app.post('/_sandbox/escrow/events', async (req, reply) => {
-    const parsed = buyerEventBody.safeParse(req.body);
-    if (!parsed.success) return reply.code(400).send({ res_cd: 'E400', res_msg: 'malformed request' });
-    const { tid, event, duplicate } = parsed.data;
-    const acted = journal.batch(() => escrow.buyerEvent(tid, event));
-    if (!acted.known) return reply.code(404).send({ res_cd: 'EA01', res_msg: 'unknown escrow transaction' });
-    const notification = acted.notification;
-    if (notification === undefined) return reply.code(202).send({ notification_id: null, sent: false });
-    requests['escrow.notify']++;
-    const order = escrow.order(tid);
-    const dropped = nextFault('escrow.notify', req, { merchant: order?.merchant, pg: order?.pg }) !== undefined;
-    if (dropped) counters.injectedFaults++;
-    else {
-      // the notification travels after the answer, as a PG's would
-      void (async () => {
-        await sendNotification(notification.url, notification.body);
-        if (duplicate) await sendNotification(notification.url, notification.body);
-      })();
-    }
-    return reply.code(202).send({ notification_id: notification.notificationId, sent: !dropped });
-  });
-
-  const pgRequestsQuery = z.object({ tid: z.string().min(1).max(100) });
-  app.get('/_sandbox/pg-requests', async (req, reply) => {
-    const parsed = pgRequestsQuery.safeParse(req.query);
-    if (!parsed.success) return reply.code(400).send({ res_cd: 'E400', res_msg: 'tid is required' });
-    return {
-      list: escrow.requestsFor(parsed.data.tid).map((r) => ({
-        pg: r.pg,
-        operation: r.operation,
-        body: r.body,
-        received_at: r.receivedAt.toISOString(),
-      })),
-    };
-  });
-
-  const armBody = z.object({
-    operation: z.enum(SANDBOX_OPERATIONS),
-    fault: z.enum(SANDBOX_FAULTS),
-    count: z.number().int().min(1).max(1_000).default(1),
-    merchant_id: z.string().min(1).max(200).optional(),
-    pg: z.string().min(1).max(100).optional(),
-  });
-  const faultView = (f: ArmedFault) => ({
-    fault_id: f.id,
-    operation: f.operation,
-    fault: f.fault,
-    count: f.count,
-    remaining: f.remaining,
-    merchant_id: f.merchant ?? null,
-    pg: f.pg ?? null,
-    created_at: f.createdAt,
-  });
-  const merchantQuery = z.object({ merchant_id: z.string().min(1).max(200).optional() });
-  app.post('/_sandbox/faults', async (req, reply) => {
-    const parsed = armBody.safeParse(req.body);
-    if (!parsed.success) return reply.code(400).send({ res_cd: 'E400', res_msg: 'malformed request' });
-    const { operation, fault, count, merchant_id: merchant, pg } = parsed.data;
-    const armed = faults.arm({ operation, fault, count, merchant, pg });
-    if (armed === undefined) return reply.code(429).send({ res_cd: 'E429', res_msg: 'too many armed faults' });
-    return { armed: { operation, fault, count }, fault: faultView(armed) };
-  });
-  app.get('/_sandbox/faults', async (req, reply) => {
-    const parsed = merchantQuery.safeParse(req.query);
-    if (!parsed.success) return reply.code(400).send({ res_cd: 'E400', res_msg: 'malformed request' });
-    return { list: faults.list(parsed.data.merchant_id).map(faultView) };
-  });
-  app.delete('/_sandbox/faults', async (req, reply) => {
-    const parsed = merchantQuery.safeParse(req.query);
-    if (!parsed.success) return reply.code(400).send({ res_cd: 'E400', res_msg: 'malformed request' });
-    return { armed: null, disarmed: faults.disarm(parsed.data.merchant_id) };
-  });
-
-  app.get('/_sandbox/stats', async () => ({
-    card: {
-      billing_keys_issued: card.stats.billingKeysIssued,
-      billing_keys_revoked: card.stats.billingKeysRevoked,
-      charges_approved: card.stats.chargesApproved,
-      cancels_approved: card.stats.cancelsApproved,
-    },
-    identity: {
-      otp_requests: identity.stats.otpRequests,
-      sms_sent: identity.stats.smsSent,
-      pushes_sent: identity.stats.pushesSent,
-      confirmations: identity.stats.confirmations,
-      wrong_otps: identity.stats.wrongOtps,
-    },
-    requests,
-    idempotent_replays: counters.idempotentReplays,
-    injected_faults: counters.injectedFaults,
-  }));
-
-  // The inquiry a merchant (paygate) makes when it lost a charge's or cancel's answer: never executes anything.
-  const inquiryBody = z.object({ operation: z.enum(['charge', 'cancel']), idempotency_key: z.string().min(1).max(255) });
-  app.post('/card/v1/inquiries', async (req, reply) => {
-    const parsed = inquiryBody.safeParse(req.body);
-    if (!parsed.success) return reply.code(400).send({ res_cd: 'E400', res_msg: 'malformed request' });
-    const stored = answers.get(`${parsed.data.operation}\u0000${parsed.data.idempotency_key}`)?.body;
-    if (stored === undefined) return { res_cd: '0000', res_msg: 'approved', data: { state: 'not_found' } };
-    if (stored.res_cd !== '0000') {
-      return { res_cd: '0000', res_msg: 'approved', data: { state: 'refused', res_cd: stored.res_cd, res_msg: stored.res_msg } };
-    }
-    const tid = parsed.data.operation === 'charge' ? tidField(stored.data) : undefined;
-    const amount = tid === undefined ? undefined : card.chargeState(tid)?.amount;
-    return {
-      res_cd: '0000',
-      res_msg: 'approved',
-      data: { state: 'executed', result: stored.data, ...(amount === undefined ? {} : { amount }) },
-    };
-  });
-
-  const chargesQuery = z.object({ idempotency_key: z.string().min(1) });
-  app.get('/_sandbox/charges', async (req, reply) => {
-    const parsed = chargesQuery.safeParse(req.query);
-    if (!parsed.success) return reply.code(400).send({ res_cd: 'E400', res_msg: 'idempotency_key is required' });
-    const key = parsed.data.idempotency_key;
-    const executed = executions.get(`charge\u0000${key}`);
-    return { idempotency_key: key, executions: executed?.count ?? 0, tid: executed?.tid ?? null };
-  });
-  app.get('/_sandbox/charges/:tid', async (req, reply) => {
-    const { tid } = req.params as { tid: string };
-    const charge = card.chargeState(tid);
-    if (charge === undefined) return reply.code(404).send({ res_cd: 'C301', res_msg: 'unknown transaction' });
-    return {
-      tid: charge.tid,
-      amount: charge.amount,
-      tax_free: charge.taxFree,
-      cancelled_amount: charge.cancelledAmount,
-      cancelled_tax_free: charge.cancelledTaxFree,
-      cancel_count: charge.cancelCount,
-    };
-  });
-
-  const smsQuery = z.object({ phone: z.string().min(1) });
-  app.get('/_sandbox/sms', async (req, reply) => {
-    const parsed = smsQuery.safeParse(req.query);
-    if (!parsed.success) return reply.code(400).send({ res_cd: 'E400', res_msg: 'phone is required' });
-    return {
-      list: identity.inboxFor(parsed.data.phone).map((m) => ({
-        phone: m.phone,
-        message: m.message,
-        otp: m.otp,
-        tid: m.tid,
-        sent_at: m.sentAt.toISOString(),
-      })),
-    };
-  });
+  const closing = new AbortController();
+  await app.register(cardPgRoutes, { calls, card, escrow });
+  await app.register(identityPgRoutes, { calls, identity });
+  await app.register(escrowPgRoutes, { calls, card, escrow, journal: currentJournal, closing: closing.signal });
+  await app.register(internalRoutes, { calls, faults, card, identity, escrow });
 
   const address = await app.listen({ host: opts.host ?? '127.0.0.1', port: opts.port ?? 0 });
-  let closing: Promise<void> | undefined;
+  let closed: Promise<void> | undefined;
   return {
     url: address,
     token,
     close() {
-      closing ??= (async () => {
-        closed = true;
-        notifyAbort.abort();
-        for (const release of [...heldAnswers]) release();
+      closed ??= (async () => {
+        calls.close();
+        closing.abort();
         await app.close();
         journal.close();
       })();
-      return closing;
+      return closed;
     },
   };
 }
