@@ -11,7 +11,10 @@ import { z } from 'zod';
 import { errorCatalog, type ErrorName } from '../../platform/errors.js';
 import type { DocTag, RouteDoc, RouteDocs } from './route-doc.js';
 import { adminRouteDocs } from './routes-admin.js';
-import { extensionRouteDocs } from './routes-extensions.js';
+import { reserveRouteDocs } from './reserves.js';
+import { sandboxRouteDocs } from './sandbox.js';
+import { scheduleRouteDocs } from './schedules.js';
+import { webhookRouteDocs } from './webhooks.js';
 import { specRouteDocs } from './routes-spec.js';
 import { docRegistry } from './schemas.js';
 
@@ -24,7 +27,14 @@ export const UI_PREFIXES: readonly string[] = [DOCS_PREFIX, '/dashboard'];
 export const isUiRoute = (url: string) =>
   UI_PREFIXES.some((prefix) => url === prefix || url.startsWith(`${prefix}/`) || url.startsWith(`${prefix}*`));
 
-export const routeDocs: RouteDocs = { ...specRouteDocs, ...extensionRouteDocs, ...adminRouteDocs };
+export const routeDocs: RouteDocs = {
+  ...specRouteDocs,
+  ...reserveRouteDocs,
+  ...scheduleRouteDocs,
+  ...webhookRouteDocs,
+  ...sandboxRouteDocs,
+  ...adminRouteDocs,
+};
 
 const TAGS: readonly { name: DocTag; description: string }[] = [
   { name: 'billing', description: 'Card key-in billing keys, charges, receipts and cancels' },

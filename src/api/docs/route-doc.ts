@@ -40,6 +40,9 @@ export interface RouteDoc {
 
 export type RouteDocs = Readonly<Record<string, RouteDoc>>;
 
+/** The Idempotency-Key refusals every POST under the key can answer. */
+export const IDEMPOTENCY_ERRORS = ['IDEMPOTENCY_IN_PROGRESS', 'IDEMPOTENCY_KEY_REUSED'] as const;
+
 export const byId = (name: string) => z.object({ [name]: resourceId });
 
 /** Example identifiers: fixed, so the document (and the generated client) is the same on every build. */

@@ -2,7 +2,7 @@
 import { z } from 'zod';
 import { keyRotationSchema, projectCreateSchema, projectPatchSchema } from '../../projects/service.js';
 import { byId, EX, type RouteDocs } from './route-doc.js';
-import { deliveryExample, page, pageQuery, queuedExample } from './routes-extensions.js';
+import { deliveryExample, page, pageQuery, queuedExample } from './webhooks.js';
 import { Delivery, DeliveryQueued, Project, ProjectWithSecrets, resourceId, timestamp } from './schemas.js';
 
 const projectExample = {
