@@ -1,19 +1,9 @@
-// Outbound webhooks: the messaging sub-service's configuration (read, save, secret rotation), the test
-// send, the delivery history, manual retry and replay; the project's webhook_url and its secret (admin
-// API) — and `deliver`, the one entry every producer of outbound events goes through. Producers call
-// `deliverMessageEvent` (message events), `deliverToProject` (payment / escrow / recurring events to the
-// project's webhook_url) or `deliverFeedback` (a charge's receipt to its feedback_url). Each delivery is a
-// workflow `delivery:<delivery_id>` (src/workflows/webhooks.ts); `recoverOrphans` starts the runs of
-// deliveries saved by a process that died before starting them.
-import type { Client } from '@temporalio/client';
-import { DELIVERY_WORKFLOW_TYPE, type DeliveryInput, deliveryWorkflowId, endpointDisabledSignal } from './contract.js';
 import { assertOwnedBy } from '../projects/access.js';
 import { ApiError } from '../platform/errors.js';
 import { newId } from '../platform/ids.js';
 import {
   checkWebhookUrl,
   type DeliveryView,
-  encodeDeliveryBody,
   type FeedbackTarget,
   type OutboundEvent,
   type PageQuery,
@@ -27,55 +17,21 @@ import {
 } from './rules.js';
 import type { Project } from '../projects/store.js';
 import type { DeliveryRow, EndpointKind } from './store.js';
+import { createDeliveryEngine, type DeliverOptions, type EndpointRef, type Requeued } from './delivery-engine.js';
+
+export type { DeliverOptions, EndpointRef, Requeued } from './delivery-engine.js';
+export { ORPHAN_AFTER_MS, STUCK_DOING_AFTER_MS } from './delivery-engine.js';
 import { checkDestination, type Resolver } from './http-client.js';
 import { newSigningSecret } from './signing.js';
 import type { OperationLog } from '../platform/operation-log.js';
-import type { deliveryWorkflow } from '../workflows/webhooks.js';
-import { DEFAULT_WORKFLOW_CALL_TIMEOUT_MS, type WorkflowRuntime } from '../platform/temporal/workflow-calls.js';
-import { bindLogIds } from '../platform/observability/log-context.js';
+import type { WorkflowRuntime } from '../platform/temporal/workflow-calls.js';
 import type { WebhookStore } from './store.js';
-
-/** Whose webhook an event goes to. */
-export interface EndpointRef {
-  readonly kind: EndpointKind;
-  readonly applicationId: string;
-}
-
-export interface DeliverOptions {
-  /** sent even when the endpoint is disabled or not subscribed to the event (the test send) */
-  readonly regardless?: boolean;
-  /** a charge's feedback_url (and content type) instead of the endpoint's URL; the endpoint's secret signs */
-  readonly feedback?: FeedbackTarget;
-  /**
-   * When the workflow cannot be started now: false (the default) deletes the row and throws 9503, for a
-   * caller that answers the merchant; true keeps the row `ready` for recoverOrphans and returns it, for a
-   * producer whose event already happened (a charge, a message).
-   */
-  readonly keepIfNotStarted?: boolean;
-  /**
-   * The producer's own id for the delivery, derived from its event: a producer retried after a crash finds
-   * the delivery it saved (and starts its run if it has none) instead of saving a second one.
-   */
-  readonly deliveryId?: string;
-}
 
 /** The project's webhook signing secret as the admin API shows it, once. */
 export interface ProjectWebhookSecret {
   readonly secret: string;
   /** the previous secret keeps signing until then (after a rotation of a secret that existed) */
   readonly previousSecretExpiresAt?: Date;
-}
-
-/** Deliveries recoverOrphans looks at: saved at least this long ago without a run. */
-export const ORPHAN_AFTER_MS = 60_000;
-/** 'doing' this long means the run that made the attempt is gone (an attempt takes 15 s at most). */
-export const STUCK_DOING_AFTER_MS = 10 * 60_000;
-const MAX_ORPHANS_PER_SWEEP = 500;
-
-/** A failed delivery sent again: the same webhook-id, a new workflow run. */
-export interface Requeued {
-  readonly deliveryId: string;
-  readonly url: string;
 }
 
 /** At most this many failed deliveries are re-sent by one replay call; calling again continues. */
@@ -154,60 +110,15 @@ export function createWebhookService(deps: {
 }): WebhookService {
   const store = deps.stores.webhooks;
   const policy: UrlPolicy = { sandbox: deps.sandbox };
-  const callTimeoutMs = deps.workflowCallTimeoutMs ?? DEFAULT_WORKFLOW_CALL_TIMEOUT_MS;
 
-  const client = (): Client => {
-    if (!deps.workflows) throw new ApiError('SERVICE_UNAVAILABLE', { message: 'The workflow engine is not configured.' });
-    return deps.workflows.client;
-  };
-
-  /**
-   * Starts `delivery:<id>`. 'new': a fresh delivery; 'replace': a manual retry replaces a run still winding
-   * down after its delivery failed; 'recover': a run that exists is kept (a closed one may be followed).
-   */
-  const startRun = async (input: DeliveryInput, mode: 'new' | 'replace' | 'recover'): Promise<void> => {
-    const c = client();
-    try {
-      await c.withDeadline(Date.now() + callTimeoutMs, () =>
-        c.workflow.start<typeof deliveryWorkflow>(DELIVERY_WORKFLOW_TYPE, {
-          workflowId: deliveryWorkflowId(input.deliveryId),
-          taskQueue: deps.workflows!.taskQueue,
-          args: [input],
-          ...(mode === 'replace' ? { workflowIdConflictPolicy: 'TERMINATE_EXISTING' as const } : {}),
-          ...(mode === 'recover' ? { workflowIdConflictPolicy: 'USE_EXISTING' as const } : {}),
-        }),
-      );
-    } catch (cause) {
-      throw new ApiError('SERVICE_UNAVAILABLE', { message: 'The delivery could not be queued; retry later.', cause });
-    }
-  };
-
-  /** Tells the runs of deliveries the endpoint's disabling stopped to end now (their rows say failed). */
-  const tellStopped = async (deliveryIds: readonly string[]) => {
-    if (!deps.workflows || deliveryIds.length === 0) return;
-    const c = deps.workflows.client;
-    await Promise.all(
-      deliveryIds.map((id) =>
-        c.workflow
-          .getHandle(deliveryWorkflowId(id))
-          .signal(endpointDisabledSignal)
-          .catch(() => undefined),
-      ),
-    );
-  };
-
-  const requeue = async (row: DeliveryRow): Promise<Requeued> => {
-    const reopened = await store.reopenFailed(row.delivery_id);
-    if (!reopened) throw new ApiError('WEBHOOK_DELIVERY_NOT_FAILED');
-    const next = reopened.retry_count + 1;
-    try {
-      await startRun({ deliveryId: row.delivery_id, firstAttempt: next, lastAttempt: next }, 'replace');
-    } catch (err) {
-      await store.markFailed(row.delivery_id);
-      throw err;
-    }
-    return { deliveryId: row.delivery_id, url: row.url };
-  };
+  const engine = createDeliveryEngine({
+    store,
+    clock: deps.clock,
+    ...(deps.workflows ? { workflows: deps.workflows } : {}),
+    ...(deps.workflowCallTimeoutMs !== undefined ? { workflowCallTimeoutMs: deps.workflowCallTimeoutMs } : {}),
+    ...(deps.logger ? { logger: deps.logger } : {}),
+  });
+  const { requeue, tellStopped } = engine;
 
   const service: WebhookService = {
     async config(project) {
@@ -281,51 +192,8 @@ export function createWebhookService(deps: {
       return requeued;
     },
 
-    async deliver(event, ref, opts = {}) {
-      const endpoint = await store.findEndpoint(ref.applicationId, ref.kind);
-      if (!endpoint) return undefined;
-      if (opts.feedback === undefined) {
-        if (!endpoint.url) return undefined;
-        if (!opts.regardless && !endpoint.enabled) return undefined;
-        // a message webhook subscribes to event codes; a project's webhook_url gets every event sent to it
-        if (!opts.regardless && ref.kind === 'message' && !endpoint.events.includes(event.eventCode)) return undefined;
-      }
-      if (opts.deliveryId !== undefined) {
-        const saved = await store.findDelivery(opts.deliveryId);
-        if (saved) {
-          // no attempt yet: its run may never have started (a run that exists is kept)
-          if (saved.status === 'ready' && saved.retry_count === 0) {
-            await startRun({ deliveryId: saved.delivery_id, firstAttempt: 1, lastAttempt: saved.max_retry }, 'recover');
-          }
-          return saved;
-        }
-      }
-      const contentType = opts.feedback?.contentType ?? 'application/json';
-      const row = await store.createDelivery({
-        deliveryId: opts.deliveryId ?? newId(),
-        endpoint,
-        event: event.event,
-        eventCode: event.eventCode,
-        tags: event.tags,
-        body: encodeDeliveryBody(event.payload, contentType),
-        sendsWhenDisabled: opts.regardless === true,
-        createdAt: deps.clock(),
-        ...(opts.feedback ? { feedbackUrl: opts.feedback.url, contentType } : {}),
-      });
-      bindLogIds({ delivery_id: row.delivery_id });
-      try {
-        await startRun({ deliveryId: row.delivery_id, firstAttempt: 1, lastAttempt: row.max_retry }, 'new');
-      } catch (err) {
-        if (opts.keepIfNotStarted) {
-          // the event happened: the row waits for recoverOrphans (at the next worker start, or its sweep)
-          deps.logger?.warn({ delivery_id: row.delivery_id }, 'webhook delivery saved but not queued yet; it is recovered later');
-          return row;
-        }
-        // never queued: the delivery did not happen
-        await store.deleteDelivery(row.delivery_id);
-        throw err;
-      }
-      return row;
+    deliver(event, ref, opts) {
+      return engine.deliver(event, ref, opts);
     },
 
     deliverMessageEvent(applicationId, event) {
@@ -397,21 +265,8 @@ export function createWebhookService(deps: {
       return requeue(row);
     },
 
-    async recoverOrphans() {
-      const now = deps.clock().getTime();
-      const rows = await store.possiblyOrphaned(
-        new Date(now - ORPHAN_AFTER_MS),
-        new Date(now - STUCK_DOING_AFTER_MS),
-        MAX_ORPHANS_PER_SWEEP,
-      );
-      for (const row of rows) {
-        const next = row.retry_count + 1;
-        await startRun(
-          { deliveryId: row.delivery_id, firstAttempt: next, lastAttempt: Math.max(row.max_retry, next) },
-          'recover',
-        );
-      }
-      return rows.length;
+    recoverOrphans() {
+      return engine.recoverOrphans();
     },
   };
   return service;
