@@ -1,0 +1,200 @@
+// The workflows' own tests: paygate's real workflow bundle in a worker whose activities are stubs (plain async
+// functions recording their calls), on the project's engine (bin/temporal-devserver) in time-skipping mode,
+// payloads sealed by paygate's codec with a test keyring. No database, no Fastify, no sandbox PGs.
+// In the style of temporalio/samples-typescript hello-world/src/mocha/workflows-mocks.test.ts.
+import { randomUUID } from 'node:crypto';
+import { Context } from '@temporalio/activity';
+import type { Client, WorkflowHandle, WorkflowHandleWithFirstExecutionRunId, WorkflowStartOptions } from '@temporalio/client';
+import { ApplicationFailure, type Workflow } from '@temporalio/common';
+import { TestWorkflowEnvironment } from '@temporalio/testing';
+import { DefaultLogger, Runtime, Worker } from '@temporalio/worker';
+import { createKeyring, generateKeyringSpec, type Keyring, parseKeyringSpec } from '../../src/platform/security/keyring.js';
+import { paygateDataConverter } from '../../src/platform/temporal/data-converter.js';
+import { bounded, DEVSERVER_PATH, paygateWorkflowBundle } from './temporal.js';
+
+const SETUP_TIMEOUT_MS = 60_000;
+const SKIP_TIMEOUT_MS = 30_000;
+const CLOSE_TIMEOUT_MS = 15_000;
+
+// biome-ignore lint/suspicious/noExplicitAny: activity signatures differ; each stub keeps its own through StubbedActivities
+type AnyActivity = (...args: any[]) => Promise<unknown>;
+
+/** One call of a stub activity, as the worker ran it. */
+export interface ActivityCall {
+  readonly name: string;
+  /** the activity's (one) argument, decoded */
+  readonly input: unknown;
+  /** the attempt of this call (retries are calls too) */
+  readonly attempt: number;
+  readonly local: boolean;
+}
+
+/**
+ * Stub activities: `impl` says what each activity the test expects does; every call is recorded (before it runs,
+ * so a call that throws is recorded too). Only the names in `impl` are registered: a workflow that calls another
+ * activity fails its activity with a not-found error the test sees as a missing call.
+ */
+export class ActivityStubs<A extends object> {
+  readonly calls: ActivityCall[] = [];
+  readonly activities: Record<string, AnyActivity>;
+
+  constructor(impl: { [K in keyof A]?: A[K] }) {
+    this.activities = {};
+    for (const [name, fn] of Object.entries(impl) as [string, AnyActivity][]) {
+      this.activities[name] = async (...args: unknown[]) => {
+        const info = Context.current().info;
+        this.calls.push({ name, input: args[0], attempt: info.attempt, local: info.isLocal });
+        return fn(...args);
+      };
+    }
+  }
+
+  /** The inputs of `name`'s calls, in order. */
+  inputsOf<K extends keyof A & string>(name: K): A[K] extends (input: infer I, ...rest: never[]) => unknown ? I[] : never {
+    return this.calls.filter((c) => c.name === name).map((c) => c.input) as never;
+  }
+
+  /** The activities called, in order. */
+  names(): string[] {
+    return this.calls.map((c) => c.name);
+  }
+}
+
+/** What one test's worker lets it do: start workflows on its task queue. */
+export interface WorkerScope {
+  readonly taskQueue: string;
+  start<W extends Workflow>(
+    workflowType: string,
+    args: Parameters<W>,
+    workflowId?: string,
+  ): Promise<WorkflowHandleWithFirstExecutionRunId<W>>;
+}
+
+export interface WorkflowTestEnv {
+  readonly env: TestWorkflowEnvironment;
+  /** the time-skipping client (result() lets virtual time run), with paygate's data converter */
+  readonly client: Client;
+  readonly keyring: Keyring;
+  /** the engine's virtual time, in ms */
+  now(): Promise<number>;
+  /** lets virtual time run `ms` forward (timers due meanwhile fire, their workflow tasks and activities run) */
+  skipTime(ms: number): Promise<void>;
+  /**
+   * Runs `body` with a worker of its own (a fresh task queue) on paygate's workflow bundle and `stubs`' activities;
+   * workflows the body started and left running are terminated before the worker stops, so no later test's time
+   * skipping waits on a task nobody polls.
+   */
+  withWorker<T>(stubs: ActivityStubs<object>, body: (scope: WorkerScope) => Promise<T>): Promise<T>;
+  close(): Promise<void>;
+}
+
+let runtimeInstalled = false;
+function installQuietRuntime(): void {
+  if (runtimeInstalled) return;
+  runtimeInstalled = true;
+  try {
+    // activities failing on purpose are what these tests are about: the SDK's warnings about them are noise
+    Runtime.install({
+      logger: new DefaultLogger('ERROR'),
+      telemetryOptions: { logging: { filter: { core: 'ERROR', other: 'ERROR' } } },
+    });
+  } catch {
+    // another helper of this process installed it first
+  }
+}
+
+export async function startWorkflowTestEnv(): Promise<WorkflowTestEnv> {
+  installQuietRuntime();
+  const keyring = createKeyring(parseKeyringSpec(generateKeyringSpec('test')));
+  const dataConverter = paygateDataConverter(keyring);
+  // the bundle builds while the engine starts
+  const bundle = paygateWorkflowBundle();
+  const env = await bounded(
+    TestWorkflowEnvironment.createTimeSkipping({
+      server: { executable: { type: 'existing-path', path: DEVSERVER_PATH } },
+      client: { dataConverter },
+    }),
+    SETUP_TIMEOUT_MS,
+    'the time-skipping engine to start',
+  );
+  try {
+    const workflowBundle = await bounded(bundle, SETUP_TIMEOUT_MS, 'the workflow bundle');
+    const { client } = env;
+    return {
+      env,
+      client,
+      keyring,
+      now: () => env.currentTimeMs(),
+      async skipTime(ms) {
+        await bounded(env.sleep(ms), SKIP_TIMEOUT_MS, `skipping ${ms} ms of virtual time`);
+      },
+      async withWorker(stubs, body) {
+        const taskQueue = `workflow-test-${randomUUID()}`;
+        const worker = await bounded(
+          Worker.create({
+            connection: env.nativeConnection,
+            namespace: env.namespace ?? 'default',
+            taskQueue,
+            workflowBundle,
+            activities: stubs.activities,
+            dataConverter,
+            shutdownGraceTime: '1s',
+          }),
+          SETUP_TIMEOUT_MS,
+          'the worker to start',
+        );
+        const started: WorkflowHandle[] = [];
+        const scope: WorkerScope = {
+          taskQueue,
+          async start<W extends Workflow>(workflowType: string, args: Parameters<W>, workflowId = `wf-${randomUUID()}`) {
+            const options = { taskQueue, workflowId, args } as unknown as WorkflowStartOptions<W>;
+            const handle = await client.workflow.start<W>(workflowType, options);
+            started.push(handle);
+            return handle;
+          },
+        };
+        return worker.runUntil(async () => {
+          try {
+            return await body(scope);
+          } finally {
+            for (const handle of started) {
+              const { status } = await handle.describe();
+              if (status.name === 'RUNNING') await handle.terminate('the test ended');
+            }
+          }
+        });
+      },
+      async close() {
+        await bounded(env.teardown(), CLOSE_TIMEOUT_MS, 'the engine to stop').catch(() => undefined);
+      },
+    };
+  } catch (err) {
+    await bounded(env.teardown(), CLOSE_TIMEOUT_MS, 'the engine to stop').catch(() => undefined);
+    throw err;
+  }
+}
+
+/** The timers a run started, as durations in ms, from its history (exact: no clock reading involved). */
+export async function timerDurationsMs(handle: WorkflowHandle): Promise<number[]> {
+  const history = await handle.fetchHistory();
+  return (history.events ?? []).flatMap((e) => {
+    const d = e.timerStartedEventAttributes?.startToFireTimeout;
+    return d ? [Number(d.seconds ?? 0) * 1000 + Math.round((d.nanos ?? 0) / 1e6)] : [];
+  });
+}
+
+/**
+ * The ApplicationFailure an update or a workflow result was refused with (found in the error's cause chain); fails
+ * the test when `call` succeeds or fails otherwise.
+ */
+export async function refusal(call: Promise<unknown>): Promise<ApplicationFailure> {
+  try {
+    await call;
+  } catch (err) {
+    for (let cause: unknown = err; cause instanceof Error; cause = cause.cause) {
+      if (cause instanceof ApplicationFailure) return cause;
+    }
+    throw err;
+  }
+  throw new Error('expected a refusal, the call succeeded');
+}
