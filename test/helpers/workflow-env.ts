@@ -15,6 +15,7 @@ import { bounded, DEVSERVER_PATH, paygateWorkflowBundle } from './temporal.js';
 const SETUP_TIMEOUT_MS = 60_000;
 const SKIP_TIMEOUT_MS = 30_000;
 const CLOSE_TIMEOUT_MS = 15_000;
+const CALL_TIMEOUT_MS = 20_000;
 
 // biome-ignore lint/suspicious/noExplicitAny: activity signatures differ; each stub keeps its own through StubbedActivities
 type AnyActivity = (...args: any[]) => Promise<unknown>;
@@ -38,15 +39,31 @@ export class ActivityStubs<A extends object> {
   readonly calls: ActivityCall[] = [];
   readonly activities: Record<string, AnyActivity>;
 
+  private waiters: { readonly name: string; readonly count: number; readonly resolve: () => void }[] = [];
+
   constructor(impl: { [K in keyof A]?: A[K] }) {
     this.activities = {};
     for (const [name, fn] of Object.entries(impl) as [string, AnyActivity][]) {
       this.activities[name] = async (...args: unknown[]) => {
         const info = Context.current().info;
         this.calls.push({ name, input: args[0], attempt: info.attempt, local: info.isLocal });
+        const reached = this.waiters.filter((w) => this.countOf(w.name) >= w.count);
+        this.waiters = this.waiters.filter((w) => !reached.includes(w));
+        for (const w of reached) w.resolve();
         return fn(...args);
       };
     }
+  }
+
+  private countOf(name: string): number {
+    return this.calls.filter((c) => c.name === name).length;
+  }
+
+  /** Resolves once `name` has been called `count` times in all (what a signal set off has reached its activity). */
+  called(name: keyof A & string, count = 1): Promise<void> {
+    if (this.countOf(name) >= count) return Promise.resolve();
+    const reached = new Promise<void>((resolve) => this.waiters.push({ name, count, resolve }));
+    return bounded(reached, CALL_TIMEOUT_MS, `${count} call(s) of ${name}`);
   }
 
   /** The inputs of `name`'s calls, in order. */
