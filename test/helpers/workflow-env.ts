@@ -28,6 +28,8 @@ export interface ActivityCall {
   /** the attempt of this call (retries are calls too) */
   readonly attempt: number;
   readonly local: boolean;
+  /** the engine's (virtual) time this attempt was scheduled at */
+  readonly scheduledAtMs: number;
 }
 
 /**
@@ -46,7 +48,13 @@ export class ActivityStubs<A extends object> {
     for (const [name, fn] of Object.entries(impl) as [string, AnyActivity][]) {
       this.activities[name] = async (...args: unknown[]) => {
         const info = Context.current().info;
-        this.calls.push({ name, input: args[0], attempt: info.attempt, local: info.isLocal });
+        this.calls.push({
+          name,
+          input: args[0],
+          attempt: info.attempt,
+          local: info.isLocal,
+          scheduledAtMs: info.currentAttemptScheduledTimestampMs,
+        });
         const reached = this.waiters.filter((w) => this.countOf(w.name) >= w.count);
         this.waiters = this.waiters.filter((w) => !reached.includes(w));
         for (const w of reached) w.resolve();
