@@ -16,6 +16,7 @@ const SETUP_TIMEOUT_MS = 60_000;
 const SKIP_TIMEOUT_MS = 30_000;
 const CLOSE_TIMEOUT_MS = 15_000;
 const CALL_TIMEOUT_MS = 20_000;
+const BODY_TIMEOUT_MS = 40_000;
 
 // biome-ignore lint/suspicious/noExplicitAny: activity signatures differ; each stub keeps its own through StubbedActivities
 type AnyActivity = (...args: any[]) => Promise<unknown>;
@@ -164,6 +165,8 @@ export async function startWorkflowTestEnv(): Promise<WorkflowTestEnv> {
             activities: stubs.activities,
             dataConverter,
             shutdownGraceTime: '1s',
+            // a stub a failed test left waiting must not hold the worker (and the next test) forever
+            shutdownForceTime: '3s',
           }),
           SETUP_TIMEOUT_MS,
           'the worker to start',
@@ -178,16 +181,29 @@ export async function startWorkflowTestEnv(): Promise<WorkflowTestEnv> {
             return handle;
           },
         };
-        return worker.runUntil(async () => {
-          try {
-            return await body(scope);
-          } finally {
-            for (const handle of started) {
-              const { status } = await handle.describe();
-              if (status.name === 'RUNNING') await handle.terminate('the test ended');
+        // the body's own failure is what the test reports, not the worker's trouble stopping after it
+        let bodyFailure: { readonly error: unknown } | undefined;
+        try {
+          return await worker.runUntil(async () => {
+            try {
+              // under the test's own timeout, so a body stuck on a refused expectation still cleans up below
+              return await bounded(body(scope), BODY_TIMEOUT_MS, 'the test body');
+            } catch (error) {
+              bodyFailure = { error };
+              throw error;
+            } finally {
+              for (const handle of started) {
+                // best effort: a failure here must not hide the body's own
+                await handle
+                  .describe()
+                  .then(({ status }) => (status.name === 'RUNNING' ? handle.terminate('the test ended') : undefined))
+                  .catch(() => undefined);
+              }
             }
-          }
-        });
+          });
+        } catch (err) {
+          throw bodyFailure ? bodyFailure.error : err;
+        }
       },
       async close() {
         await bounded(env.teardown(), CLOSE_TIMEOUT_MS, 'the engine to stop').catch(() => undefined);
@@ -213,13 +229,14 @@ export async function timerDurationsMs(handle: WorkflowHandle): Promise<number[]
  * the test when `call` succeeds or fails otherwise.
  */
 export async function refusal(call: Promise<unknown>): Promise<ApplicationFailure> {
+  let value: unknown;
   try {
-    await call;
+    value = await call;
   } catch (err) {
     for (let cause: unknown = err; cause instanceof Error; cause = cause.cause) {
       if (cause instanceof ApplicationFailure) return cause;
     }
     throw err;
   }
-  throw new Error('expected a refusal, the call succeeded');
+  throw new Error(`expected a refusal, the call succeeded with ${JSON.stringify(value)}`);
 }
