@@ -4,13 +4,19 @@
 // In the style of temporalio/samples-typescript hello-world/src/mocha/workflows-mocks.test.ts.
 import { randomUUID } from 'node:crypto';
 import { Context } from '@temporalio/activity';
-import type { Client, WorkflowHandle, WorkflowHandleWithFirstExecutionRunId, WorkflowStartOptions } from '@temporalio/client';
+import {
+  type Client,
+  Client as TemporalClient,
+  type WorkflowHandle,
+  type WorkflowHandleWithFirstExecutionRunId,
+  type WorkflowStartOptions,
+} from '@temporalio/client';
 import { ApplicationFailure, type Workflow } from '@temporalio/common';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { DefaultLogger, Runtime, Worker } from '@temporalio/worker';
 import { createKeyring, generateKeyringSpec, type Keyring, parseKeyringSpec } from '../../src/platform/security/keyring.js';
 import { paygateDataConverter } from '../../src/platform/temporal/data-converter.js';
-import { bounded, DEVSERVER_PATH, paygateWorkflowBundle } from './temporal.js';
+import { bounded, DEVSERVER_PATH, type HistoryEvent, paygateWorkflowBundle } from './temporal.js';
 
 const SETUP_TIMEOUT_MS = 60_000;
 const SKIP_TIMEOUT_MS = 30_000;
@@ -18,7 +24,7 @@ const CLOSE_TIMEOUT_MS = 15_000;
 const CALL_TIMEOUT_MS = 20_000;
 const BODY_TIMEOUT_MS = 40_000;
 
-// biome-ignore lint/suspicious/noExplicitAny: activity signatures differ; each stub keeps its own through StubbedActivities
+// biome-ignore lint/suspicious/noExplicitAny: activity signatures differ; ActivityStubs' type parameter keeps each one's
 type AnyActivity = (...args: any[]) => Promise<unknown>;
 
 /** One call of a stub activity, as the worker ran it. */
@@ -35,8 +41,8 @@ export interface ActivityCall {
 
 /**
  * Stub activities: `impl` says what each activity the test expects does; every call is recorded (before it runs,
- * so a call that throws is recorded too). Only the names in `impl` are registered: a workflow that calls another
- * activity fails its activity with a not-found error the test sees as a missing call.
+ * so a call that throws is recorded too). Only the names in `impl` are registered: an activity the workflow calls
+ * beyond them fails as not registered (retried as the workflow's policy says), so the test sees a missing call.
  */
 export class ActivityStubs<A extends object> {
   readonly calls: ActivityCall[] = [];
@@ -105,6 +111,8 @@ export interface WorkflowTestEnv {
   now(): Promise<number>;
   /** lets virtual time run `ms` forward (timers due meanwhile fire, their workflow tasks and activities run) */
   skipTime(ms: number): Promise<void>;
+  /** a run's history as the engine stores it: fetched without the codec, payloads still sealed */
+  rawHistory(workflowId: string): Promise<HistoryEvent[]>;
   /**
    * Runs `body` with a worker of its own (a fresh task queue) on paygate's workflow bundle and `stubs`' activities;
    * workflows the body started and left running are terminated before the worker stops, so no later test's time
@@ -153,6 +161,10 @@ export async function startWorkflowTestEnv(): Promise<WorkflowTestEnv> {
       now: () => env.currentTimeMs(),
       async skipTime(ms) {
         await bounded(env.sleep(ms), SKIP_TIMEOUT_MS, `skipping ${ms} ms of virtual time`);
+      },
+      async rawHistory(workflowId) {
+        const raw = new TemporalClient({ connection: env.connection, namespace: env.namespace ?? 'default' });
+        return (await raw.workflow.getHandle(workflowId).fetchHistory()).events ?? [];
       },
       async withWorker(stubs, body) {
         const taskQueue = `workflow-test-${randomUUID()}`;

@@ -128,6 +128,26 @@ describe('verification workflow (stub activities)', () => {
     });
   });
 
+  it("runs on paygate's codec: the stored history holds the person, the OTP and the tid only sealed", async () => {
+    const stubs = happyStubs();
+    await t.withWorker(stubs, async (scope) => {
+      const args = await input();
+      const handle = await start(scope, args);
+      await handle.executeUpdate(otpSentUpdate);
+      await handle.executeUpdate(confirmOtpUpdate, { args: [{ ...proof(), otp: '482913' }] });
+      const events = await t.rawHistory(handle.workflowId);
+      // every byte string as text: an unsealed payload would show its JSON here
+      const stored = JSON.stringify(events, (_key, v: unknown) =>
+        v instanceof Uint8Array ? Buffer.from(v).toString('latin1') : v,
+      );
+      for (const secret of [PERSON.identityNo, PERSON.phone, PERSON.name, '482913', TID]) expect(stored).not.toContain(secret);
+      const sealed = events[0]?.workflowExecutionStartedEventAttributes?.input?.payloads?.[0];
+      expect(Buffer.from(sealed?.metadata?.encoding ?? []).toString()).toBe('binary/encrypted');
+      // and the stubs got everything in the clear, through the same data converter
+      expect(stubs.inputsOf('sendVerificationOtp')[0]?.person).toEqual(PERSON);
+    });
+  });
+
   it('confirmed at 29 minutes: the lookup window runs from authenticated_at (not requested_at), then the purge', async () => {
     // the PG's confirm answer says it authenticated 3 minutes before the workflow hears of it
     const stubs = happyStubs({
