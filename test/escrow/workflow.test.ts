@@ -1,0 +1,394 @@
+// The escrow workflow's state machine with stub activities (no database, no PG, no API): shipping start (and its
+// refusals and cap), the buyer's confirm / rejection / approval (the refund) / hold from PG notifications,
+// duplicates and events that do not fit, and the reconcile timer whose wait doubles while the PG has nothing new.
+// Virtual time on the project's engine; payloads sealed by paygate's codec.
+import { randomUUID } from 'node:crypto';
+import { ApplicationFailure } from '@temporalio/common';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { EscrowActivities } from '../../src/activities/escrow.js';
+import {
+  ESCROW_WORKFLOW_TYPE,
+  type EscrowInput,
+  type EscrowTransition,
+  escrowStatusQuery,
+  escrowWorkflowId,
+  MAX_SHIPPING_ATTEMPTS,
+  type PgNotification,
+  pgNotificationSignal,
+  type ShippingStartArgs,
+  shippingStartUpdate,
+} from '../../src/escrow/contract.js';
+import type { ResolvedShipment } from '../../src/escrow/rules.js';
+import { type BuyerEvent, EscrowStatus } from '../../src/escrow/status.js';
+import { GATEWAY_DECLINED, type GatewayDeclinedDetails } from '../../src/gateways/declined.js';
+import { UPDATE_NOT_AUTHORIZED } from '../../src/verification/contract.js';
+import type { escrowWorkflow } from '../../src/workflows/escrow.js';
+import {
+  ActivityStubs,
+  refusal,
+  startWorkflowTestEnv,
+  timerDurationsMs,
+  type WorkerScope,
+  type WorkflowTestEnv,
+} from '../helpers/workflow-env.js';
+
+const HOUR = 60 * 60 * 1000;
+const SHIPMENT: ResolvedShipment = {
+  trackingNumber: '1234567890',
+  deliveryCorp: 'CJ',
+  recipient: { name: '김구매', phone: '01011112222', address: '서울시 중구', zipcode: '04524' },
+  sender: { name: '판매상점', phone: '0212345678', zipcode: '06236', addr1: '서울시 강남구', addr2: '1층' },
+};
+const CONFIRM_URL = 'https://escrow.example/confirm/1';
+
+type Stubs = ActivityStubs<EscrowActivities>;
+type RecordInput = Parameters<EscrowActivities['recordEscrowEvent']>[0];
+
+const shipping = (shipment: ResolvedShipment = SHIPMENT): ShippingStartArgs => ({ nonce: randomUUID(), shipment });
+const declined = (pgErrorCode: string, pgMessage: string) =>
+  ApplicationFailure.create({
+    type: GATEWAY_DECLINED,
+    message: pgMessage,
+    nonRetryable: true,
+    details: [{ pgErrorCode, pgMessage } satisfies GatewayDeclinedDetails],
+  });
+
+/** The recorded events as (event, source, from -> to, note) rows: what the order's history would show. */
+const rows = (stubs: Stubs) =>
+  stubs
+    .inputsOf('recordEscrowEvent')
+    .map(({ transition: e }: RecordInput) => [e.seq, e.event, e.source, e.fromStatus, e.toStatus ?? null, e.note ?? null]);
+
+describe('escrow workflow (stub activities)', () => {
+  let t: WorkflowTestEnv;
+  beforeAll(async () => {
+    t = await startWorkflowTestEnv();
+  });
+  afterAll(async () => {
+    await t?.close();
+  });
+
+  const input = (overrides: Partial<EscrowInput> = {}): EscrowInput => ({
+    receiptId: `rcpt-${randomUUID()}`,
+    applicationId: 'app-1',
+    pg: 'sandbox_escrow_a',
+    gatewayTid: 'pg-tid-1',
+    reconcileAfterHours: 2,
+    ...overrides,
+  });
+
+  const stubsWith = (overrides: Partial<EscrowActivities> = {}): Stubs =>
+    new ActivityStubs<EscrowActivities>({
+      startEscrowShipping: async () => ({ confirmUrl: CONFIRM_URL }),
+      recordEscrowEvent: async () => ({}),
+      refundEscrowPayment: async () => ({ refunded: true }),
+      inquireEscrowStatus: async () => EscrowStatus.ShippingStarted,
+      ...overrides,
+    });
+
+  const start = (scope: WorkerScope, args: EscrowInput) =>
+    scope.start<typeof escrowWorkflow>(ESCROW_WORKFLOW_TYPE, [args], escrowWorkflowId(args.receiptId));
+
+  let notifications = 0;
+  const notification = (event: BuyerEvent, extra: Partial<PgNotification> = {}): PgNotification => ({
+    notificationId: `noti-${++notifications}`,
+    event,
+    occurredAt: '2030-01-02T03:04:05.000Z',
+    ...extra,
+  });
+
+  it('shipping start moves 0 -> 3 with the tracking and the confirm URL; the buyer confirms (3 -> 1) and the run ends', async () => {
+    const stubs = stubsWith();
+    await t.withWorker(stubs, async (scope) => {
+      const args = input();
+      const handle = await start(scope, args);
+      expect(await handle.query(escrowStatusQuery)).toBe(EscrowStatus.Waiting);
+      const started = await handle.executeUpdate(shippingStartUpdate, { args: [shipping()] });
+      expect(started).toEqual({ shippingStartedAt: expect.any(String) });
+      expect(await handle.query(escrowStatusQuery)).toBe(EscrowStatus.ShippingStarted);
+      expect(stubs.inputsOf('startEscrowShipping')).toEqual([
+        { receiptId: args.receiptId, attempt: 1, pg: 'sandbox_escrow_a', gatewayTid: 'pg-tid-1', shipment: SHIPMENT },
+      ]);
+      expect(stubs.inputsOf('recordEscrowEvent')).toEqual([
+        {
+          transition: {
+            receiptId: args.receiptId,
+            seq: 1,
+            event: 'shipping_started',
+            source: 'api',
+            fromStatus: EscrowStatus.Waiting,
+            toStatus: EscrowStatus.ShippingStarted,
+            occurredAt: started.shippingStartedAt,
+            confirmUrl: CONFIRM_URL,
+          } satisfies EscrowTransition,
+          tracking: { trackingNumber: '1234567890', deliveryCorp: 'CJ' },
+        },
+      ]);
+      // a second shipping start is refused by the validator
+      expect((await refusal(handle.executeUpdate(shippingStartUpdate, { args: [shipping()] }))).type).toBe('RC_ESCROW_NOT_READY');
+
+      const confirmed = notification('purchase_confirmed');
+      await handle.signal(pgNotificationSignal, confirmed);
+      await handle.result();
+      expect(stubs.inputsOf('recordEscrowEvent')[1]).toEqual({
+        transition: {
+          receiptId: args.receiptId,
+          seq: 2,
+          event: 'purchase_confirmed',
+          source: 'pg_notification',
+          fromStatus: EscrowStatus.ShippingStarted,
+          toStatus: EscrowStatus.PurchaseConfirmed,
+          occurredAt: confirmed.occurredAt,
+          notificationId: confirmed.notificationId,
+        },
+      });
+      expect(stubs.names()).toEqual(['startEscrowShipping', 'recordEscrowEvent', 'recordEscrowEvent']);
+      expect(stubs.names()).not.toContain('refundEscrowPayment');
+    });
+  });
+
+  it('a shipping start the PG refuses leaves the order waiting; a corrected one (its own attempt key) starts it', async () => {
+    let starts = 0;
+    const stubs = stubsWith({
+      startEscrowShipping: async () => {
+        if (++starts === 1) throw declined('E101', 'unknown courier');
+        return {};
+      },
+    });
+    await t.withWorker(stubs, async (scope) => {
+      const handle = await start(scope, input());
+      const refused = await refusal(handle.executeUpdate(shippingStartUpdate, { args: [shipping()] }));
+      expect(refused.type).toBe('RC_ESCROW_SHIPPING_START_FAILED');
+      expect(refused.message).toBe('unknown courier');
+      expect(refused.details?.[0]).toEqual({ pgErrorCode: 'E101' });
+      expect(await handle.query(escrowStatusQuery)).toBe(EscrowStatus.Waiting);
+      expect(stubs.names()).toEqual(['startEscrowShipping']);
+
+      const corrected = { ...SHIPMENT, deliveryCorp: 'HANJIN' };
+      await handle.executeUpdate(shippingStartUpdate, { args: [shipping(corrected)] });
+      expect(stubs.inputsOf('startEscrowShipping').map((s) => [s.attempt, s.shipment.deliveryCorp])).toEqual([
+        [1, 'CJ'],
+        [2, 'HANJIN'],
+      ]);
+      // no confirm URL from this PG: none recorded
+      expect(stubs.inputsOf('recordEscrowEvent')[0]?.transition).not.toHaveProperty('confirmUrl');
+      expect(await handle.query(escrowStatusQuery)).toBe(EscrowStatus.ShippingStarted);
+    });
+  });
+
+  it('an unreachable PG fails the shipping start after its retries, without a PG code', async () => {
+    const stubs = stubsWith({
+      startEscrowShipping: async () => {
+        throw new Error('connect ECONNREFUSED');
+      },
+    });
+    await t.withWorker(stubs, async (scope) => {
+      const handle = await start(scope, input());
+      const [refused] = await Promise.all([
+        refusal(handle.executeUpdate(shippingStartUpdate, { args: [shipping()] })),
+        t.skipTime(10_000),
+      ]);
+      expect(refused.type).toBe('RC_ESCROW_SHIPPING_START_FAILED');
+      expect(refused.message).toBe('the escrow PG could not be reached');
+      expect(refused.details?.[0]).toEqual({});
+      expect(stubs.calls.map((c) => c.attempt)).toEqual([1, 2, 3]);
+      expect(await handle.query(escrowStatusQuery)).toBe(EscrowStatus.Waiting);
+    });
+  });
+
+  it(`at most ${MAX_SHIPPING_ATTEMPTS} shipping starts reach the PG; the next, and one without a fresh proof, are refused untried`, async () => {
+    const stubs = stubsWith({
+      startEscrowShipping: async () => {
+        throw declined('E102', 'invalid tracking number');
+      },
+    });
+    await t.withWorker(stubs, async (scope) => {
+      const handle = await start(scope, input());
+      const noProof = await refusal(
+        handle.executeUpdate(shippingStartUpdate, { args: [{ nonce: 'short', shipment: SHIPMENT }] }),
+      );
+      expect(noProof.type).toBe(UPDATE_NOT_AUTHORIZED);
+      const reused = shipping();
+      for (let i = 0; i < MAX_SHIPPING_ATTEMPTS; i++) {
+        const refused = await refusal(handle.executeUpdate(shippingStartUpdate, { args: [i === 0 ? reused : shipping()] }));
+        expect(refused.details?.[0]).toEqual({ pgErrorCode: 'E102' });
+      }
+      expect((await refusal(handle.executeUpdate(shippingStartUpdate, { args: [reused] }))).type).toBe(UPDATE_NOT_AUTHORIZED);
+      const capped = await refusal(handle.executeUpdate(shippingStartUpdate, { args: [shipping()] }));
+      expect(capped.type).toBe('RC_ESCROW_SHIPPING_START_FAILED');
+      expect(capped.message).toContain(`At most ${MAX_SHIPPING_ATTEMPTS} shipping starts`);
+      expect(stubs.inputsOf('startEscrowShipping').map((s) => s.attempt)).toEqual(
+        Array.from({ length: MAX_SHIPPING_ATTEMPTS }, (_, i) => i + 1),
+      );
+    });
+  });
+
+  it('rejection (3 -> -2), then approval: the payment is refunded (retried until it is) before -3 is recorded', async () => {
+    let refunds = 0;
+    const stubs = stubsWith({
+      refundEscrowPayment: async () => {
+        if (++refunds === 1) throw new Error('database unavailable');
+        return { refunded: true };
+      },
+    });
+    await t.withWorker(stubs, async (scope) => {
+      const args = input();
+      const handle = await start(scope, args);
+      await handle.executeUpdate(shippingStartUpdate, { args: [shipping()] });
+      await handle.signal(pgNotificationSignal, notification('purchase_rejected'));
+      await stubs.called('recordEscrowEvent', 2);
+      await handle.signal(pgNotificationSignal, notification('rejection_approved'));
+      await handle.result();
+      expect(stubs.names()).toEqual([
+        'startEscrowShipping',
+        'recordEscrowEvent',
+        'recordEscrowEvent',
+        'refundEscrowPayment',
+        'refundEscrowPayment',
+        'recordEscrowEvent',
+      ]);
+      expect(stubs.inputsOf('refundEscrowPayment')).toEqual([
+        { receiptId: args.receiptId, applicationId: 'app-1' },
+        { receiptId: args.receiptId, applicationId: 'app-1' },
+      ]);
+      expect(rows(stubs)).toEqual([
+        [1, 'shipping_started', 'api', 0, 3, null],
+        [2, 'purchase_rejected', 'pg_notification', 3, -2, null],
+        [3, 'rejection_approved', 'pg_notification', -2, -3, null],
+      ]);
+    });
+  });
+
+  it('a rejection approval whose payment the merchant had refunded already is recorded with a note', async () => {
+    const stubs = stubsWith({ refundEscrowPayment: async () => ({ refunded: false }) });
+    await t.withWorker(stubs, async (scope) => {
+      const handle = await start(scope, input());
+      await handle.executeUpdate(shippingStartUpdate, { args: [shipping()] });
+      await handle.signal(pgNotificationSignal, notification('purchase_rejected'));
+      await handle.signal(pgNotificationSignal, notification('rejection_approved'));
+      await handle.result();
+      expect(rows(stubs).at(-1)).toEqual([
+        3,
+        'rejection_approved',
+        'pg_notification',
+        -2,
+        -3,
+        'the payment was already refunded in full',
+      ]);
+    });
+  });
+
+  it('notifications that do not fit, and redeliveries, are recorded and ignored; settlement held from -2 ends the order', async () => {
+    const stubs = stubsWith();
+    await t.withWorker(stubs, async (scope) => {
+      const handle = await start(scope, input());
+      // before shipping: nothing fits
+      await handle.signal(pgNotificationSignal, notification('purchase_confirmed'));
+      await stubs.called('recordEscrowEvent', 1);
+      expect(await handle.query(escrowStatusQuery)).toBe(EscrowStatus.Waiting);
+      await handle.executeUpdate(shippingStartUpdate, { args: [shipping()] });
+
+      const rejected = notification('purchase_rejected');
+      await handle.signal(pgNotificationSignal, rejected);
+      await handle.signal(pgNotificationSignal, rejected);
+      // the service saw the id in the order's events already
+      await handle.signal(pgNotificationSignal, notification('purchase_confirmed', { recorded: true }));
+      await handle.signal(pgNotificationSignal, notification('purchase_confirmed'));
+      await handle.signal(pgNotificationSignal, notification('settlement_held'));
+      await handle.result();
+      expect(rows(stubs)).toEqual([
+        [1, 'purchase_confirmed', 'pg_notification', 0, null, 'does not fit escrow status 0'],
+        [2, 'shipping_started', 'api', 0, 3, null],
+        [3, 'purchase_rejected', 'pg_notification', 3, -2, null],
+        [4, 'purchase_rejected', 'pg_notification', -2, null, 'duplicate notification'],
+        [5, 'purchase_confirmed', 'pg_notification', -2, null, 'duplicate notification'],
+        [6, 'purchase_confirmed', 'pg_notification', -2, null, 'does not fit escrow status -2'],
+        [7, 'settlement_held', 'pg_notification', -2, -1, null],
+      ]);
+      expect(await handle.query(escrowStatusQuery)).toBe(EscrowStatus.SettlementHeld);
+      expect(stubs.names()).not.toContain('refundEscrowPayment');
+      expect(stubs.names()).not.toContain('inquireEscrowStatus');
+    });
+  });
+
+  it('waiting for shipping runs no reconcile timer: days pass without asking the PG', async () => {
+    const stubs = stubsWith();
+    await t.withWorker(stubs, async (scope) => {
+      const handle = await start(scope, input());
+      await t.skipTime(30 * 24 * HOUR);
+      expect(stubs.names()).toEqual([]);
+      expect(await timerDurationsMs(handle)).toEqual([]);
+    });
+  });
+
+  it('silent for the reconcile hours, the PG is asked; its wait doubles while nothing is new (capped at 8x), then it applies what it learns', async () => {
+    let inquiries = 0;
+    const stubs = stubsWith({
+      inquireEscrowStatus: async () => {
+        inquiries++;
+        // the fifth inquiry finds the PG unreachable on every retry: as good as nothing new
+        if (inquiries >= 5 && inquiries <= 7) throw new Error('connect ECONNREFUSED');
+        return inquiries < 8 ? EscrowStatus.ShippingStarted : EscrowStatus.PurchaseConfirmed;
+      },
+    });
+    await t.withWorker(stubs, async (scope) => {
+      const args = input({ reconcileAfterHours: 2 });
+      const handle = await start(scope, args);
+      await handle.executeUpdate(shippingStartUpdate, { args: [shipping()] });
+      const shippedAt = await t.now();
+      await t.skipTime(2 * HOUR - 60_000);
+      expect(stubs.names()).not.toContain('inquireEscrowStatus');
+      await handle.result();
+      expect(await timerDurationsMs(handle)).toEqual([2, 4, 8, 16, 16, 16].map((h) => h * HOUR));
+      expect(stubs.inputsOf('inquireEscrowStatus')[0]).toEqual({ pg: 'sandbox_escrow_a', gatewayTid: 'pg-tid-1' });
+      expect(stubs.calls.filter((c) => c.name === 'inquireEscrowStatus').map((c) => c.attempt)).toEqual([1, 1, 1, 1, 1, 2, 3, 1]);
+      expect(rows(stubs)).toEqual([
+        [1, 'shipping_started', 'api', 0, 3, null],
+        [2, 'purchase_confirmed', 'reconcile', 3, 1, null],
+      ]);
+      // 62 hours of timers and a few seconds of retries
+      expect((await t.now()) - shippedAt).toBeGreaterThanOrEqual(62 * HOUR);
+      expect((await t.now()) - shippedAt).toBeLessThan(63 * HOUR);
+    });
+  });
+
+  it('a notification resets the doubled wait to the reconcile hours', async () => {
+    const stubs = stubsWith();
+    await t.withWorker(stubs, async (scope) => {
+      const handle = await start(scope, input({ reconcileAfterHours: 3 }));
+      await handle.executeUpdate(shippingStartUpdate, { args: [shipping()] });
+      await t.skipTime(3 * HOUR + 6 * HOUR + HOUR);
+      expect(stubs.names().filter((n) => n === 'inquireEscrowStatus')).toHaveLength(2);
+      // a notification that does not fit 3 (nothing changes) still shows the PG is talking
+      await handle.signal(pgNotificationSignal, notification('rejection_approved'));
+      await stubs.called('recordEscrowEvent', 2);
+      await t.skipTime(3 * HOUR + 60_000);
+      expect(stubs.names().filter((n) => n === 'inquireEscrowStatus')).toHaveLength(3);
+      // 3 h, 6 h, 12 h (interrupted by the notification), 3 h, then 6 h again
+      expect(await timerDurationsMs(handle)).toEqual([3, 6, 12, 3, 6].map((h) => h * HOUR));
+    });
+  });
+
+  it('a reconcile that finds the order refunded at the PG walks through -2 to -3 and refunds', async () => {
+    const stubs = stubsWith({ inquireEscrowStatus: async () => EscrowStatus.RejectionApproved });
+    await t.withWorker(stubs, async (scope) => {
+      const handle = await start(scope, input({ reconcileAfterHours: 1 }));
+      await handle.executeUpdate(shippingStartUpdate, { args: [shipping()] });
+      await handle.result();
+      expect(stubs.names()).toEqual([
+        'startEscrowShipping',
+        'recordEscrowEvent',
+        'inquireEscrowStatus',
+        'recordEscrowEvent',
+        'refundEscrowPayment',
+        'recordEscrowEvent',
+      ]);
+      expect(rows(stubs)).toEqual([
+        [1, 'shipping_started', 'api', 0, 3, null],
+        [2, 'purchase_rejected', 'reconcile', 3, -2, null],
+        [3, 'rejection_approved', 'reconcile', -2, -3, null],
+      ]);
+      expect(await timerDurationsMs(handle)).toEqual([HOUR]);
+    });
+  });
+});
