@@ -263,6 +263,28 @@ export function createCoreServices(
   });
 }
 
+/**
+ * The admin CLI's --direct mode: the configured keyring and database, and the services over them. No gateways
+ * (only the names of `knownPgs`, which projects may be given) and no workflow engine: the webhook service only
+ * stores URLs and secrets for the project service.
+ */
+export async function openDirectServices(
+  config: Config,
+  knownPgs: readonly string[],
+): Promise<{ readonly services: Services; close(): Promise<void> }> {
+  const { keyring } = await loadKeyring(config);
+  const database = await openConfiguredDatabase(config);
+  return {
+    services: createServices({
+      stores: createStores(database.db, keyring),
+      gateways: { get: () => undefined, names: knownPgs },
+      clock: () => new Date(),
+      sandbox: config.sandbox,
+    }),
+    close: () => database.close(),
+  };
+}
+
 /** The client the API uses to start and drive workflows, with paygate's payload codec. */
 export function connectTemporal(core: Core, address: string): Promise<TemporalClient> {
   return connectTemporalClient({
