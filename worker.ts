@@ -5,7 +5,14 @@ import { readConfigOrExit } from './src/platform/config/index.js';
 import { createLogger } from './src/platform/logger.js';
 import { startMetricsListener } from './src/platform/observability/metrics-listener.js';
 import { installTemporalLogger } from './src/platform/temporal/runtime.js';
-import { announceAdminToken, connectTemporal, createWorker, openCore, startDeliveryRecovery } from './src/composition/index.js';
+import {
+  announceAdminToken,
+  connectTemporal,
+  createCoreServices,
+  createWorker,
+  openCore,
+  startDeliveryRecovery,
+} from './src/composition/index.js';
 
 const config = readConfigOrExit();
 const logger = createLogger({ level: config.logLevel, format: config.logFormat }).child({ component: 'worker' });
@@ -25,10 +32,12 @@ if (config.workerMetrics) {
   metricsListener = await startMetricsListener({ ...config.workerMetrics, adminToken: config.adminToken, metrics: core.metrics });
   logger.info({ address: metricsListener.address }, 'worker metrics listening (GET /metrics, admin token)');
 }
-const worker = await createWorker(core, config.temporalAddress);
-// deliveries an API process saved but did not get to start (it died in between) get their runs here
+// the client first: it is the workflow runtime of the services the activities call, built once, before the worker
 const temporal = await connectTemporal(core, config.temporalAddress);
-const stopRecovery = startDeliveryRecovery(core, temporal, logger);
+const services = createCoreServices(core, temporal, logger);
+const worker = await createWorker(core, services, config.temporalAddress);
+// deliveries an API process saved but did not get to start (it died in between) get their runs here
+const stopRecovery = startDeliveryRecovery(core, services, logger);
 
 closeWithGrace({ delay: 30_000 }, async ({ signal, err }) => {
   if (err) logger.error({ err }, 'worker shutting down after a fatal error');

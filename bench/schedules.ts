@@ -35,7 +35,13 @@ import { dropSchema, openDatabase } from '../src/platform/db/db.js';
 import { createStores } from '../src/composition/stores.js';
 import { startEmbeddedEngine } from '../src/platform/temporal/embedded-engine.js';
 import { createSandboxClock } from '../src/platform/temporal/sandbox-clock.js';
-import { connectTemporal, type Core, createWorker, startConfiguredGateways } from '../src/composition/index.js';
+import {
+  connectTemporal,
+  type Core,
+  createCoreServices,
+  createWorker,
+  startConfiguredGateways,
+} from '../src/composition/index.js';
 import { cpuMs, memoryOf } from './proc-stats.js';
 
 const { values } = parseArgs({
@@ -117,7 +123,8 @@ try {
   closers.push(() => clock.close());
   const temporal = await connectTemporal(core, engine.address);
   closers.push(() => temporal.close());
-  const worker = await createWorker(core, engine.address, { sandboxClock: clock });
+  const services = createCoreServices(core, temporal, logger, { clock: clock.now });
+  const worker = await createWorker(core, services, engine.address, { sandboxClock: clock });
   closers.push(() => bounded(worker.shutdown(), 30_000));
   const running = worker.run();
   running.catch((err: unknown) => logger.fatal({ err }, 'the Temporal worker stopped'));
@@ -125,6 +132,7 @@ try {
     core,
     logger,
     temporal,
+    services,
     readiness: { worker: () => worker.worker.getState() === 'RUNNING' },
     sandboxClock: clock,
   });

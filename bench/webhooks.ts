@@ -177,7 +177,7 @@ const worker = await createPaygateWorker({
   namespace: 'default',
   taskQueue,
   keyring,
-  activities: createActivities({ stores, gateways: { get: () => undefined, names: [] }, webhooks: { sandbox: true } }),
+  activities: createActivities({ stores, services, gateways: { get: () => undefined, names: [] }, webhooks: { sandbox: true } }),
 });
 const running = worker.run();
 const ok = await receiver(200);

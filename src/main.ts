@@ -8,7 +8,14 @@ import { createLogger } from './platform/logger.js';
 import { startEmbeddedEngine, type EmbeddedEngine } from './platform/temporal/embedded-engine.js';
 import { createSandboxClock, type SandboxClock } from './platform/temporal/sandbox-clock.js';
 import { installTemporalLogger } from './platform/temporal/runtime.js';
-import { announceAdminToken, connectTemporal, createWorker, openCore, startDeliveryRecovery } from './composition/index.js';
+import {
+  announceAdminToken,
+  connectTemporal,
+  createCoreServices,
+  createWorker,
+  openCore,
+  startDeliveryRecovery,
+} from './composition/index.js';
 
 const config = readConfigOrExit();
 const logger = createLogger({ level: config.logLevel, format: config.logFormat });
@@ -51,21 +58,24 @@ try {
 
   const temporal = await connectTemporal(core, temporalAddress);
   closers.push(() => temporal.close());
+  // built once for the API, the worker's activities and the sweeps: over the client, before the worker
+  const services = createCoreServices(core, temporal, logger, clock ? { clock: clock.now } : {});
 
-  const worker = await createWorker(core, temporalAddress, clock ? { sandboxClock: clock } : {});
+  const worker = await createWorker(core, services, temporalAddress, clock ? { sandboxClock: clock } : {});
   closers.push(() => worker.shutdown());
   worker.run().catch((err: unknown) => {
     logger.fatal({ err }, 'the Temporal worker stopped');
     process.kill(process.pid, 'SIGTERM');
   });
   // the sweep judges call windows by the clock the services wrote them with (the sandbox clock when it runs)
-  const stopRecovery = startDeliveryRecovery(core, temporal, logger, sandboxClock ? { clock: sandboxClock.now } : {});
+  const stopRecovery = startDeliveryRecovery(core, services, logger, sandboxClock ? { clock: sandboxClock.now } : {});
   closers.push(async () => stopRecovery());
 
   const app = await buildConfiguredApp({
     core,
     logger,
     temporal,
+    services,
     readiness: { worker: () => worker.worker.getState() === 'RUNNING' },
     ...(clock ? { sandboxClock: clock } : {}),
   });

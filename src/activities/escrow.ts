@@ -10,19 +10,21 @@ import { escrowWebhookPayload, renderEscrowData, type ResolvedShipment } from '.
 import { ApiError } from '../platform/errors.js';
 import { PROJECT_EVENTS } from '../webhooks/rules.js';
 import type { EscrowGateway, GatewayRegistry } from '../gateways/types.js';
-import { createCancelService } from '../payments/cancels.js';
+import type { CancelService } from '../payments/cancels.js';
 import type { OperationLog } from '../platform/operation-log.js';
 import { receiptResponse } from '../payments/receipts.js';
-import { createWebhookService } from '../webhooks/service.js';
+import type { WebhookService } from '../webhooks/service.js';
 import type { Stores } from '../composition/stores.js';
 import { toProject } from '../projects/store.js';
 import { callGateway } from './failures.js';
 
 export interface EscrowActivityDeps {
-  readonly stores: Pick<Stores, 'escrow' | 'receipts' | 'projects' | 'webhooks'>;
+  readonly stores: Pick<Stores, 'escrow' | 'receipts' | 'projects'>;
   readonly gateways: GatewayRegistry;
-  /** sandbox mode (the webhook URL rules of deliveries) */
-  readonly sandbox: boolean;
+  /** the rejection approval's refund: the worker's cancel service (Temporal retries it; no reconcile hand-over) */
+  readonly cancels: Pick<CancelService, 'cancel'>;
+  /** the ESCROW_STATUS_CHANGED delivery to the project's webhook_url */
+  readonly webhooks: Pick<WebhookService, 'deliverToProject'>;
   readonly clock?: () => Date;
 }
 
@@ -37,7 +39,7 @@ export function escrowDeliveryId(receiptId: string, seq: number): string {
 
 export function createEscrowActivities(deps: EscrowActivityDeps) {
   const clock = deps.clock ?? (() => new Date());
-  const { stores } = deps;
+  const { stores, cancels, webhooks } = deps;
   const escrowGateway = (pg: string): EscrowGateway => {
     const escrow = deps.gateways.get(pg)?.escrow;
     if (!escrow) throw ApplicationFailure.nonRetryable(`PG '${pg}' has no escrow`, 'GatewayNotConfigured');
@@ -73,7 +75,6 @@ export function createEscrowActivities(deps: EscrowActivityDeps) {
 
     /** Refunds the whole payment; a payment the merchant already refunded in full is left as it is. */
     async refundEscrowPayment(input: { receiptId: string; applicationId: string }): Promise<{ refunded: boolean }> {
-      const cancels = createCancelService({ stores, gateways: deps.gateways, clock });
       try {
         await cancels.cancel(
           await project(input.applicationId),
@@ -122,14 +123,6 @@ export function createEscrowActivities(deps: EscrowActivityDeps) {
         { applicationId: owner.application_id, apiVersion: owner.api_version },
         receipt.billing_key,
       );
-      const context = Context.current();
-      const webhooks = createWebhookService({
-        stores,
-        clock,
-        sandbox: deps.sandbox,
-        workflows: { client: context.client, taskQueue: context.info.taskQueue },
-        logger: activityLog(),
-      });
       const delivery = await webhooks.deliverToProject(
         owner.application_id,
         {

@@ -2,6 +2,7 @@
 // `npm start` and the test helpers all register exactly this set.
 import type { GatewayRegistry } from '../gateways/types.js';
 import type { Metrics } from '../platform/observability/metrics.js';
+import type { Services } from '../composition/services.js';
 import type { Stores } from '../composition/stores.js';
 import { createEscrowActivities } from './escrow.js';
 import { createReconcileActivities } from './payments.js';
@@ -15,46 +16,40 @@ export interface ActivityDeps {
     Stores,
     'verifications' | 'webhooks' | 'escrow' | 'receipts' | 'projects' | 'reserves' | 'billingKeys' | 'schedules'
   >;
+  /**
+   * The process's use cases, built once by the composition root (createServices) before the activities: an activity
+   * calls them and never builds a service or a client of its own.
+   */
+  readonly services: Pick<Services, 'charges' | 'cancels' | 'webhooks' | 'worker'>;
+  /** the identity and escrow PGs the activities call directly */
   readonly gateways: GatewayRegistry;
   /** how webhook attempts reach receivers; without it, production rules (https, global addresses only) */
   readonly webhooks?: WebhookActivityOptions;
-  /** the worker process's metrics (webhook attempts, schedule and reserve charges); uncounted without it */
+  /** the worker process's metrics (webhook attempts, schedule charges); uncounted without it */
   readonly metrics?: Metrics;
 }
 
 export function createActivities(deps: ActivityDeps) {
+  const { services } = deps;
   const metrics = deps.metrics ? { metrics: deps.metrics } : {};
+  const clock = deps.webhooks?.clock ? { clock: deps.webhooks.clock } : {};
   return {
-    ...createVerificationActivities({
-      gateways: deps.gateways,
-      verifications: deps.stores.verifications,
-      ...(deps.webhooks?.clock ? { clock: deps.webhooks.clock } : {}),
-    }),
+    ...createVerificationActivities({ gateways: deps.gateways, verifications: deps.stores.verifications, ...clock }),
     ...createWebhookActivities({ webhooks: deps.stores.webhooks, options: deps.webhooks ?? { sandbox: false }, ...metrics }),
     ...createEscrowActivities({
       stores: deps.stores,
       gateways: deps.gateways,
-      sandbox: deps.webhooks?.sandbox ?? false,
-      ...(deps.webhooks?.clock ? { clock: deps.webhooks.clock } : {}),
+      cancels: services.worker.cancels,
+      webhooks: services.webhooks,
+      ...clock,
     }),
-    ...createReserveActivities({
-      stores: deps.stores,
-      gateways: deps.gateways,
-      sandbox: deps.webhooks?.sandbox ?? false,
-      ...(deps.webhooks?.clock ? { clock: deps.webhooks.clock } : {}),
-      ...metrics,
-    }),
-    ...createReconcileActivities({
-      stores: deps.stores,
-      gateways: deps.gateways,
-      sandbox: deps.webhooks?.sandbox ?? false,
-      ...(deps.webhooks?.clock ? { clock: deps.webhooks.clock } : {}),
-    }),
+    ...createReserveActivities({ stores: deps.stores, charges: services.worker.charges, webhooks: services.webhooks, ...clock }),
+    ...createReconcileActivities({ charges: services.charges, cancels: services.cancels, webhooks: services.webhooks }),
     ...createScheduleActivities({
       stores: deps.stores,
-      gateways: deps.gateways,
-      sandbox: deps.webhooks?.sandbox ?? false,
-      ...(deps.webhooks?.clock ? { clock: deps.webhooks.clock } : {}),
+      charges: services.worker.charges,
+      webhooks: services.webhooks,
+      ...clock,
       ...metrics,
     }),
   };

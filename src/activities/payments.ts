@@ -3,24 +3,20 @@
 // Each is safe to run again: settling changes only a receipt that is still pending, and every notice is
 // saved under delivery ids derived from what it settled.
 import { createHash } from 'node:crypto';
-import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { RECONCILED_EVENT, type ReconcileNotice, type ReconcileResult } from '../payments/reconcile-contract.js';
 import { type DeliveryContentType, PROJECT_EVENTS } from '../webhooks/rules.js';
-import type { GatewayRegistry } from '../gateways/types.js';
-import { createCancelService } from '../payments/cancels.js';
-import { createChargeService } from '../payments/charges.js';
-import type { OperationLog } from '../platform/operation-log.js';
+import type { CancelService } from '../payments/cancels.js';
+import type { ChargeService } from '../payments/charges.js';
 import { ReconcileLater, receiptResponse } from '../payments/receipts.js';
-import { createWebhookService } from '../webhooks/service.js';
-import type { Stores } from '../composition/stores.js';
+import type { WebhookService } from '../webhooks/service.js';
 
 export interface ReconcileActivityDeps {
-  readonly stores: Pick<Stores, 'receipts' | 'billingKeys' | 'projects' | 'webhooks'>;
-  readonly gateways: GatewayRegistry;
-  /** sandbox mode (the webhook URL rules of deliveries) */
-  readonly sandbox: boolean;
-  readonly clock?: () => Date;
+  /** the process's charge and cancel services: settling asks the PG and records, on the services' clock */
+  readonly charges: Pick<ChargeService, 'settle'>;
+  readonly cancels: Pick<CancelService, 'settle'>;
+  /** the merchant's notices (feedback_url and the project's webhook_url) */
+  readonly webhooks: Pick<WebhookService, 'deliverFeedback' | 'deliverToProject'>;
 }
 
 /** A notice's delivery id: 24 hex characters like every id, the same on every retry. */
@@ -36,12 +32,7 @@ function retryable(err: unknown): never {
 
 const DECLINED_FEEDBACK = 'failed';
 
-export function createReconcileActivities(deps: ReconcileActivityDeps) {
-  const clock = deps.clock ?? (() => new Date());
-  const { stores } = deps;
-  const charges = createChargeService({ stores, gateways: deps.gateways, clock });
-  const cancels = createCancelService({ stores, gateways: deps.gateways, clock });
-
+export function createReconcileActivities({ charges, cancels, webhooks }: ReconcileActivityDeps) {
   return {
     async settleCharge(input: { receiptId: string }): Promise<ReconcileResult> {
       const settled = await charges.settle(input.receiptId).catch(retryable);
@@ -119,14 +110,6 @@ export function createReconcileActivities(deps: ReconcileActivityDeps) {
     },
 
     async notifyReconciled(notice: ReconcileNotice): Promise<void> {
-      const context = Context.current();
-      const webhooks = createWebhookService({
-        stores,
-        clock,
-        sandbox: deps.sandbox,
-        workflows: { client: context.client, taskQueue: context.info.taskQueue },
-        logger: context.log as unknown as OperationLog,
-      });
       if (notice.feedback) {
         await webhooks.deliverFeedback(
           notice.applicationId,

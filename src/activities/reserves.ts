@@ -3,31 +3,27 @@
 // charge service's order_id claim and derived PG key make a retried charge re-drive (never repeat) the PG
 // call, and the result's feedback delivery has an id derived from the reserve, saved once.
 import { createHash } from 'node:crypto';
-import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import type { ReserveExecution, RevokeResult } from '../reserves/contract.js';
 import type { ChargeParams } from '../payments/billing-rules.js';
 import { ApiError } from '../platform/errors.js';
 import { renderReserve } from '../reserves/rules.js';
 import { type DeliveryContentType, type OutboundEvent, PROJECT_EVENTS, receiptFeedbackEvent } from '../webhooks/rules.js';
-import type { GatewayRegistry } from '../gateways/types.js';
 import { findUsableBillingKey } from '../payments/usable-billing-key.js';
-import { createChargeService } from '../payments/charges.js';
-import type { OperationLog } from '../platform/operation-log.js';
+import type { ChargeService } from '../payments/charges.js';
 import { receiptResponse } from '../payments/receipts.js';
-import { createWebhookService } from '../webhooks/service.js';
-import type { Metrics } from '../platform/observability/metrics.js';
+import type { WebhookService } from '../webhooks/service.js';
 import type { Stores } from '../composition/stores.js';
 import type { ReserveRow } from '../reserves/store.js';
 import { adoptableReceipt, chargeProject } from '../payments/charge-recovery.js';
 
 export interface ReserveActivityDeps {
-  readonly stores: Pick<Stores, 'reserves' | 'receipts' | 'billingKeys' | 'projects' | 'webhooks'>;
-  readonly gateways: GatewayRegistry;
-  /** sandbox mode (the webhook URL rules of deliveries) */
-  readonly sandbox: boolean;
+  readonly stores: Pick<Stores, 'reserves' | 'receipts' | 'billingKeys' | 'projects'>;
+  /** the reserve's charge: the worker's charge service (Temporal retries it; no reconcile hand-over) */
+  readonly charges: Pick<ChargeService, 'chargeKey'>;
+  /** the result's feedback_url delivery */
+  readonly webhooks: Pick<WebhookService, 'deliverFeedback'>;
   readonly clock?: () => Date;
-  readonly metrics?: Pick<Metrics, 'charge'>;
 }
 
 /** The feedback delivery id of a reserve's result: 24 hex characters like every id, the same on every retry. */
@@ -37,8 +33,7 @@ export function reserveFeedbackDeliveryId(reserveId: string): string {
 
 export function createReserveActivities(deps: ReserveActivityDeps) {
   const clock = deps.clock ?? (() => new Date());
-  const { stores } = deps;
-  const charges = createChargeService({ stores, gateways: deps.gateways, ...(deps.metrics ? { metrics: deps.metrics } : {}) });
+  const { stores, charges, webhooks } = deps;
   const project = (applicationId: string) => chargeProject(stores, applicationId);
   const reserveRow = async (reserveId: string): Promise<ReserveRow> => {
     const row = await stores.reserves.find(reserveId);
@@ -98,14 +93,6 @@ export function createReserveActivities(deps: ReserveActivityDeps) {
         payload: { ...renderReserve(stores.reserves.view(row)) },
       };
     }
-    const context = Context.current();
-    const webhooks = createWebhookService({
-      stores,
-      clock,
-      sandbox: deps.sandbox,
-      workflows: { client: context.client, taskQueue: context.info.taskQueue },
-      logger: context.log as unknown as OperationLog,
-    });
     const delivery = await webhooks.deliverFeedback(
       row.application_id,
       { url: row.feedback_url, contentType: (row.content_type ?? 'application/json') as DeliveryContentType },

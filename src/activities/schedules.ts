@@ -4,7 +4,6 @@
 // schedule's status guard every write, the charge service's order_id claim makes a retried charge re-drive
 // (never repeat) the PG call, and each webhook has a delivery id derived from (schedule, period, event).
 import { createHash } from 'node:crypto';
-import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import type { ScheduleChargeResult, SchedulePatchArgs } from '../schedules/contract.js';
 import type { ChargeParams } from '../payments/billing-rules.js';
@@ -21,12 +20,10 @@ import {
   type SubscriptionEvent,
   scheduleOrderId,
 } from '../schedules/rules.js';
-import type { GatewayRegistry } from '../gateways/types.js';
 import { findUsableBillingKey } from '../payments/usable-billing-key.js';
-import { createChargeService } from '../payments/charges.js';
-import type { OperationLog } from '../platform/operation-log.js';
+import type { ChargeService } from '../payments/charges.js';
 import { receiptResponse } from '../payments/receipts.js';
-import { createWebhookService } from '../webhooks/service.js';
+import type { WebhookService } from '../webhooks/service.js';
 import type { Metrics } from '../platform/observability/metrics.js';
 import type { Stores } from '../composition/stores.js';
 import type { Project } from '../projects/store.js';
@@ -35,12 +32,13 @@ import type { ScheduleChargeRow, ScheduleRow } from '../schedules/store.js';
 import { adoptableReceipt, chargeProject } from '../payments/charge-recovery.js';
 
 export interface ScheduleActivityDeps {
-  readonly stores: Pick<Stores, 'schedules' | 'receipts' | 'billingKeys' | 'projects' | 'webhooks'>;
-  readonly gateways: GatewayRegistry;
-  /** sandbox mode (the webhook URL rules of deliveries) */
-  readonly sandbox: boolean;
+  readonly stores: Pick<Stores, 'schedules' | 'receipts' | 'billingKeys' | 'projects'>;
+  /** a period's charge: the worker's charge service (Temporal retries it; no reconcile hand-over) */
+  readonly charges: Pick<ChargeService, 'chargeKey'>;
+  /** the SUBSCRIPTION_* deliveries to the project's webhook_url */
+  readonly webhooks: Pick<WebhookService, 'deliverToProject'>;
   readonly clock?: () => Date;
-  readonly metrics?: Pick<Metrics, 'charge' | 'scheduleCharge'>;
+  readonly metrics?: Pick<Metrics, 'scheduleCharge'>;
 }
 
 /** A schedule webhook's delivery id: 24 hex characters, the same on every retry of the activity that sends it. */
@@ -50,8 +48,7 @@ export function scheduleDeliveryId(scheduleId: string, period: number | string, 
 
 export function createScheduleActivities(deps: ScheduleActivityDeps) {
   const clock = deps.clock ?? (() => new Date());
-  const { stores } = deps;
-  const charges = createChargeService({ stores, gateways: deps.gateways, ...(deps.metrics ? { metrics: deps.metrics } : {}) });
+  const { stores, charges, webhooks } = deps;
   const project = (applicationId: string): Promise<Project> => chargeProject(stores, applicationId);
   const scheduleRow = async (scheduleId: string): Promise<ScheduleRow> => {
     const row = await stores.schedules.find(scheduleId);
@@ -67,14 +64,6 @@ export function createScheduleActivities(deps: ScheduleActivityDeps) {
     extra: { charge?: ScheduleChargeRow; receipt?: ReceiptRow } = {},
   ): Promise<void> => {
     const owner = await project(schedule.application_id);
-    const context = Context.current();
-    const webhooks = createWebhookService({
-      stores,
-      clock,
-      sandbox: deps.sandbox,
-      workflows: { client: context.client, taskQueue: context.info.taskQueue },
-      logger: context.log as unknown as OperationLog,
-    });
     await webhooks.deliverToProject(
       schedule.application_id,
       {

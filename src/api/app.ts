@@ -8,10 +8,10 @@ import { ApiError } from '../platform/errors.js';
 import type { GatewayRegistry } from '../gateways/types.js';
 import { createLogger, type Logger } from '../platform/logger.js';
 import type { Database } from '../platform/db/db.js';
-import { createKeyring, generateKeyringSpec, parseKeyringSpec, type Keyring } from '../platform/security/keyring.js';
-import { createServices, type Services } from '../composition/services.js';
+import type { Keyring } from '../platform/security/keyring.js';
+import type { Services } from '../composition/services.js';
 import type { WorkflowRuntime } from '../platform/temporal/workflow-calls.js';
-import { createStores, type Stores } from '../composition/stores.js';
+import type { Stores } from '../composition/stores.js';
 import { authPlugin } from './auth.js';
 import { registerDocsUi, registerOpenApi } from './docs/openapi.js';
 import { containsNul, jsonDepthExceeds, MAX_JSON_DEPTH } from './body-limits.js';
@@ -51,8 +51,15 @@ export interface AppDeps {
    * holding the request open, e.g. while no worker polls. Default 60 s: above a send with gateway retries.
    */
   readonly workflowCallTimeoutMs?: number;
-  /** seals sensitive columns; entry points pass the configured one, tests may leave it to a throwaway key */
-  readonly keyring?: Keyring;
+  /** seals sensitive columns (the stores were built with it) and the Idempotency-Key records */
+  readonly keyring: Keyring;
+  /** the process's repositories, built once by the composition root (createStores) */
+  readonly stores: Stores;
+  /**
+   * The process's use cases, built once by the composition root (buildServices in src/composition) from these same
+   * deps: the same clock, logger, metrics, workflow runtime and sandbox address. The routes and the dashboard call them.
+   */
+  readonly services: Services;
   /** the sandbox gateways' address, for the sandbox-only SMS inbox route */
   readonly sandboxUrl?: string;
   /** the Bearer token of the sandbox's internal routes (the inbox) */
@@ -61,16 +68,13 @@ export interface AppDeps {
   readonly webhookResolve?: Resolver;
   /** the embedded engine's advanceable clock (sandbox mode); pass its `now` as `clock` too */
   readonly sandboxClock?: SandboxClock;
-  /** the process's metrics registry (one per process, shared with its worker); a fresh one when absent */
+  /** the process's metrics registry (one per process, shared with its worker): the one `services` count into */
   readonly metrics?: Metrics;
 }
 
 export type ResolvedDeps = AppDeps & {
   readonly logger: Logger;
   readonly clock: () => Date;
-  readonly keyring: Keyring;
-  readonly stores: Stores;
-  readonly services: Services;
   readonly metrics: Metrics;
 };
 
@@ -102,34 +106,11 @@ const routePlugins: readonly FastifyPluginAsync[] = [
 
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const clock = deps.clock ?? (() => new Date());
-  const keyring = deps.keyring ?? createKeyring(parseKeyringSpec(generateKeyringSpec('ephemeral')));
-  const stores = createStores(deps.database.db, keyring);
   const logger = deps.logger ?? createLogger({ level: deps.config.logLevel });
   // entry points pass their process's registry; a bare app (tests) counts its own, without Node's process series
   const metrics = deps.metrics ?? createMetrics({ processMetrics: false });
   metrics.readPendingDeliveriesFrom(() => countPendingDeliveries(deps.database.db));
-  const resolved: ResolvedDeps = {
-    ...deps,
-    logger,
-    clock,
-    keyring,
-    stores,
-    metrics,
-    services: createServices({
-      stores,
-      gateways: deps.gateways,
-      clock,
-      sandbox: deps.config.sandbox,
-      ...(deps.temporal ? { workflows: deps.temporal } : {}),
-      ...(deps.workflowCallTimeoutMs !== undefined ? { workflowCallTimeoutMs: deps.workflowCallTimeoutMs } : {}),
-      ...(deps.config.sandbox && deps.sandboxUrl ? { sandboxUrl: deps.sandboxUrl } : {}),
-      ...(deps.config.sandbox && deps.sandboxToken ? { sandboxToken: deps.sandboxToken } : {}),
-      ...(deps.webhookResolve ? { webhookResolve: deps.webhookResolve } : {}),
-      publicBaseUrl: (deps.config.publicBaseUrl ?? `http://127.0.0.1:${deps.config.port}`).replace(/\/+$/, ''),
-      logger,
-      metrics,
-    }),
-  };
+  const resolved: ResolvedDeps = { ...deps, logger, clock, metrics };
 
   const app = Fastify({
     loggerInstance: resolved.logger as FastifyBaseLogger,

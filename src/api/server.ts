@@ -11,7 +11,8 @@ import { readConfigOrExit, type Config } from '../platform/config/index.js';
 import { createLogger, type Logger } from '../platform/logger.js';
 import type { TemporalClient } from '../platform/temporal/client.js';
 import type { SandboxClock } from '../platform/temporal/sandbox-clock.js';
-import { announceAdminToken, connectTemporal, openCore, type Core } from '../composition/index.js';
+import { announceAdminToken, connectTemporal, createCoreServices, openCore, type Core } from '../composition/index.js';
+import type { Services } from '../composition/services.js';
 import { buildApp, type ReadinessProbe } from './app.js';
 import { ApiError } from '../platform/errors.js';
 
@@ -102,11 +103,15 @@ export async function listen(
   };
 }
 
-/** The app as both entry points build it: configured storage, gateways, keyring and Temporal client. */
+/**
+ * The app as both entry points build it: configured storage, gateways, keyring and Temporal client, and the
+ * process's services (createCoreServices, over the same core, client, logger and clock).
+ */
 export function buildConfiguredApp(parts: {
   core: Core;
   logger: Logger;
   temporal: TemporalClient;
+  services: Services;
   readiness?: Readonly<Record<string, ReadinessProbe>>;
   /** the embedded engine's advanceable clock (npm start in sandbox mode): every business timestamp follows it */
   sandboxClock?: SandboxClock;
@@ -118,6 +123,8 @@ export function buildConfiguredApp(parts: {
     gateways: core.gateways.gateways,
     logger: parts.logger,
     keyring: core.keyring,
+    stores: core.stores,
+    services: parts.services,
     ...(core.metrics ? { metrics: core.metrics } : {}),
     temporal: { client: temporal.client, taskQueue: core.config.taskQueue },
     ...(core.gateways.sandboxUrl ? { sandboxUrl: core.gateways.sandboxUrl } : {}),
@@ -146,7 +153,8 @@ export async function startApiServer(): Promise<FastifyInstance> {
   announceAdminToken(config, logger);
   const core = await openCore(config, logger);
   const temporal = await connectTemporal(core, config.temporalAddress);
-  const app = await buildConfiguredApp({ core, logger, temporal });
+  const services = createCoreServices(core, temporal, logger);
+  const app = await buildConfiguredApp({ core, logger, temporal, services });
   await listen(app, config, async () => {
     await temporal.close();
     await core.close();

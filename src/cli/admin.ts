@@ -11,12 +11,10 @@ import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { request } from 'undici';
 import { parseConfig, ConfigError, type Config } from '../platform/config/index.js';
-import { loadKeyring } from '../platform/config/keys.js';
 import { ApiError } from '../platform/errors.js';
 import { SCOPES } from '../projects/scopes.js';
 import { validate } from '../platform/validation.js';
 import {
-  createProjectService,
   DEFAULT_ESCROW_RECONCILE_HOURS,
   DEFAULT_KEY_GRACE_HOURS,
   keyRotationSchema,
@@ -25,9 +23,7 @@ import {
   projectPatchSchema,
   renderProject,
 } from '../projects/service.js';
-import { createWebhookService } from '../webhooks/service.js';
-import { createStores } from '../composition/stores.js';
-import { openConfiguredDatabase } from '../composition/index.js';
+import { openDirectServices } from '../composition/index.js';
 
 /** The gateways --direct knows: the sandbox PGs served in-process, given to projects only in sandbox mode. */
 const SANDBOX_PGS = ['sandbox_card', 'sandbox_noauto', 'sandbox_identity', 'sandbox_escrow_a', 'sandbox_escrow_b'] as const;
@@ -211,20 +207,10 @@ class HttpAnswerError extends Error {
 }
 
 async function runDirect(command: Command, config: Config): Promise<unknown> {
-  const { keyring } = await loadKeyring(config);
-  const database = await openConfiguredDatabase(config);
+  // no workflow engine here: the webhook service only stores URLs and secrets for the project service
+  const direct = await openDirectServices(config, SANDBOX_PGS);
   try {
-    const stores = createStores(database.db, keyring);
-    const clock = () => new Date();
-    // no workflow engine here: the webhook service only stores URLs and secrets for the project service
-    const webhooks = createWebhookService({ stores, clock, sandbox: config.sandbox });
-    const projects = createProjectService({
-      stores,
-      webhooks,
-      knownPgs: SANDBOX_PGS,
-      sandbox: config.sandbox,
-      clock,
-    });
+    const { projects } = direct.services;
     switch (command.action) {
       case 'create': {
         const input = validate(projectCreateSchema, command.body);
@@ -251,7 +237,7 @@ async function runDirect(command: Command, config: Config): Promise<unknown> {
         return await projects.rotateWebhookSecret(command.applicationId!);
     }
   } finally {
-    await database.close();
+    await direct.close();
   }
 }
 

@@ -1,9 +1,13 @@
 // What every entry point builds from the configuration: keyring, database, gateways, repositories,
-// the Temporal client and the worker. Used by `npm start` (src/main.ts), the standalone API
+// the Temporal client, the services and the worker. Used by `npm start` (src/main.ts), the standalone API
 // (src/api/server.ts), the standalone worker (worker.ts) and the admin CLI. Nothing here imports
 // Fastify: the worker process never loads the HTTP app.
+//
+// The order of a process: core (keyring, database, gateways, stores), then the Temporal client, then the
+// services over it (it is their workflow runtime), then the activities over the services, then the worker.
 import { randomBytes } from 'node:crypto';
 import { resolve } from 'node:path';
+import { asyncLocalStorage as activityContext } from '@temporalio/activity';
 import { createActivities } from '../activities/index.js';
 import type { Config } from '../platform/config/index.js';
 import { preparePrivateDataDir, usesDataDir } from '../platform/config/data-dir.js';
@@ -13,10 +17,11 @@ import type { GatewayRegistry } from '../gateways/types.js';
 import type { Logger } from '../platform/logger.js';
 import { createMetrics, type Metrics } from '../platform/observability/metrics.js';
 import { observingWorkflowClient } from '../platform/observability/workflow-client.js';
-import { createReconcileStarter, sweepUnsettled } from '../payments/receipts.js';
-import { createWebhookService } from '../webhooks/service.js';
+import { sweepUnsettled } from '../payments/receipts.js';
 import type { Keyring } from '../platform/security/keyring.js';
 import { openDatabase, type Database } from '../platform/db/db.js';
+import type { OperationLog } from '../platform/operation-log.js';
+import { createServices, type ServiceDeps, type Services } from './services.js';
 import { createStores, type Stores } from './stores.js';
 import { countPendingDeliveries } from '../webhooks/pending-deliveries.js';
 import { connectTemporalClient, type TemporalClient } from '../platform/temporal/client.js';
@@ -181,6 +186,105 @@ export async function openCore(
   };
 }
 
+/**
+ * The services' logger: while an activity runs, the activity's own logger (a use case an activity calls logs
+ * there, with the activity's ids, as when each activity built its own services); everywhere else the process's.
+ */
+function activityOrProcessLog(logger: Pick<Logger, 'warn' | 'error'>): Pick<OperationLog, 'warn'> & {
+  readonly error: OperationLog['warn'];
+} {
+  const current = (): Pick<Logger, 'warn' | 'error'> =>
+    (activityContext.getStore()?.log as unknown as Pick<Logger, 'warn' | 'error'> | undefined) ?? logger;
+  return {
+    warn: (obj: unknown, msg?: string, ...args: unknown[]) => current().warn(obj, msg, ...args),
+    error: (obj: unknown, msg?: string, ...args: unknown[]) => current().error(obj, msg, ...args),
+  };
+}
+
+/** What a process's services are built from: named as the app's deps (src/api/app.ts), so an app's deps build its services. */
+export interface ServiceParts {
+  readonly config: Pick<Config, 'sandbox' | 'publicBaseUrl' | 'port'>;
+  readonly stores: Stores;
+  readonly gateways: GatewayRegistry;
+  readonly logger: Pick<Logger, 'warn' | 'error'>;
+  /** the process's one registry: the API's use cases and the worker's activities count into it */
+  readonly metrics?: Metrics;
+  /** the time of every business timestamp: the sandbox clock when one runs; tests pass a controllable one */
+  readonly clock?: () => Date;
+  /** where workflows run (the process's Temporal client and task queue); without it their use cases answer 9503 */
+  readonly temporal?: ServiceDeps['workflows'];
+  readonly workflowCallTimeoutMs?: number;
+  /** the sandbox gateways' address and internal-route token (SMS inbox, faults): used in sandbox mode only */
+  readonly sandboxUrl?: string;
+  readonly sandboxToken?: string;
+  /** the DNS lookup of the webhook URL check at save (tests inject one) */
+  readonly webhookResolve?: ServiceDeps['webhookResolve'];
+}
+
+/**
+ * The process's use cases, built once: the app's routes and dashboard get them through its deps, the worker's
+ * activities through createActivities, the sweeps from startDeliveryRecovery. Build the Temporal client first.
+ */
+export function buildServices(parts: ServiceParts): Services {
+  const { config } = parts;
+  return createServices({
+    stores: parts.stores,
+    gateways: parts.gateways,
+    clock: parts.clock ?? (() => new Date()),
+    sandbox: config.sandbox,
+    ...(parts.temporal ? { workflows: parts.temporal } : {}),
+    ...(parts.workflowCallTimeoutMs !== undefined ? { workflowCallTimeoutMs: parts.workflowCallTimeoutMs } : {}),
+    ...(config.sandbox && parts.sandboxUrl ? { sandboxUrl: parts.sandboxUrl } : {}),
+    ...(config.sandbox && parts.sandboxToken ? { sandboxToken: parts.sandboxToken } : {}),
+    ...(parts.webhookResolve ? { webhookResolve: parts.webhookResolve } : {}),
+    publicBaseUrl: (config.publicBaseUrl ?? `http://127.0.0.1:${config.port}`).replace(/\/+$/, ''),
+    logger: activityOrProcessLog(parts.logger),
+    ...(parts.metrics ? { metrics: parts.metrics } : {}),
+  });
+}
+
+/** The services of an entry point over its core and Temporal client; `clock`: the sandbox clock when one runs. */
+export function createCoreServices(
+  core: Core,
+  temporal: TemporalClient,
+  logger: Logger,
+  opts: { clock?: () => Date } = {},
+): Services {
+  return buildServices({
+    config: core.config,
+    stores: core.stores,
+    gateways: core.gateways.gateways,
+    logger,
+    ...(core.metrics ? { metrics: core.metrics } : {}),
+    ...(opts.clock ? { clock: opts.clock } : {}),
+    temporal: { client: temporal.client, taskQueue: core.config.taskQueue },
+    ...(core.gateways.sandboxUrl ? { sandboxUrl: core.gateways.sandboxUrl } : {}),
+    ...(core.gateways.sandboxToken ? { sandboxToken: core.gateways.sandboxToken } : {}),
+  });
+}
+
+/**
+ * The admin CLI's --direct mode: the configured keyring and database, and the services over them. No gateways
+ * (only the names of `knownPgs`, which projects may be given) and no workflow engine: the webhook service only
+ * stores URLs and secrets for the project service.
+ */
+export async function openDirectServices(
+  config: Config,
+  knownPgs: readonly string[],
+): Promise<{ readonly services: Services; close(): Promise<void> }> {
+  const { keyring } = await loadKeyring(config);
+  const database = await openConfiguredDatabase(config);
+  return {
+    services: createServices({
+      stores: createStores(database.db, keyring),
+      gateways: { get: () => undefined, names: knownPgs },
+      clock: () => new Date(),
+      sandbox: config.sandbox,
+    }),
+    close: () => database.close(),
+  };
+}
+
 /** The client the API uses to start and drive workflows, with paygate's payload codec. */
 export function connectTemporal(core: Core, address: string): Promise<TemporalClient> {
   return connectTemporalClient({
@@ -192,11 +296,20 @@ export function connectTemporal(core: Core, address: string): Promise<TemporalCl
   });
 }
 
-/** The worker that runs paygate's workflows and its one set of activities. */
-/** `sandboxClock`: the embedded stack's advanceable clock (sandbox mode); the activities read and follow it. */
-export function createWorker(core: Core, address: string, opts: { sandboxClock?: SandboxClock } = {}): Promise<PaygateWorker> {
+/**
+ * The worker that runs paygate's workflows and its one set of activities, over the process's services (built
+ * before it, over the Temporal client). `sandboxClock`: the embedded stack's advanceable clock (sandbox mode);
+ * the activities read and follow it.
+ */
+export function createWorker(
+  core: Core,
+  services: Services,
+  address: string,
+  opts: { sandboxClock?: SandboxClock } = {},
+): Promise<PaygateWorker> {
   const activities = createActivities({
     stores: core.stores,
+    services,
     gateways: core.gateways.gateways,
     webhooks: { sandbox: core.config.sandbox, ...(opts.sandboxClock ? { clock: opts.sandboxClock.now } : {}) },
     ...(core.metrics ? { metrics: core.metrics } : {}),
@@ -224,19 +337,13 @@ export const DELIVERY_RECOVERY_INTERVAL_MS = 5 * 60_000;
  */
 export function startDeliveryRecovery(
   core: Core,
-  temporal: TemporalClient,
+  services: Pick<Services, 'reconcile' | 'worker'>,
   logger: Logger,
   opts: { clock?: () => Date } = {},
 ): () => void {
-  const stopReconcile = startReconcileSweep(core, temporal, logger, opts.clock ?? (() => new Date()));
-  const webhooks = createWebhookService({
-    stores: core.stores,
-    clock: () => new Date(),
-    sandbox: core.config.sandbox,
-    workflows: { client: temporal.client, taskQueue: core.config.taskQueue },
-  });
+  const stopReconcile = startReconcileSweep(core, services, logger, opts.clock ?? (() => new Date()));
   const sweep = () =>
-    webhooks.recoverOrphans().then(
+    services.worker.deliveryRecovery.recoverOrphans().then(
       (n) => (n > 0 ? logger.info({ deliveries: n }, 'webhook deliveries without a run were started') : undefined),
       (err: unknown) => logger.warn({ err }, 'the webhook delivery recovery sweep failed; it runs again later'),
     );
@@ -257,8 +364,14 @@ export const RECONCILE_SWEEP_INTERVAL_MS = 15_000;
  * Idempotency-Key records of requests that died: now, then every RECONCILE_SWEEP_INTERVAL_MS. `clock`: the
  * services' clock (the sandbox clock in sandbox mode), which wrote the call windows.
  */
-export function startReconcileSweep(core: Core, temporal: TemporalClient, logger: Logger, clock: () => Date): () => void {
-  const reconcile = createReconcileStarter({ client: temporal.client, taskQueue: core.config.taskQueue });
+export function startReconcileSweep(
+  core: Core,
+  services: Pick<Services, 'reconcile'>,
+  logger: Logger,
+  clock: () => Date,
+): () => void {
+  const { reconcile } = services;
+  if (!reconcile) throw new Error('the reconcile sweep needs services built with a workflow runtime');
   let running = false;
   const sweep = async () => {
     if (running) return;

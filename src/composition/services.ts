@@ -10,7 +10,12 @@ import { createEscrowService, type EscrowService } from '../escrow/service.js';
 import type { OperationLog } from '../platform/operation-log.js';
 import { createMessageService, type MessageService } from '../webhooks/messages.js';
 import { createProjectService, type ProjectService } from '../projects/service.js';
-import { createReceiptService, createReconcileStarter, type ReceiptService } from '../payments/receipts.js';
+import {
+  createReceiptService,
+  createReconcileStarter,
+  type ReceiptService,
+  type ReconcileStarter,
+} from '../payments/receipts.js';
 import { createReserveService, type ReserveService } from '../reserves/service.js';
 import { createScheduleService, type ScheduleService } from '../schedules/service.js';
 import { countVerificationOutcomes } from '../verification/metrics.js';
@@ -19,6 +24,7 @@ import type { WorkflowRuntime } from '../platform/temporal/workflow-calls.js';
 import { createWebhookService, type WebhookService } from '../webhooks/service.js';
 import type { Resolver } from '../webhooks/http-client.js';
 import type { Metrics } from '../platform/observability/metrics.js';
+import { createSandboxFaultService, type SandboxFaultService } from '../gateways/sandbox-faults.js';
 
 export interface Services {
   readonly projects: ProjectService;
@@ -33,6 +39,28 @@ export interface Services {
   readonly escrow: EscrowService;
   readonly reserves: ReserveService;
   readonly schedules: ScheduleService;
+  /** arming sandbox PG faults for merchants' tests: with the sandbox's address (sandbox mode) only */
+  readonly sandboxFaults?: SandboxFaultService;
+  /** starts reconcile workflows (charges and cancels hand over through it, the worker's sweep too): with a workflow runtime only */
+  readonly reconcile?: ReconcileStarter;
+  readonly worker: WorkerServices;
+}
+
+/**
+ * What the worker's activities and its delivery recovery use where they have always been built differently from the
+ * API's use cases. Built here once like every other service; kept as they were so the worker behaves as it did.
+ */
+export interface WorkerServices {
+  /**
+   * A reserve's or a schedule period's charge. Temporal retries the activity when a PG call ends without a final
+   * answer, and the retry re-drives the call under the same PG key: nothing is handed to a reconcile workflow and
+   * nothing is logged. Its PG call window is written on the real clock, not `clock`, as those activities always did.
+   */
+  readonly charges: Pick<ChargeService, 'chargeKey'>;
+  /** An escrow rejection's refund, retried by Temporal likewise: no reconcile hand-over, nothing logged. */
+  readonly cancels: Pick<CancelService, 'cancel'>;
+  /** The delivery recovery's sweep: deliveries without a run are judged on the real clock, also under a sandbox clock. */
+  readonly deliveryRecovery: Pick<WebhookService, 'recoverOrphans'>;
 }
 
 export interface ServiceDeps {
@@ -44,7 +72,7 @@ export interface ServiceDeps {
   readonly workflows?: WorkflowRuntime;
   /** how long a use case waits on a workflow before answering with an error instead */
   readonly workflowCallTimeoutMs?: number;
-  /** the sandbox gateways' address, for the sandbox-only SMS inbox */
+  /** the sandbox gateways' address, for the sandbox-only SMS inbox and sandbox faults */
   readonly sandboxUrl?: string;
   /** sandbox mode (config.sandbox): projects get sandbox PGs only then */
   readonly sandbox?: boolean;
@@ -133,5 +161,20 @@ export function createServices(deps: ServiceDeps): Services {
       ...(deps.workflowCallTimeoutMs !== undefined ? { workflowCallTimeoutMs: deps.workflowCallTimeoutMs } : {}),
     }),
     schedules,
+    // without the sandbox's token (SANDBOX_TOKEN unset in a split deployment) the sandbox refuses: 9502
+    ...(deps.sandboxUrl
+      ? { sandboxFaults: createSandboxFaultService({ sandbox: { url: deps.sandboxUrl, token: deps.sandboxToken ?? '' } }) }
+      : {}),
+    ...reconcile,
+    worker: {
+      charges: createChargeService({ stores, gateways, ...metrics }),
+      cancels: createCancelService({ stores, gateways, clock }),
+      deliveryRecovery: createWebhookService({
+        stores,
+        clock: () => new Date(),
+        sandbox: deps.sandbox === true,
+        ...(deps.workflows ? { workflows: deps.workflows } : {}),
+      }),
+    },
   };
 }

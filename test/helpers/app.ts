@@ -5,10 +5,13 @@ import { randomBytes } from 'node:crypto';
 import { Writable } from 'node:stream';
 import type { FastifyInstance, FastifyPluginAsync } from 'fastify';
 import { buildApp, type AppDeps } from '../../src/api/app.js';
+import { buildServices } from '../../src/composition/index.js';
+import { createStores } from '../../src/composition/stores.js';
 import { parseConfig, type Config } from '../../src/platform/config/index.js';
 import { createGatewayRegistry } from '../../src/gateways/registry.js';
 import { startSandboxGateways } from '../../src/sandbox/server.js';
-import { createLogger } from '../../src/platform/logger.js';
+import { createLogger, type Logger } from '../../src/platform/logger.js';
+import { createMetrics } from '../../src/platform/observability/metrics.js';
 import { createKeyring, generateKeyringSpec, parseKeyringSpec } from '../../src/platform/security/keyring.js';
 import { dropSchema, openDatabase, type Database } from '../../src/platform/db/db.js';
 import type { ProjectCreateInput } from '../../src/projects/service.js';
@@ -38,7 +41,8 @@ export interface TestClock {
 
 export interface TestApp {
   readonly app: FastifyInstance;
-  readonly deps: AppDeps & { readonly clock: () => Date };
+  /** the app's deps, its services included (built as the composition root builds them: `buildServices(deps)`) */
+  readonly deps: AppDeps & { readonly clock: () => Date; readonly logger: Logger };
   readonly clock: TestClock;
   readonly sandboxUrl: string;
   /** present with `withTemporal: true`; its skipTime() also moves `clock` to the engine's virtual time */
@@ -49,7 +53,7 @@ export interface TestApp {
   close(): Promise<void>;
 }
 
-export interface TestAppOverrides extends Partial<Omit<AppDeps, 'config'>> {
+export interface TestAppOverrides extends Partial<Omit<AppDeps, 'config' | 'stores' | 'services'>> {
   /** environment variables merged over the test defaults, parsed by the real config parser */
   readonly env?: Record<string, string>;
   readonly config?: Partial<Config>;
@@ -126,12 +130,29 @@ export async function buildTestApp(overrides: TestAppOverrides = {}): Promise<Te
 
     let temporal: TestTemporal | undefined;
     const { env: _env, config: _config, routes, withTemporal, webhookActivities, ...appOverrides } = overrides;
+    // What the composition root builds once per process: the keyring, the stores over it, the metrics registry, then
+    // the services from the app's own deps (over the engine's client with `withTemporal`, before the worker).
+    const keyring =
+      overrides.keyring ?? createKeyring(parseKeyringSpec(generateKeyringSpec(withTemporal ? 'test' : 'ephemeral')));
+    const base = {
+      ...appOverrides,
+      config,
+      database,
+      gateways,
+      logger,
+      clock: now,
+      keyring,
+      stores: createStores(database.db, keyring),
+      metrics: overrides.metrics ?? createMetrics({ processMetrics: false }),
+      ...(withTemporal && sandboxUrl ? { sandboxUrl, sandboxToken: TEST_SANDBOX_TOKEN } : {}),
+    };
+    let deps: TestApp['deps'];
     if (withTemporal) {
-      const keyring = overrides.keyring ?? createKeyring(parseKeyringSpec(generateKeyringSpec('test')));
       const started = await startTestTemporal({
-        database,
+        stores: base.stores,
         gateways,
         keyring,
+        services: (runtime) => buildServices({ ...base, temporal: runtime }),
         webhooks: { sandbox: config.sandbox, clock: now, ...webhookActivities },
         ...(overrides.metrics ? { metrics: overrides.metrics } : {}),
       });
@@ -146,13 +167,10 @@ export async function buildTestApp(overrides: TestAppOverrides = {}): Promise<Te
           await follow();
         },
       };
-      Object.assign(appOverrides, {
-        temporal: { client: started.client, taskQueue: started.taskQueue },
-        keyring,
-        ...(sandboxUrl ? { sandboxUrl, sandboxToken: TEST_SANDBOX_TOKEN } : {}),
-      });
+      deps = { ...base, temporal: { client: started.client, taskQueue: started.taskQueue }, services: started.services };
+    } else {
+      deps = { ...base, services: buildServices(base) };
     }
-    const deps = { ...appOverrides, config, database, gateways, logger, clock: now };
     const app = await buildApp(deps);
     cleanups.push(() => app.close());
     if (routes) await app.register(routes);

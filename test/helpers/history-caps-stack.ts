@@ -5,7 +5,6 @@
 import { randomUUID } from 'node:crypto';
 import { createActivities } from '../../src/activities/index.js';
 import { createKeyring, generateKeyringSpec, type Keyring, parseKeyringSpec } from '../../src/platform/security/keyring.js';
-import { createStores } from '../../src/composition/stores.js';
 import { connectTemporalClient } from '../../src/platform/temporal/client.js';
 import { createPaygateWorker } from '../../src/platform/temporal/worker.js';
 import { DevServerProcess, freePort } from '../engine/support/devserver-process.js';
@@ -52,8 +51,10 @@ export async function openHistoryCapsStack(opts: {
       taskQueue,
       keyring,
       workflowBundle: await paygateWorkflowBundle(),
+      // the app's stores and services: one set per process, over the same client and task queue
       activities: createActivities({
-        stores: createStores(t.deps.database.db, keyring),
+        stores: t.deps.stores,
+        services: t.deps.services,
         gateways: t.deps.gateways,
         webhooks: { sandbox: true },
       }),

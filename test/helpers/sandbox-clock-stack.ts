@@ -7,7 +7,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createActivities } from '../../src/activities/index.js';
 import { createKeyring, generateKeyringSpec, parseKeyringSpec } from '../../src/platform/security/keyring.js';
-import { createStores } from '../../src/composition/stores.js';
 import { connectTemporalClient } from '../../src/platform/temporal/client.js';
 import { startEmbeddedEngine } from '../../src/platform/temporal/embedded-engine.js';
 import { type ConnectedSandboxClock, createSandboxClock, followEngineTime } from '../../src/platform/temporal/sandbox-clock.js';
@@ -41,8 +40,10 @@ export async function openSandboxClockStack(label: string): Promise<SandboxClock
     keyring,
     workflowBundle: await paygateWorkflowBundle(),
     activities: followEngineTime(
+      // the app's stores and services: one set per process, over the same client, task queue and clock
       createActivities({
-        stores: createStores(t.deps.database.db, keyring),
+        stores: t.deps.stores,
+        services: t.deps.services,
         gateways: t.deps.gateways,
         webhooks: { sandbox: true, clock: clock.now },
       }),

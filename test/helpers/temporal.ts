@@ -1,6 +1,7 @@
 // The real Temporal side of API tests: the project's embedded engine (bin/temporal-devserver) in
-// time-skipping mode through @temporalio/testing, a client with paygate's data converter and a worker
-// running paygate's workflows and its one set of activities (createActivities) on the test's own database and gateways.
+// time-skipping mode through @temporalio/testing, a client with paygate's data converter, the services over
+// it, and a worker running paygate's workflows and its one set of activities (createActivities) over those
+// services and the test's own stores and gateways: the composition root's order.
 import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import type { Client } from '@temporalio/client';
@@ -19,8 +20,8 @@ import { createActivities } from '../../src/activities/index.js';
 import type { WebhookActivityOptions } from '../../src/activities/webhooks.js';
 import type { GatewayRegistry } from '../../src/gateways/types.js';
 import type { Keyring } from '../../src/platform/security/keyring.js';
-import type { Database } from '../../src/platform/db/db.js';
-import { createStores } from '../../src/composition/stores.js';
+import type { Services } from '../../src/composition/services.js';
+import type { Stores } from '../../src/composition/stores.js';
 import { paygateDataConverter } from '../../src/platform/temporal/data-converter.js';
 import { WORKFLOW_BUNDLER_OPTIONS, WORKFLOWS_PATH } from '../../src/platform/temporal/workflow-bundle.js';
 import type { Metrics } from '../../src/platform/observability/metrics.js';
@@ -41,6 +42,8 @@ export interface TestTemporal {
   /** paygate's client: payloads sealed by the codec (what the API uses) */
   readonly client: Client;
   readonly taskQueue: string;
+  /** the services built over `client` (TestTemporalDeps.services): the worker's activities call them */
+  readonly services: Services;
   /** the engine's virtual time */
   now(): Promise<Date>;
   /** skips virtual time; resolves once the engine's clock has moved `durationMs` forward */
@@ -53,9 +56,11 @@ export interface TestTemporal {
 }
 
 export interface TestTemporalDeps {
-  readonly database: Database;
+  readonly stores: Stores;
   readonly gateways: GatewayRegistry;
   readonly keyring: Keyring;
+  /** the process's services over the client this starts (buildServices, as the composition root builds them) */
+  readonly services: (temporal: { readonly client: Client; readonly taskQueue: string }) => Services;
   /** how webhook attempts reach receivers (sandbox mode, resolver, clock); production rules when absent */
   readonly webhooks?: WebhookActivityOptions;
   /** the app's registry: the worker's activities and clients count into it, as in `npm start` */
@@ -139,8 +144,11 @@ export async function startTestTemporal(deps: TestTemporalDeps): Promise<TestTem
       dataConverter: paygateDataConverter(deps.keyring),
       interceptors: { workflow: [observingWorkflowClient(deps.metrics)] },
     });
+    // the client, then the services over it, then the activities over them, then the worker
+    const services = deps.services({ client, taskQueue });
     const activities = createActivities({
-      stores: createStores(deps.database.db, deps.keyring),
+      stores: deps.stores,
+      services,
       gateways: deps.gateways,
       ...(deps.webhooks ? { webhooks: deps.webhooks } : {}),
       ...(deps.metrics ? { metrics: deps.metrics } : {}),
@@ -175,6 +183,7 @@ export async function startTestTemporal(deps: TestTemporalDeps): Promise<TestTem
       env,
       client,
       taskQueue,
+      services,
       now,
       async skipTime(durationMs) {
         await bounded(env.sleep(durationMs), SKIP_TIMEOUT_MS, `skipping ${durationMs} ms of virtual time`);

@@ -2,8 +2,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApiError } from '../../src/platform/errors.js';
 import type { CancelRequest } from '../../src/payments/receipt-rules.js';
-import { createCancelService } from '../../src/payments/cancels.js';
-import { createStores, type Stores } from '../../src/composition/stores.js';
+import { createServices } from '../../src/composition/services.js';
+import type { Stores } from '../../src/composition/stores.js';
 import type { ReceiptStore } from '../../src/payments/receipts-store.js';
 import { buildTestApp, type TestApp, type TestProject } from '../helpers/app.js';
 import { armSandboxFault, keyInClient, sandboxGet } from './key-in-fixtures.js';
@@ -146,7 +146,7 @@ describe('POST /v2/cancel', () => {
    * records before B goes on (and `meanwhile` runs, as another cancel would). Returns A's response and B's outcome.
    */
   async function takeOverWhileRecorded(request: CancelRequest, meanwhile: () => Promise<void> = async () => {}) {
-    const stores: Stores = createStores(t.deps.database.db, t.deps.keyring!);
+    const stores: Stores = t.deps.stores;
     const gate = () => {
       let open = () => {};
       const opened = new Promise<void>((resolve) => {
@@ -157,8 +157,10 @@ describe('POST /v2/cancel', () => {
     const aAtRecord = gate();
     const bAcquired = gate();
     const aRecorded = gate();
+    // the cancel service as the composition builds it without an engine (no reconcile hand-over), over a receipt
+    // store whose recordCancel the test holds
     const withReceipts = (receipts: ReceiptStore) =>
-      createCancelService({ stores: { ...stores, receipts }, gateways: t.deps.gateways, clock: t.deps.clock });
+      createServices({ stores: { ...stores, receipts }, gateways: t.deps.gateways, clock: t.deps.clock }).cancels;
     const serviceA = withReceipts({
       ...stores.receipts,
       async recordCancel(cancel, render) {
@@ -216,11 +218,7 @@ describe('POST /v2/cancel', () => {
     let leaseTakenSince: Date | undefined;
     const { a, b, stores } = await takeOverWhileRecorded(cancelOf(receiptId, 'c-race'), async () => {
       const now = t.deps.clock();
-      const taken = await createStores(t.deps.database.db, t.deps.keyring!).receipts.acquireCancelLease(
-        receiptId,
-        now,
-        new Date(now.getTime() + 45_000),
-      );
+      const taken = await t.deps.stores.receipts.acquireCancelLease(receiptId, now, new Date(now.getTime() + 45_000));
       leaseTakenSince = taken?.cancel_locked_until ?? undefined;
     });
     expect(b).toEqual(a);

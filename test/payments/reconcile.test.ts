@@ -5,7 +5,7 @@
 // A declined order_id's next attempt gets its own PG key; a "key reused" PG answer is never a card decline.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { pgChargeKey } from '../../src/payments/charges.js';
-import { createReconcileStarter, PG_CALL_WINDOW_MS, sweepUnsettled } from '../../src/payments/receipts.js';
+import { PG_CALL_WINDOW_MS, sweepUnsettled } from '../../src/payments/receipts.js';
 import { buildTestApp, TEST_SANDBOX_TOKEN, type TestApp, type TestProject } from '../helpers/app.js';
 import { armSandboxFault, keyInClient, sandboxChargeExecutions, sandboxGet } from './key-in-fixtures.js';
 import { eventually, type Receiver, startReceiver } from '../webhooks/fixtures.js';
@@ -272,7 +272,8 @@ describe('a process that died in the middle of a charge', () => {
       .set({ pg_call_until: new Date(t.clock.now().getTime() + 60_000) })
       .where('receipt_id', '=', pending.receipt_id)
       .execute();
-    const reconcile = createReconcileStarter({ client: t.temporal!.client, taskQueue: t.temporal!.taskQueue });
+    // the process's starter, as the worker's sweep uses it (the app's services are over the test engine's client)
+    const reconcile = t.app.deps.services.reconcile!;
     const sweep = (now: Date) => sweepUnsettled({ stores: t.app.deps.stores, reconcile, clock: () => now });
 
     // the key's owner is gone (older than any request runs): released; the charge's call window still runs

@@ -17,7 +17,6 @@ import { UPDATE_NOT_AUTHORIZED, confirmOtpUpdate, verificationWorkflowId } from 
 import { createGatewayRegistry } from '../../src/gateways/registry.js';
 import { startSandboxGateways, type SandboxGateways } from '../../src/sandbox/server.js';
 import { createKeyring, generateKeyringSpec, parseKeyringSpec } from '../../src/platform/security/keyring.js';
-import { createStores } from '../../src/composition/stores.js';
 import { REFUSED_UNSEALED } from '../../src/platform/temporal/codec.js';
 import { paygateDataConverter } from '../../src/platform/temporal/data-converter.js';
 import { startEmbeddedEngine, type EmbeddedEngine } from '../../src/platform/temporal/embedded-engine.js';
@@ -51,7 +50,7 @@ async function startWorker(kind: 'workflows' | 'activities') {
     shutdownGraceTime: '1s',
     ...(kind === 'workflows'
       ? { workflowBundle: await paygateWorkflowBundle() }
-      : { activities: createActivities({ stores: createStores(t.deps.database.db, keyring), gateways: t.deps.gateways }) }),
+      : { activities: createActivities({ stores: t.deps.stores, services: t.deps.services, gateways: t.deps.gateways }) }),
   });
   return { worker, running: worker.run() };
 }

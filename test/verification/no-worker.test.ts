@@ -3,6 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../src/api/app.js';
+import { buildServices } from '../../src/composition/index.js';
 import { buildTestApp, type TestApp, type TestProject } from '../helpers/app.js';
 import { expectApiError, verificationBody } from './fixtures.js';
 
@@ -14,12 +15,13 @@ describe('verification without a worker', () => {
   beforeAll(async () => {
     t = await buildTestApp({ withTemporal: true });
     project = await t.createProject();
-    // The same database, gateways and engine, but a task queue nobody polls.
-    stranded = await buildApp({
+    // The same database, gateways and engine, but a task queue nobody polls (and services over that one).
+    const deps = {
       ...t.deps,
       temporal: { client: t.temporal!.client, taskQueue: 'no-worker-polls-this-queue' },
       workflowCallTimeoutMs: 1_500,
-    });
+    };
+    stranded = await buildApp({ ...deps, services: buildServices(deps) });
     await stranded.ready();
   });
 

@@ -2,10 +2,14 @@
 // registered (sandbox mode, the sandbox helpers, the sandbox clock) over an in-memory database that is
 // dropped afterwards. `npm run client:generate` writes it beside the typed client.
 import type { FastifyInstance } from 'fastify';
+import { buildServices } from '../../composition/index.js';
+import { createStores } from '../../composition/stores.js';
 import { parseConfig } from '../../platform/config/index.js';
 import { createGatewayRegistry } from '../../gateways/registry.js';
 import { createLogger } from '../../platform/logger.js';
+import { createMetrics } from '../../platform/observability/metrics.js';
 import { openDatabase } from '../../platform/db/db.js';
+import { createKeyring, generateKeyringSpec, parseKeyringSpec } from '../../platform/security/keyring.js';
 import type { SandboxClock } from '../../platform/temporal/sandbox-clock.js';
 import { buildApp } from '../app.js';
 
@@ -24,15 +28,20 @@ export async function buildOpenApiDocument(): Promise<Record<string, unknown>> {
       advance: async () => ({ now: epoch, settled: true }),
       observe: () => undefined,
     };
-    app = await buildApp({
+    const keyring = createKeyring(parseKeyringSpec(generateKeyringSpec('ephemeral')));
+    const deps = {
       config: parseConfig({ PAYGATE_SANDBOX: 'true', LOG_LEVEL: 'silent', ADMIN_TOKEN: 'openapi-document-build-only' }),
       database,
       gateways,
       logger: createLogger({ level: 'silent' }),
+      keyring,
+      stores: createStores(database.db, keyring),
+      metrics: createMetrics({ processMetrics: false }),
       sandboxUrl: UNUSED_URL,
       sandboxToken: 'openapi-document-build-only',
       sandboxClock,
-    });
+    };
+    app = await buildApp({ ...deps, services: buildServices(deps) });
     await app.ready();
     return JSON.parse(JSON.stringify(app.swagger())) as Record<string, unknown>;
   } finally {

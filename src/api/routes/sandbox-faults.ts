@@ -2,14 +2,13 @@
 // {pg, operation, fault, count?} arms a fault on the project's next `count` calls of one sandbox PG
 // operation, GET lists the armed ones, DELETE disarms them. src/gateways/sandbox-faults.ts.
 import type { FastifyInstance } from 'fastify';
-import { createSandboxFaultService } from '../../gateways/sandbox-faults.js';
 import { createIdempotencyHooks } from '../idempotency.js';
 
 export async function sandboxFaultRoutes(app: FastifyInstance): Promise<void> {
   const { deps } = app;
-  if (!deps.config.sandbox || !deps.sandboxUrl) return;
-  // without the sandbox's token (SANDBOX_TOKEN unset in a split deployment) the sandbox refuses: 9502
-  const faults = createSandboxFaultService({ sandbox: { url: deps.sandboxUrl, token: deps.sandboxToken ?? '' } });
+  // the services have it in sandbox mode with the sandbox's address
+  const faults = deps.services.sandboxFaults;
+  if (!deps.config.sandbox || !faults) return;
   const idempotency = createIdempotencyHooks({ idempotency: deps.stores.idempotency, clock: deps.clock, keyring: deps.keyring });
   // faults exist to test what a merchant's payments do when the PG fails: the scope that makes payments
   const access = { auth: 'project', scope: 'subscribe_payment' } as const;
