@@ -159,11 +159,12 @@ const RULES: readonly Rule[] = [
         : imp.target === 'fastify',
   },
   {
-    name: 'activities are Fastify-free and reach the outside through the areas (gateways, stores, services)',
+    name: "activities are Fastify-free, reach the outside through the areas and take the composition root's types only",
     applies: (f) => inFolder(f, 'activities'),
     forbids: (imp) =>
       imp.local
-        ? ['api', 'workflows', 'dashboard', 'cli', 'sandbox', 'main'].some((l) => inFolder(imp.target, l))
+        ? ['api', 'workflows', 'dashboard', 'cli', 'sandbox', 'main'].some((l) => inFolder(imp.target, l)) ||
+          (inFolder(imp.target, 'composition') && !imp.typeOnly)
         : imp.target === 'fastify',
   },
   {
