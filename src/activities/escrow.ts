@@ -11,7 +11,7 @@ import { ApiError } from '../platform/errors.js';
 import { PROJECT_EVENTS } from '../webhooks/rules.js';
 import type { EscrowGateway, GatewayRegistry } from '../gateways/types.js';
 import type { CancelService } from '../payments/cancels.js';
-import type { OperationLog } from '../platform/operation-log.js';
+import { type OperationLog, pinoStyleLog } from '../platform/operation-log.js';
 import { receiptResponse } from '../payments/receipts.js';
 import type { WebhookService } from '../webhooks/service.js';
 import type { Stores } from '../composition/stores.js';
@@ -45,7 +45,7 @@ export function createEscrowActivities(deps: EscrowActivityDeps) {
     if (!escrow) throw ApplicationFailure.nonRetryable(`PG '${pg}' has no escrow`, 'GatewayNotConfigured');
     return escrow;
   };
-  const activityLog = (): OperationLog => Context.current().log as unknown as OperationLog;
+  const activityLog = (): OperationLog => pinoStyleLog(Context.current().log) as unknown as OperationLog;
   const project = async (applicationId: string) => {
     const row = await stores.projects.findById(applicationId);
     if (!row) throw ApplicationFailure.nonRetryable(`project ${applicationId} no longer exists`, 'ProjectNotFound');

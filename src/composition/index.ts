@@ -20,7 +20,7 @@ import { observingWorkflowClient } from '../platform/observability/workflow-clie
 import { sweepUnsettled } from '../payments/receipts.js';
 import type { Keyring } from '../platform/security/keyring.js';
 import { openDatabase, type Database } from '../platform/db/db.js';
-import type { OperationLog } from '../platform/operation-log.js';
+import { type OperationLog, pinoStyleLog } from '../platform/operation-log.js';
 import { createServices, type ServiceDeps, type Services } from './services.js';
 import { createStores, type Stores } from './stores.js';
 import { countPendingDeliveries } from '../webhooks/pending-deliveries.js';
@@ -193,8 +193,10 @@ export async function openCore(
 function activityOrProcessLog(logger: Pick<Logger, 'warn' | 'error'>): Pick<OperationLog, 'warn'> & {
   readonly error: OperationLog['warn'];
 } {
-  const current = (): Pick<Logger, 'warn' | 'error'> =>
-    (activityContext.getStore()?.log as unknown as Pick<Logger, 'warn' | 'error'> | undefined) ?? logger;
+  const current = (): Pick<Logger, 'warn' | 'error'> => {
+    const activityLog = activityContext.getStore()?.log;
+    return activityLog ? (pinoStyleLog(activityLog) as unknown as Pick<Logger, 'warn' | 'error'>) : logger;
+  };
   return {
     warn: (obj: unknown, msg?: string, ...args: unknown[]) => current().warn(obj, msg, ...args),
     error: (obj: unknown, msg?: string, ...args: unknown[]) => current().error(obj, msg, ...args),
