@@ -54,7 +54,7 @@ export function createReserveActivities(deps: ReserveActivityDeps) {
       metadata: row.metadata ?? undefined,
     };
     // a run that charged and died before recording it: the completed receipt is this reserve's charge
-    const done = adoptableReceipt(await stores.reserves.findOrderReceipt(row.application_id, row.order_id), params);
+    const done = adoptableReceipt(await stores.receipts.findByOrder(row.application_id, row.order_id), params);
     if (done) return stores.reserves.finish(row.reserve_id, { status: 'paid', receiptId: done.receipt_id }, clock());
     try {
       const key = await findUsableBillingKey(stores, owner, row.billing_key);

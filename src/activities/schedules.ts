@@ -111,7 +111,7 @@ export function createScheduleActivities(deps: ScheduleActivityDeps) {
         // finishes
         const existing = await stores.schedules.findCharge(schedule.schedule_id, input.period);
         if (existing?.status === 'paid') return alreadyPaid();
-        claimed = await stores.schedules.findOrderReceipt(schedule.application_id, orderId);
+        claimed = await stores.receipts.findByOrder(schedule.application_id, orderId);
         if (claimed === undefined) return ended();
         charge = existing ?? (await stores.schedules.openCharge(schedule, input.period, new Date(input.dueAt), orderId)).charge;
       } else {
@@ -120,7 +120,7 @@ export function createScheduleActivities(deps: ScheduleActivityDeps) {
         if (charge.status === 'paid') return alreadyPaid();
         // the order's receipt comes only from the charge below, after the row was opened: a row this attempt
         // created has none (the common case: one statement less per period)
-        claimed = opened.opened ? undefined : await stores.schedules.findOrderReceipt(schedule.application_id, orderId);
+        claimed = opened.opened ? undefined : await stores.receipts.findByOrder(schedule.application_id, orderId);
       }
       const owner = await project(schedule.application_id);
       const params: ChargeParams = {

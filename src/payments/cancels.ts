@@ -37,19 +37,19 @@ export type CancelSettlement =
       readonly pgErrorCode?: string;
     };
 
+/** What planCancel reads of a receipt. */
+const cancellable = (receipt: ReceiptRow) => ({
+  status: receipt.status,
+  price: receipt.price,
+  taxFree: receipt.tax_free,
+  cancelledPrice: receipt.cancelled_price,
+  cancelledTaxFree: receipt.cancelled_tax_free,
+});
+
 /** The PG key `cancel` would have on `receipt` as it stands: a retry of a pending cancel has the pending one's. */
 function sameCancelKey(receipt: ReceiptRow, cancel: CancelRequest): string | undefined {
   try {
-    const plan = planCancel(
-      {
-        status: receipt.status,
-        price: receipt.price,
-        taxFree: receipt.tax_free,
-        cancelledPrice: receipt.cancelled_price,
-        cancelledTaxFree: receipt.cancelled_tax_free,
-      },
-      cancel,
-    );
+    const plan = planCancel(cancellable(receipt), cancel);
     return cancelIdempotencyKey(receipt.receipt_id, cancel.cancelId, receipt.cancelled_price, plan.amount);
   } catch (err) {
     if (err instanceof ApiError) return undefined;
@@ -148,16 +148,7 @@ export function createCancelService(deps: {
           await receipts.releaseCancelLease(receipt.receipt_id, receipt.cancel_pending?.cancel_key);
           return firstResult;
         }
-        const plan = planCancel(
-          {
-            status: receipt.status,
-            price: receipt.price,
-            taxFree: receipt.tax_free,
-            cancelledPrice: receipt.cancelled_price,
-            cancelledTaxFree: receipt.cancelled_tax_free,
-          },
-          cancel,
-        );
+        const plan = planCancel(cancellable(receipt), cancel);
         const gateway = cancelGatewayOf(deps.gateways.get(receipt.pg), receipt);
         if (!gateway) throw new ApiError('RC_PG_NOT_FOUND');
         if (receipt.gateway_tid === null) throw new ApiError('RECEIPT_NOT_CANCELLABLE');

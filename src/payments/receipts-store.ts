@@ -72,6 +72,8 @@ export interface ReceiptStore {
   orphanCancels(before: Date, limit: number): Promise<ReceiptRow[]>;
   /** Any project's receipt: callers check ownership (1225) with the row's application_id. */
   find(receiptId: string): Promise<ReceiptRow | undefined>;
+  /** The project's receipt of `orderId`, whatever its status (order_id is unique per project). */
+  findByOrder(applicationId: string, orderId: string): Promise<ReceiptRow | undefined>;
   /** The project's receipts newest first, at most `limit`; `search` matches an order_id or a receipt_id exactly. */
   listOf(applicationId: string, q: { search?: string; limit: number }): Promise<ReceiptRow[]>;
   /**
@@ -256,6 +258,14 @@ export function createReceiptStore(db: Kysely<Tables>): ReceiptStore {
 
     async find(receiptId) {
       return byId(receiptId).executeTakeFirst();
+    },
+    async findByOrder(applicationId, orderId) {
+      return db
+        .selectFrom('receipts')
+        .selectAll()
+        .where('application_id', '=', applicationId)
+        .where('order_id', '=', orderId)
+        .executeTakeFirst();
     },
 
     async listOf(applicationId, q) {

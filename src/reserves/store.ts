@@ -5,7 +5,6 @@ import type { ReserveStatus, ReserveView } from './rules.js';
 import type { FieldCipher } from '../platform/security/field-cipher.js';
 import type { Tables } from '../platform/db/db.js';
 import type { ReservesTable } from '../platform/db/migrations/0008_reserves.js';
-import type { ReceiptRow } from '../payments/receipts-store.js';
 
 export type ReserveRow = Selectable<ReservesTable>;
 
@@ -48,8 +47,6 @@ export interface ReserveStore {
   /** executing -> paid | failed; the row as it is now (a second call changes nothing). */
   finish(reserveId: string, outcome: ReserveOutcome, now: Date): Promise<ReserveRow>;
   setFeedbackDelivery(reserveId: string, deliveryId: string): Promise<void>;
-  /** The project's receipt with this order_id, if any (the charge of a reserve retried after it completed). */
-  findOrderReceipt(applicationId: string, orderId: string): Promise<ReceiptRow | undefined>;
   view(row: ReserveRow): ReserveView;
 }
 
@@ -159,15 +156,6 @@ export function createReserveStore(db: Kysely<Tables>, cipher: FieldCipher): Res
 
     async setFeedbackDelivery(reserveId, deliveryId) {
       await db.updateTable('reserves').set({ feedback_delivery_id: deliveryId }).where('reserve_id', '=', reserveId).execute();
-    },
-
-    async findOrderReceipt(applicationId, orderId) {
-      return db
-        .selectFrom('receipts')
-        .selectAll()
-        .where('application_id', '=', applicationId)
-        .where('order_id', '=', orderId)
-        .executeTakeFirst();
     },
 
     view(row) {

@@ -11,7 +11,6 @@ import type {
 } from './rules.js';
 import type { Tables } from '../platform/db/db.js';
 import type { ScheduleChargesTable, SchedulesTable } from '../platform/db/migrations/0009_schedules.js';
-import type { ReceiptRow } from '../payments/receipts-store.js';
 
 export type ScheduleRow = Selectable<SchedulesTable>;
 export type ScheduleChargeRow = Selectable<ScheduleChargesTable>;
@@ -78,8 +77,6 @@ export interface ScheduleStore {
   /** Missed periods while paused: recorded skipped (never charged); a period left retrying becomes failed. */
   skipPeriods(row: ScheduleRow, periods: readonly { period: number; dueAt: Date; orderId: string }[]): Promise<void>;
   charges(scheduleId: string): Promise<ScheduleChargeRow[]>;
-  /** The project's receipt with this order_id (a period charged by a run that died before recording it). */
-  findOrderReceipt(applicationId: string, orderId: string): Promise<ReceiptRow | undefined>;
   view(row: ScheduleRow): ScheduleView;
   chargeView(row: ScheduleChargeRow): ScheduleChargeView;
 }
@@ -300,15 +297,6 @@ export function createScheduleStore(db: Kysely<Tables>): ScheduleStore {
         .where('schedule_id', '=', scheduleId)
         .orderBy('period', 'asc')
         .execute();
-    },
-
-    async findOrderReceipt(applicationId, orderId) {
-      return db
-        .selectFrom('receipts')
-        .selectAll()
-        .where('application_id', '=', applicationId)
-        .where('order_id', '=', orderId)
-        .executeTakeFirst();
     },
 
     view(row) {

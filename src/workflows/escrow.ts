@@ -1,5 +1,4 @@
 import {
-  ActivityFailure,
   ApplicationFailure,
   allHandlersFinished,
   condition,
@@ -10,7 +9,7 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { EscrowActivities } from '../activities/escrow.js';
-import { GATEWAY_DECLINED, type GatewayDeclinedDetails } from '../gateways/declined.js';
+import { declinedBy, GATEWAY_DECLINED } from '../gateways/declined.js';
 import {
   type EscrowErrorName,
   type EscrowFailureDetails,
@@ -80,13 +79,6 @@ const EVENT_FOR_STATUS: Readonly<Partial<Record<number, BuyerEvent>>> = {
 
 function failure(name: EscrowErrorName, message: string, details: EscrowFailureDetails = {}): ApplicationFailure {
   return ApplicationFailure.create({ type: name, message, nonRetryable: true, details: [details] });
-}
-
-function declinedBy(err: unknown): GatewayDeclinedDetails | undefined {
-  if (err instanceof ActivityFailure && err.cause instanceof ApplicationFailure && err.cause.type === GATEWAY_DECLINED) {
-    return err.cause.details?.[0] as GatewayDeclinedDetails | undefined;
-  }
-  return undefined;
 }
 
 export async function escrowWorkflow(input: EscrowInput): Promise<void> {

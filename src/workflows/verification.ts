@@ -1,15 +1,7 @@
-import {
-  ActivityFailure,
-  ApplicationFailure,
-  allHandlersFinished,
-  condition,
-  proxyActivities,
-  setHandler,
-  sleep,
-} from '@temporalio/workflow';
+import { ApplicationFailure, allHandlersFinished, condition, proxyActivities, setHandler, sleep } from '@temporalio/workflow';
 import type { VerificationActivities } from '../activities/verification.js';
 import type { VerifiedPerson } from '../verification/rules.js';
-import { GATEWAY_DECLINED, type GatewayDeclinedDetails } from '../gateways/declined.js';
+import { declinedBy, GATEWAY_DECLINED } from '../gateways/declined.js';
 import {
   type ConfirmResult,
   type OtpSentResult,
@@ -51,14 +43,6 @@ const MIN_NONCE_LENGTH = 16;
 
 function failure(name: VerificationErrorName, message: string, details: VerificationFailureDetails = {}): ApplicationFailure {
   return ApplicationFailure.create({ type: name, message, nonRetryable: true, details: [details] });
-}
-
-/** The gateway's refusal, if that is what made the activity fail. */
-function declinedBy(err: unknown): GatewayDeclinedDetails | undefined {
-  if (err instanceof ActivityFailure && err.cause instanceof ApplicationFailure && err.cause.type === GATEWAY_DECLINED) {
-    return err.cause.details?.[0] as GatewayDeclinedDetails | undefined;
-  }
-  return undefined;
 }
 
 class Verification {
