@@ -339,13 +339,13 @@ export const DELIVERY_RECOVERY_INTERVAL_MS = 5 * 60_000;
  */
 export function startDeliveryRecovery(
   core: Core,
-  services: Pick<Services, 'reconcile' | 'worker'>,
+  services: Pick<Services, 'reconcile' | 'webhooks'>,
   logger: Logger,
   opts: { clock?: () => Date } = {},
 ): () => void {
   const stopReconcile = startReconcileSweep(core, services, logger, opts.clock ?? (() => new Date()));
   const sweep = () =>
-    services.worker.deliveryRecovery.recoverOrphans().then(
+    services.webhooks.recoverOrphans().then(
       (n) => (n > 0 ? logger.info({ deliveries: n }, 'webhook deliveries without a run were started') : undefined),
       (err: unknown) => logger.warn({ err }, 'the webhook delivery recovery sweep failed; it runs again later'),
     );

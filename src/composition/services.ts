@@ -54,13 +54,11 @@ export interface WorkerServices {
   /**
    * A reserve's or a schedule period's charge. Temporal retries the activity when a PG call ends without a final
    * answer, and the retry re-drives the call under the same PG key: nothing is handed to a reconcile workflow and
-   * nothing is logged. Its PG call window is written on the real clock, not `clock`, as those activities always did.
+   * nothing is logged. Its PG call window is written on `clock`, which the worker's reconcile sweep reads.
    */
   readonly charges: Pick<ChargeService, 'chargeKey'>;
   /** An escrow rejection's refund, retried by Temporal likewise: no reconcile hand-over, nothing logged. */
   readonly cancels: Pick<CancelService, 'cancel'>;
-  /** The delivery recovery's sweep: deliveries without a run are judged on the real clock, also under a sandbox clock. */
-  readonly deliveryRecovery: Pick<WebhookService, 'recoverOrphans'>;
 }
 
 export interface ServiceDeps {
@@ -167,14 +165,8 @@ export function createServices(deps: ServiceDeps): Services {
       : {}),
     ...reconcile,
     worker: {
-      charges: createChargeService({ stores, gateways, ...metrics }),
+      charges: createChargeService({ stores, gateways, clock, ...metrics }),
       cancels: createCancelService({ stores, gateways, clock }),
-      deliveryRecovery: createWebhookService({
-        stores,
-        clock: () => new Date(),
-        sandbox: deps.sandbox === true,
-        ...(deps.workflows ? { workflows: deps.workflows } : {}),
-      }),
     },
   };
 }

@@ -392,4 +392,39 @@ describe('deliveries saved without a run are recovered', () => {
     expect(requestsWithId(receiver, orphan.delivery_id)).toHaveLength(1);
     expect(requestsWithId(receiver, stuck.delivery_id)).toHaveLength(1);
   });
+
+  it('under a clock moved a month ahead (the sandbox clock), a new orphan is still started and an attempt in progress is not', async () => {
+    const project = await t.createProject();
+    await webhookClient(t, project).put({ url: receiver.url });
+    const store = t.app.deps.stores.webhooks;
+    const endpoint = (await store.findEndpoint(project.applicationId, 'message'))!;
+    const month = 30 * 24 * 3_600_000;
+    t.clock.advance(month);
+    try {
+      const row = (id: string, createdAt: Date) =>
+        store.createDelivery({
+          deliveryId: id,
+          endpoint,
+          event: 'alimtalk.send.succeeded',
+          eventCode: 301,
+          tags: [],
+          body: JSON.stringify({ event_code: 301, id }),
+          sendsWhenDisabled: false,
+          createdAt,
+        });
+      // saved on the advanced clock five minutes ago by a process that died before starting its run
+      const orphan = await row(`orphan_${newId()}`, new Date(t.clock.now().getTime() - 5 * 60_000));
+      // an attempt another process is making right now: updated_at is the database's now(), not the advanced clock
+      const inProgress = await row(`busy_${newId()}`, new Date(t.clock.now().getTime() - 5 * 60_000));
+      await store.markDoing(inProgress.delivery_id);
+
+      // (the previous test's fresh row is a month old now and is started too)
+      expect(await t.app.deps.services.webhooks.recoverOrphans()).toBeGreaterThanOrEqual(1);
+      await untilDelivery(t, orphan.delivery_id, 'done', 1);
+      expect((await deliveryRow(t, inProgress.delivery_id))?.status).toBe('doing');
+      expect(requestsWithId(receiver, inProgress.delivery_id)).toHaveLength(0);
+    } finally {
+      t.clock.advance(-month);
+    }
+  });
 });
