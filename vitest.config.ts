@@ -5,6 +5,8 @@ export default defineConfig({
   test: {
     pool: 'forks',
     include: ['test/**/*.test.ts', 'engine/test/**/*.test.ts'],
+    // one paygate workflow bundle per run, shared by the files that start a worker (test/helpers/temporal.ts)
+    globalSetup: ['test/helpers/global-setup.ts'],
     testTimeout: 60_000,
     hookTimeout: 120_000,
     teardownTimeout: 20_000,
