@@ -22,6 +22,13 @@ import { startTestTemporal, type TestTemporal } from './temporal.js';
 export const TEST_ADMIN_TOKEN = 'test-admin-token-0123456789abcdef';
 /** the Bearer token of the test sandbox's internal routes (/_sandbox/*) */
 export const TEST_SANDBOX_TOKEN = 'test-sandbox-token-0123456789abcdef';
+/** how long the test app's gateway client waits for a PG answer */
+export const TEST_GATEWAY_TIMEOUT_MS = 5_000;
+/**
+ * How long the test sandbox holds a `timeout` fault's answer or a `late` fault's request: past the gateway
+ * timeout, as the faults need, but not the production default of 30 s that every `late` test would wait out.
+ */
+export const TEST_FAULT_DELAY_MS = TEST_GATEWAY_TIMEOUT_MS + 3_000;
 
 export interface TestProject {
   readonly applicationId: string;
@@ -66,6 +73,8 @@ export interface TestAppOverrides extends Partial<Omit<AppDeps, 'config' | 'stor
   readonly withTemporal?: boolean;
   /** the worker's webhook options over the defaults (the app's sandbox mode, the test clock) */
   readonly webhookActivities?: Partial<WebhookActivityOptions>;
+  /** the sandbox's fault hold (`timeout`, `late`); TEST_FAULT_DELAY_MS when absent */
+  readonly sandboxFaultDelayMs?: number;
 }
 
 export function basicAuthHeader(clientKey: string, secretKey: string): string {
@@ -120,16 +129,35 @@ export async function buildTestApp(overrides: TestAppOverrides = {}): Promise<Te
     let gateways = overrides.gateways;
     let sandboxUrl = '';
     if (!gateways) {
-      const sandbox = await startSandboxGateways({ host: '127.0.0.1', port: 0, clock: now, logger, token: TEST_SANDBOX_TOKEN });
+      const sandbox = await startSandboxGateways({
+        host: '127.0.0.1',
+        port: 0,
+        clock: now,
+        logger,
+        token: TEST_SANDBOX_TOKEN,
+        faultDelayMs: overrides.sandboxFaultDelayMs ?? TEST_FAULT_DELAY_MS,
+      });
       cleanups.push(() => sandbox.close());
-      const registry = createGatewayRegistry({ sandboxUrl: sandbox.url, timeoutMs: 5_000, sandboxToken: TEST_SANDBOX_TOKEN });
+      const registry = createGatewayRegistry({
+        sandboxUrl: sandbox.url,
+        timeoutMs: TEST_GATEWAY_TIMEOUT_MS,
+        sandboxToken: TEST_SANDBOX_TOKEN,
+      });
       cleanups.push(() => registry.close());
       gateways = registry;
       sandboxUrl = sandbox.url;
     }
 
     let temporal: TestTemporal | undefined;
-    const { env: _env, config: _config, routes, withTemporal, webhookActivities, ...appOverrides } = overrides;
+    const {
+      env: _env,
+      config: _config,
+      routes,
+      withTemporal,
+      webhookActivities,
+      sandboxFaultDelayMs: _faultDelay,
+      ...appOverrides
+    } = overrides;
     // What the composition root builds once per process: the keyring, the stores over it, the metrics registry, then
     // the services from the app's own deps (over the engine's client with `withTemporal`, before the worker).
     const keyring =
