@@ -44,11 +44,15 @@ export interface AppDeps {
   readonly clock?: () => Date;
   /** extra readiness probes for GET /health by component name (e.g. engine, worker) */
   readonly readiness?: Readonly<Record<string, ReadinessProbe>>;
-  /** where the long-running processes run (identity verification); without it those routes answer 503 */
+  /**
+   * Where the long-running processes run. Read by buildServices (src/composition) when it builds `services` from
+   * these deps: without it those use cases answer 503. buildApp itself reads none of temporal, workflowCallTimeoutMs,
+   * sandboxToken and webhookResolve: they are here so one object builds both.
+   */
   readonly temporal?: WorkflowRuntime;
   /**
-   * How long a route waits on a workflow (start + update) before answering with an error instead of
-   * holding the request open, e.g. while no worker polls. Default 60 s: above a send with gateway retries.
+   * How long a use case waits on a workflow (start + update) before answering with an error instead of holding the
+   * request open, e.g. while no worker polls. Default 60 s: above a send with gateway retries. Read by buildServices.
    */
   readonly workflowCallTimeoutMs?: number;
   /** seals sensitive columns (the stores were built with it) and the Idempotency-Key records */

@@ -3,7 +3,7 @@
 // allows only the dashboard's own script and stylesheet. Served in sandbox mode only: in production mode
 // it is not registered at all (9404), so no extra way in exists next to the API.
 //
-// Every action calls the use case the API route calls (src/services/); the pages only parse form fields,
+// Every action calls the use case the API route calls (the areas' services, built once in src/composition/); the pages only parse form fields,
 // call, and render. Routes declare `config: { auth: 'none', dashboard: ... }`: the API's key check does not
 // apply, the dashboard's session check (below) does.
 import { randomBytes } from 'node:crypto';

@@ -100,7 +100,7 @@ export interface RotatedWebhookSecret {
   readonly previous_webhook_secret_expires_at?: string;
 }
 
-/** The sandbox PGs' names start with this (as their receipts' `sandbox: true` does, services/receipts.ts). */
+/** The sandbox PGs' names start with this (as their receipts' `sandbox: true` does, src/payments/receipts.ts). */
 const SANDBOX_PG_PREFIX = 'sandbox_';
 
 function checkPgs(pgs: readonly string[], knownPgs: readonly string[]): void {

@@ -1,6 +1,6 @@
 // The sandbox PGs: a separate Fastify server on loopback that plays the external card and identity
-// gateways over HTTP. It is an outside system to paygate: only the adapters (../sandbox-card.ts,
-// ../sandbox-identity.ts) know this wire format.
+// gateways over HTTP. It is an outside system to paygate: only the adapters (../gateways/sandbox-*.ts)
+// know this wire format.
 //
 // Wire format (JSON in, JSON out)
 //   Every answer is an envelope { res_cd, res_msg, data? }. res_cd '0000' = approved, with `data`;

@@ -42,8 +42,6 @@ export interface DeliverOptions {
 export const ORPHAN_AFTER_MS = 60_000;
 /** 'doing' this long means the run that made the attempt is gone (an attempt takes 15 s at most). */
 export const STUCK_DOING_AFTER_MS = 10 * 60_000;
-const _MAX_ORPHANS_PER_SWEEP = 500;
-
 const MAX_ORPHANS_PER_SWEEP = 500;
 
 /** A failed delivery sent again: the same webhook-id, a new workflow run. */

@@ -1,3 +1,9 @@
+// Outbound webhooks: the messaging sub-service's configuration (read, save, secret rotation), the test
+// send, the delivery history, manual retry and replay; the project's webhook_url and its secret (admin
+// API) — and `deliver`, the one entry every producer of outbound events goes through. Producers call
+// `deliverMessageEvent` (message events), `deliverToProject` (payment / escrow / recurring events to the
+// project's webhook_url) or `deliverFeedback` (a charge's receipt to its feedback_url). The engine under them
+// (a delivery row and its workflow, requeue, recovery of orphans) is delivery-engine.ts.
 import { assertOwnedBy } from '../projects/access.js';
 import { ApiError } from '../platform/errors.js';
 import { newId } from '../platform/ids.js';
@@ -19,13 +25,14 @@ import type { Project } from '../projects/store.js';
 import type { DeliveryRow, EndpointKind } from './store.js';
 import { createDeliveryEngine, type DeliverOptions, type EndpointRef, type Requeued } from './delivery-engine.js';
 
-export type { DeliverOptions, EndpointRef, Requeued } from './delivery-engine.js';
-export { ORPHAN_AFTER_MS, STUCK_DOING_AFTER_MS } from './delivery-engine.js';
 import { checkDestination, type Resolver } from './http-client.js';
 import { newSigningSecret } from './signing.js';
 import type { OperationLog } from '../platform/operation-log.js';
 import type { WorkflowRuntime } from '../platform/temporal/workflow-calls.js';
 import type { WebhookStore } from './store.js';
+
+export type { DeliverOptions, EndpointRef, Requeued } from './delivery-engine.js';
+export { ORPHAN_AFTER_MS, STUCK_DOING_AFTER_MS } from './delivery-engine.js';
 
 /** The project's webhook signing secret as the admin API shows it, once. */
 export interface ProjectWebhookSecret {

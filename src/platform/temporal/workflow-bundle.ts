@@ -16,8 +16,8 @@ type WorkflowBundlerOptions = NonNullable<WorkerOptions['bundlerOptions']>;
 /**
  * How webpack optimises the bundle. The SDK re-evaluates every module of the bundle for each workflow run and keeps
  * those instances with each cached run, so what a workflow does not use must not be in it: webpack's export
- * analysis drops a library a workflow reaches only through functions it never calls (zod, imported by domain
- * modules for their request parsing), as a production build would. Plain data: the bundler thread gets it too.
+ * analysis drops a library a workflow reaches only through functions it never calls (zod, imported by the areas'
+ * rules modules for their request parsing), as a production build would. Plain data: the bundler thread gets it too.
  */
 const BUNDLE_OPTIMIZATION = { providedExports: true, usedExports: true, innerGraph: true, sideEffects: true } as const;
 
