@@ -164,7 +164,8 @@ describe('parseConfig', () => {
 
 describe('readConfigOrExit', () => {
   it('stops the process with exit code 1 and a message naming the variable', async () => {
-    const script = "import('./src/platform/config/index.ts').then((m) => { m.readConfigOrExit(); process.stdout.write('survived'); })";
+    const script =
+      "import('./src/platform/config/index.ts').then((m) => { m.readConfigOrExit(); process.stdout.write('survived'); })";
     const child = spawn(process.execPath, ['--import', 'tsx', '-e', script], {
       cwd: new URL('../..', import.meta.url).pathname,
       env: { PATH: process.env.PATH, PORT: 'not-a-port' },
