@@ -83,6 +83,18 @@ class SlowFirstSequencer extends BaseSequencer {
   }
 }
 
+/**
+ * Files whose assertions bound real time tightly (a 2 s workflow task timeout that a starved worker misses): they
+ * run alone, after the others, so that no other file takes the cores from them.
+ */
+const ALONE = ['test/engine/local-activities.test.ts'];
+
+const INCLUDE = ['test/**/*.test.ts', 'engine/test/**/*.test.ts'];
+const EXCLUDE = [
+  ...configDefaults.exclude,
+  ...(postgresPass ? [...ENGINE_SUITES, ...DATABASE_INDEPENDENT, ...ALWAYS_ON_POSTGRES] : []),
+];
+
 // Temporal's native worker runtime does not like worker_threads: run test files in forked processes.
 // Most files spend their time waiting (timers, sockets, the engine), so three run at once even on two cores;
 // VITEST_MAX_WORKERS (or --maxWorkers) sets another number.
@@ -90,12 +102,14 @@ export default defineConfig({
   test: {
     pool: 'forks',
     maxWorkers: Number(process.env.VITEST_MAX_WORKERS ?? 3),
-    include: ['test/**/*.test.ts', 'engine/test/**/*.test.ts'],
     // one paygate workflow bundle per run, shared by the files that start a worker (test/helpers/temporal.ts)
     globalSetup: ['test/helpers/global-setup.ts'],
-    exclude: [
-      ...configDefaults.exclude,
-      ...(postgresPass ? [...ENGINE_SUITES, ...DATABASE_INDEPENDENT, ...ALWAYS_ON_POSTGRES] : []),
+    projects: [
+      { extends: true, test: { name: 'together', include: INCLUDE, exclude: [...EXCLUDE, ...ALONE] } },
+      {
+        extends: true,
+        test: { name: 'alone', include: ALONE, exclude: EXCLUDE, maxWorkers: 1, sequence: { groupOrder: 1 } },
+      },
     ],
     sequence: { sequencer: SlowFirstSequencer },
     testTimeout: 60_000,
