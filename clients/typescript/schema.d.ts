@@ -916,6 +916,34 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/v1/projects/{application_id}/upstream": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The project's upstream provider
+         * @description The project's upstream provider
+         */
+        get: operations["getProjectUpstream"];
+        /**
+         * Route the project's PGs to an upstream provider
+         * @description Route the project's PGs to an upstream provider
+         */
+        put: operations["putProjectUpstream"];
+        post?: never;
+        /**
+         * Make the project's PGs local ones again
+         * @description Make the project's PGs local ones again
+         */
+        delete: operations["deleteProjectUpstream"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/sandbox/v1/clock": {
         parameters: {
             query?: never;
@@ -7865,6 +7893,387 @@ export interface operations {
             };
             /** @description 9422 IDEMPOTENCY_KEY_REUSED */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description 9429 TOO_MANY_REQUESTS */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description 9500 INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description 9503 SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    getProjectUpstream: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                application_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The configuration, its secret masked */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "application_id": "6747e3a1c0ffee0000000001",
+                     *       "base_url": "https://api.provider.example",
+                     *       "client_key": "6747e3a1c0ffee00000000ff",
+                     *       "secret_key": "Xk3v********",
+                     *       "pgs": [
+                     *         "nicepay",
+                     *         "kcp"
+                     *       ],
+                     *       "notification_url": "https://paygate.example.com/upstream/v1/notifications/6747e3a1c0ffee0000000001",
+                     *       "created_at": "2026-11-25T09:00:00+09:00",
+                     *       "updated_at": "2026-11-25T09:00:00+09:00"
+                     *     }
+                     */
+                    "application/json": {
+                        application_id: string;
+                        base_url: string;
+                        client_key: string;
+                        secret_key: string;
+                        pgs: string[];
+                        message_url?: string;
+                        notification_url: string;
+                        last_error?: {
+                            code: number;
+                            error_code: string;
+                            message: string;
+                            /** Format: date-time */
+                            at: string;
+                        };
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        updated_at: string;
+                    };
+                };
+            };
+            /** @description 9400 INVALID_REQUEST */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description 9401 ADMIN_UNAUTHORIZED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description 9477 UPSTREAM_NOT_CONFIGURED, 9426 PROJECT_NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description 9413 PAYLOAD_TOO_LARGE */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description 9415 UNSUPPORTED_MEDIA_TYPE */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description 9429 TOO_MANY_REQUESTS */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description 9500 INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description 9503 SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    putProjectUpstream: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                application_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "base_url": "https://api.provider.example",
+                 *       "client_key": "6747e3a1c0ffee00000000ff",
+                 *       "secret_key": "Xk3vQ9hWm2LzR8tY5nB7cD1fG4jK6pS0",
+                 *       "pgs": [
+                 *         "nicepay",
+                 *         "kcp"
+                 *       ]
+                 *     }
+                 */
+                "application/json": {
+                    base_url: string;
+                    client_key: string;
+                    secret_key: string;
+                    pgs: string[];
+                    message_url?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The configuration, its secret masked */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "application_id": "6747e3a1c0ffee0000000001",
+                     *       "base_url": "https://api.provider.example",
+                     *       "client_key": "6747e3a1c0ffee00000000ff",
+                     *       "secret_key": "Xk3v********",
+                     *       "pgs": [
+                     *         "nicepay",
+                     *         "kcp"
+                     *       ],
+                     *       "notification_url": "https://paygate.example.com/upstream/v1/notifications/6747e3a1c0ffee0000000001",
+                     *       "created_at": "2026-11-25T09:00:00+09:00",
+                     *       "updated_at": "2026-11-25T09:00:00+09:00"
+                     *     }
+                     */
+                    "application/json": {
+                        application_id: string;
+                        base_url: string;
+                        client_key: string;
+                        secret_key: string;
+                        pgs: string[];
+                        message_url?: string;
+                        notification_url: string;
+                        last_error?: {
+                            code: number;
+                            error_code: string;
+                            message: string;
+                            /** Format: date-time */
+                            at: string;
+                        };
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        updated_at: string;
+                    };
+                };
+            };
+            /** @description 9400 INVALID_REQUEST, 9476 UPSTREAM_URL_INVALID */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description 9401 ADMIN_UNAUTHORIZED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description 9426 PROJECT_NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description 9413 PAYLOAD_TOO_LARGE */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description 9415 UNSUPPORTED_MEDIA_TYPE */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description 9429 TOO_MANY_REQUESTS */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description 9500 INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description 9503 SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    deleteProjectUpstream: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                application_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The configuration was deleted */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "application_id": "6747e3a1c0ffee0000000001",
+                     *       "deleted": true
+                     *     }
+                     */
+                    "application/json": {
+                        application_id: string;
+                        /** @enum {boolean} */
+                        deleted: true;
+                    };
+                };
+            };
+            /** @description 9400 INVALID_REQUEST */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description 9401 ADMIN_UNAUTHORIZED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description 9477 UPSTREAM_NOT_CONFIGURED, 9426 PROJECT_NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description 9413 PAYLOAD_TOO_LARGE */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description 9415 UNSUPPORTED_MEDIA_TYPE */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };

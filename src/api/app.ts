@@ -27,6 +27,7 @@ import { sandboxClockRoutes } from './routes/sandbox-clock.js';
 import { sandboxFaultRoutes } from './routes/sandbox-faults.js';
 import type { SandboxClock } from '../platform/temporal/sandbox-clock.js';
 import { scheduleRoutes } from './routes/schedules.js';
+import { upstreamRoutes } from './routes/upstream.js';
 import { dashboardRoutes } from '../dashboard/index.js';
 import type { Resolver } from '../webhooks/http-client.js';
 import { createMetrics, type Metrics } from '../platform/observability/metrics.js';
@@ -103,6 +104,7 @@ const routePlugins: readonly FastifyPluginAsync[] = [
   escrowRoutes,
   reserveRoutes,
   scheduleRoutes,
+  upstreamRoutes,
   sandboxClockRoutes,
   dashboardRoutes,
   sandboxFaultRoutes,

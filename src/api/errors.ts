@@ -1,10 +1,11 @@
 // The error envelope: every failure a client sees is a catalog entry rendered as
-// { error_code, code, message, pg_error_code?, payload?: { message } }. Fastify's own errors
+// { error_code, code, message, pg_error_code?, payload?: { message } }, or an upstream provider's error of the same
+// catalog relayed as the provider sent it (RelayedApiError). Fastify's own errors
 // (bad JSON, media type, body size, schema validation, unknown route) are mapped here too, and
 // nothing internal (stack, err.message of an unexpected error) ever reaches the body.
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { ApiError, type ErrorName } from '../platform/errors.js';
+import { ApiError, type ErrorName, RelayedApiError } from '../platform/errors.js';
 import { issuesToApiError, type IssueLike } from '../platform/validation.js';
 import { GatewayUnavailableError } from '../gateways/types.js';
 
@@ -66,6 +67,14 @@ export function sendApiError(reply: FastifyReply, error: ApiError): FastifyReply
 /** Installs the error handler and the not-found handler on the root instance. */
 export function installErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((error, request, reply) => {
+    if (error instanceof RelayedApiError) {
+      // the provider's own answer, as the merchant would have had it directly (a 500 among them: 2405, 2411, 2701)
+      request.log.info(
+        { error_code: error.body.error_code, code: error.body.code, status: error.statusCode },
+        'request refused upstream',
+      );
+      return reply.code(error.statusCode).type('application/json; charset=utf-8').send(error.body);
+    }
     const apiError = toApiError(error, request);
     if (apiError.statusCode >= 500) {
       request.log.error({ err: error, error_code: apiError.errorCode }, 'request failed');

@@ -29,6 +29,7 @@ import { createBundlerLogger } from '../platform/temporal/runtime.js';
 import { followEngineTime, type SandboxClock } from '../platform/temporal/sandbox-clock.js';
 import type { TemporalTransport } from '../platform/temporal/transport.js';
 import { createPaygateWorker, type PaygateWorker } from '../platform/temporal/worker.js';
+import { createProviderClient, type ProviderClient } from '../upstream/client.js';
 
 /** Opens the database the config names: a Postgres server, or PGlite under DATA_DIR. */
 export function openConfiguredDatabase(config: Config): Promise<Database> {
@@ -39,14 +40,41 @@ export function openConfiguredDatabase(config: Config): Promise<Database> {
 
 export interface ConfiguredGateways {
   readonly gateways: GatewayRegistry;
+  /** the transport to the upstream providers projects name (src/upstream), in every mode */
+  readonly providers: ProviderClient;
   readonly sandboxUrl?: string;
   /** the Bearer token of the sandbox's internal routes (SMS inbox) */
   readonly sandboxToken?: string;
   close(): Promise<void>;
 }
 
-/** The sandbox gateways (served on loopback) when sandbox mode is on; otherwise no gateways. */
+/**
+ * The sandbox gateways (served on loopback) when sandbox mode is on, otherwise no local gateways; and in every mode
+ * the transport to upstream providers.
+ */
 export async function startConfiguredGateways(config: Config, logger: Logger, clock?: () => Date): Promise<ConfiguredGateways> {
+  const providers = createProviderClient({ policy: { sandbox: config.sandbox } });
+  try {
+    const local = await startLocalGateways(config, logger, clock);
+    return {
+      ...local,
+      providers,
+      async close() {
+        await local.close();
+        await providers.close();
+      },
+    };
+  } catch (err) {
+    await providers.close();
+    throw err;
+  }
+}
+
+async function startLocalGateways(
+  config: Config,
+  logger: Logger,
+  clock?: () => Date,
+): Promise<Omit<ConfiguredGateways, 'providers'>> {
   if (!config.sandbox) {
     return { gateways: { get: () => undefined, names: [] }, close: async () => undefined };
   }
@@ -221,6 +249,13 @@ export interface ServiceParts {
   readonly sandboxToken?: string;
   /** the DNS lookup of the webhook URL check at save (tests inject one) */
   readonly webhookResolve?: ServiceDeps['webhookResolve'];
+  /** the transport to upstream providers (ConfiguredGateways.providers) */
+  readonly providers?: ServiceDeps['providers'];
+}
+
+/** {base_url} as the outside world reaches this process: PUBLIC_BASE_URL, or loopback in sandbox mode. */
+export function publicBaseUrlOf(config: Pick<Config, 'publicBaseUrl' | 'port'>): string {
+  return (config.publicBaseUrl ?? `http://127.0.0.1:${config.port}`).replace(/\/+$/, '');
 }
 
 /**
@@ -239,8 +274,9 @@ export function buildServices(parts: ServiceParts): Services {
     ...(config.sandbox && parts.sandboxUrl ? { sandboxUrl: parts.sandboxUrl } : {}),
     ...(config.sandbox && parts.sandboxToken ? { sandboxToken: parts.sandboxToken } : {}),
     ...(parts.webhookResolve ? { webhookResolve: parts.webhookResolve } : {}),
-    publicBaseUrl: (config.publicBaseUrl ?? `http://127.0.0.1:${config.port}`).replace(/\/+$/, ''),
+    publicBaseUrl: publicBaseUrlOf(config),
     logger: activityOrProcessLog(parts.logger),
+    ...(parts.providers ? { providers: parts.providers } : {}),
     ...(parts.metrics ? { metrics: parts.metrics } : {}),
   });
 }
@@ -262,6 +298,7 @@ export function createCoreServices(
     temporal: { client: temporal.client, taskQueue: core.config.taskQueue },
     ...(core.gateways.sandboxUrl ? { sandboxUrl: core.gateways.sandboxUrl } : {}),
     ...(core.gateways.sandboxToken ? { sandboxToken: core.gateways.sandboxToken } : {}),
+    providers: core.gateways.providers,
   });
 }
 
@@ -282,6 +319,7 @@ export async function openDirectServices(
       gateways: { get: () => undefined, names: knownPgs },
       clock: () => new Date(),
       sandbox: config.sandbox,
+      publicBaseUrl: publicBaseUrlOf(config),
     }),
     close: () => database.close(),
   };

@@ -25,6 +25,8 @@ import { createWebhookService, type WebhookService } from '../webhooks/service.j
 import type { Resolver } from '../webhooks/http-client.js';
 import type { Metrics } from '../platform/observability/metrics.js';
 import { createSandboxFaultService, type SandboxFaultService } from '../gateways/sandbox-faults.js';
+import type { ProviderClient } from '../upstream/client.js';
+import { createUpstreamService, type UpstreamService } from '../upstream/service.js';
 
 export interface Services {
   readonly projects: ProjectService;
@@ -39,6 +41,8 @@ export interface Services {
   readonly escrow: EscrowService;
   readonly reserves: ReserveService;
   readonly schedules: ScheduleService;
+  /** the project's upstream provider: its configuration, and calls to it with the project's keys there */
+  readonly upstream: UpstreamService;
   /** arming sandbox PG faults for merchants' tests: with the sandbox's address (sandbox mode) only */
   readonly sandboxFaults?: SandboxFaultService;
   /** starts reconcile workflows (charges and cancels hand over through it, the worker's sweep too): with a workflow runtime only */
@@ -84,6 +88,8 @@ export interface ServiceDeps {
   readonly publicBaseUrl?: string;
   /** the process's metrics: each use case counts what it did */
   readonly metrics?: Metrics;
+  /** the transport to upstream providers (built with the gateways); absent where nothing calls one */
+  readonly providers?: ProviderClient;
 }
 
 export function createServices(deps: ServiceDeps): Services {
@@ -159,6 +165,15 @@ export function createServices(deps: ServiceDeps): Services {
       ...(deps.workflowCallTimeoutMs !== undefined ? { workflowCallTimeoutMs: deps.workflowCallTimeoutMs } : {}),
     }),
     schedules,
+    upstream: createUpstreamService({
+      stores,
+      sandbox: deps.sandbox === true,
+      publicBaseUrl: deps.publicBaseUrl ?? '',
+      clock,
+      ...(deps.providers ? { client: deps.providers } : {}),
+      ...(deps.webhookResolve ? { resolve: deps.webhookResolve } : {}),
+      ...logger,
+    }),
     // without the sandbox's token (SANDBOX_TOKEN unset in a split deployment) the sandbox refuses: 9502
     ...(deps.sandboxUrl
       ? { sandboxFaults: createSandboxFaultService({ sandbox: { url: deps.sandboxUrl, token: deps.sandboxToken ?? '' } }) }

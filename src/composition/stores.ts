@@ -15,6 +15,7 @@ import { createReserveStore, type ReserveStore } from '../reserves/store.js';
 import { createScheduleStore, type ScheduleStore } from '../schedules/store.js';
 import { createVerificationStore, type VerificationStore } from '../verification/store.js';
 import { createWebhookStore, type WebhookStore } from '../webhooks/store.js';
+import { createUpstreamStore, type UpstreamStore } from '../upstream/store.js';
 
 export interface Stores {
   readonly projects: ProjectStore;
@@ -28,6 +29,7 @@ export interface Stores {
   readonly escrow: EscrowStore;
   readonly reserves: ReserveStore;
   readonly schedules: ScheduleStore;
+  readonly upstreams: UpstreamStore;
 }
 
 export function createStores(db: Kysely<Tables>, keyring: Keyring): Stores {
@@ -44,5 +46,6 @@ export function createStores(db: Kysely<Tables>, keyring: Keyring): Stores {
     escrow: createEscrowStore(db, cipher),
     reserves: createReserveStore(db, cipher),
     schedules: createScheduleStore(db),
+    upstreams: createUpstreamStore(db, cipher),
   };
 }

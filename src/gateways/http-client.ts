@@ -30,7 +30,7 @@ const resultEnvelope = z.object({
 
 const SUCCESS_CODE = '0000';
 /** Cap on a gateway response body: a runaway or hostile body must not exhaust memory. */
-const MAX_BODY_BYTES = 256 * 1024;
+export const MAX_BODY_BYTES = 256 * 1024;
 
 export function createGatewayHttpClient(opts: {
   readonly baseUrl: string;
@@ -109,7 +109,9 @@ export function createGatewayHttpClient(opts: {
   };
 }
 
-async function readBounded(body: AsyncIterable<Buffer | Uint8Array> & { destroy?: (err?: Error) => void }): Promise<string> {
+export async function readBounded(
+  body: AsyncIterable<Buffer | Uint8Array> & { destroy?: (err?: Error) => void },
+): Promise<string> {
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of body) {
@@ -123,7 +125,7 @@ async function readBounded(body: AsyncIterable<Buffer | Uint8Array> & { destroy?
   return Buffer.concat(chunks).toString('utf8');
 }
 
-function describeTransportError(err: unknown): string {
+export function describeTransportError(err: unknown): string {
   if (err instanceof undiciErrors.ConnectTimeoutError) return 'connect timeout';
   if (err instanceof undiciErrors.HeadersTimeoutError) return 'response timeout';
   if (err instanceof undiciErrors.BodyTimeoutError) return 'response body timeout';

@@ -41,6 +41,9 @@
 //   9450 SCHEDULE_NOT_FOUND       no such subscription schedule
 //   9451 SCHEDULE_STATE_INVALID   the schedule's status does not allow it (pause a cancelled one, resume an active one, ...)
 //   9475 PG_KEY_REUSED            the PG refused a charge's / cancel's idempotency key as used by another request (our defect)
+//   9476 UPSTREAM_URL_INVALID     an upstream provider's base_url / message_url that the mode's policy refuses
+//   9477 UPSTREAM_NOT_CONFIGURED  the project has no upstream provider (its configuration, its notifications)
+//   9478 UPSTREAM_KEYS_REFUSED    the upstream provider refused the project's keys there (1204 / 1216): fix the configuration
 //   9500 INTERNAL_ERROR
 //   9502 GATEWAY_UNAVAILABLE      the PG could not be reached or answered garbage
 //   9503 SERVICE_UNAVAILABLE
@@ -172,6 +175,13 @@ export const errorCatalog = {
     status: 500,
     message: 'The PG refused this request as a reuse of another one (an internal error, reported); retry later.',
   },
+  UPSTREAM_URL_INVALID: { code: 9476, status: 400, message: 'The upstream provider URL is not acceptable.' },
+  UPSTREAM_NOT_CONFIGURED: { code: 9477, status: 404, message: 'The project has no upstream provider configured.' },
+  UPSTREAM_KEYS_REFUSED: {
+    code: 9478,
+    status: 502,
+    message: "The upstream provider refused this project's keys; check the project's upstream configuration.",
+  },
   INTERNAL_ERROR: { code: 9500, status: 500, message: 'An internal error occurred.' },
   GATEWAY_UNAVAILABLE: { code: 9502, status: 502, message: 'The PG could not be reached. Retry with the same Idempotency-Key.' },
   SERVICE_UNAVAILABLE: { code: 9503, status: 503, message: 'The service is not ready.' },
@@ -230,4 +240,25 @@ export class ApiError extends Error {
 
 export function isApiError(value: unknown): value is ApiError {
   return value instanceof ApiError;
+}
+
+/**
+ * An error of this same catalog answered by an upstream provider (src/upstream), relayed to the merchant unchanged:
+ * the body's keys as the provider sent them and its HTTP status, so a merchant sees what it would see calling the
+ * provider directly. Its error_code may be one paygate's catalog does not list.
+ */
+export class RelayedApiError extends Error {
+  override readonly name = 'RelayedApiError';
+  constructor(
+    readonly statusCode: number,
+    readonly body: {
+      readonly error_code: string;
+      readonly code?: number;
+      readonly message: string;
+      readonly pg_error_code?: string;
+      readonly payload?: Readonly<Record<string, unknown>>;
+    },
+  ) {
+    super(`relayed from the upstream provider: ${body.error_code}`);
+  }
 }

@@ -28,7 +28,11 @@ class BlockedAddressError extends Error {
 }
 
 /** Why none of the host's addresses may be used (the first refused one), or undefined when all are fine. */
-async function hostRefusal(hostname: string, policy: UrlPolicy, resolve: Resolver): Promise<string | undefined> {
+export async function checkHostAddresses(
+  hostname: string,
+  policy: UrlPolicy,
+  resolve: Resolver = systemResolver,
+): Promise<string | undefined> {
   const host = unbracketed(hostname);
   if (ipaddr.isValid(host)) return blockedAddressReason(host, policy);
   let addresses: readonly LookupAddress[];
@@ -53,7 +57,7 @@ export async function checkDestination(
 ): Promise<{ url: URL } | { reason: string }> {
   const checked = checkWebhookUrl(raw, policy);
   if ('reason' in checked) return checked;
-  const refusal = await hostRefusal(checked.url.hostname, policy, resolve);
+  const refusal = await checkHostAddresses(checked.url.hostname, policy, resolve);
   return refusal === undefined ? checked : { reason: refusal };
 }
 
@@ -82,12 +86,13 @@ export interface WebhookHttpOptions {
 
 type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
 
-export function createWebhookHttpClient(opts: WebhookHttpOptions): WebhookHttpClient {
-  const resolve = opts.resolve ?? systemResolver;
-  const timeoutMs = opts.timeoutMs ?? ATTEMPT_TIMEOUT_MS;
-
-  // net.connect's lookup contract; called for host names only (IP literals are checked in post())
-  const guardedLookup = (hostname: string, options: LookupOptions, callback: LookupCallback): void => {
+/**
+ * An undici `connect.lookup` that resolves a host name and refuses to connect when any of its addresses is one the
+ * policy blocks (checked at every connection, so a DNS answer changed since the save-time check cannot reach an
+ * internal address). IP literals never pass through a lookup: callers check them before the request.
+ */
+export function createGuardedLookup(policy: UrlPolicy, resolve: Resolver = systemResolver) {
+  return (hostname: string, options: LookupOptions, callback: LookupCallback): void => {
     resolve(hostname).then(
       (found) => {
         const family = options.family === 4 || options.family === 6 ? options.family : undefined;
@@ -97,7 +102,7 @@ export function createWebhookHttpClient(opts: WebhookHttpOptions): WebhookHttpCl
           return;
         }
         for (const { address } of addresses) {
-          const reason = blockedAddressReason(address, opts.policy);
+          const reason = blockedAddressReason(address, policy);
           if (reason !== undefined) {
             callback(new BlockedAddressError(`${hostname} resolves to a refused address: ${reason}`), '');
             return;
@@ -109,6 +114,13 @@ export function createWebhookHttpClient(opts: WebhookHttpOptions): WebhookHttpCl
       (err: NodeJS.ErrnoException) => callback(err, ''),
     );
   };
+}
+
+export function createWebhookHttpClient(opts: WebhookHttpOptions): WebhookHttpClient {
+  const resolve = opts.resolve ?? systemResolver;
+  const timeoutMs = opts.timeoutMs ?? ATTEMPT_TIMEOUT_MS;
+
+  const guardedLookup = createGuardedLookup(opts.policy, resolve);
 
   const agent = new Agent({
     connect: { lookup: guardedLookup as never, timeout: timeoutMs },

@@ -29,6 +29,9 @@ const EXEMPT: Readonly<Record<string, 'none' | 'admin'>> = {
   'POST /admin/v1/projects/:application_id/webhook/secret': 'admin',
   'GET /admin/v1/projects/:application_id/webhook/deliveries': 'admin',
   'POST /admin/v1/projects/:application_id/webhook/deliveries/:delivery_id/retry': 'admin',
+  'PUT /admin/v1/projects/:application_id/upstream': 'admin',
+  'GET /admin/v1/projects/:application_id/upstream': 'admin',
+  'DELETE /admin/v1/projects/:application_id/upstream': 'admin',
   // Prometheus scrapes with the admin token
   'GET /metrics': 'admin',
 };

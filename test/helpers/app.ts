@@ -17,6 +17,7 @@ import { dropSchema, openDatabase, type Database } from '../../src/platform/db/d
 import type { ProjectCreateInput } from '../../src/projects/service.js';
 import type { Project } from '../../src/projects/store.js';
 import type { WebhookActivityOptions } from '../../src/activities/webhooks.js';
+import { createProviderClient } from '../../src/upstream/client.js';
 import { startTestTemporal, type TestTemporal } from './temporal.js';
 
 export const TEST_ADMIN_TOKEN = 'test-admin-token-0123456789abcdef';
@@ -148,6 +149,10 @@ export async function buildTestApp(overrides: TestAppOverrides = {}): Promise<Te
       sandboxUrl = sandbox.url;
     }
 
+    // the transport to upstream providers (another paygate in the connector's tests), as the composition builds it
+    const providers = createProviderClient({ policy: { sandbox: config.sandbox }, timeoutMs: TEST_GATEWAY_TIMEOUT_MS });
+    cleanups.push(() => providers.close());
+
     let temporal: TestTemporal | undefined;
     const {
       env: _env,
@@ -172,6 +177,7 @@ export async function buildTestApp(overrides: TestAppOverrides = {}): Promise<Te
       keyring,
       stores: createStores(database.db, keyring),
       metrics: overrides.metrics ?? createMetrics({ processMetrics: false }),
+      providers,
       ...(withTemporal && sandboxUrl ? { sandboxUrl, sandboxToken: TEST_SANDBOX_TOKEN } : {}),
     };
     let deps: TestApp['deps'];

@@ -16,6 +16,7 @@ import { sandboxRouteDocs } from './sandbox.js';
 import { scheduleRouteDocs } from './schedules.js';
 import { webhookRouteDocs } from './webhooks.js';
 import { specRouteDocs } from './routes-spec.js';
+import { upstreamRouteDocs } from './upstream.js';
 import { docRegistry } from './schemas.js';
 
 export const OPENAPI_VERSION = '3.1.0';
@@ -34,6 +35,7 @@ export const routeDocs: RouteDocs = {
   ...webhookRouteDocs,
   ...sandboxRouteDocs,
   ...adminRouteDocs,
+  ...upstreamRouteDocs,
 };
 
 const TAGS: readonly { name: DocTag; description: string }[] = [

@@ -8,6 +8,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import { z } from 'zod';
 import { ApiError } from '../../platform/errors.js';
 import { validate } from '../../platform/validation.js';
+import { applicationIdParams } from '../params.js';
 import { parseProjectDeliveryQuery, renderProjectDelivery } from '../../webhooks/rules.js';
 import { keyRotationSchema, projectCreateSchema, projectPatchSchema, renderProject } from '../../projects/service.js';
 import { RATE_LIMITS } from '../rate-limits.js';
@@ -16,8 +17,6 @@ const tokenRequestSchema = z.object({
   application_id: z.string().trim().min(1).max(100),
   private_key: z.string().min(1).max(200),
 });
-
-const applicationIdParams = z.object({ application_id: z.string().regex(/^[0-9a-f]{24}$/) });
 
 export const projectRoutes: FastifyPluginAsync = async (app) => {
   const { perIp, windowMs } = RATE_LIMITS.tokenRequests;

@@ -13,6 +13,7 @@ import { migration as schedules } from './0009_schedules.js';
 import { migration as reconcile } from './0011_reconcile.js';
 import { migration as chargeIdempotencyKey } from './0012_charge_idempotency_key.js';
 import { migration as confirmIdempotencyKey } from './0013_confirm_idempotency_key.js';
+import { migration as upstreams } from './0014_upstreams.js';
 
 export const migrations = [
   platform,
@@ -27,6 +28,7 @@ export const migrations = [
   reconcile,
   chargeIdempotencyKey,
   confirmIdempotencyKey,
+  upstreams,
 ] as const;
 
 type UnionToIntersection<U> = (U extends unknown ? (k: U) => void : never) extends (k: infer I) => void ? I : never;

@@ -1,0 +1,77 @@
+// Documentation of the upstream connector's routes: a project's provider configuration (admin API).
+import { z } from 'zod';
+import { upstreamConfigBody } from '../../upstream/rules.js';
+import { byId, EX, type RouteDocs } from './route-doc.js';
+import { timestamp } from './schemas.js';
+
+const Upstream = z.object({
+  application_id: z.string(),
+  base_url: z.string(),
+  client_key: z.string(),
+  secret_key: z.string().describe('masked: the first 4 characters, then ********'),
+  pgs: z.array(z.string()),
+  message_url: z.string().optional(),
+  notification_url: z.string().describe("register it at the provider as the project's webhook URL"),
+  last_error: z
+    .object({ code: z.number().int(), error_code: z.string(), message: z.string(), at: timestamp })
+    .optional()
+    .describe("the provider's last refusal of these keys (1204 / 1216), until the configuration is replaced"),
+  created_at: timestamp,
+  updated_at: timestamp,
+});
+
+const upstreamExample = {
+  application_id: EX.applicationId,
+  base_url: 'https://api.provider.example',
+  client_key: '6747e3a1c0ffee00000000ff',
+  secret_key: 'Xk3v********',
+  pgs: ['nicepay', 'kcp'],
+  notification_url: `https://paygate.example.com/upstream/v1/notifications/${EX.applicationId}`,
+  created_at: EX.now,
+  updated_at: EX.now,
+};
+
+const applicationId = byId('application_id');
+
+export const upstreamRouteDocs: RouteDocs = {
+  'PUT /admin/v1/projects/:application_id/upstream': {
+    operationId: 'putProjectUpstream',
+    tag: 'admin',
+    summary: "Route the project's PGs to an upstream provider",
+    params: applicationId,
+    body: upstreamConfigBody,
+    response: { status: 200, description: 'The configuration, its secret masked', schema: Upstream },
+    example: {
+      request: {
+        base_url: upstreamExample.base_url,
+        client_key: upstreamExample.client_key,
+        secret_key: 'Xk3vQ9hWm2LzR8tY5nB7cD1fG4jK6pS0',
+        pgs: upstreamExample.pgs,
+      },
+      response: upstreamExample,
+    },
+    errors: ['INVALID_REQUEST', 'UPSTREAM_URL_INVALID', 'PROJECT_NOT_FOUND'],
+  },
+  'GET /admin/v1/projects/:application_id/upstream': {
+    operationId: 'getProjectUpstream',
+    tag: 'admin',
+    summary: "The project's upstream provider",
+    params: applicationId,
+    response: { status: 200, description: 'The configuration, its secret masked', schema: Upstream },
+    example: { response: upstreamExample },
+    errors: ['UPSTREAM_NOT_CONFIGURED', 'PROJECT_NOT_FOUND', 'INVALID_REQUEST'],
+  },
+  'DELETE /admin/v1/projects/:application_id/upstream': {
+    operationId: 'deleteProjectUpstream',
+    tag: 'admin',
+    summary: "Make the project's PGs local ones again",
+    params: applicationId,
+    response: {
+      status: 200,
+      description: 'The configuration was deleted',
+      schema: z.object({ application_id: z.string(), deleted: z.literal(true) }),
+    },
+    example: { response: { application_id: EX.applicationId, deleted: true } },
+    errors: ['UPSTREAM_NOT_CONFIGURED', 'PROJECT_NOT_FOUND', 'INVALID_REQUEST'],
+  },
+};

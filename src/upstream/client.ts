@@ -1,0 +1,126 @@
+// The HTTP client of upstream providers: the spec's wire format, as the API family's official Node client speaks
+// it. Every call carries `Authorization: Basic base64(client_key:secret_key)` (spec "Authentication" 1, no token
+// exchange) and, on a POST, the caller's Idempotency-Key, derived from the operation's business key so that the
+// same operation sent again is the same request to the provider. One dedicated undici Agent, bounded connect /
+// headers / body timeouts, no redirects, a bounded response body; in production mode a host name is resolved and
+// refused at every connection when it points at a non-public address.
+import { Agent, request } from 'undici';
+import ipaddr from 'ipaddr.js';
+import { GatewayUnavailableError } from '../gateways/types.js';
+import { describeTransportError, readBounded } from '../gateways/http-client.js';
+import { createGuardedLookup, type Resolver } from '../webhooks/http-client.js';
+import { blockedAddressReason, unbracketed } from '../webhooks/rules.js';
+import { parseProviderError, type ProviderErrorBody, type UpstreamUrlPolicy } from './rules.js';
+
+export const DEFAULT_PROVIDER_TIMEOUT_MS = 10_000;
+
+/** The provider answered with a catalog error (at any HTTP status): the provider's own answer, final for this call. */
+export class ProviderRefusedError extends Error {
+  override readonly name = 'ProviderRefusedError';
+  constructor(
+    readonly statusCode: number,
+    readonly body: ProviderErrorBody,
+  ) {
+    super(`the provider refused: ${body.error_code}${body.code !== undefined ? ` (${body.code})` : ''}`);
+  }
+}
+
+export interface ProviderEndpoint {
+  /** the provider's {base_url} or {message_url}, as stored (no trailing '/') */
+  readonly baseUrl: string;
+  readonly clientKey: string;
+  readonly secretKey: string;
+}
+
+export interface ProviderRequest {
+  readonly method: 'GET' | 'POST' | 'PUT' | 'DELETE';
+  /** from the endpoint's root: '/v2/receipt/…' */
+  readonly path: string;
+  readonly body?: unknown;
+  /** sent as Idempotency-Key; required on a POST, where a lost answer must not become a second execution */
+  readonly idempotencyKey?: string;
+}
+
+export interface ProviderClient {
+  /**
+   * One request. Resolves with the parsed JSON of a 2xx answer. A catalog error in the answer, whatever its status,
+   * is ProviderRefusedError; no answer (network, timeout), a 5xx without a catalog body, or an unparsable body is
+   * GatewayUnavailableError (retryable under the same Idempotency-Key).
+   */
+  call(endpoint: ProviderEndpoint, req: ProviderRequest): Promise<unknown>;
+  close(): Promise<void>;
+}
+
+export function createProviderClient(opts: {
+  readonly policy: UpstreamUrlPolicy;
+  readonly timeoutMs?: number;
+  /** the DNS lookup of the production-mode address check (tests inject one) */
+  readonly resolve?: Resolver;
+}): ProviderClient {
+  const timeoutMs = opts.timeoutMs ?? DEFAULT_PROVIDER_TIMEOUT_MS;
+  const agent = new Agent({
+    connect: {
+      timeout: timeoutMs,
+      // sandbox mode talks to a provider on this machine; production only to public addresses
+      ...(opts.policy.sandbox ? {} : { lookup: createGuardedLookup({ sandbox: false }, opts.resolve) as never }),
+    },
+    headersTimeout: timeoutMs,
+    bodyTimeout: timeoutMs,
+    connections: 32,
+    keepAliveTimeout: 4_000,
+  });
+
+  const unavailable = (what: string, cause?: unknown) =>
+    new GatewayUnavailableError(`upstream provider: ${what}`, cause === undefined ? undefined : { cause });
+
+  return {
+    async call(endpoint, req) {
+      const url = new URL(`${endpoint.baseUrl}${req.path}`);
+      if (!opts.policy.sandbox) {
+        const host = unbracketed(url.hostname);
+        // an address literal never goes through the guarded lookup: check it here
+        if (ipaddr.isValid(host) && blockedAddressReason(host, { sandbox: false }) !== undefined) {
+          throw unavailable(`refused before connecting to ${host}`);
+        }
+      }
+      const credentials = Buffer.from(`${endpoint.clientKey}:${endpoint.secretKey}`, 'utf8').toString('base64');
+      const headers: Record<string, string> = {
+        authorization: `Basic ${credentials}`,
+        accept: 'application/json',
+        'user-agent': 'paygate-upstream/1',
+      };
+      if (req.body !== undefined) headers['content-type'] = 'application/json';
+      if (req.idempotencyKey !== undefined) headers['idempotency-key'] = req.idempotencyKey;
+
+      let statusCode: number;
+      let text: string;
+      try {
+        const res = await request(url, {
+          method: req.method,
+          headers,
+          body: req.body === undefined ? null : JSON.stringify(req.body),
+          dispatcher: agent,
+        });
+        statusCode = res.statusCode;
+        text = await readBounded(res.body);
+      } catch (err) {
+        throw unavailable(describeTransportError(err), err);
+      }
+
+      let parsed: unknown;
+      try {
+        parsed = text === '' ? undefined : JSON.parse(text);
+      } catch (err) {
+        throw unavailable(`unparsable answer (HTTP ${statusCode})`, err);
+      }
+      if (statusCode >= 200 && statusCode < 300) {
+        if (parsed === undefined) throw unavailable(`empty answer (HTTP ${statusCode})`);
+        return parsed;
+      }
+      const refusal = parseProviderError(parsed);
+      if (refusal !== undefined) throw new ProviderRefusedError(statusCode, refusal);
+      throw unavailable(`HTTP ${statusCode} without a catalog error`);
+    },
+    close: () => agent.close(),
+  };
+}

@@ -1,0 +1,188 @@
+// The upstream connector's rules: what a project's provider configuration may say, how it is shown (the secret
+// masked), where the provider's notifications come in, and which provider answers are catalog errors to pass
+// through unchanged. Pure code: no I/O.
+import { z } from 'zod';
+import { formatTimestamp } from '../platform/time.js';
+import { ApiError } from '../platform/errors.js';
+import { validate } from '../platform/validation.js';
+import { blockedAddressReason, MAX_URL_LENGTH, unbracketed } from '../webhooks/rules.js';
+
+/** Where a provider posts its notifications for a project: `{PUBLIC_BASE_URL}/upstream/v1/notifications/{application_id}`. */
+export const UPSTREAM_NOTIFICATION_PATH = '/upstream/v1/notifications';
+
+export function notificationUrl(publicBaseUrl: string, applicationId: string): string {
+  return `${publicBaseUrl.replace(/\/+$/, '')}${UPSTREAM_NOTIFICATION_PATH}/${applicationId}`;
+}
+
+/** At most this many PG names per provider (as a project's own `pgs`). */
+export const MAX_UPSTREAM_PGS = 50;
+const MAX_PG_NAME_LENGTH = 100;
+
+export interface UpstreamUrlPolicy {
+  /** sandbox mode: http and any host (a provider on this laptop); production: https to a public address only */
+  readonly sandbox: boolean;
+}
+
+/**
+ * The provider's {base_url} or {message_url} as stored: http(s), no credentials, query or fragment, no trailing
+ * '/'. The paths paygate calls are appended to it (`/v2/...`), so a base_url that already ends in /v2 is refused
+ * with a hint rather than silently doubled. Production mode: https only, and a host written as an address must be
+ * a public one (a name is checked again at every connection, see ./client.ts).
+ */
+export function checkUpstreamUrl(raw: string, policy: UpstreamUrlPolicy): { url: string } | { reason: string } {
+  if (raw.length > MAX_URL_LENGTH) return { reason: `the URL is longer than ${MAX_URL_LENGTH} characters` };
+  if (!URL.canParse(raw)) return { reason: 'the URL cannot be parsed' };
+  const url = new URL(raw);
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') return { reason: 'only http and https URLs are accepted' };
+  if (url.username !== '' || url.password !== '') return { reason: 'the URL must not carry credentials' };
+  if (url.hostname === '') return { reason: 'the URL has no host' };
+  if (url.search !== '' || url.hash !== '') return { reason: 'the URL must not carry a query or a fragment' };
+  const path = url.pathname.replace(/\/+$/, '');
+  if (/\/v2$/i.test(path)) return { reason: 'give the address before /v2 (paygate appends /v2/... itself)' };
+  if (!policy.sandbox) {
+    if (url.protocol !== 'https:') return { reason: 'only https URLs are accepted in production mode' };
+    const host = unbracketed(url.hostname).toLowerCase();
+    if (host === 'localhost' || host.endsWith('.localhost')) return { reason: 'a loopback host is refused in production mode' };
+    if (/^[\d.]+$/.test(host) || host.includes(':')) {
+      const reason = blockedAddressReason(host, { sandbox: false });
+      if (reason !== undefined) return { reason };
+    }
+  }
+  return { url: `${url.origin}${path}` };
+}
+
+/**
+ * The body of PUT /admin/v1/projects/{application_id}/upstream: one schema validates it and documents it (the admin
+ * API reference). The URLs are checked against the mode's policy after it (checkUpstreamUrl).
+ */
+export const upstreamConfigBody = z.strictObject({
+  base_url: z
+    .string()
+    .max(MAX_URL_LENGTH)
+    .describe("the provider's address before /v2; https to a public host in production mode"),
+  client_key: z.string().trim().min(1).max(200).describe("the project's client key at the provider"),
+  secret_key: z.string().min(1).max(500).describe("the project's secret key at the provider; sealed at rest, never shown again"),
+  pgs: z
+    .array(z.string().trim().min(1).max(MAX_PG_NAME_LENGTH))
+    .min(1)
+    .max(MAX_UPSTREAM_PGS)
+    .describe('the PG names, as merchants send them in `pg`, that the provider serves for this project'),
+  message_url: z.string().max(MAX_URL_LENGTH).optional().describe("the provider's messaging address ({message_url})"),
+});
+
+export interface UpstreamConfigInput {
+  readonly baseUrl: string;
+  readonly clientKey: string;
+  readonly secretKey: string;
+  /** unique, in the order given */
+  readonly pgs: readonly string[];
+  readonly messageUrl: string | undefined;
+}
+
+function checkedUrl(field: string, raw: string, policy: UpstreamUrlPolicy): string {
+  const checked = checkUpstreamUrl(raw, policy);
+  if ('reason' in checked) throw new ApiError('UPSTREAM_URL_INVALID', { payloadMessage: `${field}: ${checked.reason}` });
+  return checked.url;
+}
+
+/** The PUT body: a malformed field is 9400; a URL the mode's policy refuses is 9476 naming the field and the reason. */
+export function parseUpstreamConfig(body: unknown, policy: UpstreamUrlPolicy): UpstreamConfigInput {
+  const parsed = validate(upstreamConfigBody, body);
+  return {
+    baseUrl: checkedUrl('base_url', parsed.base_url, policy),
+    clientKey: parsed.client_key,
+    secretKey: parsed.secret_key,
+    pgs: [...new Set(parsed.pgs)],
+    messageUrl: parsed.message_url === undefined ? undefined : checkedUrl('message_url', parsed.message_url, policy),
+  };
+}
+
+/** A provider secret as GET shows it: the first 4 characters, then a fixed run of '*' that does not tell its length. */
+export function maskProviderSecret(secret: string): string {
+  return secret.length <= 8 ? '********' : `${secret.slice(0, 4)}********`;
+}
+
+export interface UpstreamView {
+  readonly applicationId: string;
+  readonly baseUrl: string;
+  readonly clientKey: string;
+  /** already masked: the plain secret never reaches a view */
+  readonly maskedSecretKey: string;
+  readonly pgs: readonly string[];
+  readonly messageUrl: string | null;
+  readonly lastError: { readonly code: number; readonly errorCode: string; readonly message: string; readonly at: Date } | null;
+  readonly createdAt: Date;
+  readonly updatedAt: Date;
+}
+
+export function renderUpstream(view: UpstreamView, publicBaseUrl: string): Record<string, unknown> {
+  return {
+    application_id: view.applicationId,
+    base_url: view.baseUrl,
+    client_key: view.clientKey,
+    secret_key: view.maskedSecretKey,
+    pgs: view.pgs,
+    ...(view.messageUrl !== null ? { message_url: view.messageUrl } : {}),
+    notification_url: notificationUrl(publicBaseUrl, view.applicationId),
+    ...(view.lastError !== null
+      ? {
+          last_error: {
+            code: view.lastError.code,
+            error_code: view.lastError.errorCode,
+            message: view.lastError.message,
+            at: formatTimestamp(view.lastError.at),
+          },
+        }
+      : {}),
+    created_at: formatTimestamp(view.createdAt),
+    updated_at: formatTimestamp(view.updatedAt),
+  };
+}
+
+// ---- the provider's answers
+
+/**
+ * A provider's catalog error as it sent it: the keys a merchant reads (error_code, code, message, pg_error_code,
+ * payload), kept verbatim. The provider may answer one at any HTTP status (the spec puts some at 500).
+ */
+export interface ProviderErrorBody {
+  readonly error_code: string;
+  readonly code?: number;
+  readonly message: string;
+  readonly pg_error_code?: string;
+  readonly payload?: Record<string, unknown>;
+}
+
+const providerError = z.object({
+  error_code: z.union([z.string().min(1).max(100), z.number().int()]),
+  code: z.number().int().optional(),
+  message: z.string().max(2000),
+  pg_error_code: z.union([z.string().max(200), z.number()]).optional(),
+  payload: z.record(z.string(), z.unknown()).optional(),
+});
+
+/** The catalog error in a provider's answer, or undefined when the body is not one (garbage, an HTML 502 page). */
+export function parseProviderError(body: unknown): ProviderErrorBody | undefined {
+  const parsed = providerError.safeParse(body);
+  if (!parsed.success) return undefined;
+  const { error_code, code, message, pg_error_code, payload } = parsed.data;
+  return {
+    error_code: String(error_code),
+    ...(code !== undefined ? { code } : {}),
+    message,
+    ...(pg_error_code !== undefined ? { pg_error_code: String(pg_error_code) } : {}),
+    ...(payload !== undefined ? { payload } : {}),
+  };
+}
+
+/** The provider refused paygate's keys for the project: the configuration is wrong, not the merchant's request. */
+export const PROVIDER_KEY_ERRORS: ReadonlySet<string> = new Set([
+  'APP_SK_NOT_MATCHED',
+  'APP_CLIENT_KEY_NOT_FOUND',
+  '1204',
+  '1216',
+]);
+
+export function isProviderKeyError(error: ProviderErrorBody): boolean {
+  return PROVIDER_KEY_ERRORS.has(error.error_code) || error.code === 1204 || error.code === 1216;
+}

@@ -1,0 +1,112 @@
+// The upstream connector's use cases: a project's provider configuration (admin API, CLI, dashboard), and the one
+// way paygate calls that provider with the project's keys there. A provider's catalog error reaches the merchant
+// unchanged (RelayedApiError), except a refusal of the configured keys (1204 / 1216): that is the configuration's
+// fault, not the merchant's request, so it becomes 9478, is noted on the configuration (GET shows it as
+// last_error) and is logged once per configuration.
+import { ApiError, RelayedApiError } from '../platform/errors.js';
+import type { ProjectStore } from '../projects/store.js';
+import type { OperationLog } from '../platform/operation-log.js';
+import { checkHostAddresses, type Resolver } from '../webhooks/http-client.js';
+import { ProviderRefusedError, type ProviderClient, type ProviderRequest } from './client.js';
+import { isProviderKeyError, parseUpstreamConfig, renderUpstream } from './rules.js';
+import type { UpstreamStore } from './store.js';
+
+export interface UpstreamService {
+  /** PUT: creates or replaces the configuration (9426 unknown project, 9400 malformed, 9476 a refused URL). */
+  configure(applicationId: string, body: unknown): Promise<Record<string, unknown>>;
+  /** GET: the configuration with its secret masked (9477 when there is none). */
+  get(applicationId: string): Promise<Record<string, unknown>>;
+  /** DELETE: the project's PGs are local ones again (9477 when there was none). */
+  remove(applicationId: string): Promise<{ readonly application_id: string; readonly deleted: true }>;
+  /**
+   * One call to the project's provider with the project's keys there. Resolves with the provider's 2xx answer;
+   * throws RelayedApiError with the provider's own catalog error, ApiError 9478 when the provider refused the keys,
+   * 9477 without a configuration, GatewayUnavailableError when the provider could not answer.
+   */
+  call(applicationId: string, req: ProviderRequest, log?: Pick<OperationLog, 'warn'>): Promise<unknown>;
+}
+
+/** The refusal's catalog number: `code`, or an error_code that is itself the number (the provider's older bodies). */
+function catalogNumber(body: { readonly code?: number; readonly error_code: string }): number {
+  if (body.code !== undefined) return body.code;
+  const asNumber = Number(body.error_code);
+  return Number.isInteger(asNumber) ? asNumber : 0;
+}
+
+export function createUpstreamService(deps: {
+  readonly stores: { readonly upstreams: UpstreamStore; readonly projects: Pick<ProjectStore, 'findById'> };
+  /** the provider transport; absent where nothing calls a provider (the admin CLI's direct mode) */
+  readonly client?: ProviderClient;
+  /** sandbox mode: a provider on this machine over http is allowed */
+  readonly sandbox: boolean;
+  /** {PUBLIC_BASE_URL}: where the provider is told to send the project's notifications */
+  readonly publicBaseUrl: string;
+  readonly clock: () => Date;
+  /** the DNS lookup of the production-mode address check at save (tests inject one) */
+  readonly resolve?: Resolver;
+  readonly logger?: Pick<OperationLog, 'warn'>;
+}): UpstreamService {
+  const { upstreams, projects } = deps.stores;
+  const policy = { sandbox: deps.sandbox };
+
+  const requireProject = async (applicationId: string) => {
+    if (!(await projects.findById(applicationId))) throw new ApiError('PROJECT_NOT_FOUND');
+  };
+
+  /** Production mode: every address the host resolves to must be public (checked again at each connection). */
+  const checkResolvedHost = async (field: string, url: string) => {
+    if (deps.sandbox) return;
+    const refusal = await checkHostAddresses(new URL(url).hostname, { sandbox: false }, deps.resolve);
+    if (refusal !== undefined) throw new ApiError('UPSTREAM_URL_INVALID', { payloadMessage: `${field}: ${refusal}` });
+  };
+
+  return {
+    async configure(applicationId, body) {
+      await requireProject(applicationId);
+      const config = parseUpstreamConfig(body, policy);
+      await checkResolvedHost('base_url', config.baseUrl);
+      if (config.messageUrl !== undefined) await checkResolvedHost('message_url', config.messageUrl);
+      const view = await upstreams.put(applicationId, config, deps.clock());
+      return renderUpstream(view, deps.publicBaseUrl);
+    },
+
+    async get(applicationId) {
+      await requireProject(applicationId);
+      const view = await upstreams.find(applicationId);
+      if (!view) throw new ApiError('UPSTREAM_NOT_CONFIGURED');
+      return renderUpstream(view, deps.publicBaseUrl);
+    },
+
+    async remove(applicationId) {
+      await requireProject(applicationId);
+      if (!(await upstreams.remove(applicationId))) throw new ApiError('UPSTREAM_NOT_CONFIGURED');
+      return { application_id: applicationId, deleted: true };
+    },
+
+    async call(applicationId, req, log) {
+      if (!deps.client) throw new Error('no provider client: this process does not call upstream providers');
+      const credentials = await upstreams.credentials(applicationId);
+      if (!credentials) throw new ApiError('UPSTREAM_NOT_CONFIGURED');
+      try {
+        return await deps.client.call(credentials, req);
+      } catch (err) {
+        if (!(err instanceof ProviderRefusedError)) throw err;
+        if (!isProviderKeyError(err.body)) throw new RelayedApiError(err.statusCode, err.body);
+        const first = await upstreams.recordKeyError(
+          applicationId,
+          { code: catalogNumber(err.body), errorCode: err.body.error_code, message: err.body.message },
+          deps.clock(),
+        );
+        if (first) {
+          (log ?? deps.logger)?.warn(
+            { application_id: applicationId, provider_error_code: err.body.error_code, provider_code: err.body.code },
+            'the upstream provider refused the project keys; fix the upstream configuration',
+          );
+        }
+        throw new ApiError('UPSTREAM_KEYS_REFUSED', {
+          payloadMessage: `the provider answered ${err.body.error_code}: ${err.body.message}`,
+        });
+      }
+    },
+  };
+}
