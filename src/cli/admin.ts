@@ -1,5 +1,5 @@
-// The admin CLI: `npm run admin -- projects <create|update|get|list|rotate-keys|rotate-webhook-secret> [...]`,
-// printing JSON.
+// The admin CLI: `npm run admin -- projects <create|update|get|list|rotate-keys|rotate-webhook-secret|upstream-set|
+// upstream-get|upstream-delete> [...]`, printing JSON.
 //
 // By default it calls the running server's admin API (PAYGATE_URL, default http://127.0.0.1:PORT)
 // with ADMIN_TOKEN, which works whatever the database is (an embedded PGlite directory is held by
@@ -41,6 +41,12 @@ commands:
                                         every access token of the project is revoked
   rotate-webhook-secret APPLICATION_ID  a new signing secret for webhook_url and feedback_url deliveries (shown
                                         only once); the previous one keeps signing beside it for 24 hours
+  upstream-set APPLICATION_ID --base-url URL --client-key KEY --pgs a,b [--message-url URL]
+                                        route the project's PGs named in --pgs to a provider speaking this API;
+                                        the provider's secret key is read from PAYGATE_UPSTREAM_SECRET_KEY (or
+                                        --secret-key, which other users of this machine can see in ps)
+  upstream-get APPLICATION_ID           show the project's provider (secret masked, the notification URL)
+  upstream-delete APPLICATION_ID        the project's PGs are local ones again
 
 project options:
   --name NAME
@@ -76,6 +82,10 @@ const OPTIONS = {
   pgs: { type: 'string' },
   'escrow-reconcile-hours': { type: 'string' },
   'grace-hours': { type: 'string' },
+  'base-url': { type: 'string' },
+  'client-key': { type: 'string' },
+  'secret-key': { type: 'string' },
+  'message-url': { type: 'string' },
   url: { type: 'string' },
   direct: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
@@ -128,22 +138,53 @@ export function projectBodyFromFlags(values: Values): Record<string, unknown> {
   return body;
 }
 
+/**
+ * The body of upstream-set: the flags given (the server checks them, as for every field) and the secret from the
+ * environment unless --secret-key names it.
+ */
+export function upstreamBodyFromFlags(values: Values, env: NodeJS.ProcessEnv): Record<string, unknown> {
+  const str = (key: keyof typeof OPTIONS) => (typeof values[key] === 'string' ? (values[key] as string) : undefined);
+  const secret = str('secret-key') ?? env.PAYGATE_UPSTREAM_SECRET_KEY;
+  if (secret === undefined) throw new CliUsageError('upstream-set needs the secret key in PAYGATE_UPSTREAM_SECRET_KEY');
+  const body: Record<string, unknown> = { secret_key: secret };
+  if (str('base-url') !== undefined) body.base_url = str('base-url');
+  if (str('client-key') !== undefined) body.client_key = str('client-key');
+  if (str('pgs') !== undefined) body.pgs = list(str('pgs')!);
+  if (str('message-url') !== undefined) body.message_url = str('message-url');
+  return body;
+}
+
+const UPSTREAM_ACTIONS = ['upstream-set', 'upstream-get', 'upstream-delete'] as const;
+
 interface Command {
-  readonly action: 'create' | 'update' | 'get' | 'list' | 'rotate-keys' | 'rotate-webhook-secret';
+  readonly action:
+    | 'create'
+    | 'update'
+    | 'get'
+    | 'list'
+    | 'rotate-keys'
+    | 'rotate-webhook-secret'
+    | (typeof UPSTREAM_ACTIONS)[number];
   readonly applicationId?: string;
   readonly body: Record<string, unknown>;
   readonly url?: string;
   readonly direct: boolean;
 }
 
-export function parseCommand(argv: readonly string[]): Command | 'help' {
+export function parseCommand(argv: readonly string[], env: NodeJS.ProcessEnv = {}): Command | 'help' {
   const { values, positionals } = parseArgs({ args: [...argv], options: OPTIONS, allowPositionals: true, strict: true });
   if (values.help || positionals.length === 0) return 'help';
   const [resource, action, applicationId, ...rest] = positionals;
   if (resource !== 'projects') throw new CliUsageError(`unknown resource: ${resource}`);
   if (rest.length > 0) throw new CliUsageError(`unexpected arguments: ${rest.join(' ')}`);
+  const connection = { direct: values.direct === true, ...(values.url !== undefined ? { url: values.url } : {}) };
+  if (action === 'upstream-set' || action === 'upstream-get' || action === 'upstream-delete') {
+    if (applicationId === undefined) throw new CliUsageError(`${action} needs an APPLICATION_ID`);
+    const body = action === 'upstream-set' ? upstreamBodyFromFlags(values, env) : {};
+    return { action, applicationId, body, ...connection };
+  }
   const body = projectBodyFromFlags(values);
-  const base = { body, direct: values.direct === true, ...(values.url !== undefined ? { url: values.url } : {}) };
+  const base = { body, ...connection };
   switch (action) {
     case 'create':
       if (applicationId !== undefined) throw new CliUsageError('create takes no positional argument');
@@ -174,24 +215,32 @@ async function runOverHttp(command: Command, config: Config, env: NodeJS.Process
   const project = command.applicationId
     ? `/admin/v1/projects/${encodeURIComponent(command.applicationId)}`
     : '/admin/v1/projects';
+  const upstream = (UPSTREAM_ACTIONS as readonly string[]).includes(command.action);
   const path =
     command.action === 'rotate-keys'
       ? `${project}/keys/rotate`
       : command.action === 'rotate-webhook-secret'
         ? `${project}/webhook/secret`
-        : project;
+        : upstream
+          ? `${project}/upstream`
+          : project;
   const method = ['create', 'rotate-keys', 'rotate-webhook-secret'].includes(command.action)
     ? 'POST'
     : command.action === 'update'
       ? 'PATCH'
-      : 'GET';
+      : command.action === 'upstream-set'
+        ? 'PUT'
+        : command.action === 'upstream-delete'
+          ? 'DELETE'
+          : 'GET';
+  const sendsBody = method !== 'GET' && method !== 'DELETE';
   const res = await request(`${base}${path}`, {
     method,
     headers: {
       authorization: `Bearer ${config.adminToken}`,
-      ...(method === 'GET' ? {} : { 'content-type': 'application/json' }),
+      ...(sendsBody ? { 'content-type': 'application/json' } : {}),
     },
-    ...(method === 'GET' ? {} : { body: JSON.stringify(command.body) }),
+    ...(sendsBody ? { body: JSON.stringify(command.body) } : {}),
     headersTimeout: 30_000,
     bodyTimeout: 30_000,
   });
@@ -210,7 +259,7 @@ async function runDirect(command: Command, config: Config): Promise<unknown> {
   // no workflow engine here: the webhook service only stores URLs and secrets for the project service
   const direct = await openDirectServices(config, SANDBOX_PGS);
   try {
-    const { projects } = direct.services;
+    const { projects, upstream } = direct.services;
     switch (command.action) {
       case 'create': {
         const input = validate(projectCreateSchema, command.body);
@@ -235,6 +284,12 @@ async function runDirect(command: Command, config: Config): Promise<unknown> {
         return await projects.rotateKeys(command.applicationId!, validate(keyRotationSchema, command.body));
       case 'rotate-webhook-secret':
         return await projects.rotateWebhookSecret(command.applicationId!);
+      case 'upstream-set':
+        return await upstream.configure(command.applicationId!, command.body);
+      case 'upstream-get':
+        return await upstream.get(command.applicationId!);
+      case 'upstream-delete':
+        return await upstream.remove(command.applicationId!);
     }
   } finally {
     await direct.close();
@@ -249,7 +304,7 @@ export async function runAdminCli(
   err: NodeJS.WritableStream,
 ): Promise<number> {
   try {
-    const command = parseCommand(argv);
+    const command = parseCommand(argv, env);
     if (command === 'help') {
       out.write(USAGE);
       return 0;

@@ -16,6 +16,8 @@ export interface UpstreamService {
   configure(applicationId: string, body: unknown): Promise<Record<string, unknown>>;
   /** GET: the configuration with its secret masked (9477 when there is none). */
   get(applicationId: string): Promise<Record<string, unknown>>;
+  /** The same rendering, or undefined for a project without a provider (the dashboard's projects page). */
+  find(applicationId: string): Promise<Record<string, unknown> | undefined>;
   /** DELETE: the project's PGs are local ones again (9477 when there was none). */
   remove(applicationId: string): Promise<{ readonly application_id: string; readonly deleted: true }>;
   /**
@@ -75,6 +77,11 @@ export function createUpstreamService(deps: {
       const view = await upstreams.find(applicationId);
       if (!view) throw new ApiError('UPSTREAM_NOT_CONFIGURED');
       return renderUpstream(view, deps.publicBaseUrl);
+    },
+
+    async find(applicationId) {
+      const view = await upstreams.find(applicationId);
+      return view && renderUpstream(view, deps.publicBaseUrl);
     },
 
     async remove(applicationId) {

@@ -1,7 +1,12 @@
 // A project's upstream provider configuration over the admin API: the real app, the real database. The provider's
 // secret is sealed at rest, never logged, shown masked; a refused URL or a malformed body changes nothing.
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'kysely';
+import { runAdminCli } from '../../src/cli/admin.js';
 import { buildTestApp, TEST_ADMIN_TOKEN, type TestApp, type TestProject } from '../helpers/app.js';
 
 const SECRET = 'Zq8v-provider-secret-0123456789abcdef';
@@ -109,6 +114,29 @@ describe('PUT / GET / DELETE /admin/v1/projects/{application_id}/upstream', () =
   });
 });
 
+describe('the dashboard', () => {
+  it("shows each project's provider on the admin's projects page, read-only and without its secret", async () => {
+    await put(project.applicationId, config({ pgs: ['shown_pg'] }));
+    const login = await t.app.inject({ url: '/dashboard/login' });
+    const cookie = String(login.headers['set-cookie']).split(';')[0]!;
+    const csrf = /name="_csrf" value="([^"]+)"/.exec(login.body)?.[1] ?? '';
+    const signedIn = await t.app.inject({
+      method: 'POST',
+      url: '/dashboard/login',
+      headers: { cookie, 'content-type': 'application/x-www-form-urlencoded' },
+      payload: new URLSearchParams({ _csrf: csrf, admin_token: TEST_ADMIN_TOKEN }).toString(),
+    });
+    const admin = String(signedIn.headers['set-cookie']).split(';')[0]!;
+    const page = await t.app.inject({ url: '/dashboard/projects', headers: { cookie: admin } });
+    expect(page.statusCode).toBe(200);
+    expect(page.body).toContain('Upstream provider');
+    expect(page.body).toContain('http://127.0.0.1:9999');
+    expect(page.body).toContain('shown_pg');
+    expect(page.body).not.toContain(SECRET.slice(4));
+    expect(page.body).not.toContain('<form method="post" action="/dashboard/upstream');
+  });
+});
+
 describe('production mode', () => {
   let prod: TestApp;
   let prodProject: TestProject;
@@ -148,5 +176,104 @@ describe('production mode', () => {
     const res = await prodPut(config({ base_url: 'https://provider.example' }));
     expect(res.statusCode).toBe(200);
     expect(res.json().notification_url).toBe(`https://pay.example.com/upstream/v1/notifications/${prodProject.applicationId}`);
+  });
+});
+
+async function cli(argv: string[], env: NodeJS.ProcessEnv) {
+  let out = '';
+  let err = '';
+  const sink = (append: (text: string) => void) =>
+    new Writable({
+      write(chunk: Buffer | string, _encoding, callback) {
+        append(chunk.toString());
+        callback();
+      },
+    });
+  const code = await runAdminCli(
+    argv,
+    env,
+    sink((text) => (out += text)),
+    sink((text) => (err += text)),
+  );
+  return { code, out, err };
+}
+
+describe('admin CLI: upstream-set / upstream-get / upstream-delete', () => {
+  it('over HTTP: the secret comes from PAYGATE_UPSTREAM_SECRET_KEY and is printed masked', async () => {
+    const url = await t.app.listen({ host: '127.0.0.1', port: 0 });
+    const cliProject = await t.createProject();
+    const env = { ADMIN_TOKEN: TEST_ADMIN_TOKEN, PAYGATE_URL: url, PAYGATE_UPSTREAM_SECRET_KEY: SECRET };
+    const set = await cli(
+      [
+        'projects',
+        'upstream-set',
+        cliProject.applicationId,
+        '--base-url',
+        'http://127.0.0.1:9999',
+        '--client-key',
+        'ck',
+        '--pgs',
+        'nicepay,kcp',
+      ],
+      env,
+    );
+    expect(set.err).toBe('');
+    expect(set.code).toBe(0);
+    expect(JSON.parse(set.out)).toMatchObject({
+      base_url: 'http://127.0.0.1:9999',
+      pgs: ['nicepay', 'kcp'],
+      secret_key: 'Zq8v********',
+    });
+    expect(set.out).not.toContain(SECRET.slice(4));
+    const shown = await cli(['projects', 'upstream-get', cliProject.applicationId], env);
+    expect(JSON.parse(shown.out)).toEqual(JSON.parse(set.out));
+    const refused = await cli(
+      ['projects', 'upstream-set', cliProject.applicationId, '--base-url', 'ftp://x', '--client-key', 'ck', '--pgs', 'kcp'],
+      env,
+    );
+    expect(refused.code).toBe(1);
+    expect(JSON.parse(refused.err)).toMatchObject({ error_code: 'UPSTREAM_URL_INVALID' });
+    const deleted = await cli(['projects', 'upstream-delete', cliProject.applicationId], env);
+    expect(JSON.parse(deleted.out)).toEqual({ application_id: cliProject.applicationId, deleted: true });
+    const gone = await cli(['projects', 'upstream-get', cliProject.applicationId], env);
+    expect(gone.code).toBe(1);
+    expect(JSON.parse(gone.err)).toMatchObject({ error_code: 'UPSTREAM_NOT_CONFIGURED' });
+    const noSecret = await cli(['projects', 'upstream-set', cliProject.applicationId, '--base-url', 'http://127.0.0.1:1'], {
+      ADMIN_TOKEN: TEST_ADMIN_TOKEN,
+      PAYGATE_URL: url,
+    });
+    expect(noSecret.code).toBe(2);
+    expect(noSecret.err).toContain('PAYGATE_UPSTREAM_SECRET_KEY');
+  });
+
+  it('--direct on the database itself (PGlite under DATA_DIR), the secret sealed with its keyring', async () => {
+    const dataDir = await mkdtemp(join(tmpdir(), 'paygate-upstream-cli-'));
+    try {
+      const env = { DATA_DIR: dataDir, PAYGATE_UPSTREAM_SECRET_KEY: SECRET };
+      const created = JSON.parse((await cli(['projects', 'create', '--direct', '--name', 'Direct'], env)).out);
+      const set = await cli(
+        [
+          'projects',
+          'upstream-set',
+          created.application_id,
+          '--direct',
+          '--base-url',
+          'http://127.0.0.1:9999',
+          '--client-key',
+          'ck',
+          '--pgs',
+          'kcp',
+        ],
+        env,
+      );
+      expect(set.err).toBe('');
+      expect(JSON.parse(set.out)).toMatchObject({ secret_key: 'Zq8v********', pgs: ['kcp'] });
+      const shown = await cli(['projects', 'upstream-get', created.application_id, '--direct'], env);
+      expect(JSON.parse(shown.out).notification_url).toMatch(/\/upstream\/v1\/notifications\/[0-9a-f]{24}$/);
+      const deleted = await cli(['projects', 'upstream-delete', created.application_id, '--direct'], env);
+      expect(deleted.code).toBe(0);
+    } finally {
+      await rm(dataDir, { recursive: true, force: true });
+    }
   });
 });

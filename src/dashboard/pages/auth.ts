@@ -33,7 +33,12 @@ export async function authPages(app: FastifyInstance, ctx: DashboardContext): Pr
 
   app.get('/projects', { config: { auth: 'none', dashboard: 'pick' }, schema: { hide: true } }, async (request, reply) => {
     const projects = await services.projects.list();
-    return ctx.render(request, reply, 'projects', { title: 'Projects', projects });
+    // read-only: a project's upstream provider is set with the admin API or CLI
+    const upstreams = await Promise.all(projects.map((p) => services.upstream.find(p.application_id)));
+    return ctx.render(request, reply, 'projects', {
+      title: 'Projects',
+      projects: projects.map((p, i) => ({ ...p, upstream: upstreams[i] })),
+    });
   });
 
   app.post('/projects', { config: { auth: 'none', dashboard: 'pick' }, schema: { hide: true } }, async (request, reply) => {
