@@ -6,7 +6,7 @@ import { createAccessTokenService, type AccessTokenService } from '../projects/a
 import { createBillingKeyService, type BillingKeyService } from '../payments/billing-keys.js';
 import { createCancelService, type CancelService } from '../payments/cancels.js';
 import { createChargeService, type ChargeService } from '../payments/charges.js';
-import { createEscrowService, type EscrowService } from '../escrow/service.js';
+import { createEscrowService, escrowDataLookup, type EscrowService } from '../escrow/service.js';
 import type { OperationLog } from '../platform/operation-log.js';
 import { createMessageService, type MessageService } from '../webhooks/messages.js';
 import { createProjectService, type ProjectService } from '../projects/service.js';
@@ -125,7 +125,7 @@ export function createServices(deps: ServiceDeps): Services {
     },
     charges,
     cancels,
-    receipts: createReceiptService({ stores }),
+    receipts: createReceiptService({ stores, escrowData: escrowDataLookup(stores.escrow) }),
     verifications: countVerificationOutcomes(
       createVerificationService({
         stores,

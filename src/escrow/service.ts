@@ -14,10 +14,12 @@ import {
 } from './contract.js';
 import { assertOwnedBy } from '../projects/access.js';
 import {
+  type EscrowData,
   EscrowStatus,
   isBuyerEvent,
   parseSandboxBuyerEvent,
   parseShippingStart,
+  renderEscrowData,
   resolveShipmentMinimal,
   resolveShipmentStrict,
   type SandboxPaymentRequest,
@@ -34,11 +36,36 @@ import type { ReceiptRow } from '../payments/receipts-store.js';
 import type { escrowWorkflow } from '../workflows/escrow.js';
 import { gatewayFailure } from '../gateways/failures.js';
 import type { OperationLog } from '../platform/operation-log.js';
-import { receiptResponse, withEscrowData } from '../payments/receipts.js';
+import { type EscrowDataLookup, receiptResponse } from '../payments/receipts.js';
 import { DEFAULT_WORKFLOW_CALL_TIMEOUT_MS, type WorkflowRuntime } from '../platform/temporal/workflow-calls.js';
 import { bindLogIds } from '../platform/observability/log-context.js';
-import type { EscrowStore } from './store.js';
+import type { EscrowOrderRow, EscrowStore } from './store.js';
 import type { ReceiptStore } from '../payments/receipts-store.js';
+
+/** An escrow order's escrow_data, as its receipt carries it. */
+function escrowDataOf(order: EscrowOrderRow): EscrowData {
+  return renderEscrowData({
+    status: order.status,
+    shippingStartedAt: order.shipping_started_at,
+    receiptConfirmedAt: order.receipt_confirmed_at,
+    receiptRevokedAt: order.receipt_revoked_at,
+    confirmUrl: order.confirm_url,
+  });
+}
+
+/** An escrow payment's receipt carries escrow_data; any other receipt is returned as it is. */
+function withEscrowData(receipt: ReceiptResponse, order: EscrowOrderRow | undefined): ReceiptResponse {
+  if (!order) return receipt;
+  return { ...receipt, escrow_data: escrowDataOf(order) };
+}
+
+/** What the payments' receipt lookup shows of an escrow order: its escrow_data, when the receipt has one. */
+export function escrowDataLookup(store: Pick<EscrowStore, 'find'>): EscrowDataLookup {
+  return async (receiptId) => {
+    const order = await store.find(receiptId);
+    return order && escrowDataOf(order);
+  };
+}
 
 export interface EscrowEventView {
   readonly seq: number;
