@@ -11,6 +11,7 @@ import {
   escrowWorkflowId,
   pgNotificationSignal,
   shippingStartUpdate,
+  type EscrowWorkflow,
 } from './contract.js';
 import { assertOwnedBy } from '../projects/access.js';
 import {
@@ -33,7 +34,6 @@ import type { GatewayRegistry } from '../gateways/types.js';
 import type { IdempotencyKeyProof } from '../platform/idempotency.js';
 import type { Project } from '../projects/store.js';
 import type { ReceiptRow } from '../payments/receipts-store.js';
-import type { escrowWorkflow } from '../workflows/escrow.js';
 import { gatewayFailure } from '../gateways/failures.js';
 import type { OperationLog } from '../platform/operation-log.js';
 import { type EscrowDataLookup, receiptResponse } from '../payments/receipts.js';
@@ -214,7 +214,7 @@ export function createEscrowService(deps: {
         const { client, taskQueue } = workflows();
         try {
           await client.withDeadline(Date.now() + callTimeoutMs, () =>
-            client.workflow.start<typeof escrowWorkflow>(ESCROW_WORKFLOW_TYPE, {
+            client.workflow.start<EscrowWorkflow>(ESCROW_WORKFLOW_TYPE, {
               workflowId: escrowWorkflowId(receiptId),
               workflowIdConflictPolicy: 'USE_EXISTING',
               taskQueue,
@@ -248,7 +248,7 @@ export function createEscrowService(deps: {
         await client.withDeadline(Date.now() + callTimeoutMs, () =>
           client.workflow.executeUpdateWithStart(shippingStartUpdate, {
             args: [{ nonce: randomUUID(), shipment }],
-            startWorkflowOperation: new WithStartWorkflowOperation<typeof escrowWorkflow>(ESCROW_WORKFLOW_TYPE, {
+            startWorkflowOperation: new WithStartWorkflowOperation<EscrowWorkflow>(ESCROW_WORKFLOW_TYPE, {
               workflowId: escrowWorkflowId(receiptId),
               workflowIdConflictPolicy: 'USE_EXISTING',
               taskQueue,

@@ -12,6 +12,7 @@ import {
   SCHEDULE_WORKFLOW_TYPE,
   type ScheduleUpdateProof,
   scheduleWorkflowId,
+  type ScheduleWorkflow,
 } from './contract.js';
 import { UPDATE_NOT_AUTHORIZED } from '../verification/contract.js';
 import { assertOwnedBy } from '../projects/access.js';
@@ -33,7 +34,6 @@ import { formatTimestamp } from '../platform/time.js';
 import type { GatewayRegistry } from '../gateways/types.js';
 import type { Project } from '../projects/store.js';
 import type { ScheduleRow } from './store.js';
-import type { scheduleWorkflow } from '../workflows/schedules.js';
 import { findUsableBillingKey } from '../payments/usable-billing-key.js';
 import { cardGatewayFor } from '../gateways/failures.js';
 import type { OperationLog } from '../platform/operation-log.js';
@@ -144,7 +144,7 @@ export function createScheduleService(deps: {
       });
       try {
         await client.withDeadline(Date.now() + callTimeoutMs, () =>
-          client.workflow.start<typeof scheduleWorkflow>(SCHEDULE_WORKFLOW_TYPE, {
+          client.workflow.start<ScheduleWorkflow>(SCHEDULE_WORKFLOW_TYPE, {
             workflowId: scheduleWorkflowId(scheduleId),
             taskQueue,
             args: [
