@@ -29,18 +29,14 @@ import { ApiError } from '../platform/errors.js';
 import { updateTimedOut, workflowRefusal } from '../platform/temporal/workflow-calls.js';
 import { isResourceId, PAYMENT_COMPLETE, type ReceiptResponse } from '../payments/receipt-rules.js';
 import { formatTimestamp } from '../platform/time.js';
-import { fetchSandboxPgRequests, sendSandboxBuyerEvent } from '../gateways/sandbox-escrow-control.js';
-import type { GatewayRegistry } from '../gateways/types.js';
+import { fetchSandboxPgRequests, sendSandboxBuyerEvent, type GatewayRegistry, gatewayFailure } from '../gateways/index.js';
 import type { IdempotencyKeyProof } from '../platform/idempotency.js';
-import type { Project } from '../projects/store.js';
-import type { ReceiptRow } from '../payments/receipts-store.js';
-import { gatewayFailure } from '../gateways/failures.js';
+import type { Project } from '../projects/index.js';
+import { type ReceiptRow, type EscrowDataLookup, receiptResponse, type ReceiptStore } from '../payments/index.js';
 import type { OperationLog } from '../platform/operation-log.js';
-import { type EscrowDataLookup, receiptResponse } from '../payments/receipts.js';
 import { DEFAULT_WORKFLOW_CALL_TIMEOUT_MS, type WorkflowRuntime } from '../platform/temporal/workflow-calls.js';
 import { bindLogIds } from '../platform/observability/log-context.js';
 import type { EscrowOrderRow, EscrowStore } from './store.js';
-import type { ReceiptStore } from '../payments/receipts-store.js';
 
 /** An escrow order's escrow_data, as its receipt carries it. */
 function escrowDataOf(order: EscrowOrderRow): EscrowData {

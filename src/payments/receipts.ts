@@ -12,7 +12,7 @@ import { assertOwnedBy } from '../projects/access.js';
 import { ApiError } from '../platform/errors.js';
 import type { EscrowData } from '../escrow/rules.js';
 import { isResourceId, renderReceipt, type ReceiptResponse } from './receipt-rules.js';
-import type { Project } from '../projects/store.js';
+import type { Project } from '../projects/index.js';
 import { receiptView, type ReceiptRow } from './receipts-store.js';
 import { IN_FLIGHT_LEASE_MS } from '../platform/idempotency.js';
 import type { WorkflowRuntime } from '../platform/temporal/workflow-calls.js';

@@ -13,14 +13,12 @@ import { isResourceId } from '../payments/receipt-rules.js';
 import { renderReserve, type ReserveRequest, type ReserveResponse } from './rules.js';
 import { formatTimestamp } from '../platform/time.js';
 import type { FeedbackTarget } from '../webhooks/rules.js';
-import type { GatewayRegistry } from '../gateways/types.js';
-import type { Project } from '../projects/store.js';
+import { type GatewayRegistry, cardGatewayFor } from '../gateways/index.js';
+import type { Project } from '../projects/index.js';
 import type { ReserveRow } from './store.js';
-import { findUsableBillingKey } from '../payments/usable-billing-key.js';
-import { cardGatewayFor } from '../gateways/failures.js';
+import { findUsableBillingKey, type BillingKeyStore } from '../payments/index.js';
 import { DEFAULT_WORKFLOW_CALL_TIMEOUT_MS, type WorkflowRuntime } from '../platform/temporal/workflow-calls.js';
 import { bindLogIds } from '../platform/observability/log-context.js';
-import type { BillingKeyStore } from '../payments/billing-keys-store.js';
 import type { ReserveStore } from './store.js';
 
 export interface ReserveService {

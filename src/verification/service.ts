@@ -25,13 +25,12 @@ import {
 } from '../platform/temporal/workflow-calls.js';
 import { newId } from '../platform/ids.js';
 import { parseOtp, type VerificationRequest, type VerificationView } from './rules.js';
-import { fetchSandboxSms, type SandboxSms } from '../gateways/sandbox-inbox.js';
-import type { GatewayRegistry } from '../gateways/types.js';
-import type { Project } from '../projects/store.js';
+import { fetchSandboxSms, type SandboxSms, type GatewayRegistry } from '../gateways/index.js';
+import type { Project } from '../projects/index.js';
 import type { VerificationRow } from './store.js';
 import type { IdempotencyKeyProof } from '../platform/idempotency.js';
 import { bindLogIds } from '../platform/observability/log-context.js';
-import type { ReceiptStore } from '../payments/receipts-store.js';
+import type { ReceiptStore } from '../payments/index.js';
 import type { VerificationStore } from './store.js';
 
 const MAX_ID_LENGTH = 100;

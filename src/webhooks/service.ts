@@ -21,8 +21,7 @@ import {
   type UrlPolicy,
   type WebhookConfigView,
 } from './rules.js';
-import type { Project } from '../projects/store.js';
-import type { ProjectWebhooks } from '../projects/service.js';
+import type { Project, ProjectWebhooks } from '../projects/index.js';
 import type { DeliveryRow, EndpointKind } from './store.js';
 import { createDeliveryEngine, type DeliverOptions, type EndpointRef, type Requeued } from './delivery-engine.js';
 
