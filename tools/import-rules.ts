@@ -62,7 +62,10 @@ const inFolder = (path: string, folder: string) => path.startsWith(`src/${folder
 
 /** The areas: each one folder (service, store, rules, contract, adapters) beside its one file in api/routes, workflows and activities. */
 export const AREAS = ['payments', 'verification', 'escrow', 'reserves', 'schedules', 'webhooks', 'projects', 'gateways'] as const;
-const inArea = (path: string) => AREAS.some((a) => inFolder(path, a));
+const areaOf = (path: string) => AREAS.find((a) => inFolder(path, a));
+const inArea = (path: string) => areaOf(path) !== undefined;
+/** An area's public module (`src/<area>/index.ts`): what the others use of it, its rules and contracts aside. */
+export const isPublicModule = (path: string) => AREAS.some((a) => path === `src/${a}/index.ts`);
 
 /** Pure modules: rules without I/O that any layer, the workflows included, may import. */
 const PURE_FILES = new Set([
@@ -140,6 +143,22 @@ const RULES: readonly Rule[] = [
         : imp.target !== '@temporalio/workflow',
   },
   {
+    // Rules and contracts stay importable where they stand: they are workflow-safe, and the workflows, the sandbox
+    // and other rules import them, while an index.ts pulls in the area's stores and services (I/O).
+    name: 'an area is imported from outside only through its public module (index.ts), its rules and its contracts',
+    applies: (f) => f.startsWith('src/'),
+    forbids: (imp, file) => {
+      const area = imp.local ? areaOf(imp.target) : undefined;
+      return (
+        area !== undefined &&
+        area !== areaOf(file) &&
+        !isPublicModule(imp.target) &&
+        !isPure(imp.target) &&
+        !isContract(imp.target)
+      );
+    },
+  },
+  {
     name: 'platform imports no area and nothing above it',
     applies: (f) => inFolder(f, 'platform'),
     forbids: (imp) => imp.local && imp.target.startsWith('src/') && !inFolder(imp.target, 'platform'),
@@ -177,7 +196,7 @@ const RULES: readonly Rule[] = [
       imp.local ? ['api', 'dashboard', 'cli', 'main'].some((l) => inFolder(imp.target, l)) : imp.target === 'fastify',
   },
   {
-    name: 'the dashboard reaches data through services: no route, activity, workflow, gateway or Temporal code; store types only',
+    name: "the dashboard reaches data through services: no route, activity, workflow, gateway or Temporal code; an area's public module as types only",
     applies: (f) => inFolder(f, 'dashboard'),
     forbids: (imp) =>
       imp.local
@@ -185,7 +204,7 @@ const RULES: readonly Rule[] = [
           ['activities', 'workflows', 'gateways', 'sandbox', 'platform/temporal', 'composition'].some((l) =>
             inFolder(imp.target, l),
           ) ||
-          (/\/([a-z-]+-)?store\.ts$/.test(imp.target) && !imp.typeOnly)
+          (isPublicModule(imp.target) && !imp.typeOnly)
         : false,
   },
   {
