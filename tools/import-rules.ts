@@ -61,8 +61,21 @@ function sourceFiles(dir: string): string[] {
 const inFolder = (path: string, folder: string) => path.startsWith(`src/${folder}/`) || path === `src/${folder}.ts`;
 
 /** The areas: each one folder (service, store, rules, contract, adapters) beside its one file in api/routes, workflows and activities. */
-export const AREAS = ['payments', 'verification', 'escrow', 'reserves', 'schedules', 'webhooks', 'projects', 'gateways'] as const;
-const inArea = (path: string) => AREAS.some((a) => inFolder(path, a));
+export const AREAS = [
+  'payments',
+  'verification',
+  'escrow',
+  'reserves',
+  'schedules',
+  'webhooks',
+  'projects',
+  'gateways',
+  'upstream',
+] as const;
+const areaOf = (path: string) => AREAS.find((a) => inFolder(path, a));
+const inArea = (path: string) => areaOf(path) !== undefined;
+/** An area's public module (`src/<area>/index.ts`): what the others use of it, its rules and contracts aside. */
+export const isPublicModule = (path: string) => AREAS.some((a) => path === `src/${a}/index.ts`);
 
 /** Pure modules: rules without I/O that any layer, the workflows included, may import. */
 const PURE_FILES = new Set([
@@ -140,6 +153,22 @@ const RULES: readonly Rule[] = [
         : imp.target !== '@temporalio/workflow',
   },
   {
+    // Rules and contracts stay importable where they stand: they are workflow-safe, and the workflows, the sandbox
+    // and other rules import them, while an index.ts pulls in the area's stores and services (I/O).
+    name: 'an area is imported from outside only through its public module (index.ts), its rules and its contracts',
+    applies: (f) => f.startsWith('src/'),
+    forbids: (imp, file) => {
+      const area = imp.local ? areaOf(imp.target) : undefined;
+      return (
+        area !== undefined &&
+        area !== areaOf(file) &&
+        !isPublicModule(imp.target) &&
+        !isPure(imp.target) &&
+        !isContract(imp.target)
+      );
+    },
+  },
+  {
     name: 'platform imports no area and nothing above it',
     applies: (f) => inFolder(f, 'platform'),
     forbids: (imp) => imp.local && imp.target.startsWith('src/') && !inFolder(imp.target, 'platform'),
@@ -150,12 +179,15 @@ const RULES: readonly Rule[] = [
     forbids: (imp) => !imp.local && (imp.target === 'fastify' || (imp.target.startsWith('@temporalio/') && !imp.typeOnly)),
   },
   {
-    name: 'an area is Fastify-free and calls no route, activity, dashboard, CLI, composition or sandbox code (workflow types only)',
+    // a service starts its workflow by the signature in its contract: workflow code imports activity types, and
+    // activities import the areas, so an area importing workflow code, even as types, closes an import circle
+    name: 'an area is Fastify-free and imports no route, activity, workflow, dashboard, CLI, composition or sandbox code',
     applies: inArea,
     forbids: (imp) =>
       imp.local
-        ? ['api', 'activities', 'dashboard', 'cli', 'composition', 'sandbox', 'main'].some((l) => inFolder(imp.target, l)) ||
-          (inFolder(imp.target, 'workflows') && !imp.typeOnly)
+        ? ['api', 'activities', 'workflows', 'dashboard', 'cli', 'composition', 'sandbox', 'main'].some((l) =>
+            inFolder(imp.target, l),
+          )
         : imp.target === 'fastify',
   },
   {
@@ -174,7 +206,7 @@ const RULES: readonly Rule[] = [
       imp.local ? ['api', 'dashboard', 'cli', 'main'].some((l) => inFolder(imp.target, l)) : imp.target === 'fastify',
   },
   {
-    name: 'the dashboard reaches data through services: no route, activity, workflow, gateway or Temporal code; store types only',
+    name: "the dashboard reaches data through services: no route, activity, workflow, gateway or Temporal code; an area's public module as types only",
     applies: (f) => inFolder(f, 'dashboard'),
     forbids: (imp) =>
       imp.local
@@ -182,7 +214,7 @@ const RULES: readonly Rule[] = [
           ['activities', 'workflows', 'gateways', 'sandbox', 'platform/temporal', 'composition'].some((l) =>
             inFolder(imp.target, l),
           ) ||
-          (/\/([a-z-]+-)?store\.ts$/.test(imp.target) && !imp.typeOnly)
+          (isPublicModule(imp.target) && !imp.typeOnly)
         : false,
   },
   {

@@ -9,13 +9,12 @@ import type { EscrowTransition } from '../escrow/contract.js';
 import { escrowWebhookPayload, renderEscrowData, type ResolvedShipment } from '../escrow/rules.js';
 import { ApiError } from '../platform/errors.js';
 import { PROJECT_EVENTS } from '../webhooks/rules.js';
-import type { EscrowGateway, GatewayRegistry } from '../gateways/types.js';
-import type { CancelService } from '../payments/cancels.js';
+import type { EscrowGateway, GatewayRegistry } from '../gateways/index.js';
+import { type CancelService, receiptResponse } from '../payments/index.js';
 import { type OperationLog, pinoStyleLog } from '../platform/operation-log.js';
-import { receiptResponse } from '../payments/receipts.js';
-import type { WebhookService } from '../webhooks/service.js';
+import type { WebhookService } from '../webhooks/index.js';
 import type { Stores } from '../composition/stores.js';
-import { toProject } from '../projects/store.js';
+import { toProject } from '../projects/index.js';
 import { callGateway } from './failures.js';
 
 export interface EscrowActivityDeps {

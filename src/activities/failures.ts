@@ -1,5 +1,5 @@
 import { ApplicationFailure } from '@temporalio/common';
-import { GatewayDeclinedError, GatewayUnavailableError } from '../gateways/types.js';
+import { GatewayDeclinedError, GatewayUnavailableError } from '../gateways/index.js';
 
 import { GATEWAY_DECLINED, type GatewayDeclinedDetails } from '../gateways/declined.js';
 

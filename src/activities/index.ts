@@ -1,6 +1,6 @@
 // Every activity the worker registers, from one factory with injected dependencies. The worker,
 // `npm start` and the test helpers all register exactly this set.
-import type { GatewayRegistry } from '../gateways/types.js';
+import type { GatewayRegistry } from '../gateways/index.js';
 import type { Metrics } from '../platform/observability/metrics.js';
 import type { Services } from '../composition/services.js';
 import type { Stores } from '../composition/stores.js';

@@ -6,10 +6,8 @@ import { createHash } from 'node:crypto';
 import { ApplicationFailure } from '@temporalio/common';
 import { RECONCILED_EVENT, type ReconcileNotice, type ReconcileResult } from '../payments/reconcile-contract.js';
 import { type DeliveryContentType, PROJECT_EVENTS } from '../webhooks/rules.js';
-import type { CancelService } from '../payments/cancels.js';
-import type { ChargeService } from '../payments/charges.js';
-import { ReconcileLater, receiptResponse } from '../payments/receipts.js';
-import type { WebhookService } from '../webhooks/service.js';
+import { type CancelService, type ChargeService, ReconcileLater, receiptResponse } from '../payments/index.js';
+import type { WebhookService } from '../webhooks/index.js';
 
 export interface ReconcileActivityDeps {
   /** the process's charge and cancel services: settling asks the PG and records, on the services' clock */

@@ -9,13 +9,10 @@ import type { ChargeParams } from '../payments/billing-rules.js';
 import { ApiError } from '../platform/errors.js';
 import { renderReserve } from '../reserves/rules.js';
 import { type DeliveryContentType, type OutboundEvent, PROJECT_EVENTS, receiptFeedbackEvent } from '../webhooks/rules.js';
-import { findUsableBillingKey } from '../payments/usable-billing-key.js';
-import type { ChargeService } from '../payments/charges.js';
-import { receiptResponse } from '../payments/receipts.js';
-import type { WebhookService } from '../webhooks/service.js';
+import { findUsableBillingKey, type ChargeService, receiptResponse, adoptableReceipt, chargeProject } from '../payments/index.js';
+import type { WebhookService } from '../webhooks/index.js';
 import type { Stores } from '../composition/stores.js';
-import type { ReserveRow } from '../reserves/store.js';
-import { adoptableReceipt, chargeProject } from '../payments/charge-recovery.js';
+import type { ReserveRow } from '../reserves/index.js';
 
 export interface ReserveActivityDeps {
   readonly stores: Pick<Stores, 'reserves' | 'receipts' | 'billingKeys' | 'projects'>;

@@ -20,16 +20,19 @@ import {
   type SubscriptionEvent,
   scheduleOrderId,
 } from '../schedules/rules.js';
-import { findUsableBillingKey } from '../payments/usable-billing-key.js';
-import type { ChargeService } from '../payments/charges.js';
-import { receiptResponse } from '../payments/receipts.js';
-import type { WebhookService } from '../webhooks/service.js';
+import {
+  findUsableBillingKey,
+  type ChargeService,
+  receiptResponse,
+  type ReceiptRow,
+  adoptableReceipt,
+  chargeProject,
+} from '../payments/index.js';
+import type { WebhookService } from '../webhooks/index.js';
 import type { Metrics } from '../platform/observability/metrics.js';
 import type { Stores } from '../composition/stores.js';
-import type { Project } from '../projects/store.js';
-import type { ReceiptRow } from '../payments/receipts-store.js';
-import type { ScheduleChargeRow, ScheduleRow } from '../schedules/store.js';
-import { adoptableReceipt, chargeProject } from '../payments/charge-recovery.js';
+import type { Project } from '../projects/index.js';
+import type { ScheduleChargeRow, ScheduleRow } from '../schedules/index.js';
 
 export interface ScheduleActivityDeps {
   readonly stores: Pick<Stores, 'schedules' | 'receipts' | 'billingKeys' | 'projects'>;

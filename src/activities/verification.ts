@@ -1,7 +1,7 @@
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import type { VerifiedPerson } from '../verification/rules.js';
-import type { GatewayRegistry, IdentityGateway } from '../gateways/types.js';
+import type { GatewayRegistry, IdentityGateway } from '../gateways/index.js';
 import type { VerificationPerson, VerificationRecords } from '../verification/contract.js';
 import { callGateway } from './failures.js';
 

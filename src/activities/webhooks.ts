@@ -1,9 +1,14 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { type AttemptOutcome, DELIVERY_NOT_FOUND } from '../webhooks/contract.js';
 import { checkWebhookUrl, parseRetryAfter, type DeliveryState, type UrlPolicy } from '../webhooks/rules.js';
-import type { DeliveryRow, SigningSecrets, WebhookStore } from '../webhooks/store.js';
-import { createWebhookHttpClient, type Resolver } from '../webhooks/http-client.js';
-import { signedHeaders } from '../webhooks/signing.js';
+import {
+  type DeliveryRow,
+  type SigningSecrets,
+  type WebhookStore,
+  createWebhookHttpClient,
+  type Resolver,
+  signedHeaders,
+} from '../webhooks/index.js';
 import type { Metrics, WebhookAttemptOutcome } from '../platform/observability/metrics.js';
 
 export interface WebhookActivityOptions {

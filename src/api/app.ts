@@ -5,7 +5,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyPlug
 import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
 import type { Config } from '../platform/config/index.js';
 import { ApiError } from '../platform/errors.js';
-import type { GatewayRegistry } from '../gateways/types.js';
+import type { GatewayRegistry } from '../gateways/index.js';
 import { createLogger, type Logger } from '../platform/logger.js';
 import type { Database } from '../platform/db/db.js';
 import type { Keyring } from '../platform/security/keyring.js';
@@ -29,9 +29,8 @@ import type { SandboxClock } from '../platform/temporal/sandbox-clock.js';
 import { scheduleRoutes } from './routes/schedules.js';
 import { upstreamRoutes } from './routes/upstream.js';
 import { dashboardRoutes } from '../dashboard/index.js';
-import type { Resolver } from '../webhooks/http-client.js';
+import { type Resolver, countPendingDeliveries } from '../webhooks/index.js';
 import { createMetrics, type Metrics } from '../platform/observability/metrics.js';
-import { countPendingDeliveries } from '../webhooks/pending-deliveries.js';
 import { observabilityPlugin } from './observability.js';
 
 export type { ReadinessProbe } from './routes/health.js';

@@ -20,7 +20,7 @@ import { ApiError } from '../platform/errors.js';
 import { assertIpAllowed, keyExpired } from '../projects/access.js';
 import { keyAccepted } from '../projects/key-rotation.js';
 import type { Scope } from '../projects/scopes.js';
-import { projectKey, toProject, type Project, type ProjectRow } from '../projects/store.js';
+import { projectKey, toProject, type Project, type ProjectRow } from '../projects/index.js';
 import type { FieldErrors } from '../platform/validation.js';
 import { registerRateLimits } from './rate-limits.js';
 

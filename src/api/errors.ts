@@ -7,7 +7,7 @@ import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError, type ErrorName, RelayedApiError } from '../platform/errors.js';
 import { issuesToApiError, type IssueLike } from '../platform/validation.js';
-import { GatewayUnavailableError } from '../gateways/types.js';
+import { GatewayUnavailableError } from '../gateways/index.js';
 
 interface ValidationItem {
   readonly instancePath?: string;

@@ -22,7 +22,7 @@ import {
   projectCreateSchema,
   projectPatchSchema,
   renderProject,
-} from '../projects/service.js';
+} from '../projects/index.js';
 import { openDirectServices } from '../composition/index.js';
 
 /** The gateways --direct knows: the sandbox PGs served in-process, given to projects only in sandbox mode. */

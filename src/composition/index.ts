@@ -12,24 +12,23 @@ import { createActivities } from '../activities/index.js';
 import type { Config } from '../platform/config/index.js';
 import { preparePrivateDataDir, usesDataDir } from '../platform/config/data-dir.js';
 import { loadKeyring } from '../platform/config/keys.js';
-import { createGatewayRegistry } from '../gateways/registry.js';
-import type { GatewayRegistry } from '../gateways/types.js';
+import { createGatewayRegistry, type GatewayRegistry } from '../gateways/index.js';
 import type { Logger } from '../platform/logger.js';
 import { createMetrics, type Metrics } from '../platform/observability/metrics.js';
 import { observingWorkflowClient } from '../platform/observability/workflow-client.js';
-import { sweepUnsettled } from '../payments/receipts.js';
+import { sweepUnsettled } from '../payments/index.js';
 import type { Keyring } from '../platform/security/keyring.js';
 import { openDatabase, type Database } from '../platform/db/db.js';
 import { type OperationLog, pinoStyleLog } from '../platform/operation-log.js';
 import { createServices, type ServiceDeps, type Services } from './services.js';
 import { createStores, type Stores } from './stores.js';
-import { countPendingDeliveries } from '../webhooks/pending-deliveries.js';
+import { countPendingDeliveries } from '../webhooks/index.js';
 import { connectTemporalClient, type TemporalClient } from '../platform/temporal/client.js';
 import { createBundlerLogger } from '../platform/temporal/runtime.js';
 import { followEngineTime, type SandboxClock } from '../platform/temporal/sandbox-clock.js';
 import type { TemporalTransport } from '../platform/temporal/transport.js';
 import { createPaygateWorker, type PaygateWorker } from '../platform/temporal/worker.js';
-import { createProviderClient, type ProviderClient } from '../upstream/client.js';
+import { createProviderClient, type ProviderClient } from '../upstream/index.js';
 
 /** Opens the database the config names: a Postgres server, or PGlite under DATA_DIR. */
 export function openConfiguredDatabase(config: Config): Promise<Database> {

@@ -1,32 +1,40 @@
 // Every use case, built once per process from the stores and gateways. Routes and activities call
 // these; neither holds a use case of its own.
-import type { GatewayRegistry } from '../gateways/types.js';
+import { type GatewayRegistry, createSandboxFaultService, type SandboxFaultService } from '../gateways/index.js';
 import type { Stores } from './stores.js';
-import { createAccessTokenService, type AccessTokenService } from '../projects/access-tokens.js';
-import { createBillingKeyService, type BillingKeyService } from '../payments/billing-keys.js';
-import { createCancelService, type CancelService } from '../payments/cancels.js';
-import { createChargeService, type ChargeService } from '../payments/charges.js';
-import { createEscrowService, type EscrowService } from '../escrow/service.js';
-import type { OperationLog } from '../platform/operation-log.js';
-import { createMessageService, type MessageService } from '../webhooks/messages.js';
-import { createProjectService, type ProjectService } from '../projects/service.js';
 import {
+  createAccessTokenService,
+  type AccessTokenService,
+  createProjectService,
+  type ProjectService,
+} from '../projects/index.js';
+import {
+  createBillingKeyService,
+  type BillingKeyService,
+  createCancelService,
+  type CancelService,
+  createChargeService,
+  type ChargeService,
   createReceiptService,
   createReconcileStarter,
   type ReceiptService,
   type ReconcileStarter,
-} from '../payments/receipts.js';
-import { createReserveService, type ReserveService } from '../reserves/service.js';
-import { createScheduleService, type ScheduleService } from '../schedules/service.js';
-import { countVerificationOutcomes } from '../verification/metrics.js';
-import { createVerificationService, type VerificationService } from '../verification/service.js';
+} from '../payments/index.js';
+import { createEscrowService, escrowDataLookup, type EscrowService } from '../escrow/index.js';
+import type { OperationLog } from '../platform/operation-log.js';
+import {
+  createMessageService,
+  type MessageService,
+  createWebhookService,
+  type WebhookService,
+  type Resolver,
+} from '../webhooks/index.js';
+import { createReserveService, type ReserveService } from '../reserves/index.js';
+import { createScheduleService, type ScheduleService } from '../schedules/index.js';
+import { countVerificationOutcomes, createVerificationService, type VerificationService } from '../verification/index.js';
 import type { WorkflowRuntime } from '../platform/temporal/workflow-calls.js';
-import { createWebhookService, type WebhookService } from '../webhooks/service.js';
-import type { Resolver } from '../webhooks/http-client.js';
 import type { Metrics } from '../platform/observability/metrics.js';
-import { createSandboxFaultService, type SandboxFaultService } from '../gateways/sandbox-faults.js';
-import type { ProviderClient } from '../upstream/client.js';
-import { createUpstreamService, type UpstreamService } from '../upstream/service.js';
+import { createUpstreamService, type ProviderClient, type UpstreamService } from '../upstream/index.js';
 
 export interface Services {
   readonly projects: ProjectService;
@@ -131,7 +139,7 @@ export function createServices(deps: ServiceDeps): Services {
     },
     charges,
     cancels,
-    receipts: createReceiptService({ stores }),
+    receipts: createReceiptService({ stores, escrowData: escrowDataLookup(stores.escrow) }),
     verifications: countVerificationOutcomes(
       createVerificationService({
         stores,

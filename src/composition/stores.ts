@@ -3,19 +3,16 @@
 import type { Kysely } from 'kysely';
 import { createFieldCipher } from '../platform/security/field-cipher.js';
 import type { Keyring } from '../platform/security/keyring.js';
-import { createAccessTokenStore, type AccessTokenStore } from '../projects/access-tokens-store.js';
-import { createBillingKeyStore, type BillingKeyStore } from '../payments/billing-keys-store.js';
+import { createAccessTokenStore, type AccessTokenStore, createProjectStore, type ProjectStore } from '../projects/index.js';
+import { createBillingKeyStore, type BillingKeyStore, createReceiptStore, type ReceiptStore } from '../payments/index.js';
 import type { Tables } from '../platform/db/db.js';
-import { createEscrowStore, type EscrowStore } from '../escrow/store.js';
+import { createEscrowStore, type EscrowStore } from '../escrow/index.js';
 import { createIdempotencyStore, type IdempotencyStore } from '../platform/idempotency.js';
-import { createMessageStore, type MessageStore } from '../webhooks/messages-store.js';
-import { createProjectStore, type ProjectStore } from '../projects/store.js';
-import { createReceiptStore, type ReceiptStore } from '../payments/receipts-store.js';
-import { createReserveStore, type ReserveStore } from '../reserves/store.js';
-import { createScheduleStore, type ScheduleStore } from '../schedules/store.js';
-import { createVerificationStore, type VerificationStore } from '../verification/store.js';
-import { createWebhookStore, type WebhookStore } from '../webhooks/store.js';
-import { createUpstreamStore, type UpstreamStore } from '../upstream/store.js';
+import { createMessageStore, type MessageStore, createWebhookStore, type WebhookStore } from '../webhooks/index.js';
+import { createReserveStore, type ReserveStore } from '../reserves/index.js';
+import { createScheduleStore, type ScheduleStore } from '../schedules/index.js';
+import { createVerificationStore, type VerificationStore } from '../verification/index.js';
+import { createUpstreamStore, type UpstreamStore } from '../upstream/index.js';
 
 export interface Stores {
   readonly projects: ProjectStore;

@@ -4,7 +4,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { keyExpired } from '../projects/access.js';
 import { ApiError } from '../platform/errors.js';
 import type { Scope } from '../projects/scopes.js';
-import type { Project } from '../projects/store.js';
+import type { Project } from '../projects/index.js';
 import { formatTimestamp } from '../platform/time.js';
 import { newSession, type Session, type SessionCodec } from './session.js';
 

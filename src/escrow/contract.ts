@@ -22,6 +22,9 @@ export interface EscrowInput {
   readonly carried?: EscrowCarried;
 }
 
+/** The escrow order workflow's signature, for the services that start it without importing workflow code. */
+export type EscrowWorkflow = (input: EscrowInput) => Promise<void>;
+
 /** The state a run hands to the next one when its history grew long (see escrowWorkflow). */
 export interface EscrowCarried {
   readonly status: number;

@@ -11,13 +11,16 @@ import {
   escrowWorkflowId,
   pgNotificationSignal,
   shippingStartUpdate,
+  type EscrowWorkflow,
 } from './contract.js';
 import { assertOwnedBy } from '../projects/access.js';
 import {
+  type EscrowData,
   EscrowStatus,
   isBuyerEvent,
   parseSandboxBuyerEvent,
   parseShippingStart,
+  renderEscrowData,
   resolveShipmentMinimal,
   resolveShipmentStrict,
   type SandboxPaymentRequest,
@@ -26,19 +29,39 @@ import { ApiError } from '../platform/errors.js';
 import { updateTimedOut, workflowRefusal } from '../platform/temporal/workflow-calls.js';
 import { isResourceId, PAYMENT_COMPLETE, type ReceiptResponse } from '../payments/receipt-rules.js';
 import { formatTimestamp } from '../platform/time.js';
-import { fetchSandboxPgRequests, sendSandboxBuyerEvent } from '../gateways/sandbox-escrow-control.js';
-import type { GatewayRegistry } from '../gateways/types.js';
+import { fetchSandboxPgRequests, sendSandboxBuyerEvent, type GatewayRegistry, gatewayFailure } from '../gateways/index.js';
 import type { IdempotencyKeyProof } from '../platform/idempotency.js';
-import type { Project } from '../projects/store.js';
-import type { ReceiptRow } from '../payments/receipts-store.js';
-import type { escrowWorkflow } from '../workflows/escrow.js';
-import { gatewayFailure } from '../gateways/failures.js';
+import type { Project } from '../projects/index.js';
+import { type ReceiptRow, type EscrowDataLookup, receiptResponse, type ReceiptStore } from '../payments/index.js';
 import type { OperationLog } from '../platform/operation-log.js';
-import { receiptResponse, withEscrowData } from '../payments/receipts.js';
 import { DEFAULT_WORKFLOW_CALL_TIMEOUT_MS, type WorkflowRuntime } from '../platform/temporal/workflow-calls.js';
 import { bindLogIds } from '../platform/observability/log-context.js';
-import type { EscrowStore } from './store.js';
-import type { ReceiptStore } from '../payments/receipts-store.js';
+import type { EscrowOrderRow, EscrowStore } from './store.js';
+
+/** An escrow order's escrow_data, as its receipt carries it. */
+function escrowDataOf(order: EscrowOrderRow): EscrowData {
+  return renderEscrowData({
+    status: order.status,
+    shippingStartedAt: order.shipping_started_at,
+    receiptConfirmedAt: order.receipt_confirmed_at,
+    receiptRevokedAt: order.receipt_revoked_at,
+    confirmUrl: order.confirm_url,
+  });
+}
+
+/** An escrow payment's receipt carries escrow_data; any other receipt is returned as it is. */
+function withEscrowData(receipt: ReceiptResponse, order: EscrowOrderRow | undefined): ReceiptResponse {
+  if (!order) return receipt;
+  return { ...receipt, escrow_data: escrowDataOf(order) };
+}
+
+/** What the payments' receipt lookup shows of an escrow order: its escrow_data, when the receipt has one. */
+export function escrowDataLookup(store: Pick<EscrowStore, 'find'>): EscrowDataLookup {
+  return async (receiptId) => {
+    const order = await store.find(receiptId);
+    return order && escrowDataOf(order);
+  };
+}
 
 export interface EscrowEventView {
   readonly seq: number;
@@ -187,7 +210,7 @@ export function createEscrowService(deps: {
         const { client, taskQueue } = workflows();
         try {
           await client.withDeadline(Date.now() + callTimeoutMs, () =>
-            client.workflow.start<typeof escrowWorkflow>(ESCROW_WORKFLOW_TYPE, {
+            client.workflow.start<EscrowWorkflow>(ESCROW_WORKFLOW_TYPE, {
               workflowId: escrowWorkflowId(receiptId),
               workflowIdConflictPolicy: 'USE_EXISTING',
               taskQueue,
@@ -221,7 +244,7 @@ export function createEscrowService(deps: {
         await client.withDeadline(Date.now() + callTimeoutMs, () =>
           client.workflow.executeUpdateWithStart(shippingStartUpdate, {
             args: [{ nonce: randomUUID(), shipment }],
-            startWorkflowOperation: new WithStartWorkflowOperation<typeof escrowWorkflow>(ESCROW_WORKFLOW_TYPE, {
+            startWorkflowOperation: new WithStartWorkflowOperation<EscrowWorkflow>(ESCROW_WORKFLOW_TYPE, {
               workflowId: escrowWorkflowId(receiptId),
               workflowIdConflictPolicy: 'USE_EXISTING',
               taskQueue,

@@ -7,7 +7,7 @@ import { PAYMENT_COMPLETE } from '../payments/receipt-rules.js';
 import type { FieldCipher } from '../platform/security/field-cipher.js';
 import type { Tables } from '../platform/db/db.js';
 import type { EscrowEventsTable, EscrowOrdersTable } from '../platform/db/migrations/0007_escrow.js';
-import type { ReceiptRow } from '../payments/receipts-store.js';
+import type { ReceiptRow } from '../payments/index.js';
 
 export type EscrowOrderRow = Selectable<EscrowOrdersTable>;
 export type EscrowEventRow = Selectable<EscrowEventsTable>;

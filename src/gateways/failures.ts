@@ -9,7 +9,7 @@ import {
   type CardBillingGateway,
   type GatewayRegistry,
 } from './types.js';
-import type { Project } from '../projects/store.js';
+import type { Project } from '../projects/index.js';
 
 export type GatewayOperation = 'issue' | 'charge' | 'cancel' | 'destroy';
 

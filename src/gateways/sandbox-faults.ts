@@ -15,7 +15,7 @@ import {
 } from './sandbox-fault-control.js';
 import type { SandboxEndpoint } from './sandbox-inbox.js';
 import { GatewayUnavailableError } from './types.js';
-import type { Project } from '../projects/store.js';
+import type { Project } from '../projects/index.js';
 
 /** Which operations each sandbox PG performs (what can fail there). */
 export const SANDBOX_FAULT_OPERATIONS: Readonly<Record<string, readonly FaultOperation[]>> = {

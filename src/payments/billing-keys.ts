@@ -13,15 +13,20 @@ import { enforceMasked } from './card.js';
 import { ApiError } from '../platform/errors.js';
 import { newId } from '../platform/ids.js';
 import { isResourceId } from './receipt-rules.js';
-import { GatewayDeclinedError, type GatewayRegistry, type IssuedBillingKey } from '../gateways/types.js';
+import {
+  GatewayDeclinedError,
+  type GatewayRegistry,
+  type IssuedBillingKey,
+  cardGatewayFor,
+  gatewayFailure,
+} from '../gateways/index.js';
 import { billingKeyView } from './billing-keys-store.js';
 import { findUsableBillingKey } from './usable-billing-key.js';
 import type { BillingKeyRow } from './billing-keys-store.js';
-import type { Project } from '../projects/store.js';
+import type { Project } from '../projects/index.js';
 import type { ReceiptRow } from './receipts-store.js';
 import type { CancelService } from './cancels.js';
 import type { ChargeService } from './charges.js';
-import { cardGatewayFor, gatewayFailure } from '../gateways/failures.js';
 import type { OperationLog } from '../platform/operation-log.js';
 import { receiptResponse } from './receipts.js';
 import type { BillingKeyStore } from './billing-keys-store.js';

@@ -7,13 +7,17 @@ import { assertOwnedBy } from '../projects/access.js';
 import { ApiError } from '../platform/errors.js';
 import { newId } from '../platform/ids.js';
 import { cancelIdempotencyKey, isSameCancel, planCancel, type CancelRequest } from './receipt-rules.js';
-import type { Gateway, GatewayCancelResult, GatewayInquiry, GatewayRegistry } from '../gateways/types.js';
-import { type Project, toProject } from '../projects/store.js';
+import {
+  type Gateway,
+  type GatewayCancelResult,
+  type GatewayInquiry,
+  type GatewayRegistry,
+  gatewayFailure,
+} from '../gateways/index.js';
+import { type Project, toProject, type ProjectStore } from '../projects/index.js';
 import type { PendingCancel, ReceiptRow } from './receipts-store.js';
-import { gatewayFailure } from '../gateways/failures.js';
 import type { OperationLog } from '../platform/operation-log.js';
 import { PG_CALL_WINDOW_MS, ReconcileLater, type ReconcileStarter, receiptResponse } from './receipts.js';
-import type { ProjectStore } from '../projects/store.js';
 import type { ReceiptStore } from './receipts-store.js';
 
 const DEFAULT_CANCEL_REASON = 'merchant cancel';

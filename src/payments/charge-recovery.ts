@@ -5,9 +5,8 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { type ChargeParams, chargeHash } from './billing-rules.js';
 import { PAYMENT_COMPLETE } from './receipt-rules.js';
-import { type Project, toProject } from '../projects/store.js';
+import { type Project, toProject, type ProjectStore } from '../projects/index.js';
 import type { ReceiptRow } from './receipts-store.js';
-import type { ProjectStore } from '../projects/store.js';
 
 /** The project a charge is made for; gone is final (the activity is not retried). */
 export async function chargeProject(stores: { readonly projects: ProjectStore }, applicationId: string): Promise<Project> {

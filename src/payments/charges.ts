@@ -10,20 +10,18 @@ import { ApiError } from '../platform/errors.js';
 import { newId } from '../platform/ids.js';
 import { PAYMENT_COMPLETE, PAYMENT_PENDING } from './receipt-rules.js';
 import { type FeedbackTarget, receiptFeedbackEvent } from '../webhooks/rules.js';
-import type { ChargeResult, GatewayRegistry } from '../gateways/types.js';
+import { type ChargeResult, type GatewayRegistry, cardGatewayFor, gatewayFailure } from '../gateways/index.js';
 import type { BillingKeyRow } from './billing-keys-store.js';
-import { type Project, toProject } from '../projects/store.js';
+import { type Project, toProject, type ProjectStore } from '../projects/index.js';
 import type { ReceiptRow } from './receipts-store.js';
 import { findUsableBillingKey } from './usable-billing-key.js';
-import { cardGatewayFor, gatewayFailure } from '../gateways/failures.js';
 import type { OperationLog } from '../platform/operation-log.js';
 import { PG_CALL_WINDOW_MS, ReconcileLater, type ReconcileStarter, receiptResponse } from './receipts.js';
-import type { WebhookService } from '../webhooks/service.js';
+import type { WebhookService } from '../webhooks/index.js';
 import type { Metrics } from '../platform/observability/metrics.js';
 import { bindLogIds } from '../platform/observability/log-context.js';
 import type { IdempotencyKeyProof } from '../platform/idempotency.js';
 import type { BillingKeyStore } from './billing-keys-store.js';
-import type { ProjectStore } from '../projects/store.js';
 import type { ReceiptStore } from './receipts-store.js';
 
 /**

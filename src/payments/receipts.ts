@@ -10,14 +10,12 @@ import {
 } from './reconcile-contract.js';
 import { assertOwnedBy } from '../projects/access.js';
 import { ApiError } from '../platform/errors.js';
-import { renderEscrowData } from '../escrow/rules.js';
+import type { EscrowData } from '../escrow/rules.js';
 import { isResourceId, renderReceipt, type ReceiptResponse } from './receipt-rules.js';
-import type { EscrowOrderRow } from '../escrow/store.js';
-import type { Project } from '../projects/store.js';
+import type { Project } from '../projects/index.js';
 import { receiptView, type ReceiptRow } from './receipts-store.js';
 import { IN_FLIGHT_LEASE_MS } from '../platform/idempotency.js';
 import type { WorkflowRuntime } from '../platform/temporal/workflow-calls.js';
-import type { EscrowStore } from '../escrow/store.js';
 import type { IdempotencyStore } from '../platform/idempotency.js';
 import type { ReceiptStore } from './receipts-store.js';
 
@@ -95,20 +93,12 @@ export function receiptResponse(row: ReceiptRow, project: Project): ReceiptRespo
   );
 }
 
-/** An escrow payment's receipt carries escrow_data; any other receipt is returned as it is. */
-export function withEscrowData(receipt: ReceiptResponse, order: EscrowOrderRow | undefined): ReceiptResponse {
-  if (!order) return receipt;
-  return {
-    ...receipt,
-    escrow_data: renderEscrowData({
-      status: order.status,
-      shippingStartedAt: order.shipping_started_at,
-      receiptConfirmedAt: order.receipt_confirmed_at,
-      receiptRevokedAt: order.receipt_revoked_at,
-      confirmUrl: order.confirm_url,
-    }),
-  };
-}
+/**
+ * The escrow_data of a receipt, when its payment is an escrow order's: the escrow area supplies it
+ * (src/escrow/service.ts, escrowDataLookup) and the composition root hands it in. Escrow orders are payments:
+ * escrow depends on payments, and payments read nothing of escrow's.
+ */
+export type EscrowDataLookup = (receiptId: string) => Promise<EscrowData | undefined>;
 
 export interface ReceiptService {
   /** A payment receipt of `project`: 2000 unknown, 1225 another project's. */
@@ -119,8 +109,10 @@ export interface ReceiptService {
 
 export function createReceiptService({
   stores,
+  escrowData,
 }: {
-  readonly stores: { readonly receipts: ReceiptStore; readonly escrow: EscrowStore };
+  readonly stores: { readonly receipts: ReceiptStore };
+  readonly escrowData: EscrowDataLookup;
 }): ReceiptService {
   return {
     async lookup(project, receiptId) {
@@ -129,8 +121,10 @@ export function createReceiptService({
       if (!row) throw new ApiError('RC_NOT_FOUND');
       assertOwnedBy(project, row.application_id);
       // an escrow order comes only from a one-off payment: a billing-key charge needs no second read
-      const order = row.billing_key === null ? await stores.escrow.find(receiptId) : undefined;
-      return withEscrowData(receiptResponse(row, project), order);
+      const escrow = row.billing_key === null ? await escrowData(receiptId) : undefined;
+      const receipt = receiptResponse(row, project);
+      // an escrow payment's receipt carries escrow_data; any other receipt is returned as it is
+      return escrow ? { ...receipt, escrow_data: escrow } : receipt;
     },
 
     async list(project, q) {

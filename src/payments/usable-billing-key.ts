@@ -2,7 +2,7 @@
 // neither imports the other for it.
 import { ApiError } from '../platform/errors.js';
 import { assertOwnedBy } from '../projects/access.js';
-import type { Project } from '../projects/store.js';
+import type { Project } from '../projects/index.js';
 import type { BillingKeyRow, BillingKeyStore } from './billing-keys-store.js';
 import { isResourceId } from './receipt-rules.js';
 

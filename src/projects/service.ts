@@ -9,7 +9,6 @@ import { isIpOrCidr } from '../platform/ip.js';
 import { SCOPES } from './scopes.js';
 import { formatOptionalTimestamp, formatTimestamp } from '../platform/time.js';
 import { toProject, type Project } from './store.js';
-import type { WebhookService } from '../webhooks/service.js';
 import type { ProjectStore } from './store.js';
 
 const merchantSchema = z.strictObject({
@@ -125,9 +124,33 @@ export interface ProjectService {
   rotateWebhookSecret(applicationId: string): Promise<RotatedWebhookSecret>;
 }
 
+/** The project's webhook signing secret as the admin API shows it, once. */
+export interface ProjectWebhookSecret {
+  readonly secret: string;
+  /** the previous secret keeps signing until then (after a rotation of a secret that existed) */
+  readonly previousSecretExpiresAt?: Date;
+}
+
+/**
+ * The project's webhook_url endpoint and its signing secret, kept by the webhooks area (its service implements
+ * this; the composition root hands it in). A port, not an import: webhooks deliver to projects and read them,
+ * so projects depend on no webhook code.
+ */
+export interface ProjectWebhooks {
+  /** Checks the admin API's webhook_url under the mode's URL rules (3028); nothing is written. */
+  checkProjectUrl(url: string): void;
+  /**
+   * Stores the project's webhook_url (null clears it; a URL re-enables a disabled one and clears its failure
+   * count). Returns the signing secret when this call issued it (the first URL), else undefined.
+   */
+  setProjectUrl(applicationId: string, url: string | null): Promise<string | undefined>;
+  /** A new secret for the project's webhook_url and feedback_url deliveries; the previous one signs 24 h more. */
+  rotateProjectSecret(applicationId: string): Promise<ProjectWebhookSecret>;
+}
+
 export function createProjectService(deps: {
   readonly stores: { readonly projects: ProjectStore };
-  readonly webhooks: Pick<WebhookService, 'checkProjectUrl' | 'setProjectUrl' | 'rotateProjectSecret'>;
+  readonly webhooks: ProjectWebhooks;
   /** the configured gateway names: the default `pgs` and what a project may be given */
   readonly knownPgs: readonly string[];
   /** sandbox mode: only then may a project get (and gets by default) the sandbox PGs */

@@ -12,6 +12,9 @@ export interface ReserveInput {
   readonly executeAt: string;
 }
 
+/** The reserved-charge workflow's signature, for the services that start it without importing workflow code. */
+export type ReserveWorkflow = (input: ReserveInput) => Promise<ReserveExecution>;
+
 export interface RevokeResult {
   readonly revokedAt: string;
 }

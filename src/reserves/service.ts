@@ -4,7 +4,7 @@
 import { randomUUID } from 'node:crypto';
 import { WorkflowUpdateFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
-import { RESERVE_WORKFLOW_TYPE, reserveWorkflowId, revokeReserveUpdate } from './contract.js';
+import { RESERVE_WORKFLOW_TYPE, reserveWorkflowId, revokeReserveUpdate, type ReserveWorkflow } from './contract.js';
 import { assertOwnedBy } from '../projects/access.js';
 import { ApiError, isErrorName } from '../platform/errors.js';
 import { updateTimedOut } from '../platform/temporal/workflow-calls.js';
@@ -13,15 +13,12 @@ import { isResourceId } from '../payments/receipt-rules.js';
 import { renderReserve, type ReserveRequest, type ReserveResponse } from './rules.js';
 import { formatTimestamp } from '../platform/time.js';
 import type { FeedbackTarget } from '../webhooks/rules.js';
-import type { GatewayRegistry } from '../gateways/types.js';
-import type { Project } from '../projects/store.js';
+import { type GatewayRegistry, cardGatewayFor } from '../gateways/index.js';
+import type { Project } from '../projects/index.js';
 import type { ReserveRow } from './store.js';
-import type { reserveWorkflow } from '../workflows/reserves.js';
-import { findUsableBillingKey } from '../payments/usable-billing-key.js';
-import { cardGatewayFor } from '../gateways/failures.js';
+import { findUsableBillingKey, type BillingKeyStore } from '../payments/index.js';
 import { DEFAULT_WORKFLOW_CALL_TIMEOUT_MS, type WorkflowRuntime } from '../platform/temporal/workflow-calls.js';
 import { bindLogIds } from '../platform/observability/log-context.js';
-import type { BillingKeyStore } from '../payments/billing-keys-store.js';
 import type { ReserveStore } from './store.js';
 
 export interface ReserveService {
@@ -87,7 +84,7 @@ export function createReserveService(deps: {
       if (!row) throw new ApiError('ORDER_ID_DUPLICATED');
       try {
         await client.withDeadline(Date.now() + callTimeoutMs, () =>
-          client.workflow.start<typeof reserveWorkflow>(RESERVE_WORKFLOW_TYPE, {
+          client.workflow.start<ReserveWorkflow>(RESERVE_WORKFLOW_TYPE, {
             workflowId: reserveWorkflowId(reserveId),
             taskQueue,
             args: [{ reserveId, executeAt: request.executeAt.toISOString() }],

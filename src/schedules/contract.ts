@@ -28,6 +28,9 @@ export interface ScheduleInput {
   readonly spentNonces?: readonly string[];
 }
 
+/** The subscription schedule workflow's signature, for the services that start it without importing workflow code. */
+export type ScheduleWorkflow = (input: ScheduleInput) => Promise<ScheduleStatus>;
+
 /**
  * A schedule update's proof (see UpdateProof): a fresh nonce, and the id of the run paygate read from describe
  * just before sending it. A run takes only proofs made for itself, each once, so its spent nonces (bounded by

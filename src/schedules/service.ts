@@ -12,6 +12,7 @@ import {
   SCHEDULE_WORKFLOW_TYPE,
   type ScheduleUpdateProof,
   scheduleWorkflowId,
+  type ScheduleWorkflow,
 } from './contract.js';
 import { UPDATE_NOT_AUTHORIZED } from '../verification/contract.js';
 import { assertOwnedBy } from '../projects/access.js';
@@ -30,16 +31,13 @@ import {
   upcoming,
 } from './rules.js';
 import { formatTimestamp } from '../platform/time.js';
-import type { GatewayRegistry } from '../gateways/types.js';
-import type { Project } from '../projects/store.js';
+import { type GatewayRegistry, cardGatewayFor } from '../gateways/index.js';
+import type { Project } from '../projects/index.js';
 import type { ScheduleRow } from './store.js';
-import type { scheduleWorkflow } from '../workflows/schedules.js';
-import { findUsableBillingKey } from '../payments/usable-billing-key.js';
-import { cardGatewayFor } from '../gateways/failures.js';
+import { findUsableBillingKey, type BillingKeyStore } from '../payments/index.js';
 import type { OperationLog } from '../platform/operation-log.js';
 import { DEFAULT_WORKFLOW_CALL_TIMEOUT_MS, type WorkflowRuntime } from '../platform/temporal/workflow-calls.js';
 import { bindLogIds } from '../platform/observability/log-context.js';
-import type { BillingKeyStore } from '../payments/billing-keys-store.js';
 import type { ScheduleStore } from './store.js';
 
 type Rendered = Record<string, unknown>;
@@ -144,7 +142,7 @@ export function createScheduleService(deps: {
       });
       try {
         await client.withDeadline(Date.now() + callTimeoutMs, () =>
-          client.workflow.start<typeof scheduleWorkflow>(SCHEDULE_WORKFLOW_TYPE, {
+          client.workflow.start<ScheduleWorkflow>(SCHEDULE_WORKFLOW_TYPE, {
             workflowId: scheduleWorkflowId(scheduleId),
             taskQueue,
             args: [

@@ -6,9 +6,8 @@
 // refused at every connection when it points at a non-public address.
 import { Agent, request } from 'undici';
 import ipaddr from 'ipaddr.js';
-import { GatewayUnavailableError } from '../gateways/types.js';
-import { describeTransportError, readBounded } from '../gateways/http-client.js';
-import { createGuardedLookup, type Resolver } from '../webhooks/http-client.js';
+import { describeTransportError, GatewayUnavailableError, readBounded } from '../gateways/index.js';
+import { createGuardedLookup, type Resolver } from '../webhooks/index.js';
 import { blockedAddressReason, unbracketed } from '../webhooks/rules.js';
 import { parseProviderError, type ProviderErrorBody, type UpstreamUrlPolicy } from './rules.js';
 

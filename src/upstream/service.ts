@@ -4,9 +4,9 @@
 // fault, not the merchant's request, so it becomes 9478, is noted on the configuration (GET shows it as
 // last_error) and is logged once per configuration.
 import { ApiError, RelayedApiError } from '../platform/errors.js';
-import type { ProjectStore } from '../projects/store.js';
+import type { ProjectStore } from '../projects/index.js';
 import type { OperationLog } from '../platform/operation-log.js';
-import { checkHostAddresses, type Resolver } from '../webhooks/http-client.js';
+import { checkHostAddresses, type Resolver } from '../webhooks/index.js';
 import { ProviderRefusedError, type ProviderClient, type ProviderRequest } from './client.js';
 import { isProviderKeyError, parseUpstreamConfig, renderUpstream } from './rules.js';
 import type { UpstreamStore } from './store.js';

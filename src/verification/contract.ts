@@ -81,6 +81,9 @@ export interface VerificationInput {
   readonly oneActivityPerStep?: true;
 }
 
+/** The identity-verification workflow's signature, for the services that start it without importing workflow code. */
+export type VerificationWorkflow = (input: VerificationInput) => Promise<void>;
+
 /**
  * Failures the workflow hands back to the API, as ApplicationFailure type = catalog error name and
  * details[0] = this object.

@@ -13,6 +13,7 @@ import {
   resendOtpUpdate,
   verificationWorkflowId,
   type UpdateProof,
+  type VerificationWorkflow,
 } from './contract.js';
 import { assertOwnedBy } from '../projects/access.js';
 import { ApiError } from '../platform/errors.js';
@@ -24,14 +25,12 @@ import {
 } from '../platform/temporal/workflow-calls.js';
 import { newId } from '../platform/ids.js';
 import { parseOtp, type VerificationRequest, type VerificationView } from './rules.js';
-import { fetchSandboxSms, type SandboxSms } from '../gateways/sandbox-inbox.js';
-import type { GatewayRegistry } from '../gateways/types.js';
-import type { Project } from '../projects/store.js';
+import { fetchSandboxSms, type SandboxSms, type GatewayRegistry } from '../gateways/index.js';
+import type { Project } from '../projects/index.js';
 import type { VerificationRow } from './store.js';
 import type { IdempotencyKeyProof } from '../platform/idempotency.js';
-import type { verificationWorkflow } from '../workflows/verification.js';
 import { bindLogIds } from '../platform/observability/log-context.js';
-import type { ReceiptStore } from '../payments/receipts-store.js';
+import type { ReceiptStore } from '../payments/index.js';
 import type { VerificationStore } from './store.js';
 
 const MAX_ID_LENGTH = 100;
@@ -103,8 +102,8 @@ export function createVerificationService(deps: {
   const notAnswering = () =>
     new ApiError('SERVICE_UNAVAILABLE', { message: 'The verification workflow did not answer in time; retry later.' });
 
-  const handleOf = (receiptId: string): WorkflowHandle<typeof verificationWorkflow> =>
-    workflows().client.workflow.getHandle<typeof verificationWorkflow>(verificationWorkflowId(receiptId));
+  const handleOf = (receiptId: string): WorkflowHandle<VerificationWorkflow> =>
+    workflows().client.workflow.getHandle<VerificationWorkflow>(verificationWorkflowId(receiptId));
 
   /** The caller's verification, or the catalog error for an unknown / foreign / non-verification receipt. */
   const ownVerification = async (receiptId: string, project: Project, unknown: 'RC_NOT_FOUND' | 'AUTH_NOT_FOUND') => {
@@ -157,7 +156,7 @@ export function createVerificationService(deps: {
         async () => {
           // Update-with-start: one round trip starts the run and waits for the OTP send to settle
           // (ExecuteMultiOperation, enabled by default since Temporal 1.26.2).
-          const startWorkflowOperation = new WithStartWorkflowOperation<typeof verificationWorkflow>(VERIFICATION_WORKFLOW_TYPE, {
+          const startWorkflowOperation = new WithStartWorkflowOperation<VerificationWorkflow>(VERIFICATION_WORKFLOW_TYPE, {
             workflowId: verificationWorkflowId(receiptId),
             workflowIdConflictPolicy: 'FAIL',
             taskQueue,

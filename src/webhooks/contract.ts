@@ -15,6 +15,9 @@ export interface DeliveryInput {
   readonly lastAttempt: number;
 }
 
+/** The delivery workflow's signature, for the services that start it without importing workflow code. */
+export type DeliveryWorkflow = (input: DeliveryInput) => Promise<DeliveryState>;
+
 /** What one attempt activity reports to the workflow. */
 export interface AttemptOutcome {
   /** the delivery's state after the attempt; anything but 'ready' ends the run */

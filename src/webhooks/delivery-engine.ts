@@ -9,8 +9,13 @@ import { newId } from '../platform/ids.js';
 import { bindLogIds } from '../platform/observability/log-context.js';
 import type { OperationLog } from '../platform/operation-log.js';
 import { DEFAULT_WORKFLOW_CALL_TIMEOUT_MS, type WorkflowRuntime } from '../platform/temporal/workflow-calls.js';
-import type { deliveryWorkflow } from '../workflows/webhooks.js';
-import { DELIVERY_WORKFLOW_TYPE, type DeliveryInput, deliveryWorkflowId, endpointDisabledSignal } from './contract.js';
+import {
+  DELIVERY_WORKFLOW_TYPE,
+  type DeliveryInput,
+  deliveryWorkflowId,
+  endpointDisabledSignal,
+  type DeliveryWorkflow,
+} from './contract.js';
 import { encodeDeliveryBody, type FeedbackTarget, type OutboundEvent } from './rules.js';
 import type { DeliveryRow, EndpointKind, WebhookStore } from './store.js';
 
@@ -91,7 +96,7 @@ export function createDeliveryEngine(deps: {
     const c = client();
     try {
       await c.withDeadline(Date.now() + callTimeoutMs, () =>
-        c.workflow.start<typeof deliveryWorkflow>(DELIVERY_WORKFLOW_TYPE, {
+        c.workflow.start<DeliveryWorkflow>(DELIVERY_WORKFLOW_TYPE, {
           workflowId: deliveryWorkflowId(input.deliveryId),
           taskQueue: deps.workflows!.taskQueue,
           args: [input],

@@ -4,7 +4,7 @@
 import { newId } from '../platform/ids.js';
 import { messageEvent, OUTCOME_EVENTS, type SandboxMessageRequest } from './rules.js';
 import type { MessageRow } from './messages-store.js';
-import type { Project } from '../projects/store.js';
+import type { Project } from '../projects/index.js';
 import type { WebhookService } from './service.js';
 import type { MessageStore } from './messages-store.js';
 

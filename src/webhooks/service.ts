@@ -21,7 +21,7 @@ import {
   type UrlPolicy,
   type WebhookConfigView,
 } from './rules.js';
-import type { Project } from '../projects/store.js';
+import type { Project, ProjectWebhooks } from '../projects/index.js';
 import type { DeliveryRow, EndpointKind } from './store.js';
 import { createDeliveryEngine, type DeliverOptions, type EndpointRef, type Requeued } from './delivery-engine.js';
 
@@ -34,20 +34,14 @@ import type { WebhookStore } from './store.js';
 export type { DeliverOptions, EndpointRef, Requeued } from './delivery-engine.js';
 export { ORPHAN_AFTER_MS, STUCK_DOING_AFTER_MS } from './delivery-engine.js';
 
-/** The project's webhook signing secret as the admin API shows it, once. */
-export interface ProjectWebhookSecret {
-  readonly secret: string;
-  /** the previous secret keeps signing until then (after a rotation of a secret that existed) */
-  readonly previousSecretExpiresAt?: Date;
-}
-
 /** At most this many failed deliveries are re-sent by one replay call; calling again continues. */
 export const MAX_REPLAY = 1000;
 const MAX_DELIVERY_ID_LENGTH = 100;
 const MESSAGE: EndpointKind = 'message';
 const PROJECT: EndpointKind = 'project';
 
-export interface WebhookService {
+/** Also the project's webhook_url and its secret, as the projects area asks for them (ProjectWebhooks). */
+export interface WebhookService extends ProjectWebhooks {
   config(project: Project): Promise<WebhookConfigView>;
   /** PUT: the body checked whole (3028 for a URL, 9400 otherwise) before anything is written. */
   save(project: Project, body: unknown): Promise<WebhookConfigView>;
@@ -75,15 +69,6 @@ export interface WebhookService {
    */
   deliverFeedback(applicationId: string, target: FeedbackTarget, event: OutboundEvent, deliveryId?: string): Promise<DeliveryRow>;
 
-  /** Checks the admin API's webhook_url under the mode's URL rules (3028); nothing is written. */
-  checkProjectUrl(url: string): void;
-  /**
-   * Stores the project's webhook_url (null clears it; a URL re-enables a disabled one and clears its failure
-   * count). Returns the signing secret when this call issued it (the first URL), else undefined.
-   */
-  setProjectUrl(applicationId: string, url: string | null): Promise<string | undefined>;
-  /** A new secret for the project's webhook_url and feedback_url deliveries; the previous one signs 24 h more. */
-  rotateProjectSecret(applicationId: string): Promise<ProjectWebhookSecret>;
   /**
    * The deliveries of the project's own notifications (deliverToProject to its webhook_url, deliverFeedback to
    * charges' feedback_url), newest first with their attempts; `destination` narrows to one. 9426 for no project.

@@ -21,6 +21,7 @@ import {
   escrowStatusQuery,
   pgNotificationSignal,
   shippingStartUpdate,
+  type EscrowWorkflow,
 } from '../escrow/contract.js';
 import { UPDATE_NOT_AUTHORIZED } from '../verification/contract.js';
 import {
@@ -300,3 +301,6 @@ export async function escrowWorkflow(input: EscrowInput): Promise<void> {
   while (inbox.length > 0) await handle(inbox.shift()!);
   await condition(allHandlersFinished);
 }
+
+// the signature the services start it by (src/escrow/contract.ts) is this function's
+escrowWorkflow satisfies EscrowWorkflow;

@@ -6,6 +6,7 @@ import {
   type ReserveInput,
   reserveStateQuery,
   revokeReserveUpdate,
+  type ReserveWorkflow,
 } from '../reserves/contract.js';
 import { UPDATE_NOT_AUTHORIZED, type UpdateProof } from '../verification/contract.js';
 
@@ -69,3 +70,6 @@ export async function reserveWorkflow(input: ReserveInput): Promise<ReserveExecu
   state = 'done';
   return result;
 }
+
+// the signature the services start it by (src/reserves/contract.ts) is this function's
+reserveWorkflow satisfies ReserveWorkflow;

@@ -19,6 +19,7 @@ import {
   resumeScheduleUpdate,
   type ScheduleUpdateProof,
   scheduleStateQuery,
+  type ScheduleWorkflow,
 } from '../schedules/contract.js';
 import { UPDATE_NOT_AUTHORIZED } from '../verification/contract.js';
 import { dueAt, isPastEnd, type ScheduleStatus } from '../schedules/rules.js';
@@ -254,3 +255,6 @@ export async function scheduleWorkflow(input: ScheduleInput): Promise<ScheduleSt
   await condition(allHandlersFinished);
   return status;
 }
+
+// the signature the services start it by (src/schedules/contract.ts) is this function's
+scheduleWorkflow satisfies ScheduleWorkflow;

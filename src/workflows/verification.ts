@@ -17,6 +17,7 @@ import {
   resendOtpUpdate,
   UPDATE_NOT_AUTHORIZED,
   type UpdateProof,
+  type VerificationWorkflow,
 } from '../verification/contract.js';
 
 // One identity verification, from the request to the purge of CI/DI:
@@ -309,3 +310,6 @@ export async function verificationWorkflow(input: VerificationInput): Promise<vo
 
   await condition(allHandlersFinished);
 }
+
+// the signature the services start it by (src/verification/contract.ts) is this function's
+verificationWorkflow satisfies VerificationWorkflow;

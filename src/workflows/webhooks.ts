@@ -1,6 +1,12 @@
 import { condition, getExternalWorkflowHandle, proxyActivities, setHandler } from '@temporalio/workflow';
 import type { WebhookActivities } from '../activities/webhooks.js';
-import { DELIVERY_NOT_FOUND, type DeliveryInput, deliveryWorkflowId, endpointDisabledSignal } from '../webhooks/contract.js';
+import {
+  DELIVERY_NOT_FOUND,
+  type DeliveryInput,
+  deliveryWorkflowId,
+  endpointDisabledSignal,
+  type DeliveryWorkflow,
+} from '../webhooks/contract.js';
 import { retryDelayMs } from '../webhooks/retry-ladder.js';
 import type { DeliveryState } from '../webhooks/rules.js';
 
@@ -50,3 +56,6 @@ export async function deliveryWorkflow(input: DeliveryInput): Promise<DeliverySt
   }
   return 'failed';
 }
+
+// the signature the services start it by (src/webhooks/contract.ts) is this function's
+deliveryWorkflow satisfies DeliveryWorkflow;

@@ -1,10 +1,14 @@
 // The layering of ARCHITECTURE.md holds on the real tree, and the checker does catch each kind of breach.
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import {
+  AREAS,
   checkFileImports,
   checkImports,
   importCircles,
   importsOf,
+  ROOT,
   runtimeClosure,
   type Import,
 } from '../../tools/import-rules.js';
@@ -27,8 +31,9 @@ describe('import rules', () => {
 
   it('reads static, type-only and re-export imports', () => {
     const imports = importsOf('src/composition/stores.ts');
-    expect(imports.map((i) => i.target)).toContain('src/payments/receipts-store.ts');
+    expect(imports.map((i) => i.target)).toContain('src/payments/index.ts');
     expect(imports.find((i) => i.target === 'src/platform/security/keyring.ts')?.typeOnly).toBe(true);
+    expect(importsOf('src/payments/index.ts').map((i) => i.target)).toContain('src/payments/receipts-store.ts');
   });
 
   it.each([
@@ -49,6 +54,7 @@ describe('import rules', () => {
     ['src/payments/charges.ts', local('src/api/auth.ts')],
     ['src/payments/charges.ts', local('src/workflows/verification.ts')],
     ['src/payments/charges.ts', local('src/activities/payments.ts', true)],
+    ['src/verification/service.ts', local('src/workflows/verification.ts', true)],
     ['src/escrow/service.ts', local('src/sandbox/escrow-pg.ts')],
     ['src/workflows/verification.ts', local('src/activities/verification.ts')],
     ['src/workflows/verification.ts', local('src/verification/service.ts', true)],
@@ -62,6 +68,10 @@ describe('import rules', () => {
     ['engine/src/engine.ts', local('src/platform/errors.ts')],
     ['src/dashboard/pages/auth.ts', local('src/api/routes/projects.ts')],
     ['src/dashboard/pages/escrow.ts', local('src/escrow/store.ts')],
+    ['src/dashboard/pages/escrow.ts', local('src/escrow/index.ts')],
+    ['src/dashboard/context.ts', local('src/projects/store.ts', true)],
+    ['src/escrow/service.ts', local('src/payments/receipts.ts')],
+    ['src/workflows/escrow.ts', local('src/escrow/index.ts', true)],
     ['src/dashboard/pages/escrow.ts', local('src/gateways/sandbox-escrow-control.ts')],
   ])('%s may not import %j', (file, imp) => {
     expect(checkFileImports(file, [imp]).length).toBeGreaterThanOrEqual(1);
@@ -71,17 +81,39 @@ describe('import rules', () => {
     ['src/workflows/verification.ts', local('src/activities/verification.ts', true)],
     ['src/workflows/verification.ts', local('src/verification/contract.ts')],
     ['src/workflows/webhooks.ts', local('src/webhooks/rules.ts')],
-    ['src/verification/service.ts', local('src/workflows/verification.ts', true)],
     ['src/verification/store.ts', local('src/verification/contract.ts')],
     ['src/platform/ip.ts', pkg('node:net')],
     ['src/activities/escrow.ts', local('src/composition/services.ts', true)],
     ['src/payments/charges.ts', local('src/payments/receipts-store.ts')],
-    ['src/escrow/service.ts', local('src/payments/receipts.ts')],
+    ['src/escrow/service.ts', local('src/payments/index.ts')],
     ['src/sandbox/card-pg.ts', local('src/payments/card.ts')],
-    ['src/dashboard/context.ts', local('src/projects/store.ts', true)],
+    ['src/dashboard/context.ts', local('src/projects/index.ts', true)],
     ['src/dashboard/pages/auth.ts', local('src/api/auth.ts')],
   ])('%s may import %j', (file, imp) => {
     expect(checkFileImports(file, [imp])).toEqual([]);
+  });
+
+  it('every area has its public module', () => {
+    expect(AREAS.filter((area) => !existsSync(join(ROOT, `src/${area}/index.ts`)))).toEqual([]);
+  });
+
+  it('reports a deep import into another area, not its index.ts, rules or contracts', () => {
+    const rules = (file: string, imp: Import) => checkFileImports(file, [imp]).map((v) => v.rule);
+    const publicModuleOnly = /only through its public module/;
+    // another area's service or store, even as a type, from an area or from a layer above
+    expect(rules('src/reserves/planner.ts', local('src/payments/refunds.ts'))).toEqual([expect.stringMatching(publicModuleOnly)]);
+    expect(rules('src/reserves/planner.ts', local('src/payments/refunds-store.ts', true))).toEqual([
+      expect.stringMatching(publicModuleOnly),
+    ]);
+    expect(rules('src/api/routes/reserves.ts', local('src/reserves/planner.ts'))).toEqual([
+      expect.stringMatching(publicModuleOnly),
+    ]);
+    // its public module, its rules and contracts; and any file of one's own area
+    expect(rules('src/reserves/planner.ts', local('src/payments/index.ts'))).toEqual([]);
+    expect(rules('src/reserves/planner.ts', local('src/payments/refund-rules.ts'))).toEqual([]);
+    expect(rules('src/reserves/planner.ts', local('src/payments/refund-contract.ts'))).toEqual([]);
+    expect(rules('src/reserves/planner.ts', local('src/reserves/store.ts'))).toEqual([]);
+    expect(rules('src/api/routes/reserves.ts', local('src/reserves/index.ts'))).toEqual([]);
   });
 
   it('finds an import circle, type-only imports included', () => {

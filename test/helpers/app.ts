@@ -17,7 +17,7 @@ import { dropSchema, openDatabase, type Database } from '../../src/platform/db/d
 import type { ProjectCreateInput } from '../../src/projects/service.js';
 import type { Project } from '../../src/projects/store.js';
 import type { WebhookActivityOptions } from '../../src/activities/webhooks.js';
-import { createProviderClient } from '../../src/upstream/client.js';
+import { createProviderClient } from '../../src/upstream/index.js';
 import { startTestTemporal, type TestTemporal } from './temporal.js';
 
 export const TEST_ADMIN_TOKEN = 'test-admin-token-0123456789abcdef';

@@ -5,7 +5,7 @@ import type { FastifyInstance } from 'fastify';
 import { buildServices } from '../../composition/index.js';
 import { createStores } from '../../composition/stores.js';
 import { parseConfig } from '../../platform/config/index.js';
-import { createGatewayRegistry } from '../../gateways/registry.js';
+import { createGatewayRegistry } from '../../gateways/index.js';
 import { createLogger } from '../../platform/logger.js';
 import { createMetrics } from '../../platform/observability/metrics.js';
 import { openDatabase } from '../../platform/db/db.js';

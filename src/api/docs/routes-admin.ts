@@ -1,6 +1,6 @@
 // Documentation of the admin API (ADMIN_TOKEN), the health check, the metrics and the document itself.
 import { z } from 'zod';
-import { keyRotationSchema, projectCreateSchema, projectPatchSchema } from '../../projects/service.js';
+import { keyRotationSchema, projectCreateSchema, projectPatchSchema } from '../../projects/index.js';
 import { byId, EX, type RouteDocs } from './route-doc.js';
 import { deliveryExample, page, pageQuery, queuedExample } from './webhooks.js';
 import { Delivery, DeliveryQueued, Project, ProjectWithSecrets, resourceId, timestamp } from './schemas.js';

@@ -10,7 +10,7 @@ import {
 } from '../../payments/billing-rules.js';
 import { parseFeedbackTarget } from '../../webhooks/rules.js';
 import { parseCancelRequest } from '../../payments/receipt-rules.js';
-import { receiptResponse } from '../../payments/receipts.js';
+import { receiptResponse } from '../../payments/index.js';
 import { createIdempotencyHooks } from '../idempotency.js';
 
 export async function paymentRoutes(app: FastifyInstance): Promise<void> {

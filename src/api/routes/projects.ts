@@ -10,7 +10,7 @@ import { ApiError } from '../../platform/errors.js';
 import { validate } from '../../platform/validation.js';
 import { applicationIdParams } from '../params.js';
 import { parseProjectDeliveryQuery, renderProjectDelivery } from '../../webhooks/rules.js';
-import { keyRotationSchema, projectCreateSchema, projectPatchSchema, renderProject } from '../../projects/service.js';
+import { keyRotationSchema, projectCreateSchema, projectPatchSchema, renderProject } from '../../projects/index.js';
 import { RATE_LIMITS } from '../rate-limits.js';
 
 const tokenRequestSchema = z.object({

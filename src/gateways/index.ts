@@ -1,0 +1,22 @@
+// The gateways area's public module: the PG adapter contract (types.ts), the registry, the one place a PG's
+// answer becomes a catalog error (failures.ts) and the clients of the sandbox's control routes, for the other
+// areas and the layers above. declined.ts (a contract) is imported where it stands: it is workflow-safe, and
+// this module pulls in the adapters' HTTP client.
+export { cardGatewayFor, gatewayFailure } from './failures.js';
+export { describeTransportError, readBounded } from './http-client.js';
+export { createGatewayRegistry } from './registry.js';
+export { fetchSandboxPgRequests, sendSandboxBuyerEvent } from './sandbox-escrow-control.js';
+export { createSandboxFaultService, type SandboxFaultService } from './sandbox-faults.js';
+export { fetchSandboxSms, type SandboxSms } from './sandbox-inbox.js';
+export {
+  type ChargeResult,
+  type EscrowGateway,
+  type Gateway,
+  type GatewayCancelResult,
+  GatewayDeclinedError,
+  type GatewayInquiry,
+  type GatewayRegistry,
+  GatewayUnavailableError,
+  type IdentityGateway,
+  type IssuedBillingKey,
+} from './types.js';

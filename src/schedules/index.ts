@@ -1,0 +1,5 @@
+// The schedules area's public module: what the layers above (activities, the composition root) may use of it.
+// Its pure rules (rules.ts) and workflow contract (contract.ts) are imported where they stand: they are
+// workflow-safe, and this module pulls in the store and the service.
+export { createScheduleService, type ScheduleService } from './service.js';
+export { createScheduleStore, type ScheduleChargeRow, type ScheduleRow, type ScheduleStore } from './store.js';
