@@ -6,10 +6,16 @@ import { createHash } from 'node:crypto';
 import { ApplicationFailure } from '@temporalio/common';
 import type { ReserveExecution, RevokeResult } from '../reserves/contract.js';
 import type { ChargeParams } from '../payments/billing-rules.js';
-import { ApiError } from '../platform/errors.js';
 import { renderReserve } from '../reserves/rules.js';
 import { type DeliveryContentType, type OutboundEvent, PROJECT_EVENTS, receiptFeedbackEvent } from '../webhooks/rules.js';
-import { findUsableBillingKey, type ChargeService, receiptResponse, adoptableReceipt, chargeProject } from '../payments/index.js';
+import {
+  findUsableBillingKey,
+  type ChargeService,
+  receiptResponse,
+  adoptableReceipt,
+  chargeProject,
+  chargeRefusal,
+} from '../payments/index.js';
 import type { WebhookService } from '../webhooks/index.js';
 import type { Stores } from '../composition/stores.js';
 import type { ReserveRow } from '../reserves/index.js';
@@ -59,13 +65,14 @@ export function createReserveActivities(deps: ReserveActivityDeps) {
       return await stores.reserves.finish(row.reserve_id, { status: 'paid', receiptId: receipt.receipt_id }, clock());
     } catch (err) {
       // a refusal or a rule (declined, key destroyed, order_id taken) is final; an outage is retried
-      if (err instanceof ApiError && err.statusCode < 500) {
+      const refusal = chargeRefusal(err);
+      if (refusal) {
         return stores.reserves.finish(
           row.reserve_id,
           {
             status: 'failed',
-            errorCode: err.errorCode,
-            ...(err.pgErrorCode !== undefined ? { pgErrorCode: err.pgErrorCode } : {}),
+            errorCode: refusal.errorCode,
+            ...(refusal.pgErrorCode !== undefined ? { pgErrorCode: refusal.pgErrorCode } : {}),
           },
           clock(),
         );

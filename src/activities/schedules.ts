@@ -7,7 +7,6 @@ import { createHash } from 'node:crypto';
 import { ApplicationFailure } from '@temporalio/common';
 import type { ScheduleChargeResult, SchedulePatchArgs } from '../schedules/contract.js';
 import type { ChargeParams } from '../payments/billing-rules.js';
-import { ApiError } from '../platform/errors.js';
 import {
   dueAt,
   firstPeriodAfter,
@@ -27,6 +26,7 @@ import {
   type ReceiptRow,
   adoptableReceipt,
   chargeProject,
+  chargeRefusal,
 } from '../payments/index.js';
 import type { WebhookService } from '../webhooks/index.js';
 import type { Metrics } from '../platform/observability/metrics.js';
@@ -163,11 +163,12 @@ export function createScheduleActivities(deps: ScheduleActivityDeps) {
         const key = await findUsableBillingKey(stores, owner, schedule.billing_key);
         return await paid(await charges.chargeKey(owner, key, params, clock()));
       } catch (err) {
-        if (!(err instanceof ApiError) || err.statusCode >= 500) {
+        const refusal = chargeRefusal(err);
+        if (!refusal) {
           deps.metrics?.scheduleCharge('failed');
           throw err; // an outage: the activity's retry, not dunning
         }
-        if (err.errorCode === 'BILLING_KEY_DESTROYED' || err.errorCode === 'SUBSCRIBE_BK_NOT_FOUND') {
+        if (refusal.errorCode === 'BILLING_KEY_DESTROYED' || refusal.errorCode === 'SUBSCRIBE_BK_NOT_FOUND') {
           await stores.schedules.recordDeclined(schedule.schedule_id, input.period, {
             attempt: input.attempt,
             orderId,
@@ -182,7 +183,7 @@ export function createScheduleActivities(deps: ScheduleActivityDeps) {
         const declined = await stores.schedules.recordDeclined(schedule.schedule_id, input.period, {
           attempt: input.attempt,
           orderId,
-          pgErrorCode: err.pgErrorCode ?? null,
+          pgErrorCode: refusal.pgErrorCode ?? null,
           final,
         });
         await notify('SUBSCRIPTION_CHARGE_FAILED', schedule, `${input.period}:${input.attempt}`, { charge: declined });

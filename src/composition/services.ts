@@ -115,16 +115,27 @@ export function createServices(deps: ServiceDeps): Services {
   // a charge or cancel that lost its PG answer is handed to its reconcile workflow (the worker's sweep without an engine)
   const reconcile = deps.workflows ? { reconcile: createReconcileStarter(deps.workflows) } : {};
   const logger = deps.logger ? { logger: deps.logger } : {};
-  const charges = createChargeService({ stores, gateways, webhooks, clock, ...reconcile, ...logger, ...metrics });
-  const cancels = createCancelService({ stores, gateways, clock, ...reconcile, ...logger });
+  const upstream = createUpstreamService({
+    stores,
+    sandbox: deps.sandbox === true,
+    publicBaseUrl: deps.publicBaseUrl ?? '',
+    clock,
+    ...(deps.providers ? { client: deps.providers } : {}),
+    ...(deps.webhookResolve ? { resolve: deps.webhookResolve } : {}),
+    ...logger,
+  });
+  // the payment use cases reach a project's PGs at its upstream provider through it, the local ones through `gateways`
+  const pgs = { gateways, upstream };
+  const charges = createChargeService({ stores, ...pgs, webhooks, clock, ...reconcile, ...logger, ...metrics });
+  const cancels = createCancelService({ stores, ...pgs, clock, ...reconcile, ...logger });
   const schedules = createScheduleService({
     stores,
-    gateways,
+    ...pgs,
     clock,
     ...(deps.workflows ? { workflows: deps.workflows } : {}),
     ...(deps.workflowCallTimeoutMs !== undefined ? { workflowCallTimeoutMs: deps.workflowCallTimeoutMs } : {}),
   });
-  const billingKeys = createBillingKeyService({ stores, gateways, clock, charges, cancels });
+  const billingKeys = createBillingKeyService({ stores, ...pgs, clock, charges, cancels });
   return {
     projects: createProjectService({ stores, webhooks, knownPgs: gateways.names, sandbox: deps.sandbox === true, clock }),
     accessTokens: createAccessTokenService({ stores, clock }),
@@ -167,29 +178,21 @@ export function createServices(deps: ServiceDeps): Services {
     }),
     reserves: createReserveService({
       stores,
-      gateways,
+      ...pgs,
       clock,
       ...(deps.workflows ? { workflows: deps.workflows } : {}),
       ...(deps.workflowCallTimeoutMs !== undefined ? { workflowCallTimeoutMs: deps.workflowCallTimeoutMs } : {}),
     }),
     schedules,
-    upstream: createUpstreamService({
-      stores,
-      sandbox: deps.sandbox === true,
-      publicBaseUrl: deps.publicBaseUrl ?? '',
-      clock,
-      ...(deps.providers ? { client: deps.providers } : {}),
-      ...(deps.webhookResolve ? { resolve: deps.webhookResolve } : {}),
-      ...logger,
-    }),
+    upstream,
     // without the sandbox's token (SANDBOX_TOKEN unset in a split deployment) the sandbox refuses: 9502
     ...(deps.sandboxUrl
       ? { sandboxFaults: createSandboxFaultService({ sandbox: { url: deps.sandboxUrl, token: deps.sandboxToken ?? '' } }) }
       : {}),
     ...reconcile,
     worker: {
-      charges: createChargeService({ stores, gateways, clock, ...metrics }),
-      cancels: createCancelService({ stores, gateways, clock }),
+      charges: createChargeService({ stores, ...pgs, clock, ...metrics }),
+      cancels: createCancelService({ stores, ...pgs, clock }),
     },
   };
 }

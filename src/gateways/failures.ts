@@ -1,10 +1,11 @@
 // The one place where a gateway's answer becomes a catalog error, and where a project's PG is resolved.
 // Declines are mapped per operation (each area has its code); an unreachable PG is retryable everywhere
 // and says how to retry without doing the operation twice.
-import { ApiError, type ErrorName } from '../platform/errors.js';
+import { ApiError, type ErrorName, RelayedApiError } from '../platform/errors.js';
 import {
   GatewayDeclinedError,
   GatewayKeyReusedError,
+  GatewayRelayedError,
   GatewayUnavailableError,
   type CardBillingGateway,
   type GatewayRegistry,
@@ -39,6 +40,8 @@ const FAILURES: Readonly<Record<GatewayOperation, FailureCodes>> = {
 
 /** The catalog error for a gateway failure of `operation`; anything else (a defect of ours) is returned as it is. */
 export function gatewayFailure(operation: GatewayOperation, err: unknown): unknown {
+  // an upstream provider's own answer: the merchant gets it as the provider gave it
+  if (err instanceof GatewayRelayedError) return new RelayedApiError(err.statusCode, err.body);
   const codes = FAILURES[operation];
   if (err instanceof GatewayDeclinedError && codes.declined) {
     return new ApiError(codes.declined.error, {
@@ -60,4 +63,19 @@ export function cardGatewayFor(gateways: GatewayRegistry, project: Project, pg: 
   if (!gateway) throw new ApiError('RC_PG_NOT_FOUND');
   if (!gateway.card) throw new ApiError('RC_NOT_SUBSCRIBE');
   return gateway.card;
+}
+
+/**
+ * Whether a charge's failure (as gatewayFailure made it) is final: the PG or the upstream provider refused, or the
+ * provider refused the project's keys there, so nothing was charged and the order_id is free again. Anything else
+ * may have charged: the reconcile workflow finds out.
+ */
+export function isFinalRefusal(failure: unknown): boolean {
+  if (failure instanceof RelayedApiError) return true;
+  return (
+    failure instanceof ApiError &&
+    (failure.errorCode === 'PAYMENT_DECLINED' ||
+      failure.errorCode === 'UPSTREAM_KEYS_REFUSED' ||
+      failure.errorCode === 'UPSTREAM_NOT_CONFIGURED')
+  );
 }

@@ -2,7 +2,7 @@
 // answer becomes a catalog error (failures.ts) and the clients of the sandbox's control routes, for the other
 // areas and the layers above. declined.ts (a contract) is imported where it stands: it is workflow-safe, and
 // this module pulls in the adapters' HTTP client.
-export { cardGatewayFor, gatewayFailure } from './failures.js';
+export { cardGatewayFor, gatewayFailure, isFinalRefusal } from './failures.js';
 export { describeTransportError, readBounded } from './http-client.js';
 export { createGatewayRegistry } from './registry.js';
 export { fetchSandboxPgRequests, sendSandboxBuyerEvent } from './sandbox-escrow-control.js';
@@ -14,9 +14,14 @@ export {
   type Gateway,
   type GatewayCancelResult,
   GatewayDeclinedError,
+  GatewayKeyReusedError,
+  GatewayRelayedError,
   type GatewayInquiry,
   type GatewayRegistry,
   GatewayUnavailableError,
   type IdentityGateway,
+  type CardBillingGateway,
+  type ChargeRequest,
+  type GatewayCancelRequest,
   type IssuedBillingKey,
 } from './types.js';

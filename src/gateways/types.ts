@@ -14,6 +14,11 @@ export interface IssuedBillingKey {
   readonly card: MaskedCard;
   readonly expiresAt: Date;
   readonly issuedAt: Date;
+  /**
+   * Ids the gateway assigns to what it issued: an upstream provider's own billing_key and receipt_id, which paygate
+   * then uses as its ids (a merchant switching between the provider and paygate keeps its ids). Absent: paygate's own.
+   */
+  readonly assignedIds?: { readonly billingKey: string; readonly receiptId: string };
 }
 
 export interface ChargeRequest {
@@ -67,8 +72,12 @@ export interface CardBillingGateway {
   charge(req: ChargeRequest): Promise<ChargeResult>;
   cancel(req: GatewayCancelRequest): Promise<GatewayCancelResult>;
   destroyBillingKey(req: { readonly gatewayBillingKey: string }): Promise<void>;
-  /** Asks the PG what it did under a charge's / cancel's key; executes nothing. */
-  inquire<K extends keyof InquiryResults>(req: {
+  /**
+   * Asks the PG what it did under a charge's / cancel's key; executes nothing. A gateway without it (an upstream
+   * provider: the API has no such lookup) is asked by sending the same call again under the same key, which it
+   * answers with its first result instead of doing it twice.
+   */
+  inquire?<K extends keyof InquiryResults>(req: {
     readonly operation: K;
     readonly idempotencyKey: string;
   }): Promise<GatewayInquiry<InquiryResults[K]>>;
@@ -162,6 +171,25 @@ export class GatewayDeclinedError extends Error {
     readonly pgMessage: string,
   ) {
     super(`gateway declined: ${pgErrorCode} ${pgMessage}`);
+  }
+}
+
+/**
+ * An upstream provider's own catalog error for this call: final like any refusal, and relayed to the merchant
+ * unchanged (its HTTP status and body) rather than turned into paygate's code for the operation.
+ */
+export class GatewayRelayedError extends GatewayDeclinedError {
+  constructor(
+    readonly statusCode: number,
+    readonly body: {
+      readonly error_code: string;
+      readonly code?: number;
+      readonly message: string;
+      readonly pg_error_code?: string;
+      readonly payload?: Readonly<Record<string, unknown>>;
+    },
+  ) {
+    super(body.pg_error_code ?? body.error_code, body.message);
   }
 }
 

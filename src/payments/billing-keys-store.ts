@@ -4,9 +4,8 @@ import type { FieldCipher } from '../platform/security/field-cipher.js';
 import type { MaskedCard } from './card.js';
 import type { BillingKeyView } from './billing-rules.js';
 import type { Tables } from '../platform/db/db.js';
-import type { BillingKeysTable } from '../platform/db/migrations/0002_billing.js';
 
-export type BillingKeyRow = Selectable<BillingKeysTable>;
+export type BillingKeyRow = Selectable<Tables['billing_keys']>;
 
 // The gateway's billing key is the credential that charges the card: stored sealed, bound to its row.
 const gatewayKeyContext = (billingKey: string) => `billing-key:${billingKey}:gateway`;
@@ -24,6 +23,8 @@ export interface NewBillingKey {
   readonly expiresAt: Date;
   readonly publishedAt: Date;
   readonly requestedAt: Date;
+  /** issued at the project's upstream provider (its billing_key and receipt_id are this key's) */
+  readonly viaUpstream?: boolean;
 }
 
 export interface BillingKeyStore {
@@ -52,6 +53,7 @@ export function createBillingKeyStore(db: Kysely<Tables>, cipher: FieldCipher): 
           order_name: key.orderName,
           pg: key.pg,
           gateway_billing_key: cipher.seal(key.gatewayBillingKey, gatewayKeyContext(key.billingKey)),
+          via_upstream: key.viaUpstream ?? false,
           card_masked_number: key.card.maskedNumber,
           card_company: key.card.cardCompany,
           card_company_code: key.card.cardCompanyCode,

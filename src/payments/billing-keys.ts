@@ -13,13 +13,9 @@ import { enforceMasked } from './card.js';
 import { ApiError } from '../platform/errors.js';
 import { newId } from '../platform/ids.js';
 import { isResourceId } from './receipt-rules.js';
-import {
-  GatewayDeclinedError,
-  type GatewayRegistry,
-  type IssuedBillingKey,
-  cardGatewayFor,
-  gatewayFailure,
-} from '../gateways/index.js';
+import { GatewayDeclinedError, type GatewayRegistry, type IssuedBillingKey, gatewayFailure } from '../gateways/index.js';
+import type { UpstreamGateways } from '../upstream/index.js';
+import { issuingCardGateway, storedGateway } from './card-gateways.js';
 import { billingKeyView } from './billing-keys-store.js';
 import { findUsableBillingKey } from './usable-billing-key.js';
 import type { BillingKeyRow } from './billing-keys-store.js';
@@ -33,7 +29,7 @@ import type { BillingKeyStore } from './billing-keys-store.js';
 
 export interface BillingKeyService {
   /** Step 1 of issuance, before the card fields are read: the project's PG with billing keys (2001, 2057). */
-  checkIssuingPg(project: Project, pg: string): void;
+  checkIssuingPg(project: Project, pg: string): Promise<void>;
   /** Issues a billing key at `pg` (already checked) and stores it; with a verification charge, receipt_data is its refunded receipt. */
   issue(
     project: Project,
@@ -53,6 +49,7 @@ export interface BillingKeyService {
 export function createBillingKeyService(deps: {
   readonly stores: { readonly billingKeys: BillingKeyStore };
   readonly gateways: GatewayRegistry;
+  readonly upstream?: UpstreamGateways;
   readonly clock: () => Date;
   readonly charges: ChargeService;
   readonly cancels: CancelService;
@@ -60,7 +57,7 @@ export function createBillingKeyService(deps: {
   const { billingKeys } = deps.stores;
 
   const destroyKey = async (key: BillingKeyRow, log: OperationLog): Promise<void> => {
-    const gateway = deps.gateways.get(key.pg)?.card;
+    const gateway = (await storedGateway(deps, key))?.card;
     if (gateway) {
       try {
         await gateway.destroyBillingKey({ gatewayBillingKey: billingKeys.openGatewayKey(key) });
@@ -134,12 +131,12 @@ export function createBillingKeyService(deps: {
   };
 
   return {
-    checkIssuingPg(project, pg) {
-      cardGatewayFor(deps.gateways, project, pg);
+    async checkIssuingPg(project, pg) {
+      await issuingCardGateway(deps, project, pg);
     },
 
     async issue(project, pg, request, requestedAt, log) {
-      const gateway = cardGatewayFor(deps.gateways, project, pg);
+      const { card: gateway, viaUpstream } = await issuingCardGateway(deps, project, pg);
       const { subscriptionId, orderName, card, verificationCharge } = request;
       const applicationId = project.application_id;
       const receiptId = newId();
@@ -157,8 +154,9 @@ export function createBillingKeyService(deps: {
       }
 
       const view = {
-        billingKey: newId(),
-        receiptId,
+        // an upstream provider's ids are the key's: the merchant keeps them when it switches between paygate and it
+        billingKey: issued.assignedIds?.billingKey ?? newId(),
+        receiptId: issued.assignedIds?.receiptId ?? receiptId,
         subscriptionId,
         pg,
         card: { ...issued.card, maskedNumber: enforceMasked(issued.card.maskedNumber) },
@@ -166,8 +164,14 @@ export function createBillingKeyService(deps: {
         publishedAt: issued.issuedAt,
         requestedAt,
       };
-      const stored = await billingKeys.insert({ ...view, applicationId, orderName, gatewayBillingKey: issued.gatewayBillingKey });
-      log.info({ receipt_id: receiptId, pg }, 'billing key issued');
+      const stored = await billingKeys.insert({
+        ...view,
+        applicationId,
+        orderName,
+        gatewayBillingKey: issued.gatewayBillingKey,
+        viaUpstream,
+      });
+      log.info({ receipt_id: view.receiptId, pg, via_upstream: viaUpstream }, 'billing key issued');
       const response = renderBillingKey(view);
       if (verificationCharge) response.receipt_data = await verifyWithTestCharge(project, stored, orderName, log);
       return response;

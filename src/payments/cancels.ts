@@ -4,7 +4,9 @@
 // leaves that note to the cancel's reconcile workflow, which learns from the PG whether it refunded and
 // records it or forgets it. No other cancel of the receipt starts until then (9409).
 import { assertOwnedBy } from '../projects/access.js';
-import { ApiError } from '../platform/errors.js';
+import { ApiError, RelayedApiError } from '../platform/errors.js';
+import type { UpstreamGateways } from '../upstream/index.js';
+import { storedGateway } from './card-gateways.js';
 import { newId } from '../platform/ids.js';
 import { cancelIdempotencyKey, isSameCancel, planCancel, type CancelRequest } from './receipt-rules.js';
 import {
@@ -66,6 +68,17 @@ function cancelGatewayOf(pg: Gateway | undefined, receipt: ReceiptRow) {
   return receipt.billing_key !== null ? pg?.card : (pg?.payments ?? pg?.card);
 }
 
+/** A final refusal of a cancel: the PG's (9425), an upstream provider's own (relayed), or the provider refusing the keys. */
+function isCancelRefusal(failure: unknown): failure is ApiError | RelayedApiError {
+  return (
+    failure instanceof RelayedApiError ||
+    (failure instanceof ApiError &&
+      (failure.errorCode === 'RECEIPT_NOT_CANCELLABLE' ||
+        failure.errorCode === 'UPSTREAM_KEYS_REFUSED' ||
+        failure.errorCode === 'UPSTREAM_NOT_CONFIGURED'))
+  );
+}
+
 export interface CancelService {
   /**
    * Refunds a payment receipt of `project`, fully or partly, and records it on the receipt.
@@ -84,6 +97,8 @@ export interface CancelService {
 export function createCancelService(deps: {
   readonly stores: { readonly receipts: ReceiptStore } & Partial<{ readonly projects: ProjectStore }>;
   readonly gateways: GatewayRegistry;
+  /** the projects' upstream providers: a payment made at one is refunded there */
+  readonly upstream?: UpstreamGateways;
   readonly clock: () => Date;
   /** starts the reconcile workflow of a cancel that lost its answer; without it, the worker's sweep does */
   readonly reconcile?: ReconcileStarter;
@@ -153,7 +168,7 @@ export function createCancelService(deps: {
           return firstResult;
         }
         const plan = planCancel(cancellable(receipt), cancel);
-        const gateway = cancelGatewayOf(deps.gateways.get(receipt.pg), receipt);
+        const gateway = cancelGatewayOf(await storedGateway(deps, receipt), receipt);
         if (!gateway) throw new ApiError('RC_PG_NOT_FOUND');
         if (receipt.gateway_tid === null) throw new ApiError('RECEIPT_NOT_CANCELLABLE');
 
@@ -188,7 +203,7 @@ export function createCancelService(deps: {
         } catch (err) {
           const failure = gatewayFailure('cancel', err);
           // the PG's refusal is final: nothing was refunded
-          if (failure instanceof ApiError && failure.errorCode === 'RECEIPT_NOT_CANCELLABLE') sent = undefined;
+          if (isCancelRefusal(failure)) sent = undefined;
           throw failure;
         }
 
@@ -222,12 +237,12 @@ export function createCancelService(deps: {
       const projectRow = await deps.stores.projects?.findById(receipt.application_id);
       if (!projectRow) throw new Error(`project ${receipt.application_id} of receipt ${receiptId} not found`);
       const project = toProject(projectRow);
-      const pg = deps.gateways.get(receipt.pg);
+      const pg = await storedGateway(deps, receipt);
       const gateway = cancelGatewayOf(pg, receipt);
       if (!gateway || receipt.gateway_tid === null) throw new Error(`receipt ${receiptId}: its PG ${receipt.pg} cannot cancel`);
       let inquiry: GatewayInquiry<GatewayCancelResult>;
       try {
-        if (pg?.card) {
+        if (pg?.card?.inquire) {
           inquiry = await pg.card.inquire({ operation: 'cancel', idempotencyKey: pending.pg_key });
         } else {
           const again = await gateway.cancel({
@@ -241,8 +256,15 @@ export function createCancelService(deps: {
         }
       } catch (err) {
         const failure = gatewayFailure('cancel', err);
-        if (!(failure instanceof ApiError && failure.errorCode === 'RECEIPT_NOT_CANCELLABLE')) throw failure;
-        inquiry = { state: 'refused', pgErrorCode: failure.pgErrorCode ?? '', pgMessage: failure.message };
+        if (!isCancelRefusal(failure)) throw failure;
+        inquiry =
+          failure instanceof RelayedApiError
+            ? {
+                state: 'refused',
+                pgErrorCode: failure.body.pg_error_code ?? failure.body.error_code,
+                pgMessage: failure.body.message,
+              }
+            : { state: 'refused', pgErrorCode: failure.pgErrorCode ?? '', pgMessage: failure.message };
       }
       if (inquiry.state !== 'executed') {
         // a refusal is final; "never received" is believed once the lease has passed (the PG may still hold it)

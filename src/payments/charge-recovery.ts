@@ -3,6 +3,7 @@
 // complete and of the same charge (billing key, amounts, quota, name), is that charge: recorded instead of charging
 // again.
 import { ApplicationFailure } from '@temporalio/common';
+import { ApiError, RelayedApiError } from '../platform/errors.js';
 import { type ChargeParams, chargeHash } from './billing-rules.js';
 import { PAYMENT_COMPLETE } from './receipt-rules.js';
 import { type Project, toProject, type ProjectStore } from '../projects/index.js';
@@ -19,4 +20,27 @@ export async function chargeProject(stores: { readonly projects: ProjectStore },
 export function adoptableReceipt(receipt: ReceiptRow | undefined, params: ChargeParams): ReceiptRow | undefined {
   if (receipt?.status !== PAYMENT_COMPLETE) return undefined;
   return receipt.billing_key === params.billingKey && receipt.charge_hash === chargeHash(params) ? receipt : undefined;
+}
+
+/** A charge that ended without charging for good: what the reserve or the schedule period records. */
+export interface ChargeRefusal {
+  /** the catalog name: paygate's, or an upstream provider's own as it sent it */
+  readonly errorCode: string;
+  readonly pgErrorCode: string | undefined;
+}
+
+/**
+ * The final refusal a charge failed with (the PG's or the provider's answer, a rule such as a destroyed key or a
+ * taken order_id), or undefined for an outage, which the activity's retry re-drives under the same key.
+ */
+export function chargeRefusal(err: unknown): ChargeRefusal | undefined {
+  // an upstream provider's own catalog error is its final answer, whatever its HTTP status
+  if (err instanceof RelayedApiError) {
+    return {
+      errorCode: err.body.error_code,
+      pgErrorCode: err.body.pg_error_code ?? String(err.body.code ?? err.body.error_code),
+    };
+  }
+  if (err instanceof ApiError && err.statusCode < 500) return { errorCode: err.errorCode, pgErrorCode: err.pgErrorCode };
+  return undefined;
 }

@@ -6,11 +6,20 @@
 // hands over once its call window has passed.
 import { chargeHash, chargeIdempotencyKey, KEY_IN_METHOD, KEY_IN_METHOD_SYMBOL, type ChargeParams } from './billing-rules.js';
 import { enforceMasked } from './card.js';
-import { ApiError } from '../platform/errors.js';
+import { ApiError, RelayedApiError } from '../platform/errors.js';
 import { newId } from '../platform/ids.js';
 import { PAYMENT_COMPLETE, PAYMENT_PENDING } from './receipt-rules.js';
 import { type FeedbackTarget, receiptFeedbackEvent } from '../webhooks/rules.js';
-import { type ChargeResult, type GatewayRegistry, cardGatewayFor, gatewayFailure } from '../gateways/index.js';
+import {
+  type ChargeRequest,
+  type ChargeResult,
+  type GatewayInquiry,
+  type GatewayRegistry,
+  gatewayFailure,
+  isFinalRefusal,
+} from '../gateways/index.js';
+import type { UpstreamGateways } from '../upstream/index.js';
+import { chargingCardGateway, storedGateway } from './card-gateways.js';
 import type { BillingKeyRow } from './billing-keys-store.js';
 import { type Project, toProject, type ProjectStore } from '../projects/index.js';
 import type { ReceiptRow } from './receipts-store.js';
@@ -85,6 +94,8 @@ export function createChargeService(deps: {
     readonly projects: ProjectStore;
   }>;
   readonly gateways: GatewayRegistry;
+  /** the projects' upstream providers: a key issued at one is charged there */
+  readonly upstream?: UpstreamGateways;
   /** posts a completed charge's receipt to its feedback_url */
   readonly webhooks?: Pick<WebhookService, 'deliverFeedback'>;
   readonly logger?: Pick<OperationLog, 'warn'> & { readonly error?: OperationLog['warn'] };
@@ -111,6 +122,17 @@ export function createChargeService(deps: {
       deps.logger?.warn({ receipt_id: receiptId, err: handOverErr }, 'a charge without an answer was left to the sweep');
     }
   };
+
+  /** The charge a pending receipt asked its PG for, under the same key: what a re-sent call (the inquiry of a PG without one) sends. */
+  const chargeOf = (row: ReceiptRow, key: BillingKeyRow): ChargeRequest => ({
+    idempotencyKey: pgChargeKey(row.application_id, row.order_id, row.pg_key_attempt),
+    gatewayBillingKey: billingKeys.openGatewayKey(key),
+    amount: row.price,
+    taxFree: row.tax_free,
+    orderId: row.order_id,
+    orderName: row.order_name,
+    quota: row.card_quota ?? 0,
+  });
 
   /** The pending receipt this request owns the PG call of, or a receipt that answers it. */
   const claim = async (
@@ -145,6 +167,7 @@ export function createChargeService(deps: {
         callUntil: until,
         feedback,
         idempotencyKeyMac: idempotencyKey?.mac,
+        viaUpstream: key.via_upstream,
       });
       if (claimed.kind === 'claimed') return { pending: { receipt_id: claimed.receiptId, pg_key_attempt: claimed.keyAttempt } };
       const row = claimed.row;
@@ -168,7 +191,7 @@ export function createChargeService(deps: {
     },
 
     async chargeKey(project, key, params, requestedAt, feedback, idempotencyKey) {
-      const gateway = cardGatewayFor(deps.gateways, project, key.pg);
+      const gateway = await chargingCardGateway(deps, project, key);
       const claimed = await claim(project, key, params, requestedAt, feedback, idempotencyKey);
       if ('answer' in claimed) return claimed.answer;
       const receiptId = claimed.pending.receipt_id;
@@ -187,7 +210,7 @@ export function createChargeService(deps: {
         });
       } catch (err) {
         const failure = gatewayFailure('charge', err);
-        const declined = failure instanceof ApiError && failure.errorCode === 'PAYMENT_DECLINED';
+        const declined = isFinalRefusal(failure);
         deps.metrics?.charge(declined ? 'declined' : 'failed', key.pg);
         // A refusal is final: the order_id is free for another attempt, under the next PG key.
         if (declined) await receipts.declinePendingCharge(receiptId);
@@ -225,16 +248,35 @@ export function createChargeService(deps: {
       const projectRow = await deps.stores.projects?.findById(row.application_id);
       if (!projectRow) throw new Error(`project ${row.application_id} of receipt ${receiptId} not found`);
       const project = toProject(projectRow);
-      const gateway = deps.gateways.get(row.pg)?.card;
+      const gateway = (await storedGateway(deps, row))?.card;
       if (!gateway) throw new Error(`receipt ${receiptId}: its PG ${row.pg} is not configured`);
-      let inquiry: Awaited<ReturnType<typeof gateway.inquire<'charge'>>>;
+      let inquiry: GatewayInquiry<ChargeResult>;
       try {
-        inquiry = await gateway.inquire({
-          operation: 'charge',
-          idempotencyKey: pgChargeKey(row.application_id, row.order_id, row.pg_key_attempt),
-        });
+        if (gateway.inquire) {
+          inquiry = await gateway.inquire({
+            operation: 'charge',
+            idempotencyKey: pgChargeKey(row.application_id, row.order_id, row.pg_key_attempt),
+          });
+        } else {
+          // no inquiry (an upstream provider): the same charge under the same key gets the provider's first result
+          const key = row.billing_key === null ? undefined : await billingKeys.find(row.billing_key);
+          if (!key) throw new Error(`receipt ${receiptId}: its billing key is gone`);
+          inquiry = { state: 'executed', result: await gateway.charge(chargeOf(row, key)) };
+        }
       } catch (err) {
-        throw gatewayFailure('charge', err);
+        const failure = gatewayFailure('charge', err);
+        if (!isFinalRefusal(failure)) throw failure;
+        // the provider refused it under its key: as an inquiry's "refused"
+        inquiry = {
+          state: 'refused',
+          pgErrorCode:
+            failure instanceof RelayedApiError
+              ? (failure.body.pg_error_code ?? failure.body.error_code)
+              : failure instanceof ApiError
+                ? (failure.pgErrorCode ?? failure.errorCode)
+                : '',
+          pgMessage: failure instanceof RelayedApiError ? failure.body.message : String((failure as Error).message),
+        };
       }
       if (inquiry.state === 'executed') {
         const result = inquiry.result;

@@ -5,7 +5,8 @@
 export { createBillingKeyService, type BillingKeyService } from './billing-keys.js';
 export { createBillingKeyStore, type BillingKeyStore } from './billing-keys-store.js';
 export { createCancelService, type CancelService } from './cancels.js';
-export { adoptableReceipt, chargeProject } from './charge-recovery.js';
+export { chargingCardGateway } from './card-gateways.js';
+export { adoptableReceipt, chargeProject, chargeRefusal } from './charge-recovery.js';
 export { createChargeService, type ChargeService } from './charges.js';
 export {
   createReceiptService,

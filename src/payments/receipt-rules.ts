@@ -37,6 +37,8 @@ export function isResourceId(value: string): boolean {
 
 /** A charge the PG approved, as the receipt records it. */
 export interface ChargeApproval {
+  /** the receipt_id an upstream provider gave the payment, which paygate's receipt takes; absent for a local PG */
+  readonly receiptId?: string;
   readonly gatewayTid: string;
   readonly approvedAt: Date;
   readonly approvalNo: string;

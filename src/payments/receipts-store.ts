@@ -35,6 +35,8 @@ export interface NewCharge {
   readonly feedback?: { readonly url: string; readonly contentType: string } | undefined;
   /** the request's Idempotency-Key as a keyring MAC (IdempotencyKeyProof.mac), if it carried one */
   readonly idempotencyKeyMac?: string | undefined;
+  /** charged at the project's upstream provider: the receipt takes the provider's receipt_id once it answers */
+  readonly viaUpstream?: boolean;
 }
 
 export type OrderClaim =
@@ -156,6 +158,7 @@ export function createReceiptStore(db: Kysely<Tables>): ReceiptStore {
             ? JSON.stringify({ url: charge.feedback.url, content_type: charge.feedback.contentType })
             : null,
           idempotency_key_mac: charge.idempotencyKeyMac ?? null,
+          via_upstream: charge.viaUpstream ?? false,
         })
         .onConflict((oc) => oc.columns(['application_id', 'order_id']).doNothing())
         .returning(['receipt_id', 'pg_key_attempt'])
@@ -237,6 +240,9 @@ export function createReceiptStore(db: Kysely<Tables>): ReceiptStore {
       const updated = await db
         .updateTable('receipts')
         .set({
+          // an upstream provider's receipt_id replaces the placeholder the pending receipt was claimed under: nothing
+          // refers to a pending receipt yet (no cancel, no escrow order), and its reconcile finds it gone and stops
+          ...(result.receiptId !== undefined ? { receipt_id: result.receiptId } : {}),
           status: PAYMENT_COMPLETE,
           card_masked_number: maskedNumber,
           card_company: result.card.cardCompany,
@@ -253,7 +259,7 @@ export function createReceiptStore(db: Kysely<Tables>): ReceiptStore {
         .where('status', '=', PAYMENT_PENDING)
         .returningAll()
         .executeTakeFirst();
-      return updated ?? byId(receiptId).executeTakeFirstOrThrow();
+      return updated ?? byId(result.receiptId ?? receiptId).executeTakeFirstOrThrow();
     },
 
     async find(receiptId) {

@@ -13,10 +13,11 @@ import { isResourceId } from '../payments/receipt-rules.js';
 import { renderReserve, type ReserveRequest, type ReserveResponse } from './rules.js';
 import { formatTimestamp } from '../platform/time.js';
 import type { FeedbackTarget } from '../webhooks/rules.js';
-import { type GatewayRegistry, cardGatewayFor } from '../gateways/index.js';
+import type { GatewayRegistry } from '../gateways/index.js';
+import type { UpstreamGateways } from '../upstream/index.js';
 import type { Project } from '../projects/index.js';
 import type { ReserveRow } from './store.js';
-import { findUsableBillingKey, type BillingKeyStore } from '../payments/index.js';
+import { chargingCardGateway, findUsableBillingKey, type BillingKeyStore } from '../payments/index.js';
 import { DEFAULT_WORKFLOW_CALL_TIMEOUT_MS, type WorkflowRuntime } from '../platform/temporal/workflow-calls.js';
 import { bindLogIds } from '../platform/observability/log-context.js';
 import type { ReserveStore } from './store.js';
@@ -39,6 +40,8 @@ export interface ReserveService {
 export function createReserveService(deps: {
   readonly stores: { readonly reserves: ReserveStore; readonly billingKeys: BillingKeyStore };
   readonly gateways: GatewayRegistry;
+  /** the projects' upstream providers: a key issued at one is charged there */
+  readonly upstream?: UpstreamGateways;
   readonly clock: () => Date;
   readonly workflows?: WorkflowRuntime;
   readonly workflowCallTimeoutMs?: number;
@@ -61,7 +64,7 @@ export function createReserveService(deps: {
     async create(project, request, feedback, requestedAt) {
       const key = await findUsableBillingKey(stores, project, request.charge.billingKey);
       // a PG the project no longer uses would only fail at execution: refuse it now
-      cardGatewayFor(deps.gateways, project, key.pg);
+      await chargingCardGateway(deps, project, key);
       const { client, taskQueue } = workflows();
       const reserveId = newId();
       bindLogIds({ reserve_id: reserveId });

@@ -31,10 +31,11 @@ import {
   upcoming,
 } from './rules.js';
 import { formatTimestamp } from '../platform/time.js';
-import { type GatewayRegistry, cardGatewayFor } from '../gateways/index.js';
+import type { GatewayRegistry } from '../gateways/index.js';
+import type { UpstreamGateways } from '../upstream/index.js';
 import type { Project } from '../projects/index.js';
 import type { ScheduleRow } from './store.js';
-import { findUsableBillingKey, type BillingKeyStore } from '../payments/index.js';
+import { chargingCardGateway, findUsableBillingKey, type BillingKeyStore } from '../payments/index.js';
 import type { OperationLog } from '../platform/operation-log.js';
 import { DEFAULT_WORKFLOW_CALL_TIMEOUT_MS, type WorkflowRuntime } from '../platform/temporal/workflow-calls.js';
 import { bindLogIds } from '../platform/observability/log-context.js';
@@ -72,6 +73,8 @@ export function planOf(row: ScheduleRow): SchedulePlan {
 export function createScheduleService(deps: {
   readonly stores: { readonly schedules: ScheduleStore; readonly billingKeys: BillingKeyStore };
   readonly gateways: GatewayRegistry;
+  /** the projects' upstream providers: a key issued at one is charged there */
+  readonly upstream?: UpstreamGateways;
   readonly clock: () => Date;
   readonly workflows?: WorkflowRuntime;
   readonly workflowCallTimeoutMs?: number;
@@ -128,7 +131,7 @@ export function createScheduleService(deps: {
   const service: ScheduleService = {
     async create(project, request) {
       const key = await findUsableBillingKey(stores, project, request.billingKey);
-      cardGatewayFor(deps.gateways, project, key.pg);
+      await chargingCardGateway(deps, project, key);
       const { client, taskQueue } = workflows();
       const scheduleId = newId();
       bindLogIds({ schedule_id: scheduleId });

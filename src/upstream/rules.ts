@@ -186,3 +186,66 @@ export const PROVIDER_KEY_ERRORS: ReadonlySet<string> = new Set([
 export function isProviderKeyError(error: ProviderErrorBody): boolean {
   return PROVIDER_KEY_ERRORS.has(error.error_code) || error.code === 1204 || error.code === 1216;
 }
+
+// ---- the provider's results, read as paygate's gateway contract needs them
+
+/** What the provider's catalog error means for an operation that may have changed something there. */
+export type ProviderOutcome =
+  /** the provider refused: nothing was done, and the same request would be refused again */
+  | 'refused'
+  /** the provider may or may not have done it (its PG did not answer, it is busy with the same key): ask again */
+  | 'unknown'
+  /** the provider saw the Idempotency-Key with another request: a defect of ours, never the card's answer */
+  | 'key_reused';
+
+/** The spec's catalog errors answered at HTTP 500 that are refusals (the spec's tables), not outages. */
+const REFUSALS_AT_500: ReadonlySet<string> = new Set([
+  'AUTH_CONFIRM_FAILED',
+  'AUTH_REALARM_FAILED',
+  'RC_ESCROW_SHIPPING_START_FAILED',
+]);
+/** Catalog errors that say "not now" rather than "no": the same request under the same key may still succeed. */
+const NOT_NOW: ReadonlySet<string> = new Set(['IDEMPOTENCY_IN_PROGRESS', 'TOO_MANY_REQUESTS', 'REQUEST_TIMEOUT']);
+
+export function providerOutcome(statusCode: number, error: ProviderErrorBody): ProviderOutcome {
+  if (error.error_code === 'IDEMPOTENCY_KEY_REUSED') return 'key_reused';
+  if (NOT_NOW.has(error.error_code)) return 'unknown';
+  if (statusCode >= 500 && !REFUSALS_AT_500.has(error.error_code)) return 'unknown';
+  return 'refused';
+}
+
+const providerTime = z.iso.datetime({ offset: true }).transform((value) => new Date(value));
+const providerCard = z.object({
+  card_no: z.string().min(1).max(40),
+  card_company: z.string().max(100).default(''),
+  card_company_code: z.string().max(40).default(''),
+  card_type: z.string().max(20).optional(),
+});
+const providerId = z.string().min(1).max(100);
+
+/** The provider's billing key issuance response (the spec's "Billing key issuance response"). */
+export const providerBillingKey = z.object({
+  billing_key: providerId,
+  receipt_id: providerId,
+  billing_data: providerCard,
+  billing_expire_at: providerTime,
+  published_at: providerTime.optional(),
+  status: z.literal(11),
+});
+
+/** The provider's receipt, as far as a charge or a cancel reads it. */
+export const providerReceipt = z.object({
+  receipt_id: providerId,
+  status: z.number().int(),
+  purchased_at: providerTime.optional(),
+  cancelled_at: providerTime.optional(),
+  cancelled_price: z.number().optional(),
+  card_data: providerCard
+    .extend({ card_quota: z.string().max(2).optional(), card_approve_no: z.string().max(40).optional() })
+    .optional(),
+});
+
+/** A card type the contract knows; a provider's other words for a check card are read as such. */
+export function cardTypeOf(value: string | undefined): 'credit' | 'check' {
+  return value === 'check' || value === '체크' ? 'check' : 'credit';
+}

@@ -1,9 +1,11 @@
 // The upstream connector's use cases: a project's provider configuration (admin API, CLI, dashboard), and the one
 // way paygate calls that provider with the project's keys there. A provider's catalog error reaches the merchant
-// unchanged (RelayedApiError), except a refusal of the configured keys (1204 / 1216): that is the configuration's
+// unchanged (the adapters relay a refusal as RelayedApiError), except a refusal of the configured keys (1204 / 1216): that is the configuration's
 // fault, not the merchant's request, so it becomes 9478, is noted on the configuration (GET shows it as
 // last_error) and is logged once per configuration.
-import { ApiError, RelayedApiError } from '../platform/errors.js';
+import { ApiError } from '../platform/errors.js';
+import type { Gateway } from '../gateways/index.js';
+import { createUpstreamCardGateway } from './card-gateway.js';
 import type { ProjectStore } from '../projects/index.js';
 import type { OperationLog } from '../platform/operation-log.js';
 import { checkHostAddresses, type Resolver } from '../webhooks/index.js';
@@ -22,11 +24,20 @@ export interface UpstreamService {
   remove(applicationId: string): Promise<{ readonly application_id: string; readonly deleted: true }>;
   /**
    * One call to the project's provider with the project's keys there. Resolves with the provider's 2xx answer;
-   * throws RelayedApiError with the provider's own catalog error, ApiError 9478 when the provider refused the keys,
-   * 9477 without a configuration, GatewayUnavailableError when the provider could not answer.
+   * throws ProviderRefusedError with the provider's own catalog error (the adapters decide what it means for their
+   * operation), ApiError 9478 when the provider refused the keys, 9477 without a configuration,
+   * GatewayUnavailableError when the provider could not answer.
    */
   call(applicationId: string, req: ProviderRequest, log?: Pick<OperationLog, 'warn'>): Promise<unknown>;
+  /**
+   * The project's PG `pg` at its provider, behind the one gateway contract, when the provider serves that name for
+   * the project (it shadows a local PG of the same name); undefined otherwise.
+   */
+  gateway(applicationId: string, pg: string): Promise<Gateway | undefined>;
 }
+
+/** What the payment areas need of the connector: the project's PGs that live at its provider. */
+export type UpstreamGateways = Pick<UpstreamService, 'gateway'>;
 
 /** The refusal's catalog number: `code`, or an error_code that is itself the number (the provider's older bodies). */
 function catalogNumber(body: { readonly code?: number; readonly error_code: string }): number {
@@ -62,7 +73,7 @@ export function createUpstreamService(deps: {
     if (refusal !== undefined) throw new ApiError('UPSTREAM_URL_INVALID', { payloadMessage: `${field}: ${refusal}` });
   };
 
-  return {
+  const service: UpstreamService = {
     async configure(applicationId, body) {
       await requireProject(applicationId);
       const config = parseUpstreamConfig(body, policy);
@@ -98,7 +109,7 @@ export function createUpstreamService(deps: {
         return await deps.client.call(credentials, req);
       } catch (err) {
         if (!(err instanceof ProviderRefusedError)) throw err;
-        if (!isProviderKeyError(err.body)) throw new RelayedApiError(err.statusCode, err.body);
+        if (!isProviderKeyError(err.body)) throw err;
         const first = await upstreams.recordKeyError(
           applicationId,
           { code: catalogNumber(err.body), errorCode: err.body.error_code, message: err.body.message },
@@ -115,5 +126,13 @@ export function createUpstreamService(deps: {
         });
       }
     },
+
+    async gateway(applicationId, pg) {
+      const pgs = await upstreams.routedPgs(applicationId);
+      if (!pgs?.includes(pg)) return undefined;
+      const call = (req: ProviderRequest) => service.call(applicationId, req);
+      return { name: pg, card: createUpstreamCardGateway(call, pg) };
+    },
   };
+  return service;
 }

@@ -23,6 +23,8 @@ export interface UpstreamStore {
   put(applicationId: string, config: UpstreamConfigInput, now: Date): Promise<UpstreamView>;
   find(applicationId: string): Promise<UpstreamView | undefined>;
   credentials(applicationId: string): Promise<UpstreamCredentials | undefined>;
+  /** The PG names the project's provider serves; undefined without a provider. */
+  routedPgs(applicationId: string): Promise<readonly string[] | undefined>;
   /** true when there was one */
   remove(applicationId: string): Promise<boolean>;
   /**
@@ -103,6 +105,11 @@ export function createUpstreamStore(db: Kysely<Tables>, cipher: FieldCipher): Up
         pgs: row.pgs,
         messageUrl: row.message_url,
       };
+    },
+
+    async routedPgs(applicationId) {
+      const row = await db.selectFrom('upstreams').select('pgs').where('application_id', '=', applicationId).executeTakeFirst();
+      return row?.pgs;
     },
 
     async remove(applicationId) {

@@ -4,7 +4,8 @@
 // provider (retryable, as a PG outage) are each what the merchant-facing code relies on.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApiError, RelayedApiError } from '../../src/platform/errors.js';
-import { GatewayUnavailableError } from '../../src/gateways/types.js';
+import { GatewayUnavailableError } from '../../src/gateways/index.js';
+import { ProviderRefusedError } from '../../src/upstream/index.js';
 import { buildTestApp, TEST_ADMIN_TOKEN, type TestApp, type TestProject } from '../helpers/app.js';
 import { TEST_CARD } from '../payments/key-in-fixtures.js';
 
@@ -23,12 +24,15 @@ beforeAll(async () => {
   a = await buildTestApp({
     // A relays routes of its own, to show a relayed provider error reaches the merchant as the provider sent it
     routes: async (app) => {
-      app.get('/test/relay/receipt/:id', { config: { auth: 'none' } }, async (request) =>
-        app.deps.services.upstream.call(atA.applicationId, {
-          method: 'GET',
-          path: `/v2/receipt/${(request.params as { id: string }).id}`,
-        }),
-      );
+      app.get('/test/relay/receipt/:id', { config: { auth: 'none' } }, async (request) => {
+        const path = `/v2/receipt/${(request.params as { id: string }).id}`;
+        try {
+          return await app.deps.services.upstream.call(atA.applicationId, { method: 'GET', path });
+        } catch (err) {
+          // as the adapters relay a refusal
+          throw err instanceof ProviderRefusedError ? new RelayedApiError(err.statusCode, err.body) : err;
+        }
+      });
     },
   });
   atA = await a.createProject();
@@ -82,9 +86,9 @@ describe('calls to the provider with the project keys there', () => {
     });
     expect(direct.statusCode).toBeGreaterThanOrEqual(400);
     const relayed = await call({ method: 'GET', path: '/v2/receipt/0123456789abcdef01234567' }).catch((err: unknown) => err);
-    expect(relayed).toBeInstanceOf(RelayedApiError);
-    expect((relayed as RelayedApiError).statusCode).toBe(direct.statusCode);
-    expect((relayed as RelayedApiError).body).toEqual(direct.json());
+    expect(relayed).toBeInstanceOf(ProviderRefusedError);
+    expect((relayed as ProviderRefusedError).statusCode).toBe(direct.statusCode);
+    expect((relayed as ProviderRefusedError).body).toEqual(direct.json());
     // and through A's HTTP error handling, byte for byte what B answered
     const viaA = await a.app.inject({ method: 'GET', url: '/test/relay/receipt/0123456789abcdef01234567' });
     expect(viaA.statusCode).toBe(direct.statusCode);

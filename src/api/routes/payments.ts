@@ -37,7 +37,7 @@ export async function paymentRoutes(app: FastifyInstance): Promise<void> {
     async (request) => {
       const requestedAt = clock();
       const { pg } = parsePgAndMethod(request.body);
-      services.billingKeys.checkIssuingPg(request.project, pg);
+      await services.billingKeys.checkIssuingPg(request.project, pg);
       const issuance = parseBillingKeyRequest(request.body, requestedAt);
       return services.billingKeys.issue(request.project, pg, issuance, requestedAt, request.log);
     },

@@ -14,6 +14,7 @@ import { migration as reconcile } from './0011_reconcile.js';
 import { migration as chargeIdempotencyKey } from './0012_charge_idempotency_key.js';
 import { migration as confirmIdempotencyKey } from './0013_confirm_idempotency_key.js';
 import { migration as upstreams } from './0014_upstreams.js';
+import { migration as viaUpstream } from './0015_via_upstream.js';
 
 export const migrations = [
   platform,
@@ -29,6 +30,7 @@ export const migrations = [
   chargeIdempotencyKey,
   confirmIdempotencyKey,
   upstreams,
+  viaUpstream,
 ] as const;
 
 type UnionToIntersection<U> = (U extends unknown ? (k: U) => void : never) extends (k: infer I) => void ? I : never;

@@ -1,0 +1,174 @@
+// paygate in front of a provider, key-in billing: A (the relay, with its engine and worker) in front of B (another
+// paygate in sandbox mode, the provider), over real HTTP. The merchant talks to A with A's keys; A calls B with the
+// project's keys at B. The ids the merchant gets are B's; B's catalog errors reach the merchant unchanged; a lost
+// answer of B is settled by A's reconcile workflow with exactly one charge at B.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { pgChargeKey } from '../../src/payments/charges.js';
+import { buildTestApp, TEST_ADMIN_TOKEN, TEST_SANDBOX_TOKEN, type TestApp, type TestProject } from '../helpers/app.js';
+import { keyInClient, sandboxChargeExecutions, TEST_CARD } from '../payments/key-in-fixtures.js';
+import { eventually } from '../webhooks/fixtures.js';
+
+let a: TestApp;
+let b: TestApp;
+let atA: TestProject;
+let atB: TestProject;
+let bUrl: string;
+let merchant: ReturnType<typeof keyInClient>;
+let atBClient: ReturnType<typeof keyInClient>;
+
+beforeAll(async () => {
+  b = await buildTestApp();
+  bUrl = await b.app.listen({ host: '127.0.0.1', port: 0 });
+  atB = await b.createProject();
+  a = await buildTestApp({ withTemporal: true });
+  atA = await a.createProject();
+  const configured = await a.app.inject({
+    method: 'PUT',
+    url: `/admin/v1/projects/${atA.applicationId}/upstream`,
+    headers: { authorization: `Bearer ${TEST_ADMIN_TOKEN}` },
+    // sandbox_card at B shadows A's own sandbox_card for this project
+    payload: { base_url: bUrl, client_key: atB.clientKey, secret_key: atB.secretKey, pgs: ['sandbox_card'] },
+  });
+  expect(configured.statusCode).toBe(200);
+  merchant = keyInClient(a, atA);
+  atBClient = keyInClient(b, atB);
+}, 120_000);
+afterAll(async () => {
+  await a?.close();
+  await b?.close();
+});
+
+/** B's own executions of a charge of its project, by B's PG key for the order_id. */
+const chargesAtB = (orderId: string) => sandboxChargeExecutions(b.sandboxUrl, pgChargeKey(atB.applicationId, orderId, 0));
+
+describe('key-in billing relayed to the provider', () => {
+  let billingKey: string;
+
+  it('issues the billing key at the provider: the merchant gets the provider’s billing_key and receipt_id', async () => {
+    const issued = await merchant.issue();
+    expect(issued.status).toBe(200);
+    expect(issued.body).toMatchObject({ status: 11, pg: 'sandbox_card', subscription_id: TEST_CARD.subscription_id });
+    billingKey = issued.body.billing_key as string;
+    const atBKey = await atBClient.get(`/v2/billing_key/${billingKey}`);
+    expect(atBKey.status).toBe(200);
+    expect(atBKey.body).toMatchObject({ billing_key: billingKey, receipt_id: issued.body.receipt_id });
+    // A's own sandbox PG issued nothing: the key lives at B only
+    const local = await a.deps.database.db
+      .selectFrom('billing_keys')
+      .selectAll()
+      .where('billing_key', '=', billingKey)
+      .executeTakeFirstOrThrow();
+    expect(local.via_upstream).toBe(true);
+    expect(local.gateway_billing_key).not.toContain(billingKey);
+  });
+
+  it('charges at the provider once, under the merchant’s ids; a replay answers the first result', async () => {
+    const body = { billing_key: billingKey, order_name: 'June', order_id: 'relay-1', price: 12_000, tax_free: 1_000 };
+    const first = await merchant.post('/v2/subscribe/payment', body, { 'idempotency-key': 'relay-charge-1' });
+    expect(first.status).toBe(200);
+    expect(first.body).toMatchObject({ order_id: 'relay-1', price: 12_000, tax_free: 1_000, status: 1, pg: 'sandbox_card' });
+    const receiptId = first.body.receipt_id as string;
+    const atBReceipt = await atBClient.get(`/v2/receipt/${receiptId}`);
+    expect(atBReceipt.status).toBe(200);
+    expect(atBReceipt.body).toMatchObject({ receipt_id: receiptId, order_id: 'relay-1', price: 12_000, status: 1 });
+    expect((await merchant.get(`/v2/receipt/${receiptId}`)).body).toMatchObject({ receipt_id: receiptId, status: 1 });
+
+    const replay = await merchant.post('/v2/subscribe/payment', body, { 'idempotency-key': 'relay-charge-1' });
+    expect(replay.status).toBe(200);
+    expect(replay.body.receipt_id).toBe(receiptId);
+    expect(await chargesAtB('relay-1')).toBe(1);
+  });
+
+  it('cancels partly at the provider', async () => {
+    const paid = await merchant.post('/v2/subscribe/payment', {
+      billing_key: billingKey,
+      order_name: 'July',
+      order_id: 'relay-cancel-1',
+      price: 9_000,
+    });
+    const receiptId = paid.body.receipt_id as string;
+    const cancelled = await merchant.cancel({ receipt_id: receiptId, cancel_price: 4_000, cancel_id: 'c-1' });
+    expect(cancelled.status).toBe(200);
+    expect(cancelled.body).toMatchObject({ receipt_id: receiptId, cancelled_price: 4_000, status: 1 });
+    const atBReceipt = await atBClient.get(`/v2/receipt/${receiptId}`);
+    expect(atBReceipt.body).toMatchObject({ cancelled_price: 4_000 });
+    // the same cancel_id again: the first result, nothing refunded twice at B
+    const again = await merchant.cancel({ receipt_id: receiptId, cancel_price: 4_000, cancel_id: 'c-1' });
+    expect(again.body).toMatchObject({ cancelled_price: 4_000 });
+    expect((await atBClient.get(`/v2/receipt/${receiptId}`)).body).toMatchObject({ cancelled_price: 4_000 });
+  });
+
+  it('relays the provider’s refusal unchanged and frees the order_id', async () => {
+    const refusing = await merchant.issue({ card_no: '4000000000009995', subscription_id: 'sub-refusing' });
+    expect(refusing.status).toBe(200);
+    const body = { billing_key: refusing.body.billing_key, order_name: 'June', order_id: 'relay-declined-1', price: 5_000 };
+    const declined = await merchant.post('/v2/subscribe/payment', body);
+    // what the merchant would have had from B directly
+    const direct = await atBClient.post('/v2/subscribe/payment', { ...body, order_id: 'direct-declined-1' });
+    expect(direct.status).toBe(400);
+    expect(declined.status).toBe(direct.status);
+    expect(declined.body).toMatchObject({
+      error_code: direct.body.error_code,
+      code: direct.body.code,
+      pg_error_code: direct.body.pg_error_code,
+    });
+    const row = await a.deps.database.db
+      .selectFrom('receipts')
+      .selectAll()
+      .where('application_id', '=', atA.applicationId)
+      .where('order_id', '=', 'relay-declined-1')
+      .executeTakeFirst();
+    expect(row).toBeUndefined();
+  });
+
+  it('settles a charge whose provider answer was lost by itself: exactly one charge at the provider', async () => {
+    const armed = await fetch(`${b.sandboxUrl}/_sandbox/faults`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${TEST_SANDBOX_TOKEN}` },
+      body: JSON.stringify({ operation: 'charge', fault: 'lost_response', count: 1 }),
+    });
+    expect(armed.ok).toBe(true);
+    const body = { billing_key: billingKey, order_name: 'August', order_id: 'relay-lost-1', price: 3_300 };
+    const first = await merchant.post('/v2/subscribe/payment', body);
+    expect(first.status).toBe(502);
+    const pending = await a.deps.database.db
+      .selectFrom('receipts')
+      .selectAll()
+      .where('application_id', '=', atA.applicationId)
+      .where('order_id', '=', 'relay-lost-1')
+      .executeTakeFirstOrThrow();
+    expect(pending.status).toBe(0);
+
+    const settled = await eventually(async () => {
+      const row = await a.deps.database.db
+        .selectFrom('receipts')
+        .selectAll()
+        .where('application_id', '=', atA.applicationId)
+        .where('order_id', '=', 'relay-lost-1')
+        .executeTakeFirst();
+      return row?.status === 1 ? row : undefined;
+    }, 'A’s receipt settled by its reconcile workflow');
+    // the receipt took B's id, and B charged once
+    const atBReceipt = await atBClient.get(`/v2/receipt/${settled.receipt_id}`);
+    expect(atBReceipt.body).toMatchObject({ receipt_id: settled.receipt_id, order_id: 'relay-lost-1', status: 1 });
+    expect(await chargesAtB('relay-lost-1')).toBe(1);
+    // the merchant's retry gets the settled receipt, nothing charged again
+    const retried = await merchant.post('/v2/subscribe/payment', body);
+    expect(retried.status).toBe(200);
+    expect(retried.body.receipt_id).toBe(settled.receipt_id);
+    expect(await chargesAtB('relay-lost-1')).toBe(1);
+  }, 60_000);
+
+  it('answers 9478 when the provider refuses the configured keys, and charges nothing', async () => {
+    const other = await a.createProject();
+    await a.app.inject({
+      method: 'PUT',
+      url: `/admin/v1/projects/${other.applicationId}/upstream`,
+      headers: { authorization: `Bearer ${TEST_ADMIN_TOKEN}` },
+      payload: { base_url: bUrl, client_key: atB.clientKey, secret_key: 'wrong-secret', pgs: ['sandbox_card'] },
+    });
+    const refused = await keyInClient(a, other).issue();
+    expect(refused.status).toBe(502);
+    expect(refused.body).toMatchObject({ error_code: 'UPSTREAM_KEYS_REFUSED', code: 9478 });
+  });
+});
