@@ -6,16 +6,12 @@
 // and unknown applications, per IP and per application_id.
 import type { FastifyPluginAsync } from 'fastify';
 import { z } from 'zod';
+import { tokenRequestSchema } from '../../projects/access-tokens.js';
 import { ApiError } from '../../platform/errors.js';
 import { validate } from '../../platform/validation.js';
 import { parseProjectDeliveryQuery, renderProjectDelivery } from '../../webhooks/rules.js';
 import { keyRotationSchema, projectCreateSchema, projectPatchSchema, renderProject } from '../../projects/service.js';
 import { RATE_LIMITS } from '../rate-limits.js';
-
-const tokenRequestSchema = z.object({
-  application_id: z.string().trim().min(1).max(100),
-  private_key: z.string().min(1).max(200),
-});
 
 const applicationIdParams = z.object({ application_id: z.string().regex(/^[0-9a-f]{24}$/) });
 
