@@ -2666,13 +2666,13 @@ export interface operations {
                     pg: string;
                     /** @enum {string} */
                     method: "카드자동(REST)";
-                    subscription_id: string;
-                    order_name: string;
                     card_no: string;
                     card_pw: string;
                     card_identity_no: string;
                     card_expire_year: string;
                     card_expire_month: string;
+                    order_name: string;
+                    subscription_id: string;
                     extra?: ({
                         subscribe_test_payment?: boolean | null;
                     } & {
@@ -2838,8 +2838,8 @@ export interface operations {
                  */
                 "application/json": {
                     billing_key: string;
-                    order_id: string;
                     order_name: string;
+                    order_id: string;
                     price: number;
                     tax_free?: number;
                     card_quota?: number;
@@ -3531,11 +3531,14 @@ export interface operations {
                  */
                 "application/json": {
                     receipt_id: string;
+                    cancel_username?: string;
+                    refund?: {
+                        [key: string]: unknown;
+                    };
                     cancel_price?: number;
                     cancel_tax_free?: number;
                     cancel_id?: string;
                     cancel_message?: string;
-                    cancel_username?: string;
                 } & {
                     [key: string]: unknown;
                 };
@@ -3721,13 +3724,10 @@ export interface operations {
                     method: string;
                     order_name: string;
                     authentication_id: string;
-                    username?: string;
-                    identity_no: string;
-                    phone?: string;
-                    carrier: string;
-                    /** @enum {string} */
-                    authenticate_type?: "sms" | "pass";
                     metadata?: {
+                        [key: string]: unknown;
+                    };
+                    extra?: {
                         [key: string]: unknown;
                     };
                     user?: {
@@ -3736,6 +3736,14 @@ export interface operations {
                     } & {
                         [key: string]: unknown;
                     };
+                    username?: string;
+                    phone?: string;
+                    identity_no: string;
+                    carrier: string;
+                    /** @enum {string} */
+                    authenticate_type?: "sms" | "pass";
+                    client_ip?: string;
+                    site_url?: string;
                 } & {
                     [key: string]: unknown;
                 };
@@ -3888,6 +3896,8 @@ export interface operations {
                  */
                 "application/json": {
                     receipt_id: string;
+                } & {
+                    [key: string]: unknown;
                 };
             };
         };
@@ -4040,6 +4050,8 @@ export interface operations {
                 "application/json": {
                     receipt_id: string;
                     otp?: string;
+                } & {
+                    [key: string]: unknown;
                 };
             };
         };
@@ -5184,6 +5196,8 @@ export interface operations {
                 "application/json": {
                     /** Format: date-time */
                     since: string;
+                } & {
+                    [key: string]: unknown;
                 };
             };
         };
@@ -5327,6 +5341,8 @@ export interface operations {
                     ref_id?: string;
                     /** @enum {string} */
                     outcome?: "delivered" | "failed" | "fallback_sms";
+                } & {
+                    [key: string]: unknown;
                 };
             };
         };
@@ -5494,7 +5510,6 @@ export interface operations {
                     user?: {
                         username?: string;
                         phone?: string;
-                        email?: string;
                         address?: string;
                         zipcode?: string;
                     } & {
@@ -5504,6 +5519,8 @@ export interface operations {
                         name?: string;
                         phone?: string;
                         zipcode?: string;
+                        addr1?: string;
+                        addr2?: string;
                     } & {
                         [key: string]: unknown;
                     };
@@ -5922,6 +5939,8 @@ export interface operations {
                     metadata?: {
                         [key: string]: unknown;
                     };
+                } & {
+                    [key: string]: unknown;
                 };
             };
         };
@@ -6102,6 +6121,8 @@ export interface operations {
                     /** @enum {string} */
                     event: "purchase_confirmed" | "purchase_rejected" | "rejection_approved" | "settlement_held";
                     duplicate?: boolean;
+                } & {
+                    [key: string]: unknown;
                 };
             };
         };
@@ -6367,17 +6388,14 @@ export interface operations {
                  */
                 "application/json": {
                     billing_key: string;
-                    order_id: string;
                     order_name: string;
+                    order_id: string;
                     price: number;
                     tax_free?: number;
                     card_quota?: number;
                     metadata?: {
                         [key: string]: unknown;
                     };
-                    feedback_url?: string;
-                    /** @enum {string} */
-                    content_type?: "application/json" | "application/x-www-form-urlencoded";
                     /** Format: date-time */
                     reserve_execute_at: string;
                     user?: {
@@ -6386,6 +6404,9 @@ export interface operations {
                     items?: {
                         [key: string]: unknown;
                     }[];
+                    feedback_url?: string;
+                    /** @enum {string} */
+                    content_type?: "application/json" | "application/x-www-form-urlencoded";
                 } & {
                     [key: string]: unknown;
                 };
@@ -6736,10 +6757,10 @@ export interface operations {
     listSchedules: {
         parameters: {
             query?: {
-                page?: number;
-                limit?: number;
                 billing_key?: string;
                 status?: "active" | "past_due" | "paused" | "cancelled" | "completed";
+                page?: number;
+                limit?: number;
             };
             header?: never;
             path?: never;
@@ -6890,17 +6911,21 @@ export interface operations {
                     interval_count?: number;
                     /** Format: date-time */
                     start_at?: string;
-                    max_charges?: number;
                     /** Format: date-time */
                     end_at?: string;
+                    max_charges?: number;
                     retry?: {
                         delays?: (string | number)[];
                         /** @enum {string} */
                         on_exhausted?: "pause" | "cancel";
+                    } & {
+                        [key: string]: unknown;
                     };
                     metadata?: {
                         [key: string]: unknown;
                     };
+                } & {
+                    [key: string]: unknown;
                 };
             };
         };
