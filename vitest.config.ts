@@ -12,6 +12,7 @@ import { BaseSequencer, type TestSpecification } from 'vitest/node';
 export const DATABASE_INDEPENDENT = [
   'test/api/body-limits.test.ts',
   'test/api/config.test.ts',
+  'test/api/docs-derived.test.ts',
   'test/api/request-parsing.test.ts',
   'test/architecture/imports.test.ts',
   'test/architecture/map.test.ts',

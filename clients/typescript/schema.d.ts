@@ -2694,13 +2694,13 @@ export interface operations {
                     pg: string;
                     /** @enum {string} */
                     method: "카드자동(REST)";
-                    subscription_id: string;
-                    order_name: string;
                     card_no: string;
                     card_pw: string;
                     card_identity_no: string;
                     card_expire_year: string;
                     card_expire_month: string;
+                    order_name: string;
+                    subscription_id: string;
                     extra?: ({
                         subscribe_test_payment?: boolean | null;
                     } & {
@@ -2866,8 +2866,8 @@ export interface operations {
                  */
                 "application/json": {
                     billing_key: string;
-                    order_id: string;
                     order_name: string;
+                    order_id: string;
                     price: number;
                     tax_free?: number;
                     card_quota?: number;
@@ -3559,11 +3559,14 @@ export interface operations {
                  */
                 "application/json": {
                     receipt_id: string;
+                    cancel_username?: string;
+                    refund?: {
+                        [key: string]: unknown;
+                    };
                     cancel_price?: number;
                     cancel_tax_free?: number;
                     cancel_id?: string;
                     cancel_message?: string;
-                    cancel_username?: string;
                 } & {
                     [key: string]: unknown;
                 };
@@ -3749,13 +3752,10 @@ export interface operations {
                     method: string;
                     order_name: string;
                     authentication_id: string;
-                    username?: string;
-                    identity_no: string;
-                    phone?: string;
-                    carrier: string;
-                    /** @enum {string} */
-                    authenticate_type?: "sms" | "pass";
                     metadata?: {
+                        [key: string]: unknown;
+                    };
+                    extra?: {
                         [key: string]: unknown;
                     };
                     user?: {
@@ -3764,6 +3764,14 @@ export interface operations {
                     } & {
                         [key: string]: unknown;
                     };
+                    username?: string;
+                    phone?: string;
+                    identity_no: string;
+                    carrier: string;
+                    /** @enum {string} */
+                    authenticate_type?: "sms" | "pass";
+                    client_ip?: string;
+                    site_url?: string;
                 } & {
                     [key: string]: unknown;
                 };
@@ -3916,6 +3924,8 @@ export interface operations {
                  */
                 "application/json": {
                     receipt_id: string;
+                } & {
+                    [key: string]: unknown;
                 };
             };
         };
@@ -4068,6 +4078,8 @@ export interface operations {
                 "application/json": {
                     receipt_id: string;
                     otp?: string;
+                } & {
+                    [key: string]: unknown;
                 };
             };
         };
@@ -5212,6 +5224,8 @@ export interface operations {
                 "application/json": {
                     /** Format: date-time */
                     since: string;
+                } & {
+                    [key: string]: unknown;
                 };
             };
         };
@@ -5355,6 +5369,8 @@ export interface operations {
                     ref_id?: string;
                     /** @enum {string} */
                     outcome?: "delivered" | "failed" | "fallback_sms";
+                } & {
+                    [key: string]: unknown;
                 };
             };
         };
@@ -5522,7 +5538,6 @@ export interface operations {
                     user?: {
                         username?: string;
                         phone?: string;
-                        email?: string;
                         address?: string;
                         zipcode?: string;
                     } & {
@@ -5532,6 +5547,8 @@ export interface operations {
                         name?: string;
                         phone?: string;
                         zipcode?: string;
+                        addr1?: string;
+                        addr2?: string;
                     } & {
                         [key: string]: unknown;
                     };
@@ -5950,6 +5967,8 @@ export interface operations {
                     metadata?: {
                         [key: string]: unknown;
                     };
+                } & {
+                    [key: string]: unknown;
                 };
             };
         };
@@ -6130,6 +6149,8 @@ export interface operations {
                     /** @enum {string} */
                     event: "purchase_confirmed" | "purchase_rejected" | "rejection_approved" | "settlement_held";
                     duplicate?: boolean;
+                } & {
+                    [key: string]: unknown;
                 };
             };
         };
@@ -6395,17 +6416,14 @@ export interface operations {
                  */
                 "application/json": {
                     billing_key: string;
-                    order_id: string;
                     order_name: string;
+                    order_id: string;
                     price: number;
                     tax_free?: number;
                     card_quota?: number;
                     metadata?: {
                         [key: string]: unknown;
                     };
-                    feedback_url?: string;
-                    /** @enum {string} */
-                    content_type?: "application/json" | "application/x-www-form-urlencoded";
                     /** Format: date-time */
                     reserve_execute_at: string;
                     user?: {
@@ -6414,6 +6432,9 @@ export interface operations {
                     items?: {
                         [key: string]: unknown;
                     }[];
+                    feedback_url?: string;
+                    /** @enum {string} */
+                    content_type?: "application/json" | "application/x-www-form-urlencoded";
                 } & {
                     [key: string]: unknown;
                 };
@@ -6764,10 +6785,10 @@ export interface operations {
     listSchedules: {
         parameters: {
             query?: {
-                page?: number;
-                limit?: number;
                 billing_key?: string;
                 status?: "active" | "past_due" | "paused" | "cancelled" | "completed";
+                page?: number;
+                limit?: number;
             };
             header?: never;
             path?: never;
@@ -6918,17 +6939,21 @@ export interface operations {
                     interval_count?: number;
                     /** Format: date-time */
                     start_at?: string;
-                    max_charges?: number;
                     /** Format: date-time */
                     end_at?: string;
+                    max_charges?: number;
                     retry?: {
                         delays?: (string | number)[];
                         /** @enum {string} */
                         on_exhausted?: "pause" | "cancel";
+                    } & {
+                        [key: string]: unknown;
                     };
                     metadata?: {
                         [key: string]: unknown;
                     };
+                } & {
+                    [key: string]: unknown;
                 };
             };
         };

@@ -1,10 +1,22 @@
 // Escrow: statuses and their labels, the transitions driven by the PG's buyer events, escrow_data and the
 // ESCROW_STATUS_CHANGED payload, and the request rules of shipping start and of the sandbox's payments and
-// buyer events, in the spec's order. Pure code: no I/O.
+// buyer events, in the spec's order, each field documented where it is checked (the OpenAPI document's bodies are
+// derived from them). Pure code: no I/O.
 import { z } from 'zod';
 import { ApiError } from '../platform/errors.js';
 import { formatOptionalTimestamp } from '../platform/time.js';
-import { fails, fields, isBlank, isPlainId, isRecord, notPlainId, validate } from '../platform/validation.js';
+import {
+  describeFields,
+  documented,
+  fails,
+  fields,
+  isBlank,
+  isPlainId,
+  isRecord,
+  notPlainId,
+  resourceIdDoc,
+  validate,
+} from '../platform/validation.js';
 
 export * from './status.js';
 import { BUYER_EVENTS, type BuyerEvent, EscrowStatus, escrowStatusLocale, isBuyerEvent } from './status.js';
@@ -94,47 +106,66 @@ export interface ShippingStartRequest {
 const invalid = (message: string) => fails('INVALID_REQUEST', { payloadMessage: message });
 
 function optionalString(field: string, max: number) {
-  return z
-    .custom<string>(
-      (v) => typeof v === 'string' && v.length <= max,
-      invalid(`${field} must be a string of at most ${max} characters.`),
-    )
-    .nullish()
-    .transform((v) => (v === null || v === undefined || v.trim() === '' ? undefined : v.trim()));
+  return documented(
+    z.string().max(max).optional(),
+    z
+      .custom<string>(
+        (v) => typeof v === 'string' && v.length <= max,
+        invalid(`${field} must be a string of at most ${max} characters.`),
+      )
+      .nullish()
+      .transform((v) => (v === null || v === undefined || v.trim() === '' ? undefined : v.trim())),
+  );
 }
 
 function requiredString(field: string, blank: 'RC_TRACKING_NUMBER_BLANK' | 'RC_DELIVERY_CORP_BLANK', max: number) {
-  return z
-    .custom<string>((v) => !isBlank(v), fails(blank))
-    .refine((v) => typeof v === 'string' && v.length <= max, invalid(`${field} must be a string of at most ${max} characters.`))
-    .transform((v) => v.trim());
+  return documented(
+    z.string().max(max),
+    z
+      .custom<string>((v) => !isBlank(v), fails(blank))
+      .refine((v) => typeof v === 'string' && v.length <= max, invalid(`${field} must be a string of at most ${max} characters.`))
+      .transform((v) => v.trim()),
+  );
 }
 
-const partyOf = <S extends z.core.$ZodLooseShape>(field: string, shape: S) =>
-  z
-    .custom<unknown>((v) => v === undefined || v === null || isRecord(v), invalid(`${field} must be an object.`))
-    .pipe(fields(shape));
+/** An optional object of optional fields, documented as the fields it checks. */
+const partyOf = <S extends z.core.$ZodLooseShape>(field: string, shape: S, description?: string) => {
+  const party = fields(shape);
+  const doc = describeFields([party]).optional();
+  return documented(
+    description === undefined ? doc : doc.describe(description),
+    z.custom<unknown>((v) => v === undefined || v === null || isRecord(v), invalid(`${field} must be an object.`)).pipe(party),
+  );
+};
 
 const shippingBody = fields({
   tracking_number: requiredString('tracking_number', 'RC_TRACKING_NUMBER_BLANK', 100),
   delivery_corp: requiredString('delivery_corp', 'RC_DELIVERY_CORP_BLANK', 50),
   // false is ignored: every shipping start is sent as prepaid
-  shipping_prepayment: z
-    .custom<boolean>((v) => typeof v === 'boolean', invalid('shipping_prepayment must be a boolean.'))
-    .nullish(),
-  shipping_day: z
-    .custom<number>(
-      (v) => typeof v === 'number' && Number.isInteger(v) && v >= 1 && v <= 365,
-      invalid('shipping_day must be an integer from 1 to 365.'),
-    )
-    .nullish(),
+  shipping_prepayment: documented(
+    z.boolean().optional(),
+    z.custom<boolean>((v) => typeof v === 'boolean', invalid('shipping_prepayment must be a boolean.')).nullish(),
+  ),
+  shipping_day: documented(
+    z.number().int().min(1).max(365).optional(),
+    z
+      .custom<number>(
+        (v) => typeof v === 'number' && Number.isInteger(v) && v >= 1 && v <= 365,
+        invalid('shipping_day must be an integer from 1 to 365.'),
+      )
+      .nullish(),
+  ),
   redirect_url: optionalString('redirect_url', 1000),
-  user: partyOf('user', {
-    username: optionalString('user.username', 100),
-    phone: optionalString('user.phone', 30),
-    address: optionalString('user.address', 500),
-    zipcode: optionalString('user.zipcode', 20),
-  }),
+  user: partyOf(
+    'user',
+    {
+      username: optionalString('user.username', 100),
+      phone: optionalString('user.phone', 30),
+      address: optionalString('user.address', 500),
+      zipcode: optionalString('user.zipcode', 20),
+    },
+    'the recipient; falls back to the buyer of the payment',
+  ),
   company: partyOf('company', {
     name: optionalString('company.name', 100),
     phone: optionalString('company.phone', 30),
@@ -143,6 +174,9 @@ const shippingBody = fields({
     addr2: optionalString('company.addr2', 500),
   }),
 });
+
+/** The body of PUT /v2/escrow/shipping/start/{receipt_id} as the OpenAPI document shows it. */
+export const shippingStartBody = describeFields([shippingBody]);
 
 const defined = <T extends Record<string, unknown>>(o: T): { [K in keyof T]?: Exclude<T[K], undefined> } =>
   Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as { [K in keyof T]?: Exclude<T[K], undefined> };
@@ -302,17 +336,32 @@ const won = (field: string) =>
   );
 
 const sandboxPaymentBody = fields({
-  pg: z.custom<string>((v) => typeof v === 'string' && v.trim() !== '' && v.length <= 100, fails('RC_PG_NOT_FOUND')),
-  price: won('price').refine((v) => v > 0, invalid('price must be at least 1 won.')),
-  order_id: z
-    .custom<string>((v) => !isBlank(v), fails('RC_O_ID_BLANK'))
-    .refine((v) => typeof v === 'string' && v.length <= 100, invalid('order_id must be at most 100 characters.'))
-    .refine((v) => isPlainId(v), notPlainId('order_id')),
-  order_name: z
-    .custom<string>((v) => !isBlank(v), fails('RC_NAME_BLANK'))
-    .refine((v) => typeof v === 'string' && v.length <= 200, invalid('order_name must be at most 200 characters.')),
-  tax_free: won('tax_free').nullish(),
-  escrow: z.custom<boolean>((v) => typeof v === 'boolean', invalid('escrow must be a boolean.')).nullish(),
+  pg: documented(
+    z.string().max(100),
+    z.custom<string>((v) => typeof v === 'string' && v.trim() !== '' && v.length <= 100, fails('RC_PG_NOT_FOUND')),
+  ),
+  price: documented(
+    z.number().int().min(1),
+    won('price').refine((v) => v > 0, invalid('price must be at least 1 won.')),
+  ),
+  order_id: documented(
+    z.string().max(100),
+    z
+      .custom<string>((v) => !isBlank(v), fails('RC_O_ID_BLANK'))
+      .refine((v) => typeof v === 'string' && v.length <= 100, invalid('order_id must be at most 100 characters.'))
+      .refine((v) => isPlainId(v), notPlainId('order_id')),
+  ),
+  order_name: documented(
+    z.string().max(200),
+    z
+      .custom<string>((v) => !isBlank(v), fails('RC_NAME_BLANK'))
+      .refine((v) => typeof v === 'string' && v.length <= 200, invalid('order_name must be at most 200 characters.')),
+  ),
+  tax_free: documented(z.number().int().min(0).optional(), won('tax_free').nullish()),
+  escrow: documented(
+    z.boolean().optional(),
+    z.custom<boolean>((v) => typeof v === 'boolean', invalid('escrow must be a boolean.')).nullish(),
+  ),
   user: partyOf('user', {
     username: optionalString('user.username', 100),
     phone: optionalString('user.phone', 30),
@@ -320,8 +369,14 @@ const sandboxPaymentBody = fields({
     address: optionalString('user.address', 500),
     zipcode: optionalString('user.zipcode', 20),
   }),
-  metadata: z.custom<Record<string, unknown>>((v) => isRecord(v), invalid('metadata must be an object.')).nullish(),
+  metadata: documented(
+    z.record(z.string(), z.unknown()).optional(),
+    z.custom<Record<string, unknown>>((v) => isRecord(v), invalid('metadata must be an object.')).nullish(),
+  ),
 });
+
+/** The body of POST /sandbox/v1/payments as the OpenAPI document shows it. */
+export const sandboxPaymentRequestBody = describeFields([sandboxPaymentBody]);
 
 /** POST /sandbox/v1/payments {pg, price, order_id, order_name, tax_free?, escrow?, user?, metadata?}. */
 export function parseSandboxPayment(rawBody: unknown): SandboxPaymentRequest {
@@ -353,16 +408,39 @@ export interface SandboxBuyerEventRequest {
   readonly duplicate: boolean;
 }
 
+const buyerEventBody = fields({
+  event: documented(
+    z.enum(BUYER_EVENTS),
+    z.custom<BuyerEvent>(isBuyerEvent, invalid(`event must be one of ${BUYER_EVENTS.join(', ')}.`)),
+  ),
+  duplicate: documented(
+    z.boolean().optional(),
+    z.custom<boolean | undefined>((v) => v === undefined || typeof v === 'boolean', invalid('duplicate must be a boolean.')),
+  ),
+});
+
+/** The body of POST /sandbox/v1/escrow/{receipt_id}/events as the OpenAPI document shows it. */
+export const sandboxBuyerEventBody = describeFields([buyerEventBody]);
+
 /** POST /sandbox/v1/escrow/{receipt_id}/events {event, duplicate?}: an unknown event name is 9400. */
 export function parseSandboxBuyerEvent(rawBody: unknown): SandboxBuyerEventRequest {
-  const body = isRecord(rawBody) ? rawBody : {};
-  if (!isBuyerEvent(body.event)) {
-    throw new ApiError('INVALID_REQUEST', { payloadMessage: `event must be one of ${BUYER_EVENTS.join(', ')}.` });
-  }
-  if (body.duplicate !== undefined && typeof body.duplicate !== 'boolean') {
-    throw new ApiError('INVALID_REQUEST', { payloadMessage: 'duplicate must be a boolean.' });
-  }
+  const body = validate(buyerEventBody, rawBody);
   return { event: body.event, duplicate: body.duplicate === true };
+}
+
+const pgRequestsQuery = fields({
+  receipt_id: documented(
+    resourceIdDoc,
+    z.custom<string>((v) => typeof v === 'string' && v !== '', fails('RC_NOT_FOUND')),
+  ),
+});
+
+/** The query of GET /sandbox/v1/pg-requests as the OpenAPI document shows it. */
+export const pgRequestsQueryDoc = describeFields([pgRequestsQuery]);
+
+/** GET /sandbox/v1/pg-requests ?receipt_id: missing or empty is RC_NOT_FOUND (so is any id that names nothing). */
+export function parsePgRequestsQuery(query: unknown): { receiptId: string } {
+  return { receiptId: validate(pgRequestsQuery, query).receipt_id };
 }
 
 /** The default hours without a PG notification (in 3 or -2) before the workflow asks the PG. */

@@ -6,7 +6,13 @@ export { cardGatewayFor, gatewayFailure, isFinalRefusal } from './failures.js';
 export { describeTransportError, readBounded } from './http-client.js';
 export { createGatewayRegistry } from './registry.js';
 export { fetchSandboxPgRequests, sendSandboxBuyerEvent } from './sandbox-escrow-control.js';
-export { createSandboxFaultService, type SandboxFaultService } from './sandbox-faults.js';
+export {
+  createSandboxFaultService,
+  faultKindDoc,
+  faultOperationDoc,
+  type SandboxFaultService,
+  sandboxFaultBody,
+} from './sandbox-faults.js';
 export { fetchSandboxSms, type SandboxSms } from './sandbox-inbox.js';
 export {
   type ChargeResult,

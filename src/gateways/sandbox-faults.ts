@@ -1,14 +1,18 @@
 // Sandbox faults for merchants' own tests (sandbox mode): a project arms a fault on its next `count` calls
 // of one sandbox PG operation, lists and disarms its faults. The faults live in the sandbox PG (its one
 // fault board, src/sandbox/faults.ts) under the project's application_id, the merchant id paygate's
-// adapters give the PG, so they touch no other project's calls. Bad input arms nothing.
+// adapters give the PG, so they touch no other project's calls. Bad input arms nothing. The body's fields are
+// documented where they are checked (the OpenAPI document's body is derived from them).
+import { z } from 'zod';
 import { ApiError } from '../platform/errors.js';
 import { formatTimestamp } from '../platform/time.js';
+import { describeFields, documented, fails, failsWith, fields, isRecord, validate } from '../platform/validation.js';
 import {
   armSandboxFault,
   type ArmedSandboxFault,
   disarmSandboxFaults,
   FAULT_KIND_WIRE,
+  FAULT_OPERATION_WIRE,
   type FaultKind,
   type FaultOperation,
   listSandboxFaults,
@@ -28,7 +32,14 @@ export const SANDBOX_FAULT_OPERATIONS: Readonly<Record<string, readonly FaultOpe
 };
 export const MAX_FAULT_COUNT = 100;
 export const MAX_ARMED_FAULTS_PER_PROJECT = 100;
-const FIELDS = new Set(['pg', 'operation', 'fault', 'count']);
+
+/** The documentation of a fault's operation and kind, in the request and in the answers. */
+export const faultOperationDoc = z.enum(Object.keys(FAULT_OPERATION_WIRE) as [FaultOperation, ...FaultOperation[]]);
+export const faultKindDoc = z
+  .enum(Object.keys(FAULT_KIND_WIRE) as [FaultKind, ...FaultKind[]])
+  .describe(
+    'timeout: held past the timeout, then executed; error: HTTP 500, nothing executed; lost_response: executed, no answer; drop: escrow_notification only, never sent',
+  );
 
 export interface SandboxFaultView {
   readonly fault_id: string;
@@ -56,19 +67,46 @@ const view = (f: ArmedSandboxFault): SandboxFaultView => ({
   created_at: formatTimestamp(f.createdAt),
 });
 
-function parseFault(project: Project, body: unknown): { pg: string; operation: FaultOperation; fault: FaultKind; count: number } {
-  const invalid = (payloadMessage: string) => new ApiError('SANDBOX_FAULT_INVALID', { payloadMessage });
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw invalid('the body must be a JSON object');
-  const fields = body as Record<string, unknown>;
-  const unknown = Object.keys(fields).find((k) => !FIELDS.has(k));
-  if (unknown !== undefined) throw invalid(`unknown field ${unknown}`);
-  const { pg, operation, fault, count = 1 } = fields;
-  if (typeof pg !== 'string' || pg === '') throw invalid('pg is required');
-  if (typeof operation !== 'string' || operation === '') throw invalid('operation is required');
-  if (typeof fault !== 'string' || fault === '') throw invalid('fault is required');
-  if (typeof count !== 'number' || !Number.isInteger(count) || count < 1 || count > MAX_FAULT_COUNT) {
-    throw invalid(`count must be a whole number from 1 to ${MAX_FAULT_COUNT}`);
-  }
+const invalid = (payloadMessage: string) => fails('SANDBOX_FAULT_INVALID', { payloadMessage });
+
+const required = (field: string) =>
+  z.custom<string>((value) => typeof value === 'string' && value !== '', invalid(`${field} is required`));
+
+const faultShape = {
+  pg: documented(z.string(), required('pg')),
+  operation: documented(faultOperationDoc, required('operation')),
+  fault: documented(faultKindDoc, required('fault')),
+  count: documented(
+    z.number().int().min(1).max(MAX_FAULT_COUNT).optional().describe('the next count calls fail (default 1)'),
+    z
+      .custom<number | undefined>(
+        (count) =>
+          count === undefined || (typeof count === 'number' && Number.isInteger(count) && count >= 1 && count <= MAX_FAULT_COUNT),
+        invalid(`count must be a whole number from 1 to ${MAX_FAULT_COUNT}`),
+      )
+      .transform((count) => count ?? 1),
+  ),
+};
+const faultFields = fields(faultShape);
+
+const faultBody = z
+  .custom<unknown>(isRecord, invalid('the body must be a JSON object'))
+  .superRefine(
+    failsWith('SANDBOX_FAULT_INVALID', (body: unknown) => {
+      const unknown = Object.keys(body as Record<string, unknown>).find((key) => !Object.hasOwn(faultShape, key));
+      return unknown === undefined ? undefined : { payloadMessage: `unknown field ${unknown}` };
+    }),
+  )
+  .pipe(faultFields);
+
+/** The body of POST /sandbox/v1/faults as the OpenAPI document shows it: nothing else is accepted. */
+export const sandboxFaultBody = describeFields([faultFields], { strict: true });
+
+export function parseFault(
+  project: Project,
+  body: unknown,
+): { pg: string; operation: FaultOperation; fault: FaultKind; count: number } {
+  const { pg, operation, fault, count } = validate(faultBody, body);
   const operations = Object.hasOwn(SANDBOX_FAULT_OPERATIONS, pg) ? SANDBOX_FAULT_OPERATIONS[pg] : undefined;
   if (operations === undefined || !project.pgs.includes(pg)) {
     throw new ApiError('SANDBOX_FAULT_PG_UNKNOWN', { message: `'${pg}' is not a sandbox PG of this project.` });

@@ -1,4 +1,5 @@
-// Key-in billing rules: request validation in a fixed, documented order, the issuance response
+// Key-in billing rules: request validation in a fixed, documented order (each field documented where it is
+// first checked: the OpenAPI document's request bodies are derived from these stages), the issuance response
 // shape, and the derived idempotency keys sent to gateways. Pure code: no I/O.
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
@@ -14,7 +15,17 @@ import {
 import type { ErrorName } from '../platform/errors.js';
 import { formatTimestamp } from '../platform/time.js';
 import { BILLING_KEY_ISSUED, isResourceId, statusLocale } from './receipt-rules.js';
-import { fails, fields, isBlank, isPlainId, isRecord, notPlainId, validate } from '../platform/validation.js';
+import {
+  describeFields,
+  documented,
+  fails,
+  fields,
+  isBlank,
+  isPlainId,
+  isRecord,
+  notPlainId,
+  validate,
+} from '../platform/validation.js';
 
 /** The only method that can issue a billing key over REST. */
 export const KEY_IN_METHOD = '카드자동(REST)';
@@ -47,8 +58,14 @@ export interface PgSelection {
 
 // pg's length is checked only once the method is known to be the REST one.
 const pgAndMethod = fields({
-  pg: z.custom<string>((pg) => typeof pg === 'string' && pg.trim() !== '', fails('SUBSCRIBE_NEED_PG_METHOD')),
-  method: z.custom<typeof KEY_IN_METHOD>((method) => method === KEY_IN_METHOD, fails('RC_ONLY_REST_API')),
+  pg: documented(
+    z.string().max(MAX_ID_LENGTH),
+    z.custom<string>((pg) => typeof pg === 'string' && pg.trim() !== '', fails('SUBSCRIBE_NEED_PG_METHOD')),
+  ),
+  method: documented(
+    z.literal(KEY_IN_METHOD),
+    z.custom<typeof KEY_IN_METHOD>((method) => method === KEY_IN_METHOD, fails('RC_ONLY_REST_API')),
+  ),
 }).refine((body) => body.pg.length <= MAX_ID_LENGTH, invalid(`pg is longer than ${MAX_ID_LENGTH} characters.`));
 
 /**
@@ -76,13 +93,22 @@ export interface BillingKeyRequest {
 // The issuance checks come in three stages, as the spec orders them: every blank first, then the card
 // itself (month range before the local refusals, expiry last), then the merchant's own fields.
 const issuanceBlanks = fields({
-  card_no: requiredString('card_no', 'SUBSCRIBE_CARD_NO_BLANK'),
-  card_pw: requiredString('card_pw', 'SUBSCRIBE_CARD_PW_BLANK'),
-  card_identity_no: requiredString('card_identity_no', 'SUBSCRIBE_CARD_IDENTITY_BLANK'),
-  card_expire_year: requiredString('card_expire_year', 'SUBSCRIBE_CARD_EX_YEAR_BLANK'),
-  card_expire_month: requiredString('card_expire_month', 'SUBSCRIBE_CARD_EX_MONTH_BLANK'),
-  order_name: requiredString('order_name', 'RC_NAME_BLANK'),
-  subscription_id: requiredString('subscription_id', 'RC_O_ID_BLANK'),
+  card_no: documented(
+    z.string().describe('15-16 digits, no separators; never stored or logged'),
+    requiredString('card_no', 'SUBSCRIBE_CARD_NO_BLANK'),
+  ),
+  card_pw: documented(
+    z.string().describe('the first 2 digits of the card password'),
+    requiredString('card_pw', 'SUBSCRIBE_CARD_PW_BLANK'),
+  ),
+  card_identity_no: documented(
+    z.string().describe('6-digit birth date or 10-digit business registration number'),
+    requiredString('card_identity_no', 'SUBSCRIBE_CARD_IDENTITY_BLANK'),
+  ),
+  card_expire_year: documented(z.string().describe('YY'), requiredString('card_expire_year', 'SUBSCRIBE_CARD_EX_YEAR_BLANK')),
+  card_expire_month: documented(z.string().describe('MM'), requiredString('card_expire_month', 'SUBSCRIBE_CARD_EX_MONTH_BLANK')),
+  order_name: documented(z.string().max(MAX_NAME_LENGTH), requiredString('order_name', 'RC_NAME_BLANK')),
+  subscription_id: documented(z.string().max(MAX_ID_LENGTH), requiredString('subscription_id', 'RC_O_ID_BLANK')),
 });
 
 const cardRules = fields({
@@ -121,8 +147,11 @@ const verificationOption = z
 const issuanceMerchantFields = fields({
   subscription_id: atMost('subscription_id', MAX_ID_LENGTH).refine(isPlainId, notPlainId('subscription_id')),
   order_name: atMost('order_name', MAX_NAME_LENGTH),
-  extra: verificationOption,
+  extra: documented(z.looseObject({ subscribe_test_payment: z.boolean().nullish() }).nullish(), verificationOption),
 });
+
+/** The body of POST /v2/request/subscribe as the OpenAPI document shows it: the fields of both steps. */
+export const billingKeyRequestBody = describeFields([pgAndMethod, issuanceBlanks, cardRules, issuanceMerchantFields]);
 
 /**
  * Step 2 of POST /v2/request/subscribe, after the PG is known:
@@ -246,15 +275,24 @@ function nonNegativeWon(field: string) {
 
 // The identifiers and amounts first (tax_free against price once both are known), then the rest.
 const chargeAmounts = fields({
-  billing_key: requiredString('billing_key', 'SUBSCRIBE_BK_NOT_FOUND').refine(isResourceId, fails('SUBSCRIBE_BK_NOT_FOUND')),
-  order_name: requiredString('order_name', 'RC_NAME_BLANK'),
-  order_id: requiredString('order_id', 'RC_O_ID_BLANK'),
-  price: nonNegativeWon('price')
-    .refine((price) => price !== 0, invalid('price must be at least 1 won.'))
-    .refine((price) => price <= MAX_PRICE_WON, invalid(`price must be at most ${MAX_PRICE_WON} won.`)),
-  tax_free: nonNegativeWon('tax_free')
-    .nullish()
-    .transform((taxFree) => taxFree ?? 0),
+  billing_key: documented(
+    z.string(),
+    requiredString('billing_key', 'SUBSCRIBE_BK_NOT_FOUND').refine(isResourceId, fails('SUBSCRIBE_BK_NOT_FOUND')),
+  ),
+  order_name: documented(z.string().max(MAX_NAME_LENGTH), requiredString('order_name', 'RC_NAME_BLANK')),
+  order_id: documented(z.string().max(MAX_ID_LENGTH).describe('unique per project'), requiredString('order_id', 'RC_O_ID_BLANK')),
+  price: documented(
+    z.number().int().min(1).max(MAX_PRICE_WON),
+    nonNegativeWon('price')
+      .refine((price) => price !== 0, invalid('price must be at least 1 won.'))
+      .refine((price) => price <= MAX_PRICE_WON, invalid(`price must be at most ${MAX_PRICE_WON} won.`)),
+  ),
+  tax_free: documented(
+    z.number().int().min(0).optional(),
+    nonNegativeWon('tax_free')
+      .nullish()
+      .transform((taxFree) => taxFree ?? 0),
+  ),
 }).refine((charge) => charge.tax_free <= charge.price, invalid('tax_free cannot exceed price.'));
 
 /** Instalment months, 0 to 24, as a number or its digits ('03'); absent, null or '' is a lump sum. */
@@ -283,9 +321,12 @@ const metadata = z
 const chargeOptions = fields({
   order_name: atMost('order_name', MAX_NAME_LENGTH),
   order_id: atMost('order_id', MAX_ID_LENGTH).refine(isPlainId, notPlainId('order_id')),
-  card_quota: quota,
-  metadata,
+  card_quota: documented(z.number().int().min(0).max(24).optional().describe('instalment months; 0 or absent = lump sum'), quota),
+  metadata: documented(z.record(z.string(), z.unknown()).optional(), metadata),
 });
+
+/** The stages of a charge's fields, in order: for the documentation of the bodies that carry a charge. */
+export const chargeRequestStages = [chargeAmounts, chargeOptions] as const;
 
 /**
  * POST /v2/subscribe/payment: billing_key blank -> 2309; order_name blank -> 2003; order_id blank

@@ -6,7 +6,7 @@ import type { MaskedCard } from './card.js';
 import type { EscrowData } from '../escrow/rules.js';
 import { ApiError } from '../platform/errors.js';
 import { formatOptionalTimestamp, formatTimestamp } from '../platform/time.js';
-import { fails, fields, isPlainId, isRecord, notPlainId, validate } from '../platform/validation.js';
+import { describeFields, documented, fails, fields, isPlainId, isRecord, notPlainId, validate } from '../platform/validation.js';
 
 /** Charge accepted locally, gateway answer not yet recorded (a retry with the same order_id re-drives it). */
 export const PAYMENT_PENDING = 0;
@@ -183,22 +183,40 @@ function optionalText(field: string, max: number) {
 }
 
 const cancelBody = fields({
-  receipt_id: z
-    .custom<string>(
-      (id) => typeof id === 'string' && id.trim() !== '',
-      fails('RC_NOT_FOUND', { message: 'receipt_id is required.' }),
-    )
-    .refine(isResourceId, fails('RC_NOT_FOUND')),
-  cancel_username: optionalText('cancel_username', MAX_CANCEL_ID_LENGTH),
-  refund: z.custom(isRecord, invalid('refund must be an object.')).nullish(),
-  cancel_price: optionalWon('cancel_price'),
-  cancel_tax_free: optionalWon('cancel_tax_free', { zero: true }),
-  cancel_id: optionalText('cancel_id', MAX_CANCEL_ID_LENGTH).refine(
-    (id) => id === undefined || isPlainId(id),
-    notPlainId('cancel_id'),
+  receipt_id: documented(
+    z.string(),
+    z
+      .custom<string>(
+        (id) => typeof id === 'string' && id.trim() !== '',
+        fails('RC_NOT_FOUND', { message: 'receipt_id is required.' }),
+      )
+      .refine(isResourceId, fails('RC_NOT_FOUND')),
   ),
-  cancel_message: optionalText('cancel_message', MAX_CANCEL_MESSAGE_LENGTH),
+  cancel_username: documented(
+    z.string().max(MAX_CANCEL_ID_LENGTH).optional(),
+    optionalText('cancel_username', MAX_CANCEL_ID_LENGTH),
+  ),
+  refund: documented(
+    z.record(z.string(), z.unknown()).optional().describe('accepted and not kept: a card refund goes back to the card'),
+    z.custom(isRecord, invalid('refund must be an object.')).nullish(),
+  ),
+  cancel_price: documented(
+    z.number().int().min(1).optional().describe('omitted = everything that remains'),
+    optionalWon('cancel_price'),
+  ),
+  cancel_tax_free: documented(z.number().int().min(0).optional(), optionalWon('cancel_tax_free', { zero: true })),
+  cancel_id: documented(
+    z.string().max(MAX_CANCEL_ID_LENGTH).optional().describe('makes the cancel idempotent'),
+    optionalText('cancel_id', MAX_CANCEL_ID_LENGTH).refine((id) => id === undefined || isPlainId(id), notPlainId('cancel_id')),
+  ),
+  cancel_message: documented(
+    z.string().max(MAX_CANCEL_MESSAGE_LENGTH).optional(),
+    optionalText('cancel_message', MAX_CANCEL_MESSAGE_LENGTH),
+  ),
 });
+
+/** The body of POST /v2/cancel as the OpenAPI document shows it. */
+export const cancelRequestBody = describeFields([cancelBody]);
 
 /**
  * POST /v2/cancel body. receipt_id blank -> RC_NOT_FOUND; wrong types or over-long strings ->

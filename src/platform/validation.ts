@@ -1,6 +1,8 @@
 // Validation at the edge: a zod schema's issues become one catalog error. A check that is itself a spec
 // rule says which catalog error it is (`fails(...)`); otherwise the error is chosen per field so the
-// spec's codes (blank vs invalid) come out in the order the spec checks fields. Pure code.
+// spec's codes (blank vs invalid) come out in the order the spec checks fields. Each field's first check
+// also carries its documentation (`documented(...)`), from which `describeFields` derives the schema the
+// OpenAPI document shows: a body's fields are written once, where they are checked. Pure code.
 import { z } from 'zod';
 import { ApiError, type ErrorName, isErrorName } from './errors.js';
 
@@ -82,6 +84,97 @@ export function fields<S extends z.core.$ZodLooseShape>(shape: S) {
     return { ...body, ...Object.fromEntries(Object.keys(shape).map((key) => [key, body[key]])) };
   }, z.looseObject(shape));
 }
+
+/**
+ * A check whose catalog failure depends on the value (a name or a reason in the text): `texts(value)` answers
+ * undefined when the value passes. For `.superRefine(failsWith(...))`; aborts like `fails()`.
+ */
+export function failsWith<T>(error: ErrorName, texts: (value: T) => Omit<CatalogFailure, 'error'> | undefined) {
+  return (value: T, ctx: z.RefinementCtx<T>) => {
+    const found = texts(value);
+    if (found === undefined) return;
+    const failure: CatalogFailure = { error, ...found };
+    ctx.addIssue({ code: 'custom', message: found.message ?? error, params: { catalog: failure }, continue: false });
+  };
+}
+
+// ---- documentation: each field once, where it is checked
+
+/** The documentation of the checks that carry one, set by documented(). */
+const fieldDocs = new WeakMap<z.ZodType, z.ZodType>();
+/** Every documentation describeFields / describeOneOf derived. */
+const derivedDocs = new WeakSet<z.ZodType>();
+
+/** Whether `schema` is a documentation derived from checks (describeFields, describeOneOf), not written apart. */
+export function isDerivedDoc(schema: z.ZodType): boolean {
+  return derivedDocs.has(schema);
+}
+
+/**
+ * A field's check with its documentation: the shape a client sends (type, limits, optional or not, a description),
+ * as a zod schema that JSON Schema can express. Put it on the field's first check (a field checked in several
+ * stages is documented once); `describeFields` gathers it. Returns the check itself, unchanged.
+ */
+export function documented<C extends z.ZodType>(doc: z.ZodType, check: C): C {
+  fieldDocs.set(check, doc);
+  return check;
+}
+
+/** The fields a stage reads: fields({...}) or z.object({...}), refined, transformed or piped into. */
+function shapeOf(stage: z.ZodType): Readonly<Record<string, z.ZodType>> | undefined {
+  if (stage instanceof z.ZodObject) return stage.shape as Record<string, z.ZodType>;
+  if (stage instanceof z.ZodPipe) return shapeOf(stage.out as z.ZodType) ?? shapeOf(stage.in as z.ZodType);
+  return undefined;
+}
+
+/**
+ * The documentation of a body (or a query) checked by `stages`: an object of every field the stages read, in the
+ * order they first read it, each with the documentation of its documented() check. Loose, since fields() ignores
+ * the keys it does not read; `strict` for a body whose checks refuse them. A field read but documented nowhere,
+ * or documented twice, throws: when the rules module loads, so such a module never runs.
+ */
+export function describeFields(stages: readonly z.ZodType[], options: { readonly strict?: boolean } = {}) {
+  const order: string[] = [];
+  const docs = new Map<string, z.ZodType>();
+  for (const stage of stages) {
+    const shape = shapeOf(stage);
+    if (shape === undefined) throw new Error('describeFields: a stage without fields');
+    for (const [field, check] of Object.entries(shape)) {
+      if (!order.includes(field)) order.push(field);
+      const doc = fieldDocs.get(check);
+      if (doc === undefined) continue;
+      if (docs.has(field)) throw new Error(`describeFields: ${field} is documented twice`);
+      docs.set(field, doc);
+    }
+  }
+  const undocumented = order.filter((field) => !docs.has(field));
+  if (undocumented.length > 0) throw new Error(`describeFields: no documentation for ${undocumented.join(', ')}`);
+  const shape = Object.fromEntries(order.map((field) => [field, docs.get(field)!]));
+  const doc = options.strict ? z.strictObject(shape) : z.looseObject(shape);
+  derivedDocs.add(doc);
+  return doc;
+}
+
+/**
+ * The documentation of a body that gives exactly one of the fields `stages` read, and nothing else: one strict
+ * object per field, each with that field's documentation.
+ */
+export function describeOneOf(stages: readonly z.ZodType[]) {
+  const options = Object.entries(describeFields(stages).shape).map(([field, doc]) => z.strictObject({ [field]: doc }));
+  if (options.length < 2) throw new Error('describeOneOf: fewer than two fields');
+  const doc = z.union(options as [z.ZodObject, z.ZodObject, ...z.ZodObject[]]);
+  derivedDocs.add(doc);
+  return doc;
+}
+
+/** The documentation of every time the API reads or writes: ISO 8601 with an offset. */
+export const timestampDoc = z.iso.datetime({ offset: true }).describe('ISO 8601 with offset, e.g. 2026-11-25T08:58:23+09:00');
+
+/** The documentation of paygate's ids (receipts, billing keys, reserves, ...). */
+export const resourceIdDoc = z
+  .string()
+  .regex(/^[0-9a-f]{24}$/)
+  .describe('24 hexadecimal characters');
 
 function describeIssue(issue: IssueLike): string {
   const path = issue.path.map(String).join('.');

@@ -1,5 +1,6 @@
 // Legacy access tokens: POST /v2/request/token trades (application_id, private_key) for a 30-minute
 // Bearer token.
+import { z } from 'zod';
 import { assertIpAllowed, keyExpired } from './access.js';
 import { ApiError } from '../platform/errors.js';
 import { keyAccepted } from './key-rotation.js';
@@ -8,6 +9,12 @@ import { ACCESS_TOKEN_TTL_MINUTES } from './access-tokens-store.js';
 import { projectKey } from './store.js';
 import type { AccessTokenStore } from './access-tokens-store.js';
 import type { ProjectStore } from './store.js';
+
+/** The body of POST /v2/request/token: validates it (9400) and is its documentation. */
+export const tokenRequestSchema = z.object({
+  application_id: z.string().trim().min(1).max(100),
+  private_key: z.string().min(1).max(200),
+});
 
 export interface AccessTokenGrant {
   readonly access_token: string;

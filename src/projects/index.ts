@@ -2,7 +2,7 @@
 // dashboard, the composition root, the CLI) may use of it. Its pure rules (access.ts, key-rotation.ts,
 // scopes.ts) are imported where they stand: they are workflow-safe, and this module pulls in the stores and
 // the services.
-export { createAccessTokenService, type AccessTokenService } from './access-tokens.js';
+export { createAccessTokenService, type AccessTokenService, tokenRequestSchema } from './access-tokens.js';
 export { createAccessTokenStore, type AccessTokenStore } from './access-tokens-store.js';
 export {
   createProjectService,

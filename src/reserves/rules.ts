@@ -1,10 +1,11 @@
 // Reserved charges (extensions.md, "Scheduled (reserved) charges"): the request rules, the statuses and the
 // response shape. The charge fields are the charge request's own (parseChargeRequest), so a reserve accepts
-// exactly what POST /v2/subscribe/payment accepts; the reserve adds its execution time, user and items.
+// exactly what POST /v2/subscribe/payment accepts; the reserve adds its execution time, user and items, each
+// documented where it is checked (the OpenAPI document's body is derived from these stages).
+import { z } from 'zod';
 import { type ChargeParams, parseChargeRequest } from '../payments/billing-rules.js';
-import { ApiError } from '../platform/errors.js';
 import { formatOptionalTimestamp, formatTimestamp } from '../platform/time.js';
-import { isRecord } from '../platform/validation.js';
+import { documented, fails, fields, isRecord, timestampDoc, validate } from '../platform/validation.js';
 
 export const RESERVE_STATUSES = ['reserved', 'executing', 'paid', 'failed', 'revoked'] as const;
 export type ReserveStatus = (typeof RESERVE_STATUSES)[number];
@@ -25,31 +26,51 @@ export interface ReserveRequest {
 /** ISO 8601 with a date, a time and an offset (Z or ±hh:mm); anything else is not a point in time. */
 const ISO_INSTANT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/;
 
-function parseExecuteAt(value: unknown, now: Date): Date {
-  if (typeof value !== 'string' || !ISO_INSTANT.test(value.trim())) {
-    throw new ApiError('RESERVE_EXECUTE_AT_INVALID', {
-      payloadMessage: 'reserve_execute_at must be an ISO 8601 time with an offset, e.g. 2026-01-31T09:00:00+09:00',
-    });
-  }
-  const at = new Date(value.trim());
-  if (Number.isNaN(at.getTime())) {
-    throw new ApiError('RESERVE_EXECUTE_AT_INVALID', { payloadMessage: 'reserve_execute_at is not a valid time' });
-  }
-  if (at.getTime() <= now.getTime()) {
-    throw new ApiError('RESERVE_EXECUTE_AT_INVALID', { payloadMessage: 'reserve_execute_at is in the past' });
-  }
-  if (at.getTime() > now.getTime() + MAX_RESERVE_AHEAD_MS) {
-    throw new ApiError('RESERVE_EXECUTE_AT_INVALID', { payloadMessage: 'reserve_execute_at is more than 1 year ahead' });
-  }
-  return at;
+const notExecutable = (payloadMessage: string) => fails('RESERVE_EXECUTE_AT_INVALID', { payloadMessage });
+const invalid = (payloadMessage: string) => fails('INVALID_REQUEST', { payloadMessage });
+
+const executeAt = fields({
+  reserve_execute_at: documented(
+    timestampDoc.describe('after now, at most 1 year ahead'),
+    z
+      .custom<string>(
+        (value) => typeof value === 'string' && ISO_INSTANT.test(value.trim()),
+        notExecutable('reserve_execute_at must be an ISO 8601 time with an offset, e.g. 2026-01-31T09:00:00+09:00'),
+      )
+      .transform((value) => new Date(value.trim()))
+      .refine((at) => !Number.isNaN(at.getTime()), notExecutable('reserve_execute_at is not a valid time')),
+  ),
+});
+
+const executeAtFrom = (now: Date) =>
+  executeAt
+    .refine((body) => body.reserve_execute_at.getTime() > now.getTime(), notExecutable('reserve_execute_at is in the past'))
+    .refine(
+      (body) => body.reserve_execute_at.getTime() <= now.getTime() + MAX_RESERVE_AHEAD_MS,
+      notExecutable('reserve_execute_at is more than 1 year ahead'),
+    );
+
+/** A JSON value of at most `maxBytes` as UTF-8 JSON text, kept as given; absent or null is none. */
+function bounded<T>(check: z.ZodType<T>, field: string, maxBytes: number) {
+  return check
+    .refine((value) => Buffer.byteLength(JSON.stringify(value)) <= maxBytes, invalid(`${field} is larger than ${maxBytes} bytes`))
+    .nullish()
+    .transform((value) => value ?? undefined);
 }
 
-function boundedJson<T>(value: T, field: string, maxBytes: number): T {
-  if (Buffer.byteLength(JSON.stringify(value)) > maxBytes) {
-    throw new ApiError('INVALID_REQUEST', { payloadMessage: `${field} is larger than ${maxBytes} bytes` });
-  }
-  return value;
-}
+const extras = fields({
+  user: documented(
+    z.record(z.string(), z.unknown()).optional(),
+    bounded(z.custom<Record<string, unknown>>(isRecord, invalid('user must be an object')), 'user', MAX_USER_BYTES),
+  ),
+  items: documented(
+    z.array(z.record(z.string(), z.unknown())).optional(),
+    bounded(z.custom<unknown[]>(Array.isArray, invalid('items must be an array')), 'items', MAX_ITEMS_BYTES),
+  ),
+});
+
+/** The stages of a reserve's own fields, after the charge's: for the documentation of its body. */
+export const reserveRequestStages = [executeAt, extras] as const;
 
 /**
  * POST /v2/subscribe/payment/reserve: the charge's checks first, in the charge's order (2309, 2003, 2005,
@@ -58,19 +79,9 @@ function boundedJson<T>(value: T, field: string, maxBytes: number): T {
  */
 export function parseReserveRequest(rawBody: unknown, now: Date): ReserveRequest {
   const charge = parseChargeRequest(rawBody);
-  const body = isRecord(rawBody) ? rawBody : {};
-  const executeAt = parseExecuteAt(body.reserve_execute_at, now);
-  let user: Record<string, unknown> | undefined;
-  if (body.user !== undefined && body.user !== null) {
-    if (!isRecord(body.user)) throw new ApiError('INVALID_REQUEST', { payloadMessage: 'user must be an object' });
-    user = boundedJson(body.user, 'user', MAX_USER_BYTES);
-  }
-  let items: unknown[] | undefined;
-  if (body.items !== undefined && body.items !== null) {
-    if (!Array.isArray(body.items)) throw new ApiError('INVALID_REQUEST', { payloadMessage: 'items must be an array' });
-    items = boundedJson(body.items, 'items', MAX_ITEMS_BYTES);
-  }
-  return { charge, executeAt, user, items };
+  const { reserve_execute_at: executeAtTime } = validate(executeAtFrom(now), rawBody);
+  const { user, items } = validate(extras, rawBody);
+  return { charge, executeAt: executeAtTime, user, items };
 }
 
 export interface ReserveView {

@@ -1,8 +1,18 @@
 // Subscription schedules (paygate's own API, issue 12): the request rules, the Asia/Seoul billing calendar and
 // the response shapes. Pure: the workflow computes its due times with these functions too.
+import { z } from 'zod';
 import { ApiError } from '../platform/errors.js';
 import { formatOptionalTimestamp, formatTimestamp } from '../platform/time.js';
-import { isRecord } from '../platform/validation.js';
+import {
+  describeFields,
+  documented,
+  fails,
+  failsWith,
+  fields,
+  isRecord,
+  timestampDoc,
+  validate,
+} from '../platform/validation.js';
 
 export const SCHEDULE_INTERVALS = ['day', 'week', 'month', 'year'] as const;
 export type ScheduleInterval = (typeof SCHEDULE_INTERVALS)[number];
@@ -81,23 +91,28 @@ export function upcoming(plan: SchedulePlan, period: number, chargesMade: number
 }
 
 // ---- requests
+// Every field is checked, and documented, where its stage reads it: the OpenAPI document's bodies and queries are
+// derived from these stages. The stages run in the order the checks always ran: amounts, the calendar, end_at
+// (after start_at), then the rest; each error is 9400 naming the field (the billing key's is 2309).
 
 const ISO_INSTANT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/;
 const ISO_DURATION = /^P(?:(\d+)W)?(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+)S)?)?$/;
 
-const invalid = (payloadMessage: string) => new ApiError('INVALID_REQUEST', { payloadMessage });
+const invalid = (payloadMessage: string) => fails('INVALID_REQUEST', { payloadMessage });
 
-function parseInstant(value: unknown, field: string): Date {
-  if (typeof value !== 'string' || !ISO_INSTANT.test(value.trim())) {
-    throw invalid(`${field} must be an ISO 8601 time with an offset, e.g. 2027-01-31T09:00:00+09:00`);
-  }
-  const at = new Date(value.trim());
-  if (Number.isNaN(at.getTime())) throw invalid(`${field} is not a valid time`);
-  return at;
+/** An ISO 8601 time with an offset, as a Date. */
+function instant(field: string) {
+  return z
+    .custom<string>(
+      (value) => typeof value === 'string' && ISO_INSTANT.test(value.trim()),
+      invalid(`${field} must be an ISO 8601 time with an offset, e.g. 2027-01-31T09:00:00+09:00`),
+    )
+    .transform((value) => new Date(value.trim()))
+    .refine((at) => !Number.isNaN(at.getTime()), invalid(`${field} is not a valid time`));
 }
 
-/** A retry delay: positive seconds, or an ISO 8601 duration (P1D, PT12H, P1W, ...). */
-export function parseDelaySeconds(value: unknown): number {
+/** A retry delay in seconds: positive seconds, or an ISO 8601 duration (P1D, PT12H, P1W, ...); undefined otherwise. */
+function delaySeconds(value: unknown): number | undefined {
   if (typeof value === 'number') {
     if (Number.isInteger(value) && value > 0) return value;
   } else if (typeof value === 'string') {
@@ -108,29 +123,159 @@ export function parseDelaySeconds(value: unknown): number {
       if (seconds > 0) return seconds;
     }
   }
-  throw invalid('retry.delays must be positive seconds or ISO 8601 durations (P1D, PT12H)');
+  return undefined;
 }
 
-function positiveWon(value: unknown, field: string): number {
-  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value <= 0)
-    throw invalid(`${field} must be a positive integer`);
-  return value;
+const BAD_DELAY = 'retry.delays must be positive seconds or ISO 8601 durations (P1D, PT12H)';
+
+/** A retry delay: positive seconds, or an ISO 8601 duration (P1D, PT12H, P1W, ...). */
+export function parseDelaySeconds(value: unknown): number {
+  const seconds = delaySeconds(value);
+  if (seconds === undefined) throw new ApiError('INVALID_REQUEST', { payloadMessage: BAD_DELAY });
+  return seconds;
 }
 
-function orderName(value: unknown): string {
-  if (typeof value !== 'string' || value.trim() === '' || value.length > MAX_ORDER_NAME_LENGTH) {
-    throw invalid(`order_name must be text of 1-${MAX_ORDER_NAME_LENGTH} characters`);
-  }
-  return value;
-}
+const positiveWon = (field: string) =>
+  z.custom<number>(
+    (value) => typeof value === 'number' && Number.isSafeInteger(value) && value > 0,
+    invalid(`${field} must be a positive integer`),
+  );
 
-function metadata(value: unknown): Record<string, unknown> | undefined {
-  if (value === undefined || value === null) return undefined;
-  if (!isRecord(value)) throw invalid('metadata must be an object');
-  if (Buffer.byteLength(JSON.stringify(value)) > MAX_METADATA_BYTES)
-    throw invalid(`metadata is larger than ${MAX_METADATA_BYTES} bytes`);
-  return value;
-}
+const orderName = z.custom<string>(
+  (value) => typeof value === 'string' && value.trim() !== '' && value.length <= MAX_ORDER_NAME_LENGTH,
+  invalid(`order_name must be text of 1-${MAX_ORDER_NAME_LENGTH} characters`),
+);
+const orderNameDoc = z.string().min(1).max(MAX_ORDER_NAME_LENGTH);
+
+/** An object of at most 16 KB as UTF-8 JSON, kept as given. */
+const metadataObject = z
+  .custom<Record<string, unknown>>(isRecord, invalid('metadata must be an object'))
+  .refine(
+    (value) => Buffer.byteLength(JSON.stringify(value)) <= MAX_METADATA_BYTES,
+    invalid(`metadata is larger than ${MAX_METADATA_BYTES} bytes`),
+  );
+const metadataDoc = z.record(z.string(), z.unknown()).optional();
+
+const amounts = fields({
+  billing_key: documented(
+    z.string(),
+    z.custom<string>((value) => typeof value === 'string' && value !== '', fails('SUBSCRIBE_BK_NOT_FOUND')),
+  ),
+  order_name: documented(orderNameDoc, orderName),
+  price: documented(z.number().int().min(1), positiveWon('price')),
+  tax_free: documented(
+    z.number().int().min(0).optional(),
+    z
+      .custom<number>(
+        (value) => typeof value === 'number' && Number.isSafeInteger(value) && value >= 0,
+        invalid('tax_free must be a non-negative integer'),
+      )
+      .nullish()
+      .transform((value) => value ?? 0),
+  ),
+}).refine((body) => body.tax_free <= body.price, invalid('tax_free must not exceed price'));
+
+const calendar = fields({
+  interval: documented(
+    z.enum(SCHEDULE_INTERVALS),
+    z.custom<ScheduleInterval>(
+      (value) => SCHEDULE_INTERVALS.includes(value as ScheduleInterval),
+      invalid(`interval must be one of ${SCHEDULE_INTERVALS.join(', ')}`),
+    ),
+  ),
+  interval_count: documented(
+    z.number().int().min(1).max(MAX_INTERVAL_COUNT).optional(),
+    z
+      .custom<number>(
+        (value) => typeof value === 'number' && Number.isInteger(value) && value >= 1 && value <= MAX_INTERVAL_COUNT,
+        invalid(`interval_count must be an integer 1-${MAX_INTERVAL_COUNT}`),
+      )
+      .nullish()
+      .transform((value) => value ?? 1),
+  ),
+  start_at: documented(
+    timestampDoc.optional().describe('default now; at most 5 minutes in the past'),
+    instant('start_at')
+      .nullish()
+      .transform((at) => at ?? undefined),
+  ),
+});
+
+// a start in the past would charge every period since then at once
+const calendarAt = (now: Date) =>
+  calendar.refine(
+    (body) => (body.start_at ?? now).getTime() >= now.getTime() - START_AT_TOLERANCE_MS,
+    invalid('start_at is in the past'),
+  );
+
+const end = fields({
+  end_at: documented(
+    timestampDoc.optional(),
+    instant('end_at')
+      .nullish()
+      .transform((at) => at ?? undefined),
+  ),
+});
+
+const endAfter = (startAt: Date) =>
+  end.refine(
+    (body) => body.end_at === undefined || body.end_at.getTime() > startAt.getTime(),
+    invalid('end_at must be after start_at'),
+  );
+
+const retry = fields({
+  delays: documented(
+    z
+      .array(z.union([z.string(), z.number().int()]))
+      .max(MAX_RETRY_DELAYS)
+      .optional()
+      .describe('ISO 8601 durations or seconds'),
+    z
+      .custom<unknown[] | undefined>(
+        (value) => value === undefined || (Array.isArray(value) && value.length <= MAX_RETRY_DELAYS),
+        invalid(`retry.delays must be an array of at most ${MAX_RETRY_DELAYS} delays`),
+      )
+      .refine((value) => value === undefined || value.every((delay) => delaySeconds(delay) !== undefined), invalid(BAD_DELAY))
+      .transform((value) => (value === undefined ? DEFAULT_RETRY_DELAYS_SECONDS : value.map((delay) => delaySeconds(delay)!))),
+  ),
+  on_exhausted: documented(
+    z.enum(['pause', 'cancel']).optional(),
+    z
+      .custom<OnExhausted | undefined>(
+        (value) => value === undefined || value === 'pause' || value === 'cancel',
+        invalid('retry.on_exhausted must be pause or cancel'),
+      )
+      .transform((value) => value ?? 'pause'),
+  ),
+});
+
+const rest = fields({
+  max_charges: documented(
+    z.number().int().min(1).optional(),
+    z
+      .custom<number>(
+        (value) => typeof value === 'number' && Number.isSafeInteger(value) && value >= 1,
+        invalid('max_charges must be a positive integer'),
+      )
+      .nullish()
+      .transform((value) => value ?? undefined),
+  ),
+  retry: documented(
+    describeFields([retry]).optional(),
+    z
+      .custom<unknown>(isRecord, invalid('retry must be an object'))
+      .pipe(retry)
+      .nullish()
+      .transform((value) => value ?? { delays: DEFAULT_RETRY_DELAYS_SECONDS, on_exhausted: 'pause' as const }),
+  ),
+  metadata: documented(
+    metadataDoc,
+    metadataObject.nullish().transform((value) => value ?? undefined),
+  ),
+});
+
+/** The body of POST /v2/subscribe/schedules as the OpenAPI document shows it. */
+export const scheduleRequestBody = describeFields([amounts, calendar, end, rest]);
 
 export interface ScheduleRequest {
   readonly billingKey: string;
@@ -146,71 +291,20 @@ export interface ScheduleRequest {
 
 /** POST /v2/subscribe/schedules: every field checked (9400 naming it) before anything is looked up. */
 export function parseScheduleRequest(rawBody: unknown, now: Date): ScheduleRequest {
-  const body = isRecord(rawBody) ? rawBody : {};
-  if (typeof body.billing_key !== 'string' || body.billing_key === '') throw new ApiError('SUBSCRIBE_BK_NOT_FOUND');
-  const name = orderName(body.order_name);
-  const price = positiveWon(body.price, 'price');
-  let taxFree = 0;
-  if (body.tax_free !== undefined && body.tax_free !== null) {
-    if (typeof body.tax_free !== 'number' || !Number.isSafeInteger(body.tax_free) || body.tax_free < 0) {
-      throw invalid('tax_free must be a non-negative integer');
-    }
-    if (body.tax_free > price) throw invalid('tax_free must not exceed price');
-    taxFree = body.tax_free;
-  }
-  if (!SCHEDULE_INTERVALS.includes(body.interval as ScheduleInterval)) {
-    throw invalid(`interval must be one of ${SCHEDULE_INTERVALS.join(', ')}`);
-  }
-  const interval = body.interval as ScheduleInterval;
-  let intervalCount = 1;
-  if (body.interval_count !== undefined && body.interval_count !== null) {
-    const c = body.interval_count;
-    if (typeof c !== 'number' || !Number.isInteger(c) || c < 1 || c > MAX_INTERVAL_COUNT) {
-      throw invalid(`interval_count must be an integer 1-${MAX_INTERVAL_COUNT}`);
-    }
-    intervalCount = c;
-  }
-  const startAt = body.start_at === undefined || body.start_at === null ? now : parseInstant(body.start_at, 'start_at');
-  // a start in the past would charge every period since then at once
-  if (startAt.getTime() < now.getTime() - START_AT_TOLERANCE_MS) throw invalid('start_at is in the past');
-  let endAt: string | undefined;
-  if (body.end_at !== undefined && body.end_at !== null) {
-    const end = parseInstant(body.end_at, 'end_at');
-    if (end.getTime() <= startAt.getTime()) throw invalid('end_at must be after start_at');
-    endAt = end.toISOString();
-  }
-  let maxCharges: number | undefined;
-  if (body.max_charges !== undefined && body.max_charges !== null) {
-    const m = body.max_charges;
-    if (typeof m !== 'number' || !Number.isSafeInteger(m) || m < 1) throw invalid('max_charges must be a positive integer');
-    maxCharges = m;
-  }
-  let retryDelaysSeconds = DEFAULT_RETRY_DELAYS_SECONDS;
-  let onExhausted: OnExhausted = 'pause';
-  if (body.retry !== undefined && body.retry !== null) {
-    if (!isRecord(body.retry)) throw invalid('retry must be an object');
-    if (body.retry.delays !== undefined) {
-      if (!Array.isArray(body.retry.delays) || body.retry.delays.length > MAX_RETRY_DELAYS) {
-        throw invalid(`retry.delays must be an array of at most ${MAX_RETRY_DELAYS} delays`);
-      }
-      retryDelaysSeconds = body.retry.delays.map(parseDelaySeconds);
-    }
-    if (body.retry.on_exhausted !== undefined) {
-      if (body.retry.on_exhausted !== 'pause' && body.retry.on_exhausted !== 'cancel') {
-        throw invalid('retry.on_exhausted must be pause or cancel');
-      }
-      onExhausted = body.retry.on_exhausted;
-    }
-  }
+  const money = validate(amounts, rawBody);
+  const { interval, interval_count: intervalCount, start_at } = validate(calendarAt(now), rawBody);
+  const startAt = start_at ?? now;
+  const { end_at } = validate(endAfter(startAt), rawBody);
+  const { max_charges: maxCharges, retry: retryPolicy, metadata } = validate(rest, rawBody);
   return {
-    billingKey: body.billing_key,
-    orderName: name,
-    price,
-    taxFree,
-    plan: { startAt: startAt.toISOString(), interval, intervalCount, endAt, maxCharges },
-    retryDelaysSeconds,
-    onExhausted,
-    metadata: metadata(body.metadata),
+    billingKey: money.billing_key,
+    orderName: money.order_name,
+    price: money.price,
+    taxFree: money.tax_free,
+    plan: { startAt: startAt.toISOString(), interval, intervalCount, endAt: end_at?.toISOString(), maxCharges },
+    retryDelaysSeconds: retryPolicy.delays,
+    onExhausted: retryPolicy.on_exhausted,
+    metadata,
   };
 }
 
@@ -220,17 +314,45 @@ export interface SchedulePatch {
   readonly metadata?: Record<string, unknown>;
 }
 
+const PATCHABLE = ['price', 'order_name', 'metadata'];
+
+const patchFields = fields({
+  price: documented(z.number().int().min(1).optional(), positiveWon('price').optional()),
+  order_name: documented(orderNameDoc.optional(), orderName.optional()),
+  // null clears it
+  metadata: documented(
+    metadataDoc,
+    metadataObject.nullish().transform((value) => (value === undefined ? undefined : (value ?? {}))),
+  ),
+});
+
+const patchBody = z
+  .custom<unknown>(isRecord, invalid('the body must be an object'))
+  .superRefine(
+    failsWith('INVALID_REQUEST', (body: unknown) => {
+      const unknown = Object.keys(body as Record<string, unknown>).filter((key) => !PATCHABLE.includes(key));
+      return unknown.length > 0
+        ? { payloadMessage: `only price, order_name and metadata can be changed (not ${unknown.join(', ')})` }
+        : undefined;
+    }),
+  )
+  .pipe(patchFields)
+  .refine(
+    (patch) => patch.price !== undefined || patch.order_name !== undefined || patch.metadata !== undefined,
+    invalid('nothing to change: give price, order_name or metadata'),
+  );
+
+/** The body of PATCH /v2/subscribe/schedules/{schedule_id} as the OpenAPI document shows it: nothing else is accepted. */
+export const schedulePatchBody = describeFields([patchFields], { strict: true });
+
 /** PATCH: price?, order_name?, metadata?; at least one, nothing else. tax_free stays within the new price. */
 export function parseSchedulePatch(rawBody: unknown): SchedulePatch {
-  if (!isRecord(rawBody)) throw invalid('the body must be an object');
-  const unknown = Object.keys(rawBody).filter((k) => !['price', 'order_name', 'metadata'].includes(k));
-  if (unknown.length > 0) throw invalid(`only price, order_name and metadata can be changed (not ${unknown.join(', ')})`);
-  const patch: { price?: number; orderName?: string; metadata?: Record<string, unknown> } = {};
-  if (rawBody.price !== undefined) patch.price = positiveWon(rawBody.price, 'price');
-  if (rawBody.order_name !== undefined) patch.orderName = orderName(rawBody.order_name);
-  if (rawBody.metadata !== undefined) patch.metadata = metadata(rawBody.metadata) ?? {};
-  if (Object.keys(patch).length === 0) throw invalid('nothing to change: give price, order_name or metadata');
-  return patch;
+  const patch = validate(patchBody, rawBody);
+  return {
+    ...(patch.price !== undefined ? { price: patch.price } : {}),
+    ...(patch.order_name !== undefined ? { orderName: patch.order_name } : {}),
+    ...(patch.metadata !== undefined ? { metadata: patch.metadata } : {}),
+  };
 }
 
 export interface ScheduleListQuery {
@@ -240,31 +362,61 @@ export interface ScheduleListQuery {
   readonly limit: number;
 }
 
-export function parseScheduleListQuery(raw: unknown): ScheduleListQuery {
-  const q = isRecord(raw) ? raw : {};
-  const int = (value: unknown, field: string, min: number, max: number, fallback: number): number => {
-    if (value === undefined || value === '') return fallback;
+/** An integer in a query string, `fallback` when absent or empty. */
+function queryInteger(field: string, min: number, max: number, fallback: number) {
+  const integer = (value: unknown) => {
     const n = Number(value);
-    if (!Number.isInteger(n) || n < min || n > max) throw invalid(`${field} must be an integer ${min}-${max}`);
-    return n;
+    return Number.isInteger(n) && n >= min && n <= max;
   };
-  if (q.status !== undefined && !SCHEDULE_STATUSES.includes(q.status as ScheduleStatus)) {
-    throw invalid(`status must be one of ${SCHEDULE_STATUSES.join(', ')}`);
-  }
+  return z
+    .custom<unknown>(
+      (value) => value === undefined || value === '' || integer(value),
+      invalid(`${field} must be an integer ${min}-${max}`),
+    )
+    .transform((value) => (value === undefined || value === '' ? fallback : Number(value)));
+}
+
+const MAX_LIST_PAGE = 1_000_000;
+const MAX_LIST_LIMIT = 100;
+
+const listQuery = fields({
+  billing_key: documented(
+    z.string().optional(),
+    z.unknown().transform((key) => (typeof key === 'string' && key !== '' ? key : undefined)),
+  ),
+  status: documented(
+    z.enum(SCHEDULE_STATUSES).optional(),
+    z.custom<ScheduleStatus | undefined>(
+      (status) => status === undefined || SCHEDULE_STATUSES.includes(status as ScheduleStatus),
+      invalid(`status must be one of ${SCHEDULE_STATUSES.join(', ')}`),
+    ),
+  ),
+  page: documented(z.coerce.number().int().min(1).max(MAX_LIST_PAGE).optional(), queryInteger('page', 1, MAX_LIST_PAGE, 1)),
+  limit: documented(z.coerce.number().int().min(1).max(MAX_LIST_LIMIT).optional(), queryInteger('limit', 1, MAX_LIST_LIMIT, 20)),
+});
+
+/** The query of GET /v2/subscribe/schedules as the OpenAPI document shows it. */
+export const scheduleListQueryDoc = describeFields([listQuery]);
+
+export function parseScheduleListQuery(raw: unknown): ScheduleListQuery {
+  const q = validate(listQuery, raw);
   return {
-    ...(typeof q.billing_key === 'string' && q.billing_key !== '' ? { billingKey: q.billing_key } : {}),
-    ...(q.status !== undefined ? { status: q.status as ScheduleStatus } : {}),
-    page: int(q.page, 'page', 1, 1_000_000, 1),
-    limit: int(q.limit, 'limit', 1, 100, 20),
+    ...(q.billing_key !== undefined ? { billingKey: q.billing_key } : {}),
+    ...(q.status !== undefined ? { status: q.status } : {}),
+    page: q.page,
+    limit: q.limit,
   };
 }
 
+const upcomingQuery = fields({
+  count: documented(z.coerce.number().int().min(1).max(MAX_UPCOMING).optional(), queryInteger('count', 1, MAX_UPCOMING, 12)),
+});
+
+/** The query of GET /v2/subscribe/schedules/{schedule_id}/upcoming as the OpenAPI document shows it. */
+export const upcomingQueryDoc = describeFields([upcomingQuery]);
+
 export function parseUpcomingCount(raw: unknown): number {
-  const value = isRecord(raw) ? raw.count : undefined;
-  if (value === undefined || value === '') return 12;
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 1 || n > MAX_UPCOMING) throw invalid(`count must be an integer 1-${MAX_UPCOMING}`);
-  return n;
+  return validate(upcomingQuery, raw).count;
 }
 
 // ---- responses

@@ -1,9 +1,10 @@
-// REST identity verification rules: request validation in a fixed, documented order and the response
-// shapes of request / resend / confirm / lookup. Pure code: no I/O.
+// REST identity verification rules: request validation in a fixed, documented order (each field documented where
+// it is first checked, for the OpenAPI document) and the response shapes of request / resend / confirm / lookup.
+// Pure code: no I/O.
 import { z } from 'zod';
 import { isIpOrCidr } from '../platform/ip.js';
 import { formatOptionalTimestamp, formatTimestamp } from '../platform/time.js';
-import { fails, fields, isPlainId, isRecord, notPlainId, validate } from '../platform/validation.js';
+import { describeFields, documented, fails, fields, isPlainId, isRecord, notPlainId, validate } from '../platform/validation.js';
 
 /** The only method of a REST identity verification. */
 export const VERIFICATION_METHOD = '본인인증';
@@ -61,8 +62,8 @@ export interface VerificationRequest {
 
 // pg's length is checked only once both pg and method are there.
 const pgAndMethod = fields({
-  pg: trimmedText(fails('AUTH_NEED_PG_METHOD')),
-  method: trimmedText(fails('AUTH_NEED_PG_METHOD')),
+  pg: documented(z.string().max(MAX_TEXT), trimmedText(fails('AUTH_NEED_PG_METHOD'))),
+  method: documented(z.string().describe(VERIFICATION_METHOD), trimmedText(fails('AUTH_NEED_PG_METHOD'))),
 }).refine((body) => body.pg.length <= MAX_TEXT, invalid(`pg is longer than ${MAX_TEXT} characters.`));
 
 /**
@@ -80,11 +81,17 @@ const requestFields = fields({
     (method) => isPresent(method) && method.trim() === VERIFICATION_METHOD,
     fails('RC_PM_NOT_FOUND', { message: `The method of an identity verification is '${VERIFICATION_METHOD}'.` }),
   ),
-  order_name: trimmedText(fails('RC_NAME_BLANK')),
-  authentication_id: trimmedText(fails('RC_O_ID_BLANK', { message: 'authentication_id is empty.' })),
-  metadata: optionalObject('metadata'),
-  extra: optionalObject('extra'),
-  user: optionalObject('user'),
+  order_name: documented(z.string().max(MAX_TEXT), trimmedText(fails('RC_NAME_BLANK'))),
+  authentication_id: documented(
+    z.string().max(MAX_TEXT),
+    trimmedText(fails('RC_O_ID_BLANK', { message: 'authentication_id is empty.' })),
+  ),
+  metadata: documented(z.record(z.string(), z.unknown()).optional(), optionalObject('metadata')),
+  extra: documented(z.record(z.string(), z.unknown()).optional(), optionalObject('extra')),
+  user: documented(
+    z.looseObject({ username: z.string().optional(), phone: z.string().optional() }).optional(),
+    optionalObject('user'),
+  ),
 }).transform(({ user, ...body }) => ({
   ...body,
   username: isPresent(body.username) ? body.username : user.username,
@@ -92,37 +99,58 @@ const requestFields = fields({
 }));
 
 const personFields = fields({
-  username: trimmedText(localRefusal('username is empty (neither username nor user.username was given).')),
-  phone: trimmedText(localRefusal('phone is empty (neither phone nor user.phone was given).')).refine(
-    (phone) => /^01\d{8,9}$/.test(phone),
-    localRefusal('phone must be a mobile number of 10-11 digits without hyphens.'),
+  username: documented(
+    z.string().max(MAX_TEXT).optional().describe('or user.username'),
+    trimmedText(localRefusal('username is empty (neither username nor user.username was given).')),
   ),
-  identity_no: z
-    .custom<string>(
-      (identityNo) => typeof identityNo === 'string' && identityNo.length === 7,
-      localRefusal('identity_no must be exactly 7 characters: birth date YYMMDD and the first digit of the back part.'),
-    )
-    .refine((identityNo) => /^\d{7}$/.test(identityNo), localRefusal('identity_no must be 7 digits.')),
-  carrier: z.custom<Carrier>(
-    (carrier) => typeof carrier === 'string' && (CARRIERS as readonly string[]).includes(carrier),
-    localRefusal(`carrier must be one of ${CARRIERS.join(', ')}.`),
+  phone: documented(
+    z.string().optional().describe('or user.phone'),
+    trimmedText(localRefusal('phone is empty (neither phone nor user.phone was given).')).refine(
+      (phone) => /^01\d{8,9}$/.test(phone),
+      localRefusal('phone must be a mobile number of 10-11 digits without hyphens.'),
+    ),
   ),
-  authenticate_type: z
-    .custom<'sms' | 'pass'>(
-      (type) => type === 'sms' || type === 'pass',
-      localRefusal("authenticate_type must be 'sms' or 'pass'."),
-    )
-    .nullish()
-    .transform((type) => type ?? 'sms'),
-  client_ip: trimmedText(localRefusal('client_ip must be an IP address.'))
-    .refine((ip) => !ip.includes('/') && isIpOrCidr(ip), localRefusal('client_ip must be an IP address.'))
-    .nullish()
-    .transform((ip) => ip ?? undefined),
-  site_url: z
-    .custom<string>((url) => typeof url === 'string', invalid('site_url must be a string.'))
-    .pipe(atMost('site_url'))
-    .nullish()
-    .transform((url) => url ?? undefined),
+  identity_no: documented(
+    z.string().describe('birth date YYMMDD and the first digit of the rest'),
+    z
+      .custom<string>(
+        (identityNo) => typeof identityNo === 'string' && identityNo.length === 7,
+        localRefusal('identity_no must be exactly 7 characters: birth date YYMMDD and the first digit of the back part.'),
+      )
+      .refine((identityNo) => /^\d{7}$/.test(identityNo), localRefusal('identity_no must be 7 digits.')),
+  ),
+  carrier: documented(
+    z.string().describe(CARRIERS.join(', ')),
+    z.custom<Carrier>(
+      (carrier) => typeof carrier === 'string' && (CARRIERS as readonly string[]).includes(carrier),
+      localRefusal(`carrier must be one of ${CARRIERS.join(', ')}.`),
+    ),
+  ),
+  authenticate_type: documented(
+    z.enum(['sms', 'pass']).optional(),
+    z
+      .custom<'sms' | 'pass'>(
+        (type) => type === 'sms' || type === 'pass',
+        localRefusal("authenticate_type must be 'sms' or 'pass'."),
+      )
+      .nullish()
+      .transform((type) => type ?? 'sms'),
+  ),
+  client_ip: documented(
+    z.string().optional().describe("the person's IP address; default: the request's"),
+    trimmedText(localRefusal('client_ip must be an IP address.'))
+      .refine((ip) => !ip.includes('/') && isIpOrCidr(ip), localRefusal('client_ip must be an IP address.'))
+      .nullish()
+      .transform((ip) => ip ?? undefined),
+  ),
+  site_url: documented(
+    z.string().max(MAX_TEXT).optional(),
+    z
+      .custom<string>((url) => typeof url === 'string', invalid('site_url must be a string.'))
+      .pipe(atMost('site_url'))
+      .nullish()
+      .transform((url) => url ?? undefined),
+  ),
 });
 
 const keptTexts = fields({
@@ -130,6 +158,9 @@ const keptTexts = fields({
   authentication_id: atMost('authentication_id').refine(isPlainId, notPlainId('authentication_id')),
   username: atMost('username'),
 });
+
+/** The body of POST /v2/request/authentication as the OpenAPI document shows it: the fields of both steps. */
+export const verificationRequestBody = describeFields([pgAndMethod, requestFields, personFields, keptTexts]);
 
 /**
  * Step 2, after the PG: method not '본인인증' -> 2002; order_name blank -> 2003; authentication_id blank
@@ -155,8 +186,14 @@ export function parseVerificationRequest(rawBody: unknown, pg: string): Verifica
 }
 
 const receiptIdBody = fields({
-  receipt_id: trimmedText(fails('RC_NOT_FOUND', { message: 'receipt_id is empty.' })).pipe(atMost('receipt_id')),
+  receipt_id: documented(
+    z.string().max(MAX_TEXT),
+    trimmedText(fails('RC_NOT_FOUND', { message: 'receipt_id is empty.' })).pipe(atMost('receipt_id')),
+  ),
 });
+
+/** The body of POST /v2/authenticate/realarm as the OpenAPI document shows it. */
+export const receiptIdRequestBody = describeFields([receiptIdBody]);
 
 /** receipt_id of resend / confirm bodies. */
 export function parseReceiptIdBody(rawBody: unknown): { receiptId: string } {
@@ -167,15 +204,41 @@ export function parseReceiptIdBody(rawBody: unknown): { receiptId: string } {
 const passOtp = fields({ otp: z.unknown().transform((otp) => (typeof otp === 'string' ? otp : '')) });
 
 const smsOtp = fields({
-  otp: z.custom<string>(
-    (otp) => typeof otp === 'string' && /^\d{6}$/.test(otp),
-    fails('AUTH_CONFIRM_FAILED', { message: 'The verification code must be 6 digits.' }),
+  otp: documented(
+    z.string().optional().describe('the SMS code (not for pass)'),
+    z.custom<string>(
+      (otp) => typeof otp === 'string' && /^\d{6}$/.test(otp),
+      fails('AUTH_CONFIRM_FAILED', { message: 'The verification code must be 6 digits.' }),
+    ),
   ),
 });
+
+/** The body of POST /v2/authenticate/confirm as the OpenAPI document shows it. */
+export const confirmRequestBody = describeFields([receiptIdBody, smsOtp, passOtp]);
 
 /** The OTP of a confirm body: 6 digits for SMS; empty or null for pass. */
 export function parseOtp(rawBody: unknown, type: 'sms' | 'pass'): string {
   return validate(type === 'pass' ? passOtp : smsOtp, rawBody).otp;
+}
+
+const MOBILE_PHONE = /^01\d{8,9}$/;
+
+const inboxQuery = fields({
+  phone: documented(
+    z.string().regex(MOBILE_PHONE),
+    z.custom<string>(
+      (phone) => typeof phone === 'string' && MOBILE_PHONE.test(phone),
+      fails('INVALID_REQUEST', { message: 'phone must be a mobile number of 10-11 digits.' }),
+    ),
+  ),
+});
+
+/** The query of GET /sandbox/v1/sms as the OpenAPI document shows it. */
+export const sandboxInboxQueryDoc = describeFields([inboxQuery]);
+
+/** GET /sandbox/v1/sms ?phone: a mobile number of 10-11 digits (9400 otherwise). */
+export function parseSandboxInboxQuery(query: unknown): { phone: string } {
+  return { phone: validate(inboxQuery, query).phone };
 }
 
 export interface VerifiedPerson {

@@ -1,11 +1,12 @@
 // Outbound webhooks, the pure part: event codes, delivery states, the retry ladder, which URLs and
-// addresses a webhook may reach, the configuration's request rules and the response shapes. No I/O:
+// addresses a webhook may reach, the request rules (each field documented where it is checked, for the
+// OpenAPI document) and the response shapes. No I/O:
 // signing and the guarded HTTP client are in src/webhooks/, the delivery workflow in src/workflows/.
 import ipaddr from 'ipaddr.js';
 import { z } from 'zod';
 import { ApiError } from '../platform/errors.js';
 import { formatOptionalTimestamp, formatTimestamp } from '../platform/time.js';
-import { fails, isRecord, validate } from '../platform/validation.js';
+import { describeFields, documented, fails, fields, timestampDoc, validate } from '../platform/validation.js';
 
 // ---- events
 
@@ -29,6 +30,16 @@ export const DEFAULT_MESSAGE_EVENTS: readonly MessageEventCode[] = [301, 302, 30
 export function isMessageEventCode(code: number): code is MessageEventCode {
   return Object.hasOwn(MESSAGE_EVENTS, code);
 }
+
+/** The documentation of a message event code, in requests and responses alike. */
+export const messageEventCodeDoc = z
+  .number()
+  .int()
+  .describe(
+    `one of ${Object.entries(MESSAGE_EVENTS)
+      .map(([code, name]) => `${code} ${name}`)
+      .join(', ')}`,
+  );
 
 /** One event as a producer hands it to the delivery engine. */
 export interface OutboundEvent {
@@ -182,24 +193,39 @@ export interface WebhookConfigChange {
 const MAX_EVENTS = 64;
 
 const configChangeSchema = z.object({
-  url: z
-    .custom<string>((v) => typeof v === 'string' && v.trim() !== '', urlInvalid('url must be a non-empty string'))
-    .transform((v) => v.trim())
-    .optional(),
-  events: z
-    .custom<unknown[]>(Array.isArray, invalid('events must be an array of event codes'))
-    .refine((v) => v.length <= MAX_EVENTS, invalid(`events has more than ${MAX_EVENTS} entries`))
-    .refine((v) => v.every((c) => Number.isSafeInteger(c)), invalid('events must be integer event codes'))
-    .transform((v) => [...new Set((v as number[]).filter(isMessageEventCode))].sort((a, b) => a - b))
-    .optional(),
-  enabled: z.custom<boolean>((v) => typeof v === 'boolean', invalid('enabled must be true or false')).optional(),
-  retry_count: z
-    .custom<number>(
-      (v) => Number.isInteger(v) && (v as number) >= MIN_MAX_ATTEMPTS && (v as number) <= MAX_MAX_ATTEMPTS,
-      invalid(`retry_count must be an integer from ${MIN_MAX_ATTEMPTS} to ${MAX_MAX_ATTEMPTS}`),
-    )
-    .optional(),
+  url: documented(
+    z.string().optional(),
+    z
+      .custom<string>((v) => typeof v === 'string' && v.trim() !== '', urlInvalid('url must be a non-empty string'))
+      .transform((v) => v.trim())
+      .optional(),
+  ),
+  events: documented(
+    z.array(messageEventCodeDoc).max(MAX_EVENTS).optional(),
+    z
+      .custom<unknown[]>(Array.isArray, invalid('events must be an array of event codes'))
+      .refine((v) => v.length <= MAX_EVENTS, invalid(`events has more than ${MAX_EVENTS} entries`))
+      .refine((v) => v.every((c) => Number.isSafeInteger(c)), invalid('events must be integer event codes'))
+      .transform((v) => [...new Set((v as number[]).filter(isMessageEventCode))].sort((a, b) => a - b))
+      .optional(),
+  ),
+  enabled: documented(
+    z.boolean().optional(),
+    z.custom<boolean>((v) => typeof v === 'boolean', invalid('enabled must be true or false')).optional(),
+  ),
+  retry_count: documented(
+    z.number().int().min(MIN_MAX_ATTEMPTS).max(MAX_MAX_ATTEMPTS).optional(),
+    z
+      .custom<number>(
+        (v) => Number.isInteger(v) && (v as number) >= MIN_MAX_ATTEMPTS && (v as number) <= MAX_MAX_ATTEMPTS,
+        invalid(`retry_count must be an integer from ${MIN_MAX_ATTEMPTS} to ${MAX_MAX_ATTEMPTS}`),
+      )
+      .optional(),
+  ),
 });
+
+/** The body of PUT {message_url}/alimtalk/webhook as the OpenAPI document shows it. */
+export const webhookConfigChangeBody = describeFields([configChangeSchema]);
 
 /** PUT {message_url}/alimtalk/webhook: every present field checked; unknown fields ignored. */
 export function parseWebhookConfigChange(body: unknown): WebhookConfigChange {
@@ -216,15 +242,29 @@ export const DEFAULT_PAGE_SIZE = 20;
 export const MAX_PAGE_SIZE = 100;
 const MAX_PAGE = 1_000_000;
 
-function positiveInteger(name: string, value: unknown, fallback: number, max: number): number {
-  if (value === undefined) return fallback;
-  if (typeof value !== 'string' || !/^[1-9]\d{0,99}$/.test(value)) {
-    throw new ApiError('INVALID_REQUEST', { payloadMessage: `${name} must be a positive integer` });
-  }
-  const n = Number(value);
-  if (n > max) throw new ApiError('INVALID_REQUEST', { payloadMessage: `${name} must be at most ${max}` });
-  return n;
+/** A positive integer in a query string, `fallback` when absent; above `max` is refused. */
+function positiveInteger(name: string, fallback: number, max: number) {
+  return z
+    .custom<string | undefined>(
+      (value) => value === undefined || (typeof value === 'string' && /^[1-9]\d{0,99}$/.test(value)),
+      invalid(`${name} must be a positive integer`),
+    )
+    .transform((value) => (value === undefined ? fallback : Number(value)))
+    .refine((n) => n <= max, invalid(`${name} must be at most ${max}`));
 }
+
+const pageFields = {
+  page: documented(z.coerce.number().int().min(1).max(MAX_PAGE).optional(), positiveInteger('page', 1, MAX_PAGE)),
+  // a larger limit is served as MAX_PAGE_SIZE
+  limit: documented(
+    z.coerce.number().int().min(1).optional(),
+    positiveInteger('limit', DEFAULT_PAGE_SIZE, Number.POSITIVE_INFINITY),
+  ),
+};
+const pageQuery = fields(pageFields);
+
+/** The query of the delivery lists as the OpenAPI document shows it: page and limit. */
+export const pageQueryDoc = describeFields([pageQuery]);
 
 export interface PageQuery {
   readonly page: number;
@@ -233,9 +273,7 @@ export interface PageQuery {
 
 /** page default 1, limit default 20; a limit over 100 is served as 100; anything but a positive integer is 9400. */
 export function parsePageQuery(query: unknown): PageQuery {
-  const q = isRecord(query) ? query : {};
-  const page = positiveInteger('page', q.page, 1, MAX_PAGE);
-  const limit = positiveInteger('limit', q.limit, DEFAULT_PAGE_SIZE, Number.POSITIVE_INFINITY);
+  const { page, limit } = validate(pageQuery, query);
   return { page, per: Math.min(limit, MAX_PAGE_SIZE) };
 }
 
@@ -247,29 +285,49 @@ export interface ProjectDeliveryQuery extends PageQuery {
   readonly destination?: ProjectDeliveryDestination;
 }
 
+const PROJECT_DELIVERY_DESTINATIONS = ['project', 'feedback'] as const satisfies readonly ProjectDeliveryDestination[];
+
+const projectDeliveryQuery = fields({
+  ...pageFields,
+  destination: documented(
+    z.enum(PROJECT_DELIVERY_DESTINATIONS).optional(),
+    z.custom<ProjectDeliveryDestination | undefined>(
+      (value) => value === undefined || (PROJECT_DELIVERY_DESTINATIONS as readonly unknown[]).includes(value),
+      invalid('destination must be project or feedback'),
+    ),
+  ),
+});
+
+/** The query of a project's delivery list (admin API) as the OpenAPI document shows it. */
+export const projectDeliveryQueryDoc = describeFields([projectDeliveryQuery]);
+
 /** page and limit as parsePageQuery; destination project|feedback or absent (both); anything else is 9400. */
 export function parseProjectDeliveryQuery(query: unknown): ProjectDeliveryQuery {
-  const page = parsePageQuery(query);
-  const destination = isRecord(query) ? query.destination : undefined;
-  if (destination === undefined) return page;
-  if (destination !== 'project' && destination !== 'feedback') {
-    throw new ApiError('INVALID_REQUEST', { payloadMessage: 'destination must be project or feedback' });
-  }
-  return { ...page, destination };
+  const { page, limit, destination } = validate(projectDeliveryQuery, query);
+  const paging = { page, per: Math.min(limit, MAX_PAGE_SIZE) };
+  return destination === undefined ? paging : { ...paging, destination };
 }
 
 const ISO_WITH_OFFSET = /^\d{4}-\d\d-\d\dT\d\d:\d\d(:\d\d(\.\d{1,9})?)?(Z|[+-]\d\d:\d\d)$/;
 
+const replayBody = fields({
+  since: documented(
+    timestampDoc,
+    z
+      .custom<string>(
+        (since) => typeof since === 'string' && ISO_WITH_OFFSET.test(since.trim()) && !Number.isNaN(Date.parse(since.trim())),
+        invalid('since must be an ISO 8601 time with an offset, e.g. 2026-01-02T03:04:05+09:00'),
+      )
+      .transform((since) => new Date(since.trim())),
+  ),
+});
+
+/** The body of POST .../deliveries/retry as the OpenAPI document shows it. */
+export const replayRequestBody = describeFields([replayBody]);
+
 /** POST .../deliveries/retry {since}: an ISO 8601 time with an offset. */
 export function parseReplaySince(body: unknown): Date {
-  const since = isRecord(body) ? body.since : undefined;
-  const text = typeof since === 'string' ? since.trim() : '';
-  if (!ISO_WITH_OFFSET.test(text) || Number.isNaN(Date.parse(text))) {
-    throw new ApiError('INVALID_REQUEST', {
-      payloadMessage: 'since must be an ISO 8601 time with an offset, e.g. 2026-01-02T03:04:05+09:00',
-    });
-  }
-  return new Date(text);
+  return validate(replayBody, body).since;
 }
 
 // ---- responses
@@ -365,7 +423,10 @@ export const PROJECT_EVENTS = {
 } as const satisfies Record<number, string>;
 
 export type DeliveryContentType = 'application/json' | 'application/x-www-form-urlencoded';
-export const DELIVERY_CONTENT_TYPES: readonly DeliveryContentType[] = ['application/json', 'application/x-www-form-urlencoded'];
+export const DELIVERY_CONTENT_TYPES = [
+  'application/json',
+  'application/x-www-form-urlencoded',
+] as const satisfies readonly DeliveryContentType[];
 
 /** Where and how a charge's result is posted (the charge request's feedback_url and content_type). */
 export interface FeedbackTarget {
@@ -394,25 +455,44 @@ export function encodeDeliveryBody(payload: Record<string, unknown>, contentType
   return form.toString();
 }
 
+// content_type is read only when there is a feedback_url: two stages.
+const feedbackUrl = fields({
+  feedback_url: documented(
+    z.string().optional().describe('receives the receipt as a signed webhook once the charge completes'),
+    z
+      .custom<string | null | undefined>(
+        (url) => url === undefined || url === null || typeof url === 'string',
+        invalid('feedback_url must be a URL'),
+      )
+      .transform((url) => (url === undefined || url === null || url === '' ? undefined : url.trim())),
+  ),
+});
+const feedbackContentType = fields({
+  content_type: documented(
+    z.enum(DELIVERY_CONTENT_TYPES).optional(),
+    z
+      .custom<DeliveryContentType | null | undefined>(
+        (type) => type === undefined || type === null || (DELIVERY_CONTENT_TYPES as readonly unknown[]).includes(type),
+        invalid(`content_type must be one of ${DELIVERY_CONTENT_TYPES.join(', ')}`),
+      )
+      .transform((type) => type ?? 'application/json'),
+  ),
+});
+
+/** The stages of feedback_url and content_type: for the documentation of the charge bodies that carry them. */
+export const feedbackTargetStages = [feedbackUrl, feedbackContentType] as const;
+
 /**
  * feedback_url and content_type of a charge request: undefined without a feedback_url; the URL under the
  * webhook rules of the mode (https, or http to loopback in sandbox mode); content_type one of the two, JSON
  * by default. Anything else is 9400 naming the field.
  */
 export function parseFeedbackTarget(body: unknown, policy: UrlPolicy): FeedbackTarget | undefined {
-  const b = isRecord(body) ? body : {};
-  const rawUrl = b.feedback_url;
-  if (rawUrl === undefined || rawUrl === null || rawUrl === '') return undefined;
-  if (typeof rawUrl !== 'string') throw new ApiError('INVALID_REQUEST', { payloadMessage: 'feedback_url must be a URL' });
-  const checked = checkWebhookUrl(rawUrl.trim(), policy);
+  const url = validate(feedbackUrl, body).feedback_url;
+  if (url === undefined) return undefined;
+  const checked = checkWebhookUrl(url, policy);
   if ('reason' in checked) throw new ApiError('INVALID_REQUEST', { payloadMessage: `feedback_url: ${checked.reason}` });
-  const rawType = b.content_type ?? 'application/json';
-  if (!DELIVERY_CONTENT_TYPES.includes(rawType as DeliveryContentType)) {
-    throw new ApiError('INVALID_REQUEST', {
-      payloadMessage: `content_type must be one of ${DELIVERY_CONTENT_TYPES.join(', ')}`,
-    });
-  }
-  return { url: rawUrl.trim(), contentType: rawType as DeliveryContentType };
+  return { url, contentType: validate(feedbackContentType, body).content_type };
 }
 
 // ---- sandbox messages (POST /sandbox/v1/messages)
@@ -434,28 +514,47 @@ export interface SandboxMessageRequest {
   readonly outcome: MessageOutcome;
 }
 
+const MOBILE_PHONE = /^01\d{8,9}$/;
+const TEMPLATE_CODE = /^[A-Za-z0-9_-]{1,64}$/;
+const REF_ID = /^[\x21-\x7e]*$/;
+
 const sandboxMessageSchema = z.object({
-  phone: z.custom<string>(
-    (v) => typeof v === 'string' && /^01\d{8,9}$/.test(v),
-    invalid('phone must be a mobile number of 10-11 digits'),
+  phone: documented(
+    z.string().regex(MOBILE_PHONE),
+    z.custom<string>(
+      (v) => typeof v === 'string' && MOBILE_PHONE.test(v),
+      invalid('phone must be a mobile number of 10-11 digits'),
+    ),
   ),
-  template_code: z.custom<string>(
-    (v) => typeof v === 'string' && /^[A-Za-z0-9_-]{1,64}$/.test(v),
-    invalid('template_code must be 1-64 letters, digits, _ or -'),
+  template_code: documented(
+    z.string().regex(TEMPLATE_CODE),
+    z.custom<string>(
+      (v) => typeof v === 'string' && TEMPLATE_CODE.test(v),
+      invalid('template_code must be 1-64 letters, digits, _ or -'),
+    ),
   ),
-  ref_id: z
-    .custom<string | null>(
-      (v) => v === null || (typeof v === 'string' && v.length <= 100 && /^[\x21-\x7e]*$/.test(v)),
-      invalid('ref_id must be at most 100 printable ASCII characters'),
-    )
-    .optional(),
-  outcome: z
-    .custom<MessageOutcome>(
-      (v) => MESSAGE_OUTCOMES.includes(v as MessageOutcome),
-      invalid(`outcome must be one of ${MESSAGE_OUTCOMES.join(', ')}`),
-    )
-    .optional(),
+  ref_id: documented(
+    z.string().max(100).regex(REF_ID).optional(),
+    z
+      .custom<string | null>(
+        (v) => v === null || (typeof v === 'string' && v.length <= 100 && REF_ID.test(v)),
+        invalid('ref_id must be at most 100 printable ASCII characters'),
+      )
+      .optional(),
+  ),
+  outcome: documented(
+    z.enum(MESSAGE_OUTCOMES).optional(),
+    z
+      .custom<MessageOutcome>(
+        (v) => MESSAGE_OUTCOMES.includes(v as MessageOutcome),
+        invalid(`outcome must be one of ${MESSAGE_OUTCOMES.join(', ')}`),
+      )
+      .optional(),
+  ),
 });
+
+/** The body of POST /sandbox/v1/messages as the OpenAPI document shows it. */
+export const sandboxMessageBody = describeFields([sandboxMessageSchema]);
 
 /** POST /sandbox/v1/messages {phone, template_code, ref_id?, outcome?}: 9400 naming the first bad field. */
 export function parseSandboxMessage(body: unknown): SandboxMessageRequest {

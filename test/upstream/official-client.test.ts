@@ -88,7 +88,9 @@ async function scenario(baseUrl: string, project: TestProject, orderPrefix: stri
   );
   const receiptId = String((steps.charge.body as Record<string, unknown>).receipt_id);
   steps.receipt = await outcome(() => Bootpay.receiptPayment(receiptId));
-  steps.cancel = await outcome(() => Bootpay.cancelPayment({ receipt_id: receiptId, cancel_price: 3_000, cancel_id: 'partial-1' }));
+  steps.cancel = await outcome(() =>
+    Bootpay.cancelPayment({ receipt_id: receiptId, cancel_price: 3_000, cancel_id: 'partial-1' }),
+  );
   steps.unknownReceipt = await outcome(() => Bootpay.receiptPayment('0123456789abcdef01234567'));
   steps.destroy = await outcome(() => Bootpay.destroyBillingKey(billingKey));
   steps.chargeDestroyed = await outcome(() =>
@@ -106,10 +108,10 @@ describe('the official Node client', () => {
     expect(direct.charge).toMatchObject({ ok: true, body: { status: 1, price: 10_000 } });
     expect(direct.cancel).toMatchObject({ ok: true, body: { cancelled_price: 3_000 } });
     expect(direct.unknownReceipt).toMatchObject({ ok: false, body: { error_code: 'RC_NOT_FOUND' } });
-    expect(direct.chargeDestroyed.ok).toBe(false);
-    expect(Object.keys(direct.receipt.body as object).length).toBeGreaterThan(15);
+    expect(direct.chargeDestroyed!.ok).toBe(false);
+    expect(Object.keys(direct.receipt!.body as object).length).toBeGreaterThan(15);
     // the relay answered with the provider's ids, not ids of its own
-    expect(relayed.charge.body).toMatchObject({ receipt_id: expect.stringMatching(/^[0-9a-f]{24}$/) });
+    expect(relayed.charge!.body).toMatchObject({ receipt_id: expect.stringMatching(/^[0-9a-f]{24}$/) });
     for (const step of Object.keys(direct)) {
       expect({ step, ...(comparable(relayed[step]) as object) }).toEqual({ step, ...(comparable(direct[step]) as object) });
     }

@@ -1,6 +1,7 @@
 // The OpenAPI 3.1 document (/openapi.json) and the API reference UI (/docs). @fastify/swagger collects the
-// registered routes; its transform merges each route's documentation (./routes-*.ts: request and response
-// schemas as zod, one example, the catalog errors) and derives the security from the route's own auth
+// registered routes; its transform merges each route's documentation (./routes-*.ts: the request schemas its
+// validators derive, response schemas as zod, one example, the catalog errors) and derives the security from the
+// route's own auth
 // config, so the document cannot claim an auth the route does not enforce. Nothing here touches a
 // route's validation or serialization: the response schemas live only in the document.
 import fastifySwagger, { type SwaggerTransform, type SwaggerTransformObject } from '@fastify/swagger';

@@ -1,18 +1,19 @@
-// Documentation of the reserved-charge routes (extensions.md).
+// Documentation of the reserved-charge routes (extensions.md). The body is the validators' own documentation.
 import { z } from 'zod';
+import { chargeRequestStages } from '../../payments/billing-rules.js';
+import { describeFields } from '../../platform/validation.js';
+import { reserveRequestStages } from '../../reserves/rules.js';
+import { feedbackTargetStages } from '../../webhooks/rules.js';
 import { byId, EX, IDEMPOTENCY_ERRORS, type RouteDocs } from './route-doc.js';
-import { chargeBody, chargeExample } from './routes-spec.js';
+import { chargeExample } from './routes-spec.js';
 import { Reserve, resourceId, timestamp } from './schemas.js';
 
 export const reserveRouteDocs: RouteDocs = {
   'POST /v2/subscribe/payment/reserve': {
     operationId: 'reserveCharge',
     tag: 'reserves',
-    body: chargeBody.extend({
-      reserve_execute_at: timestamp.describe('after now, at most 1 year ahead'),
-      user: z.record(z.string(), z.unknown()).optional(),
-      items: z.array(z.record(z.string(), z.unknown())).optional(),
-    }),
+    // the charge's fields, the reserve's, then feedback_url and content_type: what the route checks, in order
+    body: describeFields([...chargeRequestStages, ...reserveRequestStages, ...feedbackTargetStages]),
     response: {
       status: 200,
       description: 'The reserve; the charge runs at reserve_execute_at',

@@ -23,7 +23,9 @@ export interface RouteDoc {
   /** when the route file gives none */
   readonly summary?: string;
   readonly params?: z.ZodObject;
+  /** the validator's own documentation (describeFields in src/platform/validation.ts), never written apart */
   readonly querystring?: z.ZodObject;
+  /** likewise: derived from the checks of the body, or the plain zod schema the route validates with */
   readonly body?: z.ZodType;
   readonly response: {
     readonly status: number;

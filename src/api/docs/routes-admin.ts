@@ -2,7 +2,8 @@
 import { z } from 'zod';
 import { keyRotationSchema, projectCreateSchema, projectPatchSchema } from '../../projects/index.js';
 import { byId, EX, type RouteDocs } from './route-doc.js';
-import { deliveryExample, page, pageQuery, queuedExample } from './webhooks.js';
+import { projectDeliveryQueryDoc } from '../../webhooks/rules.js';
+import { deliveryExample, page, queuedExample } from './webhooks.js';
 import { Delivery, DeliveryQueued, Project, ProjectWithSecrets, resourceId, timestamp } from './schemas.js';
 
 const projectExample = {
@@ -125,7 +126,7 @@ export const adminRouteDocs: RouteDocs = {
     tag: 'admin',
     summary: "The deliveries of the project's webhook_url and feedback_url notifications",
     params: applicationId,
-    querystring: pageQuery.extend({ destination: z.enum(['project', 'feedback']).optional() }),
+    querystring: projectDeliveryQueryDoc,
     response: {
       status: 200,
       description: 'Deliveries, newest first, with their attempts',

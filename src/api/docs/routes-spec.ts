@@ -1,7 +1,14 @@
 // Documentation of the spec's routes (payment-api.md): the legacy token, key-in billing, receipts and
-// cancels, identity verification and escrow.
+// cancels, identity verification and escrow. The request bodies are the validators' own documentation
+// (derived from the rules modules' stages), never written here.
 import { z } from 'zod';
-import { KEY_IN_METHOD } from '../../payments/billing-rules.js';
+import { shippingStartBody } from '../../escrow/rules.js';
+import { billingKeyRequestBody, chargeRequestStages, KEY_IN_METHOD } from '../../payments/billing-rules.js';
+import { cancelRequestBody } from '../../payments/receipt-rules.js';
+import { describeFields } from '../../platform/validation.js';
+import { tokenRequestSchema } from '../../projects/index.js';
+import { confirmRequestBody, receiptIdRequestBody, verificationRequestBody } from '../../verification/rules.js';
+import { feedbackTargetStages } from '../../webhooks/rules.js';
 import { byId, EX, type RouteDocs } from './route-doc.js';
 import { BillingKey, Receipt, timestamp, VerificationRequested, VerificationResult } from './schemas.js';
 
@@ -101,18 +108,8 @@ const verificationResultExample = {
   },
 };
 
-/** The body of POST /v2/subscribe/payment; the reserve adds to it. */
-export const chargeBody = z.looseObject({
-  billing_key: z.string(),
-  order_id: z.string().max(100).describe('unique per project'),
-  order_name: z.string().max(200),
-  price: z.number().int().min(1),
-  tax_free: z.number().int().min(0).optional(),
-  card_quota: z.number().int().min(0).max(24).optional().describe('instalment months; 0 or absent = lump sum'),
-  metadata: z.record(z.string(), z.unknown()).optional(),
-  feedback_url: z.string().optional().describe('receives the receipt as a signed webhook once the charge completes'),
-  content_type: z.enum(['application/json', 'application/x-www-form-urlencoded']).optional(),
-});
+/** The body of POST /v2/subscribe/payment: the charge's fields, then feedback_url and content_type. */
+const chargeBody = describeFields([...chargeRequestStages, ...feedbackTargetStages]);
 export const chargeExample = {
   billing_key: EX.billingKey,
   order_id: 'order-1001',
@@ -136,20 +133,12 @@ const chargeErrors = [
   'GATEWAY_TIMEOUT',
 ] as const;
 
-const buyer = z.looseObject({
-  username: z.string().optional(),
-  phone: z.string().optional(),
-  email: z.string().optional(),
-  address: z.string().optional(),
-  zipcode: z.string().optional(),
-});
-
 export const specRouteDocs: RouteDocs = {
   'POST /v2/request/token': {
     operationId: 'requestToken',
     tag: 'auth',
     summary: 'Issue a legacy access token',
-    body: z.object({ application_id: z.string().max(100), private_key: z.string().max(200) }),
+    body: tokenRequestSchema,
     response: {
       status: 200,
       description: 'A Bearer token valid for 30 minutes, carrying the project scopes',
@@ -164,18 +153,7 @@ export const specRouteDocs: RouteDocs = {
   'POST /v2/request/subscribe': {
     operationId: 'issueBillingKey',
     tag: 'billing',
-    body: z.looseObject({
-      pg: z.string(),
-      method: z.literal(KEY_IN_METHOD),
-      subscription_id: z.string().max(100),
-      order_name: z.string().max(200),
-      card_no: z.string().describe('15-16 digits, no separators; never stored or logged'),
-      card_pw: z.string().describe('the first 2 digits of the card password'),
-      card_identity_no: z.string().describe('6-digit birth date or 10-digit business registration number'),
-      card_expire_year: z.string().describe('YY'),
-      card_expire_month: z.string().describe('MM'),
-      extra: z.looseObject({ subscribe_test_payment: z.boolean().nullish() }).nullish(),
-    }),
+    body: billingKeyRequestBody,
     response: { status: 200, description: 'The issued billing key', schema: BillingKey },
     example: {
       request: {
@@ -254,14 +232,7 @@ export const specRouteDocs: RouteDocs = {
   'POST /v2/cancel': {
     operationId: 'cancelPayment',
     tag: 'billing',
-    body: z.looseObject({
-      receipt_id: z.string(),
-      cancel_price: z.number().int().min(1).optional().describe('omitted = everything that remains'),
-      cancel_tax_free: z.number().int().min(0).optional(),
-      cancel_id: z.string().max(100).optional().describe('makes the cancel idempotent'),
-      cancel_message: z.string().optional(),
-      cancel_username: z.string().optional(),
-    }),
+    body: cancelRequestBody,
     response: { status: 200, description: 'The receipt after the cancel', schema: Receipt },
     example: {
       request: { receipt_id: EX.receiptId, cancel_id: 'cancel-1', cancel_price: 400, cancel_message: 'partial refund' },
@@ -281,19 +252,7 @@ export const specRouteDocs: RouteDocs = {
   'POST /v2/request/authentication': {
     operationId: 'requestVerification',
     tag: 'verification',
-    body: z.looseObject({
-      pg: z.string(),
-      method: z.string().describe('본인인증'),
-      order_name: z.string(),
-      authentication_id: z.string().max(100),
-      username: z.string().optional().describe('or user.username'),
-      identity_no: z.string().describe('birth date YYMMDD and the first digit of the rest'),
-      phone: z.string().optional().describe('or user.phone'),
-      carrier: z.string().describe('SKT, KT, LGT, SKT_MVNO, KT_MVNO, LGT_MVNO'),
-      authenticate_type: z.enum(['sms', 'pass']).optional(),
-      metadata: z.record(z.string(), z.unknown()).optional(),
-      user: z.looseObject({ username: z.string().optional(), phone: z.string().optional() }).optional(),
-    }),
+    body: verificationRequestBody,
     response: { status: 200, description: 'The verification, awaiting the OTP (status 51)', schema: VerificationRequested },
     example: {
       request: {
@@ -325,7 +284,7 @@ export const specRouteDocs: RouteDocs = {
   'POST /v2/authenticate/realarm': {
     operationId: 'resendVerificationOtp',
     tag: 'verification',
-    body: z.object({ receipt_id: z.string() }),
+    body: receiptIdRequestBody,
     response: { status: 200, description: 'The verification, number_of_realarms counted', schema: VerificationRequested },
     example: {
       request: { receipt_id: EX.verificationId },
@@ -348,7 +307,7 @@ export const specRouteDocs: RouteDocs = {
   'POST /v2/authenticate/confirm': {
     operationId: 'confirmVerification',
     tag: 'verification',
-    body: z.object({ receipt_id: z.string(), otp: z.string().optional().describe('the SMS code (not for pass)') }),
+    body: confirmRequestBody,
     response: { status: 200, description: 'The verified person (status 12)', schema: VerificationResult },
     example: { request: { receipt_id: EX.verificationId, otp: '940642' }, response: verificationResultExample },
     errors: [
@@ -373,17 +332,7 @@ export const specRouteDocs: RouteDocs = {
     operationId: 'startEscrowShipping',
     tag: 'escrow',
     params: byId('receipt_id'),
-    body: z.looseObject({
-      tracking_number: z.string().max(100),
-      delivery_corp: z.string().max(50),
-      shipping_prepayment: z.boolean().optional(),
-      shipping_day: z.number().int().optional(),
-      redirect_url: z.string().optional(),
-      user: buyer.optional().describe('the recipient; falls back to the buyer of the payment'),
-      company: z
-        .looseObject({ name: z.string().optional(), phone: z.string().optional(), zipcode: z.string().optional() })
-        .optional(),
-    }),
+    body: shippingStartBody,
     response: { status: 200, description: 'The receipt, escrow_data.status 3', schema: Receipt },
     example: {
       request: { delivery_corp: 'CJ대한통운', tracking_number: '123456789012' },

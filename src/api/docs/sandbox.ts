@@ -1,40 +1,19 @@
 // Documentation of the sandbox helpers: the SMS inbox, payments and buyer events, what the PGs received, faults, the clock.
+// The bodies and queries are the validators' own documentation, never written here.
 import { z } from 'zod';
+import { pgRequestsQueryDoc, sandboxBuyerEventBody, sandboxPaymentRequestBody } from '../../escrow/rules.js';
+import { faultKindDoc, faultOperationDoc, sandboxFaultBody } from '../../gateways/index.js';
+import { sandboxInboxQueryDoc } from '../../verification/rules.js';
+import { advanceBody } from '../routes/sandbox-clock.js';
 import { byId, EX, IDEMPOTENCY_ERRORS, type RouteDocs } from './route-doc.js';
 import { receiptExample } from './routes-spec.js';
-import { Receipt, resourceId, timestamp } from './schemas.js';
+import { Receipt, timestamp } from './schemas.js';
 
-const buyer = z.looseObject({
-  username: z.string().optional(),
-  phone: z.string().optional(),
-  email: z.string().optional(),
-  address: z.string().optional(),
-  zipcode: z.string().optional(),
-});
-
-const faultOperation = z.enum([
-  'issue_billing_key',
-  'charge',
-  'cancel',
-  'destroy_billing_key',
-  'payment',
-  'send_otp',
-  'resend_otp',
-  'confirm_otp',
-  'shipping_start',
-  'escrow_status',
-  'escrow_notification',
-]);
-const faultKind = z
-  .enum(['timeout', 'error', 'lost_response', 'drop'])
-  .describe(
-    'timeout: held past the timeout, then executed; error: HTTP 500, nothing executed; lost_response: executed, no answer; drop: escrow_notification only, never sent',
-  );
 const sandboxFault = z.object({
   fault_id: z.string(),
   pg: z.string(),
-  operation: faultOperation,
-  fault: faultKind,
+  operation: faultOperationDoc,
+  fault: faultKindDoc,
   count: z.number().int(),
   remaining: z.number().int(),
   created_at: timestamp,
@@ -53,7 +32,7 @@ export const sandboxRouteDocs: RouteDocs = {
   'GET /sandbox/v1/sms': {
     operationId: 'listSandboxSms',
     tag: 'sandbox',
-    querystring: z.object({ phone: z.string().regex(/^01\d{8,9}$/) }),
+    querystring: sandboxInboxQueryDoc,
     response: {
       status: 200,
       description: 'The SMS the sandbox identity gateway sent to the phone, newest first',
@@ -78,16 +57,7 @@ export const sandboxRouteDocs: RouteDocs = {
   'POST /sandbox/v1/payments': {
     operationId: 'makeSandboxPayment',
     tag: 'sandbox',
-    body: z.object({
-      pg: z.string(),
-      price: z.number().int().min(1),
-      order_id: z.string(),
-      order_name: z.string(),
-      tax_free: z.number().int().min(0).optional(),
-      escrow: z.boolean().optional(),
-      user: buyer.optional(),
-      metadata: z.record(z.string(), z.unknown()).optional(),
-    }),
+    body: sandboxPaymentRequestBody,
     response: { status: 200, description: 'The approved receipt (status 1)', schema: Receipt },
     example: {
       request: { pg: 'sandbox_escrow_a', price: 30000, order_id: 'order-2001', order_name: 'Desk lamp', escrow: true },
@@ -107,10 +77,7 @@ export const sandboxRouteDocs: RouteDocs = {
     operationId: 'sendSandboxBuyerEvent',
     tag: 'sandbox',
     params: byId('receipt_id'),
-    body: z.object({
-      event: z.enum(['purchase_confirmed', 'purchase_rejected', 'rejection_approved', 'settlement_held']),
-      duplicate: z.boolean().optional(),
-    }),
+    body: sandboxBuyerEventBody,
     response: {
       status: 202,
       description: 'The sandbox PG sent its signed notification',
@@ -125,7 +92,7 @@ export const sandboxRouteDocs: RouteDocs = {
   'GET /sandbox/v1/pg-requests': {
     operationId: 'listSandboxPgRequests',
     tag: 'sandbox',
-    querystring: z.object({ receipt_id: resourceId }),
+    querystring: pgRequestsQueryDoc,
     response: {
       status: 200,
       description: 'What the sandbox PGs received for the payment, newest first',
@@ -152,12 +119,7 @@ export const sandboxRouteDocs: RouteDocs = {
   'POST /sandbox/v1/faults': {
     operationId: 'armSandboxFault',
     tag: 'sandbox',
-    body: z.object({
-      pg: z.string(),
-      operation: faultOperation,
-      fault: faultKind,
-      count: z.number().int().min(1).max(100).optional().describe('the next count calls fail (default 1)'),
-    }),
+    body: sandboxFaultBody,
     response: { status: 201, description: 'The armed fault', schema: sandboxFault },
     example: { request: { pg: 'sandbox_card', operation: 'charge', fault: 'timeout' }, response: faultExample },
     errors: [
@@ -194,10 +156,7 @@ export const sandboxRouteDocs: RouteDocs = {
   'POST /sandbox/v1/clock/advance': {
     operationId: 'advanceSandboxClock',
     tag: 'sandbox',
-    body: z.union([
-      z.object({ seconds: z.number().int().min(1) }),
-      z.object({ to: timestamp.describe('later than the sandbox clock') }),
-    ]),
+    body: advanceBody,
     response: {
       status: 200,
       description: 'The new time, and whether everything due has run',

@@ -1,7 +1,9 @@
-// Documentation of the subscription-schedule routes (paygate's own API).
+// Documentation of the subscription-schedule routes (paygate's own API). The bodies and queries are the
+// validators' own documentation (src/schedules/rules.ts).
 import { z } from 'zod';
+import { scheduleListQueryDoc, schedulePatchBody, scheduleRequestBody, upcomingQueryDoc } from '../../schedules/rules.js';
 import { byId, EX, IDEMPOTENCY_ERRORS, type RouteDocs } from './route-doc.js';
-import { page, pageQuery } from './webhooks.js';
+import { page } from './webhooks.js';
 import { resourceId, Schedule, ScheduleCharge, timestamp } from './schemas.js';
 
 const scheduleExample = {
@@ -28,28 +30,7 @@ export const scheduleRouteDocs: RouteDocs = {
   'POST /v2/subscribe/schedules': {
     operationId: 'createSchedule',
     tag: 'schedules',
-    body: z.object({
-      billing_key: z.string(),
-      order_name: z.string(),
-      price: z.number().int().min(1),
-      tax_free: z.number().int().min(0).optional(),
-      interval: z.enum(['day', 'week', 'month', 'year']),
-      interval_count: z.number().int().min(1).max(365).optional(),
-      start_at: timestamp.optional().describe('default now; at most 5 minutes in the past'),
-      max_charges: z.number().int().min(1).optional(),
-      end_at: timestamp.optional(),
-      retry: z
-        .object({
-          delays: z
-            .array(z.union([z.string(), z.number().int()]))
-            .max(10)
-            .describe('ISO 8601 durations or seconds'),
-          on_exhausted: z.enum(['pause', 'cancel']),
-        })
-        .partial()
-        .optional(),
-      metadata: z.record(z.string(), z.unknown()).optional(),
-    }),
+    body: scheduleRequestBody,
     response: { status: 201, description: 'The schedule', schema: Schedule },
     example: {
       request: { billing_key: EX.billingKey, order_name: 'Pro plan', price: 9900, interval: 'month', start_at: EX.now },
@@ -67,10 +48,7 @@ export const scheduleRouteDocs: RouteDocs = {
   'GET /v2/subscribe/schedules': {
     operationId: 'listSchedules',
     tag: 'schedules',
-    querystring: pageQuery.extend({
-      billing_key: z.string().optional(),
-      status: z.enum(['active', 'past_due', 'paused', 'cancelled', 'completed']).optional(),
-    }),
+    querystring: scheduleListQueryDoc,
     response: {
       status: 200,
       description: 'Schedules, newest first',
@@ -113,7 +91,7 @@ export const scheduleRouteDocs: RouteDocs = {
     operationId: 'listScheduleUpcoming',
     tag: 'schedules',
     params: byId('schedule_id'),
-    querystring: z.object({ count: z.coerce.number().int().min(1).max(100).optional() }),
+    querystring: upcomingQueryDoc,
     response: {
       status: 200,
       description: 'The next due times',
@@ -144,11 +122,7 @@ export const scheduleRouteDocs: RouteDocs = {
     operationId: 'updateSchedule',
     tag: 'schedules',
     params: byId('schedule_id'),
-    body: z.object({
-      price: z.number().int().min(1).optional(),
-      order_name: z.string().optional(),
-      metadata: z.record(z.string(), z.unknown()).optional(),
-    }),
+    body: schedulePatchBody,
     response: { status: 200, description: 'The schedule; applies from the next period', schema: Schedule },
     example: { request: { price: 12900 }, response: { ...scheduleExample, price: 12900 } },
     errors: [...scheduleLookup, 'INVALID_REQUEST', 'SCHEDULE_STATE_INVALID', 'SERVICE_UNAVAILABLE'],

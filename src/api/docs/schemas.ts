@@ -1,12 +1,13 @@
-// The response and request shapes of the API reference, as zod schemas. They document what the handlers
-// answer; they are never attached to a route's `schema.response` (Fastify would serialize replies through
-// them and drop whatever they do not declare), only merged into the OpenAPI document by the swagger
-// transform (./openapi.ts). Request bodies with plain zod validators reuse those validators
-// (admin projects); the staged validators of the spec routes (ordered catalog errors built from
-// z.custom refinements, which JSON Schema cannot express) are mirrored here field by field.
+// The response shapes of the API reference, as zod schemas. They document what the handlers answer; they
+// are never attached to a route's `schema.response` (Fastify would serialize replies through them and drop
+// whatever they do not declare), only merged into the OpenAPI document by the swagger transform
+// (./openapi.ts). Request bodies and queries are not written here: each is the documentation its validator
+// carries (the staged checks of the rules modules document each field where they check it, and
+// describeFields() in src/platform/validation.ts derives the schema), or the plain zod validator itself.
 import { z } from 'zod';
-import { DeliveryStatus, MESSAGE_EVENTS } from '../../webhooks/rules.js';
+import { DeliveryStatus, messageEventCodeDoc } from '../../webhooks/rules.js';
 import { SCOPES } from '../../projects/scopes.js';
+import { resourceIdDoc, timestampDoc } from '../../platform/validation.js';
 
 /** Shared components of the document: each schema added here becomes #/components/schemas/<id>. */
 export const docRegistry = z.registry<{ id?: string; description?: string }>();
@@ -17,11 +18,8 @@ function component<T extends z.ZodType>(id: string, schema: T): T {
 }
 
 /** Every timestamp the API writes: ISO 8601 with the Asia/Seoul offset, seconds precision. */
-export const timestamp = z.iso.datetime({ offset: true }).describe('ISO 8601 with offset, e.g. 2026-11-25T08:58:23+09:00');
-export const resourceId = z
-  .string()
-  .regex(/^[0-9a-f]{24}$/)
-  .describe('24 hexadecimal characters');
+export const timestamp = timestampDoc;
+export const resourceId = resourceIdDoc;
 const won = z.number().int().min(0).describe('won (KRW), a whole number');
 const metadata = z.record(z.string(), z.unknown()).describe('merchant data, returned as given (at most 8 KB)');
 
@@ -286,11 +284,4 @@ export const DeliveryQueued = component(
   z.object({ delivery_id: resourceId, url: z.string(), queued: z.literal(true) }),
 );
 
-export const messageEventCode = z
-  .number()
-  .int()
-  .describe(
-    `one of ${Object.entries(MESSAGE_EVENTS)
-      .map(([code, name]) => `${code} ${name}`)
-      .join(', ')}`,
-  );
+export const messageEventCode = messageEventCodeDoc;

@@ -1,5 +1,7 @@
 // Documentation of the messaging sub-service's webhook API and the sandbox messages that produce its events.
+// The bodies and queries are the validators' own documentation (src/webhooks/rules.ts).
 import { z } from 'zod';
+import { pageQueryDoc, replayRequestBody, sandboxMessageBody, webhookConfigChangeBody } from '../../webhooks/rules.js';
 import { byId, EX, IDEMPOTENCY_ERRORS, type RouteDocs } from './route-doc.js';
 import { Delivery, DeliveryQueued, messageEventCode, resourceId, timestamp, WebhookConfig } from './schemas.js';
 
@@ -27,10 +29,6 @@ export const deliveryExample = {
   attempts: [{ attempt: 1, attempted_at: EX.now, duration_ms: 66, http_status: 200, response_body: 'ok' }],
 };
 export const queuedExample = { delivery_id: EX.deliveryId, url: 'https://shop.example.com/hooks/alimtalk', queued: true };
-export const pageQuery = z.object({
-  page: z.coerce.number().int().min(1).optional(),
-  limit: z.coerce.number().int().min(1).optional(),
-});
 export const page = { page: z.number().int(), per: z.number().int(), count: z.number().int() };
 
 export const webhookRouteDocs: RouteDocs = {
@@ -44,12 +42,7 @@ export const webhookRouteDocs: RouteDocs = {
   'PUT /message/alimtalk/webhook': {
     operationId: 'updateMessageWebhook',
     tag: 'message webhooks',
-    body: z.looseObject({
-      url: z.string().optional(),
-      events: z.array(messageEventCode).max(64).optional(),
-      enabled: z.boolean().optional(),
-      retry_count: z.number().int().optional(),
-    }),
+    body: webhookConfigChangeBody,
     response: { status: 200, description: 'The configuration', schema: WebhookConfig },
     example: {
       request: { url: 'https://shop.example.com/hooks/alimtalk', events: [301, 302, 304] },
@@ -74,7 +67,7 @@ export const webhookRouteDocs: RouteDocs = {
   'GET /message/alimtalk/webhook/deliveries': {
     operationId: 'listMessageWebhookDeliveries',
     tag: 'message webhooks',
-    querystring: pageQuery,
+    querystring: pageQueryDoc,
     response: {
       status: 200,
       description: 'Deliveries, newest first, with their attempts',
@@ -94,7 +87,7 @@ export const webhookRouteDocs: RouteDocs = {
   'POST /message/alimtalk/webhook/deliveries/retry': {
     operationId: 'replayMessageWebhookDeliveries',
     tag: 'message webhooks',
-    body: z.object({ since: timestamp }),
+    body: replayRequestBody,
     response: {
       status: 200,
       description: 'The failed deliveries queued again (at most 1000 per call)',
@@ -111,12 +104,7 @@ export const webhookRouteDocs: RouteDocs = {
   'POST /sandbox/v1/messages': {
     operationId: 'sendSandboxMessage',
     tag: 'sandbox',
-    body: z.object({
-      phone: z.string().regex(/^01\d{8,9}$/),
-      template_code: z.string(),
-      ref_id: z.string().optional(),
-      outcome: z.enum(['delivered', 'failed', 'fallback_sms']).optional(),
-    }),
+    body: sandboxMessageBody,
     response: {
       status: 200,
       description: 'The stored message and the events sent for it',

@@ -2,7 +2,7 @@
 // notifications (signed by the PG, no project key) and, in sandbox mode, payments, the buyer's events and
 // what the sandbox PGs received. The use cases are in src/escrow/service.ts.
 import type { FastifyInstance } from 'fastify';
-import { parseSandboxPayment } from '../../escrow/rules.js';
+import { parsePgRequestsQuery, parseSandboxPayment } from '../../escrow/rules.js';
 import { ApiError } from '../../platform/errors.js';
 import { createIdempotencyHooks } from '../idempotency.js';
 
@@ -117,7 +117,7 @@ export async function escrowRoutes(app: FastifyInstance): Promise<void> {
     },
   );
 
-  app.get<{ Querystring: { receipt_id?: string } }>(
+  app.get(
     '/sandbox/v1/pg-requests',
     {
       config: { auth: 'project', scope: 'receipt' },
@@ -129,8 +129,7 @@ export async function escrowRoutes(app: FastifyInstance): Promise<void> {
       },
     },
     async (request) => {
-      const receiptId = request.query.receipt_id;
-      if (typeof receiptId !== 'string' || receiptId === '') throw new ApiError('RC_NOT_FOUND');
+      const { receiptId } = parsePgRequestsQuery(request.query);
       return { list: await escrow.pgRequests(request.project, receiptId) };
     },
   );

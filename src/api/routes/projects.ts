@@ -5,18 +5,18 @@
 // `Authorization: Bearer <token>` for 30 minutes, throttled per IP (every request) and, for wrong private keys
 // and unknown applications, per IP and per application_id.
 import type { FastifyPluginAsync } from 'fastify';
-import { z } from 'zod';
 import { ApiError } from '../../platform/errors.js';
 import { validate } from '../../platform/validation.js';
 import { applicationIdParams } from '../params.js';
 import { parseProjectDeliveryQuery, renderProjectDelivery } from '../../webhooks/rules.js';
-import { keyRotationSchema, projectCreateSchema, projectPatchSchema, renderProject } from '../../projects/index.js';
+import {
+  keyRotationSchema,
+  projectCreateSchema,
+  projectPatchSchema,
+  renderProject,
+  tokenRequestSchema,
+} from '../../projects/index.js';
 import { RATE_LIMITS } from '../rate-limits.js';
-
-const tokenRequestSchema = z.object({
-  application_id: z.string().trim().min(1).max(100),
-  private_key: z.string().min(1).max(200),
-});
 
 export const projectRoutes: FastifyPluginAsync = async (app) => {
   const { perIp, windowMs } = RATE_LIMITS.tokenRequests;

@@ -3,8 +3,18 @@
 // timers, workflow time, the API's, the activities' and the sandbox PGs' clocks), fires what comes due in order
 // and answers once that work has settled (at most 60 s). src/platform/temporal/sandbox-clock.ts holds the clock.
 import type { FastifyInstance } from 'fastify';
-import { ApiError } from '../../platform/errors.js';
+import { z } from 'zod';
 import { formatTimestamp } from '../../platform/time.js';
+import {
+  describeOneOf,
+  documented,
+  fails,
+  failsWith,
+  fields,
+  isRecord,
+  timestampDoc,
+  validate,
+} from '../../platform/validation.js';
 import { createIdempotencyHooks } from '../idempotency.js';
 
 /** Ten years: far enough for any timer paygate sets, and a bound on a typo. */
@@ -12,25 +22,66 @@ const MAX_ADVANCE_SECONDS = 10 * 366 * 24 * 3600;
 
 type Advance = { ms: number } | { to: Date };
 
-function parseAdvance(body: unknown, now: Date): Advance {
-  const invalid = (payloadMessage: string) => new ApiError('SANDBOX_CLOCK_INVALID', { payloadMessage });
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
-    throw new ApiError('INVALID_REQUEST', { payloadMessage: 'the body must be a JSON object' });
-  }
-  const { seconds, to, ...rest } = body as Record<string, unknown>;
-  if (Object.keys(rest).length > 0) throw invalid(`unknown field ${Object.keys(rest)[0]}`);
-  if ((seconds === undefined) === (to === undefined)) throw invalid('give exactly one of seconds and to');
-  if (seconds !== undefined) {
-    if (typeof seconds !== 'number' || !Number.isInteger(seconds) || seconds <= 0 || seconds > MAX_ADVANCE_SECONDS) {
-      throw invalid(`seconds must be a whole number from 1 to ${MAX_ADVANCE_SECONDS}`);
-    }
-    return { ms: seconds * 1000 };
-  }
-  const at = typeof to === 'string' && /^\d{4}-\d{2}-\d{2}T/.test(to) ? new Date(to) : new Date(Number.NaN);
-  if (Number.isNaN(at.getTime())) throw invalid('to must be an ISO 8601 date-time');
-  if (at.getTime() <= now.getTime()) throw invalid(`to must be later than the sandbox clock (${formatTimestamp(now)})`);
-  if (at.getTime() - now.getTime() > MAX_ADVANCE_SECONDS * 1000) throw invalid('to is more than ten years ahead');
-  return { to: at };
+const invalid = (payloadMessage: string) => fails('SANDBOX_CLOCK_INVALID', { payloadMessage });
+
+const advanceShape = {
+  seconds: documented(
+    z.number().int().min(1).max(MAX_ADVANCE_SECONDS),
+    z.custom<number | undefined>(
+      (seconds) =>
+        seconds === undefined ||
+        (typeof seconds === 'number' && Number.isInteger(seconds) && seconds > 0 && seconds <= MAX_ADVANCE_SECONDS),
+      invalid(`seconds must be a whole number from 1 to ${MAX_ADVANCE_SECONDS}`),
+    ),
+  ),
+  to: documented(
+    timestampDoc.describe('later than the sandbox clock'),
+    z
+      .unknown()
+      .transform((to) =>
+        to === undefined
+          ? undefined
+          : typeof to === 'string' && /^\d{4}-\d{2}-\d{2}T/.test(to)
+            ? new Date(to)
+            : new Date(Number.NaN),
+      )
+      .refine((at) => at === undefined || !Number.isNaN(at.getTime()), invalid('to must be an ISO 8601 date-time')),
+  ),
+};
+const advanceFields = fields(advanceShape);
+
+/** The body of POST /sandbox/v1/clock/advance as the OpenAPI document shows it: {seconds} or {to}. */
+export const advanceBody = describeOneOf([advanceFields]);
+
+// The body's shape first (an object, no other field, exactly one of the two), then the field given.
+const advance = z
+  .custom<unknown>(isRecord, fails('INVALID_REQUEST', { payloadMessage: 'the body must be a JSON object' }))
+  .superRefine(
+    failsWith('SANDBOX_CLOCK_INVALID', (body: unknown) => {
+      const unknown = Object.keys(body as Record<string, unknown>).find((key) => !Object.hasOwn(advanceShape, key));
+      return unknown === undefined ? undefined : { payloadMessage: `unknown field ${unknown}` };
+    }),
+  )
+  .refine((body) => {
+    const { seconds, to } = body as Record<string, unknown>;
+    return (seconds === undefined) !== (to === undefined);
+  }, invalid('give exactly one of seconds and to'))
+  .pipe(advanceFields);
+
+export function parseAdvance(body: unknown, now: Date): Advance {
+  const { seconds, to } = validate(
+    advance
+      .refine(
+        ({ to }) => to === undefined || to.getTime() > now.getTime(),
+        invalid(`to must be later than the sandbox clock (${formatTimestamp(now)})`),
+      )
+      .refine(
+        ({ to }) => to === undefined || to.getTime() - now.getTime() <= MAX_ADVANCE_SECONDS * 1000,
+        invalid('to is more than ten years ahead'),
+      ),
+    body,
+  );
+  return seconds !== undefined ? { ms: seconds * 1000 } : { to: to! };
 }
 
 export async function sandboxClockRoutes(app: FastifyInstance): Promise<void> {

@@ -2,11 +2,11 @@
 // mode, the SMS inbox. The use cases are in src/verification/service.ts; these handlers parse,
 // call and render.
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { ApiError } from '../../platform/errors.js';
 import type { Scope } from '../../projects/scopes.js';
 import { formatTimestamp } from '../../platform/time.js';
 import {
   parseReceiptIdBody,
+  parseSandboxInboxQuery,
   parseVerificationPg,
   parseVerificationRequest,
   renderVerificationRequested,
@@ -86,7 +86,7 @@ export async function verificationRoutes(app: FastifyInstance): Promise<void> {
   );
 
   if (deps.config.sandbox && deps.sandboxUrl) {
-    app.get<{ Querystring: { phone?: string } }>(
+    app.get(
       '/sandbox/v1/sms',
       {
         // authentication: the inbox shows OTPs, so only a key that may run verifications reads it
@@ -100,10 +100,7 @@ export async function verificationRoutes(app: FastifyInstance): Promise<void> {
         },
       },
       async (request) => {
-        const phone = request.query.phone;
-        if (typeof phone !== 'string' || !/^01\d{8,9}$/.test(phone)) {
-          throw new ApiError('INVALID_REQUEST', { message: 'phone must be a mobile number of 10-11 digits.' });
-        }
+        const { phone } = parseSandboxInboxQuery(request.query);
         const list = await verifications.sandboxInbox(request.project, phone);
         return {
           list: list.map((m) => ({ phone: m.phone, message: m.message, otp: m.otp, sent_at: formatTimestamp(m.sentAt) })),
