@@ -8599,7 +8599,7 @@ export interface operations {
                             /** @enum {string} */
                             operation: "issue_billing_key" | "charge" | "cancel" | "destroy_billing_key" | "payment" | "send_otp" | "resend_otp" | "confirm_otp" | "shipping_start" | "escrow_status" | "escrow_notification";
                             /** @enum {string} */
-                            fault: "timeout" | "error" | "lost_response" | "drop";
+                            fault: "timeout" | "error" | "lost_response" | "drop" | "decline";
                             count: number;
                             remaining: number;
                             /** Format: date-time */
@@ -8705,7 +8705,7 @@ export interface operations {
                     /** @enum {string} */
                     operation: "issue_billing_key" | "charge" | "cancel" | "destroy_billing_key" | "payment" | "send_otp" | "resend_otp" | "confirm_otp" | "shipping_start" | "escrow_status" | "escrow_notification";
                     /** @enum {string} */
-                    fault: "timeout" | "error" | "lost_response" | "drop";
+                    fault: "timeout" | "error" | "lost_response" | "drop" | "decline";
                     count?: number;
                 };
             };
@@ -8734,7 +8734,7 @@ export interface operations {
                         /** @enum {string} */
                         operation: "issue_billing_key" | "charge" | "cancel" | "destroy_billing_key" | "payment" | "send_otp" | "resend_otp" | "confirm_otp" | "shipping_start" | "escrow_status" | "escrow_notification";
                         /** @enum {string} */
-                        fault: "timeout" | "error" | "lost_response" | "drop";
+                        fault: "timeout" | "error" | "lost_response" | "drop" | "decline";
                         count: number;
                         remaining: number;
                         /** Format: date-time */

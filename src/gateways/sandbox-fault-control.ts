@@ -25,8 +25,17 @@ export const FAULT_OPERATION_WIRE = {
 } as const;
 export type FaultOperation = keyof typeof FAULT_OPERATION_WIRE;
 
-/** timeout: held past paygate's timeout, then done; error: HTTP 500, nothing done; lost_response: done, no answer */
-export const FAULT_KIND_WIRE = { timeout: 'late', error: '500', lost_response: 'lost_response', drop: 'drop' } as const;
+/**
+ * timeout: held past paygate's timeout, then done; error: HTTP 500, nothing done; lost_response: done, no answer;
+ * decline: refused by the card issuer, nothing done
+ */
+export const FAULT_KIND_WIRE = {
+  timeout: 'late',
+  error: '500',
+  lost_response: 'lost_response',
+  drop: 'drop',
+  decline: 'decline',
+} as const;
 export type FaultKind = keyof typeof FAULT_KIND_WIRE;
 
 export interface ArmedSandboxFault {

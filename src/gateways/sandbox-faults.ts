@@ -38,7 +38,7 @@ export const faultOperationDoc = z.enum(Object.keys(FAULT_OPERATION_WIRE) as [Fa
 export const faultKindDoc = z
   .enum(Object.keys(FAULT_KIND_WIRE) as [FaultKind, ...FaultKind[]])
   .describe(
-    'timeout: held past the timeout, then executed; error: HTTP 500, nothing executed; lost_response: executed, no answer; drop: escrow_notification only, never sent',
+    'timeout: held past the timeout, then executed; error: HTTP 500, nothing executed; lost_response: executed, no answer; drop: escrow_notification only, never sent; decline: charge and issue_billing_key only, refused by the card issuer (pg_error_code CF01)',
   );
 
 export interface SandboxFaultView {
@@ -118,13 +118,19 @@ export function parseFault(
   }
   if (!Object.hasOwn(FAULT_KIND_WIRE, fault)) {
     throw new ApiError('SANDBOX_FAULT_KIND_UNSUPPORTED', {
-      message: `Unknown fault '${fault}': timeout, error, lost_response, or drop for escrow_notification.`,
+      message: `Unknown fault '${fault}': timeout, error, lost_response, drop for escrow_notification, or decline for charge and issue_billing_key.`,
     });
   }
   // a notification is the PG calling paygate: it can only be lost
   if ((operation === 'escrow_notification') !== (fault === 'drop')) {
     throw new ApiError('SANDBOX_FAULT_KIND_UNSUPPORTED', {
       message: 'escrow_notification takes the fault drop, and drop applies to escrow_notification only.',
+    });
+  }
+  // an issuer's refusal is an answer to a card operation
+  if (fault === 'decline' && operation !== 'charge' && operation !== 'issue_billing_key') {
+    throw new ApiError('SANDBOX_FAULT_KIND_UNSUPPORTED', {
+      message: 'decline applies to charge and issue_billing_key only.',
     });
   }
   return { pg, operation: operation as FaultOperation, fault: fault as FaultKind, count };

@@ -29,8 +29,10 @@ export type SandboxOperation = (typeof SANDBOX_OPERATIONS)[number];
  *   drop          escrow.notify only: the notification is never sent
  *   late          holds the request past the caller's timeout, then does the operation (the answer goes nowhere)
  *   lost_response does the operation, then closes the connection without an answer
+ *   decline       refuses the operation as the card issuer would (CF01), and keeps that refusal as its answer under
+ *                 the call's Idempotency-Key: what a card that declines once looks like (a schedule's dunning)
  */
-export const SANDBOX_FAULTS = ['500', 'timeout', 'garbage', 'drop', 'late', 'lost_response'] as const;
+export const SANDBOX_FAULTS = ['500', 'timeout', 'garbage', 'drop', 'late', 'lost_response', 'decline'] as const;
 export type SandboxFault = (typeof SANDBOX_FAULTS)[number];
 
 export interface ArmedFault {

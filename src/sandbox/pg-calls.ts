@@ -14,8 +14,11 @@ import {
   type SandboxFault,
   type SandboxOperation,
 } from './faults.js';
-import type { PgOutcome } from './outcome.js';
+import { type PgOutcome, refused } from './outcome.js';
 import type { JournalRecord, SandboxJournal } from './state-journal.js';
+
+/** The PG's answer to a call the `decline` fault refuses: the card issuer said no, nothing was done. */
+const DECLINED_BY_FAULT = refused('CF01', 'declined by the card issuer (sandbox fault)');
 
 const IDEMPOTENCY_CAPACITY = 50_000;
 
@@ -143,7 +146,7 @@ export class PgCalls {
         // what the PG did and the answer it will replay reach the journal together, before the answer leaves
         const journal = deps.journal();
         answer = journal.batch(() => {
-          const outcome = route.run(parsed.data);
+          const outcome = fault === 'decline' ? DECLINED_BY_FAULT : route.run(parsed.data);
           const made = { fingerprint, body: envelopeOf(outcome) };
           if (cacheKey !== undefined) {
             answers.set(cacheKey, made);

@@ -167,6 +167,26 @@ describe('faults on charge', () => {
     expect(third.body.status).toBe(1);
   });
 
+  it('decline: the next charge is refused by the issuer (9430, CF01), its order_id is free, and the one after is paid', async () => {
+    const client = keyInClient(t, a);
+    const key = await client.issuedKey();
+    expect((await arm(a, { pg: 'sandbox_card', operation: 'charge', fault: 'decline', count: 1 })).status).toBe(201);
+    const before = (await stats()).card.charges_approved;
+    const body = { billing_key: key, order_name: 'June', order_id: `decline-once-${process.pid}`, price: 1_000 };
+    const declined = await client.post('/v2/subscribe/payment', body);
+    expect(declined.status).toBe(400);
+    expect(declined.body).toMatchObject({ error_code: 'PAYMENT_DECLINED', code: 9430, pg_error_code: 'CF01' });
+    const again = await client.post('/v2/subscribe/payment', body);
+    expect(again.status, JSON.stringify(again.body)).toBe(200);
+    expect(again.body.status).toBe(1);
+    expect((await stats()).card.charges_approved).toBe(before + 1);
+    // an issuer's refusal answers card operations only
+    const refused = await arm(a, { pg: 'sandbox_card', operation: 'cancel', fault: 'decline', count: 1 });
+    expect(refused.status).toBe(400);
+    expect(refused.body).toMatchObject({ error_code: 'SANDBOX_FAULT_KIND_UNSUPPORTED' });
+    expect(await armed(a)).toEqual([]);
+  });
+
   it('timeout: paygate gives up, then the PG executes the held charge once', async () => {
     const clientA = keyInClient(t, a);
     const keyA = await clientA.issuedKey();
