@@ -159,6 +159,78 @@ describe('key-in billing relayed to the provider', () => {
     expect(await chargesAtB('relay-lost-1')).toBe(1);
   }, 60_000);
 
+  it("a monthly schedule charges the provider's billing key for 3 periods, through one decline and its recovery", async () => {
+    const HOUR_MS = 60 * 60 * 1000;
+    const api = (method: 'GET' | 'POST', url: string, body?: unknown) => merchant.send(method, url, body);
+    const created = await api('POST', '/v2/subscribe/schedules', {
+      billing_key: billingKey,
+      order_name: 'Monthly plan',
+      price: 9_900,
+      interval: 'month',
+      max_charges: 3,
+      start_at: new Date(a.clock.now().getTime() + HOUR_MS).toISOString(),
+      retry: { delays: ['PT1H'] },
+    });
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    const id = created.body.schedule_id as string;
+    const charges = async () =>
+      (await api('GET', `/v2/subscribe/schedules/${id}/charges`)).body.list as Record<string, unknown>[];
+    const paid = (n: number) =>
+      eventually(
+        async () => ((await charges()).filter((c) => c.status === 'paid').length >= n ? true : undefined),
+        `${n} paid periods`,
+        30_000,
+      );
+
+    /** To the schedule's next charge, and no further: a dunning retry an hour later must not be skipped over. */
+    const skipToNextCharge = async () => {
+      const next = (await api('GET', `/v2/subscribe/schedules/${id}`)).body.next_charge_at as string;
+      await a.temporal!.skipTime(Date.parse(next) - a.clock.now().getTime() + 1_000);
+    };
+    await a.temporal!.skipTime(HOUR_MS + 1_000);
+    await paid(1);
+    // the provider's card declines once: period 2 goes past_due, its retry an hour later is paid
+    const armed = await fetch(`${b.sandboxUrl}/_sandbox/faults`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${TEST_SANDBOX_TOKEN}` },
+      body: JSON.stringify({ operation: 'charge', fault: 'decline', count: 1 }),
+    });
+    expect(armed.ok).toBe(true);
+    await skipToNextCharge();
+    await eventually(
+      async () => ((await api('GET', `/v2/subscribe/schedules/${id}`)).body.status === 'past_due' ? true : undefined),
+      'past_due',
+      30_000,
+    );
+    expect((await charges()).find((c) => c.period === 2)).toMatchObject({ status: 'retrying', pg_error_code: 'CF01' });
+    await a.temporal!.skipTime(HOUR_MS + 1_000);
+    await paid(2);
+    await skipToNextCharge();
+    await paid(3);
+    const done = await eventually(
+      async () => {
+        const view = (await api('GET', `/v2/subscribe/schedules/${id}`)).body;
+        return view.status === 'completed' ? view : undefined;
+      },
+      'completed',
+      30_000,
+    );
+    expect(done).toMatchObject({ charges_made: 3 });
+    // each paid period is a receipt of the provider, charged there once
+    for (const charge of (await charges()).filter((c) => c.status === 'paid')) {
+      const atBReceipt = await atBClient.get(`/v2/receipt/${String(charge.receipt_id)}`);
+      expect(atBReceipt.body).toMatchObject({ status: 1, price: 9_900 });
+    }
+    const atBPaid = await b.deps.database.db
+      .selectFrom('receipts')
+      .select('order_id')
+      .where('application_id', '=', atB.applicationId)
+      .where('order_id', 'like', `${id}-%`)
+      .where('status', '=', 1)
+      .execute();
+    expect(atBPaid).toHaveLength(3);
+  }, 120_000);
+
   it('answers 9478 when the provider refuses the configured keys, and charges nothing', async () => {
     const other = await a.createProject();
     await a.app.inject({
