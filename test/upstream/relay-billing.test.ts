@@ -2,6 +2,7 @@
 // paygate in sandbox mode, the provider), over real HTTP. The merchant talks to A with A's keys; A calls B with the
 // project's keys at B. The ids the merchant gets are B's; B's catalog errors reach the merchant unchanged; a lost
 // answer of B is settled by A's reconcile workflow with exactly one charge at B.
+import { createServer, type Server, connect, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { pgChargeKey } from '../../src/payments/charges.js';
 import { buildTestApp, TEST_ADMIN_TOKEN, TEST_SANDBOX_TOKEN, type TestApp, type TestProject } from '../helpers/app.js';
@@ -243,4 +244,93 @@ describe('key-in billing relayed to the provider', () => {
     expect(refused.status).toBe(502);
     expect(refused.body).toMatchObject({ error_code: 'UPSTREAM_KEYS_REFUSED', code: 9478 });
   });
+});
+
+/**
+ * A TCP hop between A and B that can take B down: `forward` passes bytes both ways; `swallow` accepts a request and
+ * drops the connection without passing it on or answering (B down mid-call: A cannot tell whether B got it).
+ */
+async function startHop(
+  target: string,
+): Promise<{ url: string; mode: 'forward' | 'swallow'; down(): void; close(): Promise<void> }> {
+  const { hostname, port } = new URL(target);
+  const sockets = new Set<Socket>();
+  const hop = {
+    url: '',
+    mode: 'forward' as 'forward' | 'swallow',
+    /** B goes down: its open connections drop (A's kept-alive ones too), and new requests are swallowed */
+    down() {
+      hop.mode = 'swallow';
+      for (const socket of sockets) socket.destroy();
+    },
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const socket of sockets) socket.destroy();
+        server.close(() => resolve());
+      }),
+  };
+  const server: Server = createServer((client) => {
+    sockets.add(client);
+    client.on('close', () => sockets.delete(client));
+    if (hop.mode === 'swallow') {
+      client.once('data', () => client.destroy());
+      return;
+    }
+    const upstream = connect(Number(port), hostname);
+    sockets.add(upstream);
+    upstream.on('close', () => sockets.delete(upstream));
+    client.pipe(upstream).pipe(client);
+    client.on('error', () => upstream.destroy());
+    upstream.on('error', () => client.destroy());
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  hop.url = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+  return hop;
+}
+
+describe('the provider down mid-call', () => {
+  it("A's charge is reconciled once B is back: paid, charged once at B, without the merchant retrying", async () => {
+    const hop = await startHop(bUrl);
+    try {
+      const shop = await a.createProject();
+      const configured = await a.app.inject({
+        method: 'PUT',
+        url: `/admin/v1/projects/${shop.applicationId}/upstream`,
+        headers: { authorization: `Bearer ${TEST_ADMIN_TOKEN}` },
+        payload: { base_url: hop.url, client_key: atB.clientKey, secret_key: atB.secretKey, pgs: ['sandbox_card'] },
+      });
+      expect(configured.statusCode).toBe(200);
+      const client = keyInClient(a, shop);
+      const key = await client.issuedKey({ subscription_id: 'sub-hop' });
+
+      hop.down();
+      const body = { billing_key: key, order_name: 'June', order_id: 'relay-down-1', price: 7_700 };
+      const first = await client.post('/v2/subscribe/payment', body);
+      expect(first.status).toBe(502);
+      const receiptOf = () =>
+        a.deps.database.db
+          .selectFrom('receipts')
+          .selectAll()
+          .where('application_id', '=', shop.applicationId)
+          .where('order_id', '=', 'relay-down-1')
+          .executeTakeFirst();
+      expect((await receiptOf())?.status).toBe(0);
+      // while B stays down, the reconcile workflow keeps asking and nothing changes
+      await a.temporal!.skipTime(30_000);
+      await new Promise((r) => setTimeout(r, 1_500));
+      expect((await receiptOf())?.status).toBe(0);
+      expect(await chargesAtB('relay-down-1')).toBe(0);
+
+      hop.mode = 'forward';
+      const settled = await eventually(async () => {
+        await a.temporal!.skipTime(20_000);
+        const row = await receiptOf();
+        return row?.status === 1 ? row : undefined;
+      }, 'the charge settled once B is back');
+      expect(await chargesAtB('relay-down-1')).toBe(1);
+      expect((await atBClient.get(`/v2/receipt/${settled.receipt_id}`)).body).toMatchObject({ status: 1, price: 7_700 });
+    } finally {
+      await hop.close();
+    }
+  }, 90_000);
 });
