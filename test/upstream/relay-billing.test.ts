@@ -4,7 +4,10 @@
 // answer of B is settled by A's reconcile workflow with exactly one charge at B.
 import { createServer, type Server, connect, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sql } from 'kysely';
 import { pgChargeKey } from '../../src/payments/charges.js';
+import { reconcileChargeWorkflowId } from '../../src/payments/reconcile-contract.js';
+import { workerLogs } from '../helpers/temporal.js';
 import { buildTestApp, TEST_ADMIN_TOKEN, TEST_SANDBOX_TOKEN, type TestApp, type TestProject } from '../helpers/app.js';
 import { keyInClient, sandboxChargeExecutions, TEST_CARD } from '../payments/key-in-fixtures.js';
 import { eventually } from '../webhooks/fixtures.js';
@@ -38,6 +41,9 @@ afterAll(async () => {
   await a?.close();
   await b?.close();
 });
+
+/** The reconcile workflows A ran (the pending receipts whose answers were lost), for the secrets check. */
+const reconciled: string[] = [];
 
 /** B's own executions of a charge of its project, by B's PG key for the order_id. */
 const chargesAtB = (orderId: string) => sandboxChargeExecutions(b.sandboxUrl, pgChargeKey(atB.applicationId, orderId, 0));
@@ -139,6 +145,7 @@ describe('key-in billing relayed to the provider', () => {
       .where('order_id', '=', 'relay-lost-1')
       .executeTakeFirstOrThrow();
     expect(pending.status).toBe(0);
+    reconciled.push(pending.receipt_id);
 
     const settled = await eventually(async () => {
       const row = await a.deps.database.db
@@ -315,6 +322,7 @@ describe('the provider down mid-call', () => {
           .where('order_id', '=', 'relay-down-1')
           .executeTakeFirst();
       expect((await receiptOf())?.status).toBe(0);
+      reconciled.push((await receiptOf())!.receipt_id);
       // while B stays down, the reconcile workflow keeps asking and nothing changes
       await a.temporal!.skipTime(30_000);
       await new Promise((r) => setTimeout(r, 1_500));
@@ -333,4 +341,37 @@ describe('the provider down mid-call', () => {
       await hop.close();
     }
   }, 90_000);
+});
+
+/** A history as text, payload bytes decoded as UTF-8 (JSON.stringify alone would list their numbers). */
+const asText = (value: unknown) =>
+  JSON.stringify(value, (_key, v: unknown) => (v instanceof Uint8Array ? Buffer.from(v).toString('utf8') : v));
+
+describe("the provider's secret key", () => {
+  it('is nowhere in A: not in its logs, its database (plain), the workflow histories or the worker logs', async () => {
+    const secret = atB.secretKey;
+    expect(a.logs()).toContain('billing key issued'); // the logs were written: they just hold no secret
+    expect(a.logs()).not.toContain(secret);
+    const db = a.deps.database.db;
+    const tables = await sql<{ table_name: string }>`
+      select table_name from information_schema.tables where table_schema = current_schema() and table_type = 'BASE TABLE'`.execute(
+      db,
+    );
+    expect(tables.rows.map((t) => t.table_name)).toContain('upstreams');
+    for (const { table_name } of tables.rows) {
+      const rows = await sql<{ row: string }>`select row_to_json(t)::text as row from ${sql.table(table_name)} t`.execute(db);
+      for (const { row } of rows.rows) expect(row, table_name).not.toContain(secret);
+    }
+    expect(reconciled.length).toBeGreaterThan(0);
+    for (const receiptId of reconciled) {
+      const events =
+        (await a.temporal!.client.workflow.getHandle(reconcileChargeWorkflowId(receiptId)).fetchHistory()).events ?? [];
+      expect(events.length).toBeGreaterThan(3);
+      // decoded by paygate's codec, and as the engine stores them: every payload's bytes read as text
+      expect(asText(events)).toContain(receiptId);
+      expect(asText(events)).not.toContain(secret);
+      expect(asText(await a.temporal!.rawHistory(reconcileChargeWorkflowId(receiptId)))).not.toContain(secret);
+    }
+    expect(workerLogs()).not.toContain(secret);
+  });
 });
