@@ -20,7 +20,7 @@ export interface ActivityDeps {
    * The process's use cases, built once by the composition root (createServices) before the activities: an activity
    * calls them and never builds a service or a client of its own.
    */
-  readonly services: Pick<Services, 'charges' | 'cancels' | 'webhooks' | 'worker'>;
+  readonly services: Pick<Services, 'charges' | 'cancels' | 'webhooks' | 'worker'> & Partial<Pick<Services, 'upstream'>>;
   /** the identity and escrow PGs the activities call directly */
   readonly gateways: GatewayRegistry;
   /** how webhook attempts reach receivers; without it, production rules (https, global addresses only) */
@@ -34,7 +34,12 @@ export function createActivities(deps: ActivityDeps) {
   const metrics = deps.metrics ? { metrics: deps.metrics } : {};
   const clock = deps.webhooks?.clock ? { clock: deps.webhooks.clock } : {};
   return {
-    ...createVerificationActivities({ gateways: deps.gateways, verifications: deps.stores.verifications, ...clock }),
+    ...createVerificationActivities({
+      gateways: deps.gateways,
+      verifications: deps.stores.verifications,
+      ...(services.upstream ? { upstream: services.upstream } : {}),
+      ...clock,
+    }),
     ...createWebhookActivities({ webhooks: deps.stores.webhooks, options: deps.webhooks ?? { sandbox: false }, ...metrics }),
     ...createEscrowActivities({
       stores: deps.stores,

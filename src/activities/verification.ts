@@ -2,11 +2,14 @@ import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import type { VerifiedPerson } from '../verification/rules.js';
 import type { GatewayRegistry, IdentityGateway } from '../gateways/index.js';
+import type { UpstreamGateways } from '../upstream/index.js';
 import type { VerificationPerson, VerificationRecords } from '../verification/contract.js';
 import { callGateway } from './failures.js';
 
 export interface VerificationActivityDeps {
   readonly gateways: GatewayRegistry;
+  /** the projects' upstream providers: a verification a provider sent is resent and confirmed there */
+  readonly upstream?: UpstreamGateways;
   readonly verifications: VerificationRecords;
   /** the sandbox clock in sandbox mode: what authenticated_at is read from */
   readonly clock?: () => Date;
@@ -34,9 +37,16 @@ async function recordAfter(write: () => Promise<void>): Promise<boolean> {
   }
 }
 
-export function createVerificationActivities({ gateways, verifications, clock = () => new Date() }: VerificationActivityDeps) {
-  const identityGateway = (pg: string): IdentityGateway => {
-    const identity = gateways.get(pg)?.identity;
+export function createVerificationActivities({
+  gateways,
+  upstream,
+  verifications,
+  clock = () => new Date(),
+}: VerificationActivityDeps) {
+  /** The project's provider when it serves `pg` (runs started before name no merchant: local PGs), else the local PG. */
+  const identityGateway = async (pg: string, merchantId?: string): Promise<IdentityGateway> => {
+    const routed = merchantId === undefined ? undefined : await upstream?.gateway(merchantId, pg);
+    const identity = routed?.identity ?? gateways.get(pg)?.identity;
     // The API checked the PG before starting the workflow; a PG removed since is a configuration fault.
     if (!identity) throw ApplicationFailure.nonRetryable(`PG '${pg}' has no identity verification`, 'GatewayNotConfigured');
     return identity;
@@ -56,6 +66,7 @@ export function createVerificationActivities({ gateways, verifications, clock = 
       receiptId: string;
       numberOfRealarms: number;
       pg: string;
+      merchantId?: string;
       tid: string;
       idempotencyKey: string;
     }): Promise<StepRecorded> {
@@ -72,6 +83,7 @@ export function createVerificationActivities({ gateways, verifications, clock = 
     async confirmVerificationOtp(input: {
       receiptId: string;
       pg: string;
+      merchantId?: string;
       tid: string;
       otp: string;
     }): Promise<{ authenticatedAt: string } & ({ recorded: true } | { recorded: false; person: VerifiedPerson })> {
@@ -86,8 +98,9 @@ export function createVerificationActivities({ gateways, verifications, clock = 
     // the workflow makes when a step's own write failed.
 
     async requestIdentityOtp(input: SendOtpInput): Promise<{ tid: string }> {
+      const identity = await identityGateway(input.pg, input.merchantId);
       return callGateway(() =>
-        identityGateway(input.pg).requestOtp({
+        identity.requestOtp({
           idempotencyKey: `verification:${input.receiptId}:request`,
           merchantId: input.merchantId,
           name: input.person.name,
@@ -101,12 +114,14 @@ export function createVerificationActivities({ gateways, verifications, clock = 
       );
     },
 
-    async resendIdentityOtp(input: { pg: string; tid: string; idempotencyKey: string }): Promise<void> {
-      await callGateway(() => identityGateway(input.pg).resendOtp({ tid: input.tid, idempotencyKey: input.idempotencyKey }));
+    async resendIdentityOtp(input: { pg: string; merchantId?: string; tid: string; idempotencyKey: string }): Promise<void> {
+      const identity = await identityGateway(input.pg, input.merchantId);
+      await callGateway(() => identity.resendOtp({ tid: input.tid, idempotencyKey: input.idempotencyKey }));
     },
 
-    async confirmIdentityOtp(input: { pg: string; tid: string; otp: string }): Promise<VerifiedPerson> {
-      return callGateway(() => identityGateway(input.pg).confirmOtp({ tid: input.tid, otp: input.otp }));
+    async confirmIdentityOtp(input: { pg: string; merchantId?: string; tid: string; otp: string }): Promise<VerifiedPerson> {
+      const identity = await identityGateway(input.pg, input.merchantId);
+      return callGateway(() => identity.confirmOtp({ tid: input.tid, otp: input.otp }));
     },
 
     async recordVerificationOtpSent(input: { receiptId: string; tid: string }): Promise<void> {

@@ -154,7 +154,7 @@ export function createServices(deps: ServiceDeps): Services {
     verifications: countVerificationOutcomes(
       createVerificationService({
         stores,
-        gateways,
+        ...pgs,
         clock,
         ...(deps.workflows ? { workflows: deps.workflows } : {}),
         ...(deps.workflowCallTimeoutMs !== undefined ? { workflowCallTimeoutMs: deps.workflowCallTimeoutMs } : {}),

@@ -95,11 +95,17 @@ export interface OtpRequest {
   readonly type: 'sms' | 'pass';
   readonly clientIp: string;
   readonly siteUrl?: string;
+  /** the merchant's order_name and authentication_id, for a gateway that keeps them (an upstream provider) */
+  readonly orderName?: string;
+  readonly authenticationId?: string;
 }
 
 export interface IdentityGateway {
-  /** sends the SMS OTP (or pass push); returns the gateway transaction id */
-  requestOtp(req: OtpRequest): Promise<{ readonly tid: string }>;
+  /**
+   * sends the SMS OTP (or pass push); returns the gateway transaction id, and the receipt_id the gateway assigned
+   * when it is an upstream provider (the verification then takes it)
+   */
+  requestOtp(req: OtpRequest): Promise<{ readonly tid: string; readonly receiptId?: string }>;
   resendOtp(req: { readonly tid: string; readonly idempotencyKey: string }): Promise<void>;
   /** throws GatewayDeclinedError when the OTP is wrong or expired */
   confirmOtp(req: { readonly tid: string; readonly otp: string }): Promise<VerifiedPerson>;

@@ -24,7 +24,7 @@ export type ProviderCall = (req: ProviderRequest) => Promise<unknown>;
  * The provider's answer to an operation that may change something there: its result, or the contract's error for
  * what its catalog error means (a refusal relayed unchanged, "not now" as an outage to retry, a reused key).
  */
-async function send<S extends z.ZodType>(call: ProviderCall, req: ProviderRequest, shape: S): Promise<z.output<S>> {
+export async function send<S extends z.ZodType>(call: ProviderCall, req: ProviderRequest, shape: S): Promise<z.output<S>> {
   let answer: unknown;
   try {
     answer = await call(req);

@@ -6,6 +6,7 @@ import { formatTimestamp } from '../platform/time.js';
 import { ApiError } from '../platform/errors.js';
 import { validate } from '../platform/validation.js';
 import { blockedAddressReason, MAX_URL_LENGTH, unbracketed } from '../webhooks/rules.js';
+import { type Carrier, CARRIERS } from '../verification/rules.js';
 
 /** Where a provider posts its notifications for a project: `{PUBLIC_BASE_URL}/upstream/v1/notifications/{application_id}`. */
 export const UPSTREAM_NOTIFICATION_PATH = '/upstream/v1/notifications';
@@ -249,3 +250,25 @@ export const providerReceipt = z.object({
 export function cardTypeOf(value: string | undefined): 'credit' | 'check' {
   return value === 'check' || value === '체크' ? 'check' : 'credit';
 }
+
+/** The provider's authentication request response (status 51): its receipt_id is the verification's. */
+export const providerAuthenticationRequested = z.object({ receipt_id: providerId, status: z.literal(51) });
+
+/** The provider's authentication result (confirm response): status 12 with the verified person. */
+export const providerAuthenticationResult = z.object({
+  receipt_id: providerId,
+  status: z.literal(12),
+  authenticate_data: z.object({
+    name: z.string().max(200),
+    phone: z.string().max(40),
+    birth: z.string().max(20),
+    gender: z
+      .union([z.literal(0), z.literal(1), z.literal('0'), z.literal('1')])
+      .transform((g) => (Number(g) === 1 ? 1 : 0) as 0 | 1),
+    // the spec: its type varies per PG; compared after normalising to a string
+    foreigner: z.union([z.string(), z.number()]).transform((f) => (String(f) === '1' ? '1' : '0') as '0' | '1'),
+    carrier: z.enum(CARRIERS as [Carrier, ...Carrier[]]),
+    unique: z.string().min(1).max(200),
+    di: z.string().min(1).max(200),
+  }),
+});

@@ -6,6 +6,7 @@
 import { ApiError } from '../platform/errors.js';
 import type { Gateway } from '../gateways/index.js';
 import { createUpstreamCardGateway } from './card-gateway.js';
+import { createUpstreamIdentityGateway } from './identity-gateway.js';
 import type { ProjectStore } from '../projects/index.js';
 import type { OperationLog } from '../platform/operation-log.js';
 import { checkHostAddresses, type Resolver } from '../webhooks/index.js';
@@ -131,7 +132,7 @@ export function createUpstreamService(deps: {
       const pgs = await upstreams.routedPgs(applicationId);
       if (!pgs?.includes(pg)) return undefined;
       const call = (req: ProviderRequest) => service.call(applicationId, req);
-      return { name: pg, card: createUpstreamCardGateway(call, pg) };
+      return { name: pg, card: createUpstreamCardGateway(call, pg), identity: createUpstreamIdentityGateway(call, pg) };
     },
   };
   return service;

@@ -79,6 +79,11 @@ export interface VerificationInput {
    * reason `caps` is).
    */
   readonly oneActivityPerStep?: true;
+  /**
+   * The OTP was sent before the run started, under this gateway tid: an upstream provider assigns the verification's
+   * receipt_id, so the service asks it first and the run begins awaiting the OTP. Absent: the run sends it.
+   */
+  readonly sentTid?: string;
 }
 
 /** The identity-verification workflow's signature, for the services that start it without importing workflow code. */

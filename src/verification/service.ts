@@ -16,7 +16,7 @@ import {
   type VerificationWorkflow,
 } from './contract.js';
 import { assertOwnedBy } from '../projects/access.js';
-import { ApiError } from '../platform/errors.js';
+import { ApiError, RelayedApiError } from '../platform/errors.js';
 import {
   DEFAULT_WORKFLOW_CALL_TIMEOUT_MS,
   updateTimedOut,
@@ -25,7 +25,15 @@ import {
 } from '../platform/temporal/workflow-calls.js';
 import { newId } from '../platform/ids.js';
 import { parseOtp, type VerificationRequest, type VerificationView } from './rules.js';
-import { fetchSandboxSms, type SandboxSms, type GatewayRegistry } from '../gateways/index.js';
+import {
+  fetchSandboxSms,
+  type SandboxSms,
+  type GatewayRegistry,
+  GatewayRelayedError,
+  GatewayUnavailableError,
+  type IdentityGateway,
+} from '../gateways/index.js';
+import type { UpstreamGateways } from '../upstream/index.js';
 import type { Project } from '../projects/index.js';
 import type { VerificationRow } from './store.js';
 import type { IdempotencyKeyProof } from '../platform/idempotency.js';
@@ -45,8 +53,11 @@ function workflowError(err: unknown): unknown {
 }
 
 export interface VerificationService {
-  /** Step 1, once pg and method are present: 2406 for a PG without REST verification, 2001 when not enabled. */
-  checkPg(project: Project, pg: string): void;
+  /**
+   * Step 1, once pg and method are present: 2406 for a PG without REST verification, 2001 when not enabled. A PG the
+   * project's upstream provider serves passes: the provider judges it (its own 2406 reaches the merchant).
+   */
+  checkPg(project: Project, pg: string): Promise<void>;
   /** Starts the verification and waits until the SMS / push was sent; `sourceIp` is the default client_ip. */
   request(project: Project, request: VerificationRequest, sourceIp: string): Promise<VerificationRow>;
   resend(project: Project, receiptId: string): Promise<VerificationRow>;
@@ -76,6 +87,8 @@ export interface VerificationService {
 export function createVerificationService(deps: {
   readonly stores: { readonly verifications: VerificationStore; readonly receipts: ReceiptStore };
   readonly gateways: GatewayRegistry;
+  /** the projects' upstream providers: a verification at one is sent there, and takes the provider's receipt_id */
+  readonly upstream?: UpstreamGateways;
   readonly clock: () => Date;
   readonly workflows?: WorkflowRuntime;
   readonly workflowCallTimeoutMs?: number;
@@ -125,8 +138,43 @@ export function createVerificationService(deps: {
     return row;
   };
 
+  /**
+   * The OTP request at the project's provider, before the workflow starts (the provider assigns the receipt_id). Its
+   * refusal reaches the merchant unchanged; an unreachable provider is 2401, as a local PG's outage is.
+   */
+  const sendAtProvider = async (
+    identity: IdentityGateway,
+    project: Project,
+    req: VerificationRequest,
+    clientIp: string,
+  ): Promise<{ readonly tid: string; readonly receiptId: string }> => {
+    try {
+      const sent = await identity.requestOtp({
+        idempotencyKey: `verification:${project.application_id}:${newId()}:request`,
+        merchantId: project.application_id,
+        name: req.person.name,
+        phone: req.person.phone,
+        identityNo: req.person.identityNo,
+        carrier: req.person.carrier,
+        type: req.type,
+        clientIp,
+        ...(req.siteUrl !== undefined ? { siteUrl: req.siteUrl } : {}),
+        orderName: req.orderName,
+        authenticationId: req.authenticationId,
+      });
+      return { tid: sent.tid, receiptId: sent.receiptId ?? sent.tid };
+    } catch (err) {
+      if (err instanceof GatewayRelayedError) throw new RelayedApiError(err.statusCode, err.body);
+      if (err instanceof GatewayUnavailableError) {
+        throw new ApiError('AUTH_REQUEST_FAILED', { message: 'The identity gateway could not be reached.', cause: err });
+      }
+      throw err;
+    }
+  };
+
   const service: VerificationService = {
-    checkPg(project, pg) {
+    async checkPg(project, pg) {
+      if ((await deps.upstream?.gateway(project.application_id, pg))?.identity) return;
       if (!deps.gateways.get(pg)?.identity) throw new ApiError('AUTH_CONFIRM_METHOD_NOT_FOUND');
       if (!project.pgs.includes(pg))
         throw new ApiError('RC_PG_NOT_FOUND', { message: `PG '${pg}' is not enabled for this project.` });
@@ -134,10 +182,13 @@ export function createVerificationService(deps: {
 
     async request(project, req, sourceIp) {
       const { client, taskQueue } = workflows();
-      const receiptId = newId();
-      bindLogIds({ receipt_id: receiptId });
       const requestedAt = deps.clock();
       const clientIp = req.clientIp ?? sourceIp;
+      // at an upstream provider the OTP is sent first: the provider's receipt_id becomes the verification's
+      const atProvider = (await deps.upstream?.gateway(project.application_id, req.pg))?.identity;
+      const sent = atProvider ? await sendAtProvider(atProvider, project, req, clientIp) : undefined;
+      const receiptId = sent?.receiptId ?? newId();
+      bindLogIds({ receipt_id: receiptId });
       await store.create({
         receiptId,
         applicationId: project.application_id,
@@ -151,6 +202,7 @@ export function createVerificationService(deps: {
         ...(req.siteUrl !== undefined ? { siteUrl: req.siteUrl } : {}),
         requestedAt,
       });
+      if (sent) await store.markOtpSent(receiptId, sent.tid);
 
       await callWorkflow(
         async () => {
@@ -172,6 +224,7 @@ export function createVerificationService(deps: {
                 person: req.person,
                 caps: VERIFICATION_CAPS,
                 oneActivityPerStep: true,
+                ...(sent ? { sentTid: sent.tid } : {}),
               },
             ],
           });

@@ -175,7 +175,12 @@ export async function verificationWorkflow(input: VerificationInput): Promise<vo
         async () => {
           // The counter grows before the gateway answers, so it also counts a resend that fails.
           const attempt = ++v.realarms;
-          const resend = { pg: input.pg, tid: v.tid!, idempotencyKey: `verification:${receiptId}:resend:${attempt}` };
+          const resend = {
+            pg: input.pg,
+            merchantId: input.merchantId,
+            tid: v.tid!,
+            idempotencyKey: `verification:${receiptId}:resend:${attempt}`,
+          };
           let recorded = false;
           try {
             if (oneActivityPerStep) {
@@ -221,9 +226,15 @@ export async function verificationWorkflow(input: VerificationInput): Promise<vo
           let confirmed: { authenticatedAt: string; person?: VerifiedPerson };
           try {
             if (oneActivityPerStep) {
-              confirmed = await gateway.confirmVerificationOtp({ receiptId, pg: input.pg, tid: v.tid!, otp });
+              confirmed = await gateway.confirmVerificationOtp({
+                receiptId,
+                pg: input.pg,
+                merchantId: input.merchantId,
+                tid: v.tid!,
+                otp,
+              });
             } else {
-              const person = await gateway.confirmIdentityOtp({ pg: input.pg, tid: v.tid!, otp });
+              const person = await gateway.confirmIdentityOtp({ pg: input.pg, merchantId: input.merchantId, tid: v.tid!, otp });
               confirmed = { authenticatedAt: new Date().toISOString(), person };
             }
           } catch (err) {
@@ -262,33 +273,42 @@ export async function verificationWorkflow(input: VerificationInput): Promise<vo
     },
   );
 
-  // 1. Send the SMS / pass push.
-  try {
-    const send = {
-      receiptId,
-      merchantId: input.merchantId,
-      pg: input.pg,
-      type: input.type,
-      person: input.person,
-      clientIp: input.clientIp,
-      siteUrl: input.siteUrl,
-    };
-    const { tid, recorded } = oneActivityPerStep
-      ? await gateway.sendVerificationOtp(send)
-      : { ...(await gateway.requestIdentityOtp(send)), recorded: false };
-    if (!recorded) await store.recordVerificationOtpSent({ receiptId, tid });
-    v.tid = tid;
+  // 1. Send the SMS / pass push (unless the service had an upstream provider send it: see VerificationInput.sentTid).
+  if (input.sentTid !== undefined) {
+    v.tid = input.sentTid;
     v.status = VerificationStatus.AwaitingOtp;
-  } catch (err) {
-    const declined = declinedBy(err);
-    const sendFailure = declined
-      ? failure('AUTH_CONFIRM_READY_FAILED', declined.pgMessage, { pgErrorCode: declined.pgErrorCode })
-      : failure('AUTH_REQUEST_FAILED', 'the identity gateway could not be reached');
-    await store.recordVerificationRequestFailed({ receiptId, errorName: sendFailure.type!, pgErrorCode: declined?.pgErrorCode });
-    v.sendFailure = sendFailure;
-    v.status = VerificationStatus.RequestFailed;
-    // Stay until the API has read the failure; it asks within moments of the start.
-    await condition(() => v.sendOutcomeDelivered, '5 minutes');
+  } else {
+    try {
+      const send = {
+        receiptId,
+        merchantId: input.merchantId,
+        pg: input.pg,
+        type: input.type,
+        person: input.person,
+        clientIp: input.clientIp,
+        siteUrl: input.siteUrl,
+      };
+      const { tid, recorded } = oneActivityPerStep
+        ? await gateway.sendVerificationOtp(send)
+        : { ...(await gateway.requestIdentityOtp(send)), recorded: false };
+      if (!recorded) await store.recordVerificationOtpSent({ receiptId, tid });
+      v.tid = tid;
+      v.status = VerificationStatus.AwaitingOtp;
+    } catch (err) {
+      const declined = declinedBy(err);
+      const sendFailure = declined
+        ? failure('AUTH_CONFIRM_READY_FAILED', declined.pgMessage, { pgErrorCode: declined.pgErrorCode })
+        : failure('AUTH_REQUEST_FAILED', 'the identity gateway could not be reached');
+      await store.recordVerificationRequestFailed({
+        receiptId,
+        errorName: sendFailure.type!,
+        pgErrorCode: declined?.pgErrorCode,
+      });
+      v.sendFailure = sendFailure;
+      v.status = VerificationStatus.RequestFailed;
+      // Stay until the API has read the failure; it asks within moments of the start.
+      await condition(() => v.sendOutcomeDelivered, '5 minutes');
+    }
   }
 
   // 2. The confirm window.

@@ -94,6 +94,20 @@ describe('verification workflow (stub activities)', () => {
   const start = (scope: WorkerScope, args: VerificationInput) =>
     scope.start<typeof verificationWorkflow>(VERIFICATION_WORKFLOW_TYPE, [args], verificationWorkflowId(args.receiptId));
 
+  it('a run whose OTP an upstream provider sent (sentTid): no send step, it awaits the OTP under that tid', async () => {
+    const stubs = happyStubs();
+    await t.withWorker(stubs, async (scope) => {
+      const args = await input({ sentTid: 'provider-receipt-1' });
+      const handle = await start(scope, args);
+      expect(await handle.executeUpdate(otpSentUpdate)).toEqual({ tid: 'provider-receipt-1' });
+      await handle.executeUpdate(confirmOtpUpdate, { args: [{ ...proof(), otp: '123456' }] });
+      expect(stubs.names()).toEqual(['confirmVerificationOtp']);
+      expect(stubs.inputsOf('confirmVerificationOtp')).toEqual([
+        { receiptId: args.receiptId, pg: 'sandbox_identity', merchantId: 'app-1', tid: 'provider-receipt-1', otp: '123456' },
+      ]);
+    });
+  });
+
   it('sends, confirms the right OTP, then purges CI/DI once the lookup window has passed', async () => {
     const stubs = happyStubs();
     await t.withWorker(stubs, async (scope) => {
@@ -116,7 +130,7 @@ describe('verification workflow (stub activities)', () => {
         },
       ]);
       expect(stubs.inputsOf('confirmVerificationOtp')).toEqual([
-        { receiptId: args.receiptId, pg: 'sandbox_identity', tid: TID, otp: '123456' },
+        { receiptId: args.receiptId, pg: 'sandbox_identity', merchantId: 'app-1', tid: TID, otp: '123456' },
       ]);
       expect(stubs.inputsOf('purgeVerificationIdentifiers')).toEqual([{ receiptId: args.receiptId }]);
       // the confirm window's timer (from requested_at), then the lookup window's (from authenticated_at)
@@ -287,6 +301,7 @@ describe('verification workflow (stub activities)', () => {
           receiptId: args.receiptId,
           numberOfRealarms: n,
           pg: 'sandbox_identity',
+          merchantId: 'app-1',
           tid: TID,
           idempotencyKey: `verification:${args.receiptId}:resend:${n}`,
         })),
@@ -458,7 +473,7 @@ describe('verification workflow (stub activities)', () => {
         'purgeVerificationIdentifiers',
       ]);
       expect(stubs.inputsOf('resendIdentityOtp')).toEqual([
-        { pg: 'sandbox_identity', tid: TID, idempotencyKey: `verification:${legacy.receiptId}:resend:1` },
+        { pg: 'sandbox_identity', merchantId: 'app-1', tid: TID, idempotencyKey: `verification:${legacy.receiptId}:resend:1` },
       ]);
       expect(stubs.inputsOf('recordVerificationConfirmed')).toEqual([
         { receiptId: legacy.receiptId, person: VERIFIED, authenticatedAt: expect.any(String) },

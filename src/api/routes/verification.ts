@@ -38,7 +38,7 @@ export async function verificationRoutes(app: FastifyInstance): Promise<void> {
     ),
     async (request) => {
       const { pg } = parseVerificationPg(request.body);
-      verifications.checkPg(request.project, pg);
+      await verifications.checkPg(request.project, pg);
       const row = await verifications.request(request.project, parseVerificationRequest(request.body, pg), request.ip);
       return renderVerificationRequested(verifications.view(row, gatewayUrl(request), false));
     },

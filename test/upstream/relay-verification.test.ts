@@ -1,0 +1,101 @@
+// paygate in front of a provider, identity verification: A (the relay) in front of B (another paygate in sandbox mode,
+// the provider), each with its engine and worker, over real HTTP. The merchant requests, resends and confirms at A;
+// the SMS is B's (read from B's sandbox inbox with the project's keys at B); the receipt_id is B's; A's workflow
+// holds the windows and the caps; a wrong OTP is the provider's refusal (2405, HTTP 500), as the merchant would
+// have it from B.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildTestApp, TEST_ADMIN_TOKEN, type TestApp, type TestProject } from '../helpers/app.js';
+import { freshPhone, PERSON_KEYS, verificationClient } from '../verification/fixtures.js';
+
+let a: TestApp;
+let b: TestApp;
+let atA: TestProject;
+let atB: TestProject;
+let merchant: ReturnType<typeof verificationClient>;
+let atBClient: ReturnType<typeof verificationClient>;
+
+beforeAll(async () => {
+  b = await buildTestApp({ withTemporal: true });
+  const bUrl = await b.app.listen({ host: '127.0.0.1', port: 0 });
+  atB = await b.createProject();
+  a = await buildTestApp({ withTemporal: true });
+  atA = await a.createProject();
+  const configured = await a.app.inject({
+    method: 'PUT',
+    url: `/admin/v1/projects/${atA.applicationId}/upstream`,
+    headers: { authorization: `Bearer ${TEST_ADMIN_TOKEN}` },
+    payload: { base_url: bUrl, client_key: atB.clientKey, secret_key: atB.secretKey, pgs: ['sandbox_identity'] },
+  });
+  expect(configured.statusCode).toBe(200);
+  merchant = verificationClient(a, atA);
+  atBClient = verificationClient(b, atB);
+}, 180_000);
+afterAll(async () => {
+  await a?.close();
+  await b?.close();
+});
+
+describe('identity verification relayed to the provider', () => {
+  it('sends at the provider under its receipt_id; a wrong OTP is refused there; a resend; the right OTP verifies', async () => {
+    const phone = freshPhone();
+    const requested = await merchant.request({ phone, authentication_id: 'auth-relay-1' });
+    expect(requested.status, JSON.stringify(requested.body)).toBe(200);
+    expect(requested.body).toMatchObject({ status: 51, pg: 'sandbox_identity', authentication_id: 'auth-relay-1' });
+    const receiptId = requested.body.receipt_id as string;
+    // the provider knows it under the same id: the project's inbox at B holds its SMS
+    const first = await atBClient.latestOtp(phone);
+
+    const wrongOtp = first === '000000' ? '111111' : '000000';
+    const wrong = await merchant.confirm(receiptId, wrongOtp);
+    const direct = await (async () => {
+      const other = freshPhone();
+      const { receiptId: atBId } = await atBClient.requested({ phone: other });
+      return atBClient.confirm(atBId, wrongOtp);
+    })();
+    expect(direct.status).toBe(500);
+    expect(wrong.status).toBe(direct.status);
+    expect(wrong.body).toMatchObject({ error_code: direct.body.error_code, code: direct.body.code });
+    expect(wrong.body.code).toBe(2405);
+
+    const resent = await merchant.realarm(receiptId);
+    expect(resent.status, JSON.stringify(resent.body)).toBe(200);
+    expect(resent.body).toMatchObject({ receipt_id: receiptId, authenticate_data: { number_of_realarms: 1 } });
+    const otp = await atBClient.latestOtp(phone);
+
+    const confirmed = await merchant.confirm(receiptId, otp);
+    expect(confirmed.status, JSON.stringify(confirmed.body)).toBe(200);
+    expect(confirmed.body).toMatchObject({ receipt_id: receiptId, status: 12, authentication_id: 'auth-relay-1' });
+    expect(Object.keys(confirmed.body.authenticate_data as object).sort()).toEqual(PERSON_KEYS);
+    // the result at A and at B: the same person, under the same receipt_id
+    const atA = await merchant.certificate(receiptId);
+    const atB = await atBClient.certificate(receiptId);
+    expect(atA.status).toBe(200);
+    expect(atB.status).toBe(200);
+    const { tid: _tidA, ...personAtA } = atA.body.authenticate_data as Record<string, unknown>;
+    const { tid: _tidB, ...personAtB } = atB.body.authenticate_data as Record<string, unknown>;
+    expect(personAtA).toEqual(personAtB);
+  }, 90_000);
+
+  it("the provider's refusal of the request reaches the merchant unchanged, and nothing is kept at A", async () => {
+    // a PG name the project routes to its provider, which B does not know
+    const configured = await a.app.inject({
+      method: 'PUT',
+      url: `/admin/v1/projects/${atA.applicationId}/upstream`,
+      headers: { authorization: `Bearer ${TEST_ADMIN_TOKEN}` },
+      payload: {
+        base_url: `http://127.0.0.1:${(b.app.server.address() as { port: number }).port}`,
+        client_key: atB.clientKey,
+        secret_key: atB.secretKey,
+        pgs: ['sandbox_identity', 'identity_elsewhere'],
+      },
+    });
+    expect(configured.statusCode).toBe(200);
+    const before = (await a.deps.database.db.selectFrom('verifications').select('receipt_id').execute()).length;
+    const relayed = await merchant.request({ pg: 'identity_elsewhere' });
+    const direct = await atBClient.request({ pg: 'identity_elsewhere' });
+    expect(direct.status).toBeGreaterThanOrEqual(400);
+    expect(relayed.status).toBe(direct.status);
+    expect(relayed.body).toEqual(direct.body);
+    expect(await a.deps.database.db.selectFrom('verifications').select('receipt_id').execute()).toHaveLength(before);
+  });
+});
