@@ -45,7 +45,12 @@ export const DATABASE_INDEPENDENT = [
  * (test/helpers/worker-process.ts: DATABASE_URL, or the machine's server, which is the one CI's Postgres pass names).
  * CI's PGlite pass has run them on that server already; the Postgres pass does not run them again.
  */
-export const ALWAYS_ON_POSTGRES = ['test/escrow/kill9.test.ts', 'test/schedules/kill9.test.ts', 'test/webhooks/kill9.test.ts'];
+export const ALWAYS_ON_POSTGRES = [
+  'test/escrow/kill9.test.ts',
+  'test/schedules/kill9.test.ts',
+  'test/webhooks/kill9.test.ts',
+  'test/upstream/kill9.test.ts',
+];
 
 /** The engine's own suites: they never touch paygate's storage. */
 export const ENGINE_SUITES = ['test/engine/**', 'engine/test/**'];
@@ -64,6 +69,7 @@ const SLOW_FIRST = [
   'test/webhooks/kill9.test.ts',
   'test/escrow/kill9.test.ts',
   'test/schedules/kill9.test.ts',
+  'test/upstream/kill9.test.ts',
   'test/engine/journal-growth.test.ts',
   'test/platform/edges.test.ts',
   'test/schedules/schedules.test.ts',
