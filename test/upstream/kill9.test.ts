@@ -7,6 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chargeIdempotencyKey } from '../../src/payments/billing-rules.js';
 import { createGatewayRegistry } from '../../src/gateways/index.js';
+import { type Database, openDatabase } from '../../src/platform/db/db.js';
 import { type SandboxGateways, startSandboxGateways } from '../../src/sandbox/server.js';
 import { buildTestApp, TEST_ADMIN_TOKEN, TEST_SANDBOX_TOKEN, type TestApp } from '../helpers/app.js';
 import { openWorkerProcessStack, postgresReachable, type WorkerProcessStack } from '../helpers/worker-process.js';
@@ -19,10 +20,13 @@ describe.skipIf(!(await postgresReachable()))("the relay's worker killed -9 duri
   let a: TestApp;
   let b: TestApp;
   let bUrl: string;
+  let bDatabase: Database;
   const startWorker = () => stack.startWorker({ SANDBOX_GATEWAY_URL: sandbox.url, SANDBOX_TOKEN: TEST_SANDBOX_TOKEN });
 
   beforeAll(async () => {
-    b = await buildTestApp();
+    // B is another system: a database of its own (in memory), not the stack's
+    bDatabase = await openDatabase({ inMemory: true });
+    b = await buildTestApp({ database: bDatabase });
     bUrl = await b.app.listen({ host: '127.0.0.1', port: 0 });
     stack = await openWorkerProcessStack('upstream-kill9');
     const { database, keyring, client, taskQueue } = stack;
@@ -42,6 +46,7 @@ describe.skipIf(!(await postgresReachable()))("the relay's worker killed -9 duri
     await stack?.killWorkers();
     await a?.close();
     await b?.close();
+    await bDatabase?.close();
     await sandbox?.close();
     await stack?.close();
   }, 60_000);
