@@ -150,7 +150,7 @@ export function createServices(deps: ServiceDeps): Services {
     },
     charges,
     cancels,
-    receipts: createReceiptService({ stores, escrowData: escrowDataLookup(stores.escrow) }),
+    receipts: createReceiptService({ stores, escrowData: escrowDataLookup(stores.escrow), upstream, ...logger }),
     verifications: countVerificationOutcomes(
       createVerificationService({
         stores,

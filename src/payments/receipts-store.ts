@@ -74,6 +74,14 @@ export interface ReceiptStore {
   orphanCancels(before: Date, limit: number): Promise<ReceiptRow[]>;
   /** Any project's receipt: callers check ownership (1225) with the row's application_id. */
   find(receiptId: string): Promise<ReceiptRow | undefined>;
+  /**
+   * A refund an upstream provider made outside paygate (its console, another integration), as its receipt shows it:
+   * the cancelled amounts move up to the provider's, never down; the receipt as it is afterwards.
+   */
+  applyProviderCancel(
+    receiptId: string,
+    state: { readonly cancelledPrice: number; readonly cancelledTaxFree: number; readonly cancelledAt: Date },
+  ): Promise<ReceiptRow | undefined>;
   /** The project's receipt of `orderId`, whatever its status (order_id is unique per project). */
   findByOrder(applicationId: string, orderId: string): Promise<ReceiptRow | undefined>;
   /** The project's receipts newest first, at most `limit`; `search` matches an order_id or a receipt_id exactly. */
@@ -260,6 +268,22 @@ export function createReceiptStore(db: Kysely<Tables>): ReceiptStore {
         .returningAll()
         .executeTakeFirst();
       return updated ?? byId(result.receiptId ?? receiptId).executeTakeFirstOrThrow();
+    },
+
+    async applyProviderCancel(receiptId, state) {
+      await db
+        .updateTable('receipts')
+        .set((eb) => ({
+          cancelled_price: state.cancelledPrice,
+          cancelled_tax_free: state.cancelledTaxFree,
+          cancelled_at: state.cancelledAt,
+          status: eb.case().when('price', '<=', state.cancelledPrice).then(PAYMENT_CANCELLED).else(eb.ref('status')).end(),
+        }))
+        .where('receipt_id', '=', receiptId)
+        .where('status', '=', PAYMENT_COMPLETE)
+        .where('cancelled_price', '<', state.cancelledPrice)
+        .execute();
+      return byId(receiptId).executeTakeFirst();
     },
 
     async find(receiptId) {

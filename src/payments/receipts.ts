@@ -10,8 +10,11 @@ import {
 } from './reconcile-contract.js';
 import { assertOwnedBy } from '../projects/access.js';
 import { ApiError } from '../platform/errors.js';
+import { providerReceipt } from '../upstream/rules.js';
+import type { UpstreamService } from '../upstream/index.js';
+import type { OperationLog } from '../platform/operation-log.js';
 import type { EscrowData } from '../escrow/rules.js';
-import { isResourceId, renderReceipt, type ReceiptResponse } from './receipt-rules.js';
+import { isResourceId, PAYMENT_COMPLETE, renderReceipt, type ReceiptResponse } from './receipt-rules.js';
 import type { Project } from '../projects/index.js';
 import { receiptView, type ReceiptRow } from './receipts-store.js';
 import { IN_FLIGHT_LEASE_MS } from '../platform/idempotency.js';
@@ -110,16 +113,54 @@ export interface ReceiptService {
 export function createReceiptService({
   stores,
   escrowData,
+  upstream,
+  logger,
 }: {
   readonly stores: { readonly receipts: ReceiptStore };
   readonly escrowData: EscrowDataLookup;
+  /** the projects' upstream providers: a receipt of one is refreshed from it on lookup */
+  readonly upstream?: Pick<UpstreamService, 'call'>;
+  readonly logger?: Pick<OperationLog, 'warn'>;
 }): ReceiptService {
+  /**
+   * A paid receipt at an upstream provider, as the provider has it now: a refund made there outside paygate (its
+   * console, another integration) is recorded before the lookup answers. A provider that cannot answer leaves the
+   * receipt as paygate recorded it.
+   */
+  const refreshed = async (row: ReceiptRow): Promise<ReceiptRow> => {
+    if (!upstream || !row.via_upstream || row.status !== PAYMENT_COMPLETE) return row;
+    let answer: unknown;
+    try {
+      answer = await upstream.call(row.application_id, {
+        method: 'GET',
+        path: `/v2/receipt/${encodeURIComponent(row.receipt_id)}`,
+      });
+    } catch (err) {
+      logger?.warn(
+        { receipt_id: row.receipt_id, err },
+        'the upstream provider could not refresh a receipt; answering the record',
+      );
+      return row;
+    }
+    const atProvider = providerReceipt.safeParse(answer);
+    const cancelledPrice = atProvider.success ? (atProvider.data.cancelled_price ?? 0) : 0;
+    if (!atProvider.success || cancelledPrice <= row.cancelled_price) return row;
+    return (
+      (await stores.receipts.applyProviderCancel(row.receipt_id, {
+        cancelledPrice: Math.min(cancelledPrice, row.price),
+        cancelledTaxFree: Math.min(atProvider.data.cancelled_tax_free ?? row.cancelled_tax_free, row.tax_free),
+        cancelledAt: atProvider.data.cancelled_at ?? new Date(),
+      })) ?? row
+    );
+  };
+
   return {
     async lookup(project, receiptId) {
       if (!isResourceId(receiptId)) throw new ApiError('RC_NOT_FOUND');
-      const row = await stores.receipts.find(receiptId);
-      if (!row) throw new ApiError('RC_NOT_FOUND');
-      assertOwnedBy(project, row.application_id);
+      const found = await stores.receipts.find(receiptId);
+      if (!found) throw new ApiError('RC_NOT_FOUND');
+      assertOwnedBy(project, found.application_id);
+      const row = await refreshed(found);
       // an escrow order comes only from a one-off payment: a billing-key charge needs no second read
       const escrow = row.billing_key === null ? await escrowData(receiptId) : undefined;
       const receipt = receiptResponse(row, project);

@@ -241,6 +241,7 @@ export const providerReceipt = z.object({
   purchased_at: providerTime.optional(),
   cancelled_at: providerTime.optional(),
   cancelled_price: z.number().optional(),
+  cancelled_tax_free: z.number().optional(),
   card_data: providerCard
     .extend({ card_quota: z.string().max(2).optional(), card_approve_no: z.string().max(40).optional() })
     .optional(),

@@ -105,6 +105,26 @@ describe('key-in billing relayed to the provider', () => {
     expect((await atBClient.get(`/v2/receipt/${receiptId}`)).body).toMatchObject({ cancelled_price: 4_000 });
   });
 
+  it('a refund made at the provider directly shows in the receipt the merchant looks up at A', async () => {
+    const paid = await merchant.post('/v2/subscribe/payment', {
+      billing_key: billingKey,
+      order_name: 'September',
+      order_id: 'relay-refund-outside-1',
+      price: 8_000,
+    });
+    const receiptId = paid.body.receipt_id as string;
+    // someone refunds part of it at the provider (its console, another integration), not through paygate
+    const outside = await atBClient.cancel({ receipt_id: receiptId, cancel_price: 2_500, cancel_id: 'console-1' });
+    expect(outside.status).toBe(200);
+    const seen = await merchant.get(`/v2/receipt/${receiptId}`);
+    expect(seen.body).toMatchObject({ receipt_id: receiptId, cancelled_price: 2_500, status: 1 });
+    // a cancel at A then refunds what remains, at the provider, and both agree
+    const rest = await merchant.cancel({ receipt_id: receiptId, cancel_id: 'rest-1' });
+    expect(rest.status, JSON.stringify(rest.body)).toBe(200);
+    expect(rest.body).toMatchObject({ cancelled_price: 8_000, status: 20 });
+    expect((await atBClient.get(`/v2/receipt/${receiptId}`)).body).toMatchObject({ cancelled_price: 8_000, status: 20 });
+  });
+
   it('relays the provider’s refusal unchanged and frees the order_id', async () => {
     const refusing = await merchant.issue({ card_no: '4000000000009995', subscription_id: 'sub-refusing' });
     expect(refusing.status).toBe(200);
