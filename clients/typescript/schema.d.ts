@@ -944,6 +944,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/upstream/v1/notifications/{application_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The provider's notification about a payment (called by the provider)
+         * @description The provider's notification about a payment (called by the provider)
+         */
+        post: operations["receiveProviderNotification"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/sandbox/v1/clock": {
         parameters: {
             query?: never;
@@ -8317,6 +8337,132 @@ export interface operations {
             };
             /** @description 9500 INTERNAL_ERROR */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description 9503 SERVICE_UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+        };
+    };
+    receiveProviderNotification: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                application_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "receipt_id": "6747e3a1c0ffee0000000002",
+                 *       "status": 1
+                 *     }
+                 */
+                "application/json": {
+                    receipt_id?: string;
+                    receipt?: {
+                        receipt_id?: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                } & {
+                    [key: string]: unknown;
+                };
+            };
+        };
+        responses: {
+            /** @description What paygate did after asking the provider about the receipt: refreshed it (a refund made there), handed a charge whose answer was lost to its reconcile workflow, or nothing new */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "received": true,
+                     *       "receipt_id": "6747e3a1c0ffee0000000002",
+                     *       "outcome": "unchanged"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {boolean} */
+                        received: true;
+                        receipt_id: string;
+                        /** @enum {string} */
+                        outcome: "refreshed" | "reconciling" | "unchanged";
+                    };
+                };
+            };
+            /** @description 9400 INVALID_REQUEST */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description 2000 RC_NOT_FOUND, 9477 UPSTREAM_NOT_CONFIGURED */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description 9413 PAYLOAD_TOO_LARGE */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description 9415 UNSUPPORTED_MEDIA_TYPE */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description 9429 TOO_MANY_REQUESTS */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description 9500 INTERNAL_ERROR */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            /** @description 9502 GATEWAY_UNAVAILABLE */
+            502: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -18,6 +18,8 @@ export const RATE_LIMITS = {
   tokenRequests: { perIp: 60, windowMs: 60_000 },
   /** admin API calls presenting a wrong admin token; per IP only (there is one admin credential) */
   adminFailures: { perIp: 10, windowMs: 60_000 },
+  /** every POST /upstream/v1/notifications/{application_id}: each one costs paygate a call to the provider */
+  upstreamNotifications: { perIp: 120, windowMs: 60_000 },
 } as const;
 
 export interface FailureThrottle {

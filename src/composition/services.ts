@@ -19,6 +19,8 @@ import {
   createReconcileStarter,
   type ReceiptService,
   type ReconcileStarter,
+  createProviderNotificationService,
+  type ProviderNotificationService,
 } from '../payments/index.js';
 import { createEscrowService, escrowDataLookup, type EscrowService } from '../escrow/index.js';
 import type { OperationLog } from '../platform/operation-log.js';
@@ -51,6 +53,8 @@ export interface Services {
   readonly schedules: ScheduleService;
   /** the project's upstream provider: its configuration, and calls to it with the project's keys there */
   readonly upstream: UpstreamService;
+  /** the provider's notifications about payments it holds for a project */
+  readonly providerNotifications: ProviderNotificationService;
   /** arming sandbox PG faults for merchants' tests: with the sandbox's address (sandbox mode) only */
   readonly sandboxFaults?: SandboxFaultService;
   /** starts reconcile workflows (charges and cancels hand over through it, the worker's sweep too): with a workflow runtime only */
@@ -136,6 +140,7 @@ export function createServices(deps: ServiceDeps): Services {
     ...(deps.workflowCallTimeoutMs !== undefined ? { workflowCallTimeoutMs: deps.workflowCallTimeoutMs } : {}),
   });
   const billingKeys = createBillingKeyService({ stores, ...pgs, clock, charges, cancels });
+  const receipts = createReceiptService({ stores, escrowData: escrowDataLookup(stores.escrow), upstream, ...logger });
   return {
     projects: createProjectService({ stores, webhooks, knownPgs: gateways.names, sandbox: deps.sandbox === true, clock }),
     accessTokens: createAccessTokenService({ stores, clock }),
@@ -150,7 +155,8 @@ export function createServices(deps: ServiceDeps): Services {
     },
     charges,
     cancels,
-    receipts: createReceiptService({ stores, escrowData: escrowDataLookup(stores.escrow), upstream, ...logger }),
+    receipts,
+    providerNotifications: createProviderNotificationService({ stores, upstream, receipts, ...reconcile }),
     verifications: countVerificationOutcomes(
       createVerificationService({
         stores,

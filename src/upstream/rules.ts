@@ -237,6 +237,7 @@ export const providerBillingKey = z.object({
 /** The provider's receipt, as far as a charge or a cancel reads it. */
 export const providerReceipt = z.object({
   receipt_id: providerId,
+  order_id: z.string().max(200).optional(),
   status: z.number().int(),
   purchased_at: providerTime.optional(),
   cancelled_at: providerTime.optional(),
@@ -273,3 +274,24 @@ export const providerAuthenticationResult = z.object({
     di: z.string().min(1).max(200),
   }),
 });
+
+const notifiedId = z.string().regex(/^[A-Za-z0-9_-]{1,100}$/);
+
+/**
+ * The body of a provider's notification (JSON or form), as far as paygate reads it: the receipt it names, at the top
+ * (the spec's payment and escrow webhook payloads are the receipt) or in a `receipt` object. Nothing else is read:
+ * what happened is asked of the provider.
+ */
+export const providerNotificationBody = z
+  .looseObject({
+    receipt_id: notifiedId.optional().describe("the provider's receipt_id"),
+    receipt: z.looseObject({ receipt_id: notifiedId.optional() }).optional().describe('or the receipt, nested'),
+  })
+  .describe("the provider's notification: only the receipt it names is read, everything else is asked of the provider");
+
+/** The receipt a provider's notification names; undefined when it names none well-formed. */
+export function notifiedReceiptId(body: unknown): string | undefined {
+  const parsed = providerNotificationBody.safeParse(body);
+  if (!parsed.success) return undefined;
+  return parsed.data.receipt_id ?? parsed.data.receipt?.receipt_id;
+}

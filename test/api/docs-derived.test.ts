@@ -25,7 +25,12 @@ import { tokenRequestSchema } from '../../src/projects/access-tokens.js';
 import { keyRotationSchema, projectCreateSchema, projectPatchSchema } from '../../src/projects/service.js';
 import type { Project } from '../../src/projects/store.js';
 import { parseReserveRequest } from '../../src/reserves/rules.js';
-import { parseUpstreamConfig, upstreamConfigBody } from '../../src/upstream/rules.js';
+import {
+  notifiedReceiptId,
+  parseUpstreamConfig,
+  providerNotificationBody,
+  upstreamConfigBody,
+} from '../../src/upstream/rules.js';
 import {
   parseScheduleListQuery,
   parseSchedulePatch,
@@ -122,6 +127,7 @@ const PARSERS: Record<string, (input: unknown) => unknown> = {
   'POST /sandbox/v1/faults body': (b) => parseFault(sandboxProject, b),
   'POST /sandbox/v1/clock/advance body': (b) => parseAdvance(b, now),
   'PUT /admin/v1/projects/:application_id/upstream body': (b) => parseUpstreamConfig(b, { sandbox: true }),
+  'POST /upstream/v1/notifications/:application_id body': notifiedReceiptId,
 };
 
 /** Documented bodies that no paygate check reads, and why. */
@@ -136,6 +142,7 @@ const PLAIN_VALIDATORS = new Set<z.ZodType>([
   projectPatchSchema,
   keyRotationSchema,
   upstreamConfigBody,
+  providerNotificationBody,
 ]);
 
 const documentedInputs = Object.entries(routeDocs).flatMap(([route, doc]) => [

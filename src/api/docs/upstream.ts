@@ -1,6 +1,7 @@
-// Documentation of the upstream connector's routes: a project's provider configuration (admin API).
+// Documentation of the upstream connector's routes: a project's provider configuration (admin API) and the
+// provider's notifications.
 import { z } from 'zod';
-import { upstreamConfigBody } from '../../upstream/rules.js';
+import { providerNotificationBody, upstreamConfigBody } from '../../upstream/rules.js';
 import { byId, EX, type RouteDocs } from './route-doc.js';
 import { timestamp } from './schemas.js';
 
@@ -73,5 +74,28 @@ export const upstreamRouteDocs: RouteDocs = {
     },
     example: { response: { application_id: EX.applicationId, deleted: true } },
     errors: ['UPSTREAM_NOT_CONFIGURED', 'PROJECT_NOT_FOUND', 'INVALID_REQUEST'],
+  },
+  'POST /upstream/v1/notifications/:application_id': {
+    operationId: 'receiveProviderNotification',
+    tag: 'admin',
+    summary: "The provider's notification about a payment (called by the provider)",
+    params: applicationId,
+    body: providerNotificationBody,
+    response: {
+      status: 200,
+      description:
+        'What paygate did after asking the provider about the receipt: refreshed it (a refund made there), handed a charge ' +
+        'whose answer was lost to its reconcile workflow, or nothing new',
+      schema: z.object({
+        received: z.literal(true),
+        receipt_id: z.string(),
+        outcome: z.enum(['refreshed', 'reconciling', 'unchanged']),
+      }),
+    },
+    example: {
+      request: { receipt_id: EX.receiptId, status: 1 },
+      response: { received: true, receipt_id: EX.receiptId, outcome: 'unchanged' },
+    },
+    errors: ['INVALID_REQUEST', 'RC_NOT_FOUND', 'UPSTREAM_NOT_CONFIGURED', 'GATEWAY_UNAVAILABLE', 'TOO_MANY_REQUESTS'],
   },
 };

@@ -1,0 +1,65 @@
+// An upstream provider's notification about a payment (POST /upstream/v1/notifications/{application_id}). Never
+// trusted as sent (spec "Escrow status webhook" 3): only the receipt_id is read, the provider is asked with the
+// project's keys what that receipt is, and paygate acts on the answer: a receipt it relays is refreshed (a refund
+// made at the provider); a charge whose answer was lost is handed to its reconcile workflow (started now if no sweep
+// started it yet), which settles it and tells the merchant as any reconcile does. A receipt the provider does not
+// know for these keys, or that paygate never relayed, changes nothing (2000). Acting twice changes nothing more.
+import { ApiError } from '../platform/errors.js';
+import { type ProjectStore, toProject } from '../projects/index.js';
+import { ProviderRefusedError, type UpstreamService } from '../upstream/index.js';
+import { notifiedReceiptId, providerReceipt } from '../upstream/rules.js';
+import { PAYMENT_PENDING } from './receipt-rules.js';
+import type { ReceiptService, ReconcileStarter } from './receipts.js';
+import type { ReceiptStore } from './receipts-store.js';
+
+export interface ProviderNotificationService {
+  /** What the notification led to: the receipt refreshed, a lost charge settled, or nothing new. */
+  handle(
+    applicationId: string,
+    body: unknown,
+  ): Promise<{ readonly receipt_id: string; readonly outcome: 'refreshed' | 'reconciling' | 'unchanged' }>;
+}
+
+export function createProviderNotificationService(deps: {
+  readonly stores: { readonly receipts: ReceiptStore; readonly projects: Pick<ProjectStore, 'findById'> };
+  readonly upstream: Pick<UpstreamService, 'call'>;
+  readonly receipts: Pick<ReceiptService, 'lookup'>;
+  /** the reconcile workflow of a lost charge: the one way it is settled and the merchant told */
+  readonly reconcile?: ReconcileStarter;
+}): ProviderNotificationService {
+  return {
+    async handle(applicationId, body) {
+      const receiptId = notifiedReceiptId(body);
+      if (receiptId === undefined)
+        throw new ApiError('INVALID_REQUEST', { payloadMessage: 'receipt_id is missing or malformed' });
+      const projectRow = await deps.stores.projects.findById(applicationId);
+      if (!projectRow) throw new ApiError('UPSTREAM_NOT_CONFIGURED');
+      let answer: unknown;
+      try {
+        answer = await deps.upstream.call(applicationId, { method: 'GET', path: `/v2/receipt/${encodeURIComponent(receiptId)}` });
+      } catch (err) {
+        // the provider does not know the receipt for this project's keys (unknown, another merchant's)
+        if (err instanceof ProviderRefusedError) throw new ApiError('RC_NOT_FOUND');
+        throw err;
+      }
+      const atProvider = providerReceipt.safeParse(answer);
+      if (!atProvider.success || atProvider.data.receipt_id !== receiptId) throw new ApiError('RC_NOT_FOUND');
+
+      const relayed = await deps.stores.receipts.find(receiptId);
+      if (relayed?.application_id === applicationId && relayed.via_upstream) {
+        const before = relayed.cancelled_price;
+        const now = await deps.receipts.lookup(toProject(projectRow), receiptId);
+        return { receipt_id: receiptId, outcome: now.cancelled_price !== before ? 'refreshed' : 'unchanged' };
+      }
+      // a charge whose answer was lost sits pending under a placeholder id: found by its order_id
+      const orderId = atProvider.data.order_id;
+      const pending = orderId === undefined ? undefined : await deps.stores.receipts.findByOrder(applicationId, orderId);
+      if (pending?.via_upstream && pending.status === PAYMENT_PENDING) {
+        if (!deps.reconcile) throw new ApiError('SERVICE_UNAVAILABLE', { message: 'The workflow engine is not configured.' });
+        await deps.reconcile.charge(pending.receipt_id);
+        return { receipt_id: receiptId, outcome: 'reconciling' };
+      }
+      throw new ApiError('RC_NOT_FOUND');
+    },
+  };
+}
