@@ -8385,7 +8385,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description What paygate did after asking the provider about the receipt: refreshed it (a refund made there), handed a charge whose answer was lost to its reconcile workflow, or nothing new */
+            /** @description What paygate did after asking the provider about the receipt: moved an escrow order towards its status there (signalled), refreshed it (a refund made there), handed a charge whose answer was lost to its reconcile workflow, or nothing new */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -8403,7 +8403,7 @@ export interface operations {
                         received: true;
                         receipt_id: string;
                         /** @enum {string} */
-                        outcome: "refreshed" | "reconciling" | "unchanged";
+                        outcome: "refreshed" | "reconciling" | "signalled" | "unchanged";
                     };
                 };
             };

@@ -10,7 +10,8 @@ import { escrowWebhookPayload, renderEscrowData, type ResolvedShipment } from '.
 import { ApiError } from '../platform/errors.js';
 import { PROJECT_EVENTS } from '../webhooks/rules.js';
 import type { EscrowGateway, GatewayRegistry } from '../gateways/index.js';
-import { type CancelService, receiptResponse } from '../payments/index.js';
+import { type CancelService, type ReceiptService, receiptResponse } from '../payments/index.js';
+import type { UpstreamGateways } from '../upstream/index.js';
 import { type OperationLog, pinoStyleLog } from '../platform/operation-log.js';
 import type { WebhookService } from '../webhooks/index.js';
 import type { Stores } from '../composition/stores.js';
@@ -22,6 +23,10 @@ export interface EscrowActivityDeps {
   readonly gateways: GatewayRegistry;
   /** the rejection approval's refund: the worker's cancel service (Temporal retries it; no reconcile hand-over) */
   readonly cancels: Pick<CancelService, 'cancel'>;
+  /** the projects' upstream providers: an order paid at one is shipped and asked there, and refunded by it */
+  readonly upstream?: UpstreamGateways;
+  /** a receipt as its provider has it now (the refund the provider made on a rejection approval) */
+  readonly receipts?: Pick<ReceiptService, 'lookup'>;
   /** the ESCROW_STATUS_CHANGED delivery to the project's webhook_url */
   readonly webhooks: Pick<WebhookService, 'deliverToProject'>;
   readonly clock?: () => Date;
@@ -39,8 +44,12 @@ export function escrowDeliveryId(receiptId: string, seq: number): string {
 export function createEscrowActivities(deps: EscrowActivityDeps) {
   const clock = deps.clock ?? (() => new Date());
   const { stores, cancels, webhooks } = deps;
-  const escrowGateway = (pg: string): EscrowGateway => {
-    const escrow = deps.gateways.get(pg)?.escrow;
+  /** The order's escrow: at the project's provider for a payment made there (runs started before name no receipt). */
+  const escrowGateway = async (pg: string, receiptId?: string): Promise<EscrowGateway> => {
+    const receipt = receiptId === undefined ? undefined : await stores.receipts.find(receiptId);
+    const escrow = receipt?.via_upstream
+      ? (await deps.upstream?.gateway(receipt.application_id, pg))?.escrow
+      : deps.gateways.get(pg)?.escrow;
     if (!escrow) throw ApplicationFailure.nonRetryable(`PG '${pg}' has no escrow`, 'GatewayNotConfigured');
     return escrow;
   };
@@ -59,8 +68,9 @@ export function createEscrowActivities(deps: EscrowActivityDeps) {
       gatewayTid: string;
       shipment: ResolvedShipment;
     }) {
+      const escrow = await escrowGateway(input.pg, input.receiptId);
       return callGateway(() =>
-        escrowGateway(input.pg).startShipping({
+        escrow.startShipping({
           idempotencyKey: `escrow:${input.receiptId}:shipping:${input.attempt}`,
           gatewayTid: input.gatewayTid,
           shipment: input.shipment,
@@ -68,12 +78,19 @@ export function createEscrowActivities(deps: EscrowActivityDeps) {
       );
     },
 
-    async inquireEscrowStatus(input: { pg: string; gatewayTid: string }): Promise<number> {
-      return callGateway(() => escrowGateway(input.pg).orderStatus({ gatewayTid: input.gatewayTid }));
+    async inquireEscrowStatus(input: { receiptId?: string; pg: string; gatewayTid: string }): Promise<number> {
+      const escrow = await escrowGateway(input.pg, input.receiptId);
+      return callGateway(() => escrow.orderStatus({ gatewayTid: input.gatewayTid }));
     },
 
     /** Refunds the whole payment; a payment the merchant already refunded in full is left as it is. */
     async refundEscrowPayment(input: { receiptId: string; applicationId: string }): Promise<{ refunded: boolean }> {
+      const receipt = await stores.receipts.find(input.receiptId);
+      if (receipt?.via_upstream && deps.receipts) {
+        // the provider refunds a rejection it approved itself: record its refund, never send a second one
+        await deps.receipts.lookup(await project(input.applicationId), input.receiptId);
+        return { refunded: false };
+      }
       try {
         await cancels.cancel(
           await project(input.applicationId),

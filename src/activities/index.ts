@@ -20,7 +20,8 @@ export interface ActivityDeps {
    * The process's use cases, built once by the composition root (createServices) before the activities: an activity
    * calls them and never builds a service or a client of its own.
    */
-  readonly services: Pick<Services, 'charges' | 'cancels' | 'webhooks' | 'worker'> & Partial<Pick<Services, 'upstream'>>;
+  readonly services: Pick<Services, 'charges' | 'cancels' | 'webhooks' | 'worker'> &
+    Partial<Pick<Services, 'upstream' | 'receipts'>>;
   /** the identity and escrow PGs the activities call directly */
   readonly gateways: GatewayRegistry;
   /** how webhook attempts reach receivers; without it, production rules (https, global addresses only) */
@@ -46,6 +47,8 @@ export function createActivities(deps: ActivityDeps) {
       gateways: deps.gateways,
       cancels: services.worker.cancels,
       webhooks: services.webhooks,
+      ...(services.upstream ? { upstream: services.upstream } : {}),
+      ...(services.receipts ? { receipts: services.receipts } : {}),
       ...clock,
     }),
     ...createReserveActivities({ stores: deps.stores, charges: services.worker.charges, webhooks: services.webhooks, ...clock }),

@@ -140,6 +140,17 @@ export function createServices(deps: ServiceDeps): Services {
     ...(deps.workflowCallTimeoutMs !== undefined ? { workflowCallTimeoutMs: deps.workflowCallTimeoutMs } : {}),
   });
   const billingKeys = createBillingKeyService({ stores, ...pgs, clock, charges, cancels });
+  const escrow = createEscrowService({
+    stores,
+    ...pgs,
+    clock,
+    ...(deps.workflows ? { workflows: deps.workflows } : {}),
+    ...(deps.workflowCallTimeoutMs !== undefined ? { workflowCallTimeoutMs: deps.workflowCallTimeoutMs } : {}),
+    ...(deps.publicBaseUrl ? { notifyBaseUrl: deps.publicBaseUrl } : {}),
+    ...(deps.sandboxUrl ? { sandboxUrl: deps.sandboxUrl } : {}),
+    ...(deps.sandboxToken ? { sandboxToken: deps.sandboxToken } : {}),
+    ...(deps.logger ? { logger: deps.logger } : {}),
+  });
   const receipts = createReceiptService({ stores, escrowData: escrowDataLookup(stores.escrow), upstream, ...logger });
   return {
     projects: createProjectService({ stores, webhooks, knownPgs: gateways.names, sandbox: deps.sandbox === true, clock }),
@@ -156,7 +167,14 @@ export function createServices(deps: ServiceDeps): Services {
     charges,
     cancels,
     receipts,
-    providerNotifications: createProviderNotificationService({ stores, upstream, receipts, ...reconcile }),
+    providerNotifications: createProviderNotificationService({
+      stores,
+      upstream,
+      receipts,
+      ...reconcile,
+      // the escrow area sits above payments: its order is moved through this port
+      escrow: (applicationId, receiptId, status) => escrow.providerEscrowStatus(applicationId, receiptId, status),
+    }),
     verifications: countVerificationOutcomes(
       createVerificationService({
         stores,
@@ -171,17 +189,7 @@ export function createServices(deps: ServiceDeps): Services {
     ),
     webhooks,
     messages: createMessageService({ stores, webhooks, clock }),
-    escrow: createEscrowService({
-      stores,
-      gateways,
-      clock,
-      ...(deps.workflows ? { workflows: deps.workflows } : {}),
-      ...(deps.workflowCallTimeoutMs !== undefined ? { workflowCallTimeoutMs: deps.workflowCallTimeoutMs } : {}),
-      ...(deps.publicBaseUrl ? { notifyBaseUrl: deps.publicBaseUrl } : {}),
-      ...(deps.sandboxUrl ? { sandboxUrl: deps.sandboxUrl } : {}),
-      ...(deps.sandboxToken ? { sandboxToken: deps.sandboxToken } : {}),
-      ...(deps.logger ? { logger: deps.logger } : {}),
-    }),
+    escrow,
     reserves: createReserveService({
       stores,
       ...pgs,

@@ -292,6 +292,26 @@ export function resolveShipmentMinimal(req: ShippingStartRequest): ResolvedShipm
   };
 }
 
+/** An upstream provider's shipment: the merchant's fields as given (blank ones empty); the provider applies its rules. */
+export function resolveShipmentAsGiven(req: ShippingStartRequest): ResolvedShipment {
+  return {
+    ...shipmentBasics(req),
+    recipient: {
+      name: req.user.username ?? '',
+      phone: req.user.phone ?? '',
+      address: req.user.address ?? '',
+      zipcode: req.user.zipcode ?? '',
+    },
+    sender: {
+      name: req.company.name ?? '',
+      phone: req.company.phone ?? '',
+      zipcode: req.company.zipcode ?? '',
+      addr1: req.company.addr1 ?? '',
+      addr2: req.company.addr2 ?? '',
+    },
+  };
+}
+
 function shipmentBasics(req: ShippingStartRequest) {
   return {
     trackingNumber: req.trackingNumber,

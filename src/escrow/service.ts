@@ -21,6 +21,8 @@ import {
   parseSandboxBuyerEvent,
   parseShippingStart,
   renderEscrowData,
+  eventsTowards,
+  resolveShipmentAsGiven,
   resolveShipmentMinimal,
   resolveShipmentStrict,
   type SandboxPaymentRequest,
@@ -34,6 +36,9 @@ import type { IdempotencyKeyProof } from '../platform/idempotency.js';
 import type { Project } from '../projects/index.js';
 import { type ReceiptRow, type EscrowDataLookup, receiptResponse, type ReceiptStore } from '../payments/index.js';
 import type { OperationLog } from '../platform/operation-log.js';
+import { ProviderRefusedError, type UpstreamService } from '../upstream/index.js';
+import { providerReceipt } from '../upstream/rules.js';
+import { enforceMasked } from '../payments/card.js';
 import { DEFAULT_WORKFLOW_CALL_TIMEOUT_MS, type WorkflowRuntime } from '../platform/temporal/workflow-calls.js';
 import { bindLogIds } from '../platform/observability/log-context.js';
 import type { EscrowOrderRow, EscrowStore } from './store.js';
@@ -91,6 +96,16 @@ export interface EscrowService {
   buyerEvent(project: Project, receiptId: string, body: unknown): Promise<{ notification_id: string | null; sent: boolean }>;
   /** A PG's notification, checked by its signature, handed to the order's workflow. */
   notification(pg: string, headers: Readonly<Record<string, string | string[] | undefined>>, rawBody: string): Promise<void>;
+  /**
+   * What the project's upstream provider answered about one of its escrow receipts (asked after its notification):
+   * the events that bring the order there are signalled to its workflow. Undefined when paygate holds no escrow
+   * order of the project at the provider under this id (the notification is then about something else).
+   */
+  providerEscrowStatus(
+    applicationId: string,
+    receiptId: string,
+    providerStatus: number,
+  ): Promise<'signalled' | 'unchanged' | undefined>;
   events(project: Project, receiptId: string): Promise<EscrowEventView[]>;
   /** The project's escrow orders as receipts with escrow_data, newest first (the dashboard). */
   orders(project: Project, limit: number): Promise<ReceiptResponse[]>;
@@ -111,6 +126,8 @@ export function createEscrowService(deps: {
   readonly sandboxUrl?: string;
   readonly sandboxToken?: string;
   readonly logger?: Pick<OperationLog, 'warn'>;
+  /** the projects' upstream providers: an escrow payment made at one is shipped and tracked there */
+  readonly upstream?: Pick<UpstreamService, 'gateway' | 'call'>;
 }): EscrowService {
   const { stores } = deps;
   const callTimeoutMs = deps.workflowCallTimeoutMs ?? DEFAULT_WORKFLOW_CALL_TIMEOUT_MS;
@@ -138,6 +155,67 @@ export function createEscrowService(deps: {
     assertOwnedBy(project, receipt.application_id);
     return receipt;
   };
+  /** Where an order's escrow lives: the project's provider for a payment made there, else the local PG. */
+  const escrowGatewayOf = async (receipt: ReceiptRow) =>
+    receipt.via_upstream
+      ? (await deps.upstream?.gateway(receipt.application_id, receipt.pg))?.escrow
+      : deps.gateways.get(receipt.pg)?.escrow;
+
+  /**
+   * An escrow payment made at the project's provider that paygate has not seen (paid in the provider's payment
+   * window): the provider answering for the project's keys is its ownership. Stored as the provider has it, under its
+   * receipt_id, before its workflow starts. Undefined when the project has no provider or the provider does not
+   * know the receipt for these keys.
+   */
+  const adoptFromProvider = async (project: Project, receiptId: string): Promise<ReceiptRow | undefined> => {
+    if (!deps.upstream) return undefined;
+    let answer: unknown;
+    try {
+      answer = await deps.upstream.call(project.application_id, {
+        method: 'GET',
+        path: `/v2/receipt/${encodeURIComponent(receiptId)}`,
+      });
+    } catch (err) {
+      // no provider, or the provider does not know the receipt for these keys: not found, as a local lookup
+      if (err instanceof ProviderRefusedError || (err instanceof ApiError && err.errorCode === 'UPSTREAM_NOT_CONFIGURED')) {
+        return undefined;
+      }
+      throw err;
+    }
+    const paid = providerReceipt.safeParse(answer);
+    if (!paid.success || paid.data.receipt_id !== receiptId || paid.data.pg === undefined) return undefined;
+    const atProvider = paid.data;
+    if (!(await deps.upstream.gateway(project.application_id, atProvider.pg ?? ''))?.escrow) return undefined;
+    if (atProvider.escrow_data == null) throw new ApiError('RC_NOT_ESCROW');
+    if (atProvider.status !== PAYMENT_COMPLETE) throw new ApiError('RC_NOT_CONFIRMED');
+    if (atProvider.escrow_data.status !== EscrowStatus.Waiting) throw new ApiError('RC_ESCROW_NOT_READY');
+    const card = atProvider.card_data;
+    const stored = await stores.escrow.insertPayment({
+      receiptId,
+      applicationId: project.application_id,
+      orderId: atProvider.order_id ?? receiptId,
+      orderName: atProvider.order_name ?? '',
+      pg: atProvider.pg ?? '',
+      price: atProvider.price ?? 0,
+      taxFree: atProvider.tax_free ?? 0,
+      metadata: undefined,
+      gatewayTid: receiptId,
+      approvalNo: card?.card_approve_no ?? '',
+      card: {
+        maskedNumber: enforceMasked(card?.card_no ?? ''),
+        cardCompany: card?.card_company ?? '',
+        cardCompanyCode: card?.card_company_code ?? '',
+        cardType: card?.card_type ?? 'credit',
+      },
+      requestedAt: atProvider.requested_at ?? atProvider.purchased_at ?? deps.clock(),
+      purchasedAt: atProvider.purchased_at ?? deps.clock(),
+      escrow: { buyer: undefined },
+      viaUpstream: true,
+    });
+    // a request adopting it at the same time stored it first: that one is the order
+    return stored ?? (await stores.receipts.find(receiptId));
+  };
+
   const ownEscrow = async (project: Project, receiptId: string) => {
     const receipt = await ownReceipt(project, receiptId);
     const order = await stores.escrow.find(receiptId);
@@ -229,15 +307,19 @@ export function createEscrowService(deps: {
     },
 
     async shippingStart(project, receiptId, body) {
+      const known = isResourceId(receiptId) ? await stores.receipts.find(receiptId) : undefined;
+      if (!known && isResourceId(receiptId)) await adoptFromProvider(project, receiptId);
       const { receipt, order } = await ownEscrow(project, receiptId);
       if (receipt.status !== PAYMENT_COMPLETE) throw new ApiError('RC_NOT_CONFIRMED');
       if (order.status !== EscrowStatus.Waiting) throw new ApiError('RC_ESCROW_NOT_READY');
       const request = parseShippingStart(body);
-      const gateway = deps.gateways.get(receipt.pg)?.escrow;
+      const gateway = await escrowGatewayOf(receipt);
       if (!gateway) throw new ApiError('RC_ESCROW_SHIPPING_NO_METHOD');
-      const shipment = gateway.sendsParties
-        ? resolveShipmentStrict(request, project.merchant, stores.escrow.openBuyer(order))
-        : resolveShipmentMinimal(request);
+      const shipment = gateway.forwardsRequest
+        ? resolveShipmentAsGiven(request)
+        : gateway.sendsParties
+          ? resolveShipmentStrict(request, project.merchant, stores.escrow.openBuyer(order))
+          : resolveShipmentMinimal(request);
 
       const { client, taskQueue } = workflows();
       try {
@@ -316,6 +398,32 @@ export function createEscrowService(deps: {
           deps.clock(),
         );
       }
+    },
+
+    async providerEscrowStatus(applicationId, receiptId, providerStatus) {
+      const receipt = await stores.receipts.find(receiptId);
+      const order =
+        receipt?.via_upstream && receipt.application_id === applicationId ? await stores.escrow.find(receiptId) : undefined;
+      if (!order) return undefined;
+      const events = eventsTowards(order.status, providerStatus);
+      if (events.length === 0) return 'unchanged';
+      const { client } = workflows();
+      const occurredAt = deps.clock().toISOString();
+      for (const { event, to } of events) {
+        // one id per status reached: the provider's redeliveries (and a reconcile that got there first) are duplicates
+        const notificationId = `upstream:${receiptId}:${to}`;
+        const known = await stores.escrow.notificationCount(receiptId, notificationId);
+        if (known >= 2) continue;
+        await client.withDeadline(Date.now() + callTimeoutMs, () =>
+          client.workflow.getHandle(escrowWorkflowId(receiptId)).signal(pgNotificationSignal, {
+            notificationId,
+            event,
+            occurredAt,
+            ...(known > 0 ? { recorded: true } : {}),
+          }),
+        );
+      }
+      return 'signalled';
     },
 
     async orders(project, limit) {

@@ -64,3 +64,33 @@ export function isFinalEscrowStatus(status: number): boolean {
 
 /** Where a transition came from, as the events history shows it. */
 export type EscrowEventSource = 'api' | 'pg_notification' | 'reconcile';
+
+/** The event a status stands for, when a PG or provider answer reveals a transition no notification brought. */
+const EVENT_FOR_STATUS: Readonly<Partial<Record<number, BuyerEvent>>> = {
+  [EscrowStatus.PurchaseConfirmed]: 'purchase_confirmed',
+  [EscrowStatus.RejectionRequested]: 'purchase_rejected',
+  [EscrowStatus.RejectionApproved]: 'rejection_approved',
+  [EscrowStatus.SettlementHeld]: 'settlement_held',
+};
+
+/**
+ * The buyer events, at most two, that bring an order from `current` to the status its PG (or provider) reports:
+ * through the intermediate state when two notifications were lost (3 -> -2 -> -3). Empty when it is there already,
+ * or when no event leads there.
+ */
+export function eventsTowards(current: number, target: number): { readonly event: BuyerEvent; readonly to: EscrowStatus }[] {
+  const path: { event: BuyerEvent; to: EscrowStatus }[] = [];
+  let status = current;
+  for (let step = 0; step < 2 && status !== target; step++) {
+    let event = EVENT_FOR_STATUS[target];
+    let to = event === undefined ? undefined : nextEscrowStatus(status, event);
+    if (to === undefined && target === EscrowStatus.RejectionApproved) {
+      event = 'purchase_rejected';
+      to = nextEscrowStatus(status, event);
+    }
+    if (event === undefined || to === undefined) break;
+    path.push({ event, to });
+    status = to;
+  }
+  return path;
+}

@@ -36,6 +36,8 @@ export interface NewPayment {
   readonly idempotencyKeyMac?: string | undefined;
   /** present for an escrow payment; the buyer is sealed */
   readonly escrow?: { readonly buyer: PaymentBuyer | undefined };
+  /** a payment made at the project's upstream provider (its receipt_id is this receipt's) */
+  readonly viaUpstream?: boolean;
 }
 
 export type RecordedTransition =
@@ -106,6 +108,7 @@ export function createEscrowStore(db: Kysely<Tables>, cipher: FieldCipher): Escr
             purchased_at: p.purchasedAt,
             cancelled_at: null,
             cancel_locked_until: null,
+            via_upstream: p.viaUpstream ?? false,
           })
           .onConflict((oc) => oc.columns(['application_id', 'order_id']).doNothing())
           .returningAll()

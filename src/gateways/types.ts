@@ -155,6 +155,11 @@ export interface EscrowGateway {
   ): EscrowNotification | undefined;
   /** whether the first-PG rules (merchant and recipient checks, every field on the wire) apply */
   readonly sendsParties: boolean;
+  /**
+   * An upstream provider: the merchant's shipping fields go to it as given, and it applies its own rules (its merchant
+   * registration, the buyer it saved at payment); paygate checks only the blanks of tracking number and carrier.
+   */
+  readonly forwardsRequest?: true;
 }
 
 /** What one configured PG offers. A capability that is absent is not supported by that PG. */

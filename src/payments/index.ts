@@ -19,5 +19,9 @@ export {
   sweepUnsettled,
 } from './receipts.js';
 export { createReceiptStore, type ReceiptRow, type ReceiptStore } from './receipts-store.js';
-export { createProviderNotificationService, type ProviderNotificationService } from './provider-notifications.js';
+export {
+  createProviderNotificationService,
+  type ProviderEscrowStatusPort,
+  type ProviderNotificationService,
+} from './provider-notifications.js';
 export { findUsableBillingKey } from './usable-billing-key.js';

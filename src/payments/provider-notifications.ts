@@ -1,7 +1,7 @@
 // An upstream provider's notification about a payment (POST /upstream/v1/notifications/{application_id}). Never
 // trusted as sent (spec "Escrow status webhook" 3): only the receipt_id is read, the provider is asked with the
-// project's keys what that receipt is, and paygate acts on the answer: a receipt it relays is refreshed (a refund
-// made at the provider); a charge whose answer was lost is handed to its reconcile workflow (started now if no sweep
+// project's keys what that receipt is, and paygate acts on the answer: an escrow order moves towards the provider's
+// escrow status (its workflow signalled); a receipt it relays is refreshed (a refund made at the provider); a charge whose answer was lost is handed to its reconcile workflow (started now if no sweep
 // started it yet), which settles it and tells the merchant as any reconcile does. A receipt the provider does not
 // know for these keys, or that paygate never relayed, changes nothing (2000). Acting twice changes nothing more.
 import { ApiError } from '../platform/errors.js';
@@ -17,8 +17,19 @@ export interface ProviderNotificationService {
   handle(
     applicationId: string,
     body: unknown,
-  ): Promise<{ readonly receipt_id: string; readonly outcome: 'refreshed' | 'reconciling' | 'unchanged' }>;
+  ): Promise<{ readonly receipt_id: string; readonly outcome: 'refreshed' | 'reconciling' | 'signalled' | 'unchanged' }>;
 }
+
+/**
+ * The escrow side of a notification (filled by the composition root with the escrow service, which sits above
+ * payments): the order the project holds at its provider under this receipt_id is moved towards the provider's
+ * escrow status; undefined when there is no such order.
+ */
+export type ProviderEscrowStatusPort = (
+  applicationId: string,
+  receiptId: string,
+  providerStatus: number,
+) => Promise<'signalled' | 'unchanged' | undefined>;
 
 export function createProviderNotificationService(deps: {
   readonly stores: { readonly receipts: ReceiptStore; readonly projects: Pick<ProjectStore, 'findById'> };
@@ -26,6 +37,7 @@ export function createProviderNotificationService(deps: {
   readonly receipts: Pick<ReceiptService, 'lookup'>;
   /** the reconcile workflow of a lost charge: the one way it is settled and the merchant told */
   readonly reconcile?: ReconcileStarter;
+  readonly escrow?: ProviderEscrowStatusPort;
 }): ProviderNotificationService {
   return {
     async handle(applicationId, body) {
@@ -44,6 +56,13 @@ export function createProviderNotificationService(deps: {
       }
       const atProvider = providerReceipt.safeParse(answer);
       if (!atProvider.success || atProvider.data.receipt_id !== receiptId) throw new ApiError('RC_NOT_FOUND');
+
+      // an escrow order's status comes from the provider's escrow_data (the top-level status is the payment's)
+      const escrowStatus = atProvider.data.escrow_data?.status;
+      if (escrowStatus !== undefined && deps.escrow) {
+        const moved = await deps.escrow(applicationId, receiptId, escrowStatus);
+        if (moved !== undefined) return { receipt_id: receiptId, outcome: moved };
+      }
 
       const relayed = await deps.stores.receipts.find(receiptId);
       if (relayed?.application_id === applicationId && relayed.via_upstream) {

@@ -234,7 +234,7 @@ export const providerBillingKey = z.object({
   status: z.literal(11),
 });
 
-/** The provider's receipt, as far as a charge or a cancel reads it. */
+/** The provider's receipt, as far as a charge, a cancel, a refresh or an escrow order reads it. */
 export const providerReceipt = z.object({
   receipt_id: providerId,
   order_id: z.string().max(200).optional(),
@@ -246,6 +246,13 @@ export const providerReceipt = z.object({
   card_data: providerCard
     .extend({ card_quota: z.string().max(2).optional(), card_approve_no: z.string().max(40).optional() })
     .optional(),
+  // an escrow payment's: the escrow status is read only from here (the top-level status is the payment's)
+  escrow_data: z.object({ status: z.number().int(), escrow_confirm_url: z.string().max(2000).optional() }).nullish(),
+  order_name: z.string().max(500).optional(),
+  price: z.number().int().min(0).optional(),
+  tax_free: z.number().int().min(0).optional(),
+  pg: z.string().max(100).optional(),
+  requested_at: providerTime.optional(),
 });
 
 /** A card type the contract knows; a provider's other words for a check card are read as such. */

@@ -6,6 +6,7 @@
 import { ApiError } from '../platform/errors.js';
 import type { Gateway } from '../gateways/index.js';
 import { createUpstreamCardGateway } from './card-gateway.js';
+import { createUpstreamEscrowGateway } from './escrow-gateway.js';
 import { createUpstreamIdentityGateway } from './identity-gateway.js';
 import type { ProjectStore } from '../projects/index.js';
 import type { OperationLog } from '../platform/operation-log.js';
@@ -132,7 +133,12 @@ export function createUpstreamService(deps: {
       const pgs = await upstreams.routedPgs(applicationId);
       if (!pgs?.includes(pg)) return undefined;
       const call = (req: ProviderRequest) => service.call(applicationId, req);
-      return { name: pg, card: createUpstreamCardGateway(call, pg), identity: createUpstreamIdentityGateway(call, pg) };
+      return {
+        name: pg,
+        card: createUpstreamCardGateway(call, pg),
+        identity: createUpstreamIdentityGateway(call, pg),
+        escrow: createUpstreamEscrowGateway(call),
+      };
     },
   };
   return service;

@@ -29,6 +29,7 @@ import {
   type EscrowEventSource,
   EscrowStatus,
   awaitsBuyer,
+  eventsTowards,
   isFinalEscrowStatus,
   nextEscrowStatus,
 } from '../escrow/status.js';
@@ -69,14 +70,6 @@ const CARRIED_NOTIFICATIONS = 100;
 const ESCROW_CONTINUE_AS_NEW = 'escrow-continue-as-new';
 /** the reconcile wait doubles after each inquiry that found nothing new, up to this many times the setting */
 const MAX_BACKOFF_FACTOR = 8;
-
-/** The event a status stands for, when the PG's status inquiry reveals a transition no notification brought. */
-const EVENT_FOR_STATUS: Readonly<Partial<Record<number, BuyerEvent>>> = {
-  [EscrowStatus.PurchaseConfirmed]: 'purchase_confirmed',
-  [EscrowStatus.RejectionRequested]: 'purchase_rejected',
-  [EscrowStatus.RejectionApproved]: 'rejection_approved',
-  [EscrowStatus.SettlementHeld]: 'settlement_held',
-};
 
 function failure(name: EscrowErrorName, message: string, details: EscrowFailureDetails = {}): ApplicationFailure {
   return ApplicationFailure.create({ type: name, message, nonRetryable: true, details: [details] });
@@ -236,19 +229,12 @@ export async function escrowWorkflow(input: EscrowInput): Promise<void> {
   const reconcile = async (): Promise<boolean> => {
     let pgStatus: number;
     try {
-      pgStatus = await gateway.inquireEscrowStatus({ pg: input.pg, gatewayTid: input.gatewayTid });
+      pgStatus = await gateway.inquireEscrowStatus({ receiptId, pg: input.pg, gatewayTid: input.gatewayTid });
     } catch {
       return false;
     }
     let changed = false;
-    for (let step = 0; step < 2 && pgStatus !== status; step++) {
-      let event = EVENT_FOR_STATUS[pgStatus];
-      let to = event === undefined ? undefined : nextEscrowStatus(status, event);
-      if (to === undefined && pgStatus === EscrowStatus.RejectionApproved) {
-        event = 'purchase_rejected';
-        to = nextEscrowStatus(status, event);
-      }
-      if (event === undefined || to === undefined) break;
+    for (const { event, to } of eventsTowards(status, pgStatus)) {
       await transition(event, 'reconcile', to, new Date().toISOString());
       changed = true;
     }

@@ -340,7 +340,11 @@ describe('escrow workflow (stub activities)', () => {
       expect(stubs.names()).not.toContain('inquireEscrowStatus');
       await handle.result();
       expect(await timerDurationsMs(handle)).toEqual([2, 4, 8, 16, 16, 16].map((h) => h * HOUR));
-      expect(stubs.inputsOf('inquireEscrowStatus')[0]).toEqual({ pg: 'sandbox_escrow_a', gatewayTid: 'pg-tid-1' });
+      expect(stubs.inputsOf('inquireEscrowStatus')[0]).toEqual({
+        receiptId: args.receiptId,
+        pg: 'sandbox_escrow_a',
+        gatewayTid: 'pg-tid-1',
+      });
       expect(stubs.calls.filter((c) => c.name === 'inquireEscrowStatus').map((c) => c.attempt)).toEqual([1, 1, 1, 1, 1, 2, 3, 1]);
       expect(rows(stubs)).toEqual([
         [1, 'shipping_started', 'api', 0, 3, null],

@@ -84,12 +84,13 @@ export const upstreamRouteDocs: RouteDocs = {
     response: {
       status: 200,
       description:
-        'What paygate did after asking the provider about the receipt: refreshed it (a refund made there), handed a charge ' +
-        'whose answer was lost to its reconcile workflow, or nothing new',
+        'What paygate did after asking the provider about the receipt: moved an escrow order towards its status there ' +
+        '(signalled), refreshed it (a refund made there), handed a charge whose answer was lost to its reconcile ' +
+        'workflow, or nothing new',
       schema: z.object({
         received: z.literal(true),
         receipt_id: z.string(),
-        outcome: z.enum(['refreshed', 'reconciling', 'unchanged']),
+        outcome: z.enum(['refreshed', 'reconciling', 'signalled', 'unchanged']),
       }),
     },
     example: {

@@ -1,0 +1,173 @@
+// paygate in front of a provider, escrow: A (the relay) in front of B (another paygate in sandbox mode, the provider),
+// each with its engine and worker, listening on loopback. The payment is made at B (the provider's payment window);
+// the merchant starts shipping at A, which looks the receipt up at B (ownership: B answers for the project's keys),
+// starts its escrow workflow and forwards the shipping start. The buyer acts at B; B's ESCROW_STATUS_CHANGED reaches
+// A's notification_url, A asks B and moves its order: confirmation, and rejection then approval with B's refund,
+// each reaching A's merchant webhook once. A dropped notification is caught by A's reconcile timer.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { TEST_ADMIN_TOKEN, type TestApp, type TestProject } from '../helpers/app.js';
+import { BUYER, createEscrowProject, escrowClient, startEscrowApp } from '../escrow/fixtures.js';
+import { eventually, type Receiver, startReceiver } from '../webhooks/fixtures.js';
+
+const SHIPMENT = { tracking_number: 'TRK-1', delivery_corp: 'CJ', user: { username: BUYER.username, phone: BUYER.phone } };
+
+let a: TestApp;
+let b: TestApp;
+let atA: TestProject;
+let atB: TestProject;
+let merchantHook: Receiver;
+let notificationUrl: string;
+let atAApi: ReturnType<typeof escrowClient>;
+let atBApi: ReturnType<typeof escrowClient>;
+
+beforeAll(async () => {
+  b = await startEscrowApp();
+  a = await startEscrowApp();
+  merchantHook = await startReceiver('/merchant');
+  atA = await createEscrowProject(a, { webhook_url: merchantHook.url, escrow_reconcile_hours: 1 });
+  // the provider's project sends its notifications to A's notification_url
+  notificationUrl = `http://127.0.0.1:${a.deps.config.port}/upstream/v1/notifications/${atA.applicationId}`;
+  atB = await createEscrowProject(b, { webhook_url: notificationUrl });
+  const configured = await a.app.inject({
+    method: 'PUT',
+    url: `/admin/v1/projects/${atA.applicationId}/upstream`,
+    headers: { authorization: `Bearer ${TEST_ADMIN_TOKEN}` },
+    payload: {
+      base_url: `http://127.0.0.1:${b.deps.config.port}`,
+      client_key: atB.clientKey,
+      secret_key: atB.secretKey,
+      pgs: ['sandbox_escrow_a'],
+    },
+  });
+  expect(configured.statusCode).toBe(200);
+  expect(configured.json().notification_url).toBe(notificationUrl);
+  atAApi = escrowClient(a, atA);
+  atBApi = escrowClient(b, atB);
+}, 180_000);
+afterAll(async () => {
+  await merchantHook?.close();
+  await a?.close();
+  await b?.close();
+});
+
+/** The ESCROW_STATUS_CHANGED deliveries A's merchant received for a receipt, by escrow status (distinct ids). */
+const merchantEvents = (receiptId: string) => {
+  const byStatus = new Map<number, Set<string>>();
+  for (const r of merchantHook.requests) {
+    const body = JSON.parse(r.body) as { receipt_id?: string; escrow_data?: { status: number } };
+    if (body.receipt_id !== receiptId || body.escrow_data === undefined) continue;
+    const seen = byStatus.get(body.escrow_data.status) ?? new Set<string>();
+    seen.add(String(r.headers['webhook-id']));
+    byStatus.set(body.escrow_data.status, seen);
+  }
+  return byStatus;
+};
+const escrowStatusAtA = async (receiptId: string) =>
+  ((await atAApi.receipt(receiptId)).body.escrow_data as { status: number } | undefined)?.status;
+
+/** The transitions A applied to its order (event, source, status), oldest first. */
+const appliedAtA = async (receiptId: string) =>
+  ((await atAApi.events(receiptId)).body.list as { event: string; source: string; to_status?: number; applied: boolean }[])
+    .filter((e) => e.applied)
+    .map(({ event, source, to_status }) => ({ event, source, to_status }));
+
+async function paidAtB(): Promise<string> {
+  const paid = await atBApi.pay({ pg: 'sandbox_escrow_a', escrow: true, user: BUYER });
+  expect(paid.status, JSON.stringify(paid.body)).toBe(200);
+  return paid.body.receipt_id as string;
+}
+
+describe('escrow relayed to the provider', () => {
+  it('ships at A a payment made at B, under B’s receipt_id; the buyer’s confirmation at B reaches A’s merchant once', async () => {
+    const receiptId = await paidAtB();
+    // A has never seen it: a receipt of another project at B is not A's to ship
+    const shipped = await atAApi.ship(receiptId, SHIPMENT);
+    expect(shipped.status, JSON.stringify(shipped.body)).toBe(200);
+    expect(shipped.body).toMatchObject({ receipt_id: receiptId, status: 1, escrow_data: { status: 3 } });
+    expect(((await atBApi.receipt(receiptId)).body.escrow_data as { status: number }).status).toBe(3);
+
+    expect((await atBApi.buyer(receiptId, { event: 'purchase_confirmed' })).status).toBe(202);
+    await eventually(async () => ((await escrowStatusAtA(receiptId)) === 1 ? true : undefined), 'A’s order confirmed', 30_000);
+    await eventually(async () => (merchantEvents(receiptId).get(1)?.size === 1 ? true : undefined), 'A’s merchant told');
+    expect(merchantEvents(receiptId).get(3)?.size).toBe(1);
+    // moved by B's notification, asked about at B
+    expect(await appliedAtA(receiptId)).toEqual([
+      { event: 'shipping_started', source: 'api', to_status: 3 },
+      { event: 'purchase_confirmed', source: 'pg_notification', to_status: 1 },
+    ]);
+  }, 60_000);
+
+  it('a rejection and its approval at B: A follows, B’s refund is recorded at A, no second refund is sent', async () => {
+    const receiptId = await paidAtB();
+    expect((await atAApi.ship(receiptId, SHIPMENT)).status).toBe(200);
+    expect((await atBApi.buyer(receiptId, { event: 'purchase_rejected' })).status).toBe(202);
+    await eventually(async () => ((await escrowStatusAtA(receiptId)) === -2 ? true : undefined), 'A’s order -2', 30_000);
+    expect((await atBApi.buyer(receiptId, { event: 'rejection_approved' })).status).toBe(202);
+    await eventually(async () => ((await escrowStatusAtA(receiptId)) === -3 ? true : undefined), 'A’s order -3', 30_000);
+    const atAReceipt = (await atAApi.receipt(receiptId)).body;
+    expect(atAReceipt).toMatchObject({ status: 20, cancelled_price: 10_000 });
+    const atBReceipt = (await atBApi.receipt(receiptId)).body;
+    expect(atBReceipt).toMatchObject({ status: 20, cancelled_price: 10_000 });
+    await eventually(async () => (merchantEvents(receiptId).get(-3)?.size === 1 ? true : undefined), 'A’s merchant told of -3');
+    expect(merchantEvents(receiptId).get(-2)?.size).toBe(1);
+    // A recorded B's refund; its own cancel service sent none (A's events carry the note, A's receipt no cancel of its own)
+    const rejected = (await atAApi.events(receiptId)).body.list as { event: string; note?: string; to_status?: number }[];
+    expect(rejected.find((e) => e.to_status === -3)?.note).toBe('the payment was already refunded in full');
+    const ownCancels = await a.deps.database.db
+      .selectFrom('receipt_cancels')
+      .select('receipt_id')
+      .where('receipt_id', '=', receiptId)
+      .execute();
+    expect(ownCancels).toEqual([]);
+  }, 60_000);
+
+  it('a notification B never sends: A’s reconcile timer asks B and moves the order', async () => {
+    const receiptId = await paidAtB();
+    expect((await atAApi.ship(receiptId, SHIPMENT)).status).toBe(200);
+    // B's notification to A is lost: the project at B sends nowhere for a while
+    const off = await b.app.inject({
+      method: 'PATCH',
+      url: `/admin/v1/projects/${atB.applicationId}`,
+      headers: { authorization: `Bearer ${TEST_ADMIN_TOKEN}` },
+      payload: { webhook_url: null },
+    });
+    expect(off.statusCode).toBe(200);
+    expect((await atBApi.buyer(receiptId, { event: 'purchase_confirmed' })).status).toBe(202);
+    await eventually(
+      async () => (((await atBApi.receipt(receiptId)).body.escrow_data as { status: number }).status === 1 ? true : undefined),
+      'B’s order confirmed',
+    );
+    expect(await escrowStatusAtA(receiptId)).toBe(3);
+    // the project's escrow_reconcile_hours is 1: past it, A's workflow asks B
+    await a.temporal!.skipTime(60 * 60 * 1000 + 5_000);
+    await eventually(
+      async () => ((await escrowStatusAtA(receiptId)) === 1 ? true : undefined),
+      'A’s order confirmed by its reconcile',
+      30_000,
+    );
+    await b.app.inject({
+      method: 'PATCH',
+      url: `/admin/v1/projects/${atB.applicationId}`,
+      headers: { authorization: `Bearer ${TEST_ADMIN_TOKEN}` },
+      payload: { webhook_url: notificationUrl },
+    });
+  }, 60_000);
+
+  it('a forged notification changes nothing: a status in the body B does not confirm', async () => {
+    const receiptId = await paidAtB();
+    expect((await atAApi.ship(receiptId, SHIPMENT)).status).toBe(200);
+    const forged = await a.app.inject({
+      method: 'POST',
+      url: `/upstream/v1/notifications/${atA.applicationId}`,
+      payload: {
+        receipt_id: receiptId,
+        escrow_webhook: true,
+        webhook_type: 'ESCROW_STATUS_CHANGED',
+        escrow_data: { status: -3 },
+      },
+    });
+    expect(forged.statusCode).toBe(200);
+    expect(forged.json()).toMatchObject({ outcome: 'unchanged' });
+    expect(await escrowStatusAtA(receiptId)).toBe(3);
+  });
+});
