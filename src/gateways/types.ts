@@ -105,7 +105,12 @@ export interface IdentityGateway {
    * sends the SMS OTP (or pass push); returns the gateway transaction id, and the receipt_id the gateway assigned
    * when it is an upstream provider (the verification then takes it)
    */
-  requestOtp(req: OtpRequest): Promise<{ readonly tid: string; readonly receiptId?: string }>;
+  requestOtp(req: OtpRequest): Promise<{
+    readonly tid: string;
+    readonly receiptId?: string;
+    /** the transaction id the merchant is shown (authenticate_data.tid) when it is not `tid`: an upstream provider's PG's */
+    readonly shownTid?: string;
+  }>;
   resendOtp(req: { readonly tid: string; readonly idempotencyKey: string }): Promise<void>;
   /** throws GatewayDeclinedError when the OTP is wrong or expired */
   confirmOtp(req: { readonly tid: string; readonly otp: string }): Promise<VerifiedPerson>;

@@ -66,12 +66,16 @@ export function maskCardNumber(cardNo: string): string {
   return chars.map((c, i) => (i < prefix || i >= chars.length - suffix ? c : '*')).join('');
 }
 
+/** Already masked: separators aside, at most the first 6 and the last 4 digits show, '*' between. */
+const SAFELY_MASKED = /^\d{0,6}\*+\d{0,4}$/;
+
 /**
- * Re-applies the masking rule to a number a gateway calls masked, so a gateway that shows too much
- * can never make paygate store or return more than the first 6 and last 4 digits.
+ * A number a gateway calls masked, kept as the gateway shows it when it shows no more than the first 6 and last 4
+ * digits (its separators too: '4000-00**-****-0000'), else masked again by the rule: a gateway that shows too much can
+ * never make paygate store or return more.
  */
 export function enforceMasked(maskedNumber: string): string {
-  return maskCardNumber(maskedNumber);
+  return SAFELY_MASKED.test(maskedNumber.replace(/[-\s]/g, '')) ? maskedNumber : maskCardNumber(maskedNumber);
 }
 
 /** Raw card data as received from the merchant. Lives only between the request and the adapter. */

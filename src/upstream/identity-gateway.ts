@@ -37,7 +37,9 @@ export function createUpstreamIdentityGateway(call: ProviderCall, pg: string): I
         },
         providerAuthenticationRequested,
       );
-      return { tid: requested.receipt_id, receiptId: requested.receipt_id };
+      // the provider's calls name its receipt_id; the merchant is shown the provider's PG transaction id, as directly
+      const shownTid = requested.authenticate_data?.tid;
+      return { tid: requested.receipt_id, receiptId: requested.receipt_id, ...(shownTid ? { shownTid } : {}) };
     },
 
     async resendOtp(req) {

@@ -261,7 +261,11 @@ export function cardTypeOf(value: string | undefined): 'credit' | 'check' {
 }
 
 /** The provider's authentication request response (status 51): its receipt_id is the verification's. */
-export const providerAuthenticationRequested = z.object({ receipt_id: providerId, status: z.literal(51) });
+export const providerAuthenticationRequested = z.object({
+  receipt_id: providerId,
+  status: z.literal(51),
+  authenticate_data: z.object({ tid: z.string().max(200).optional() }).optional(),
+});
 
 /** The provider's authentication result (confirm response): status 12 with the verified person. */
 export const providerAuthenticationResult = z.object({

@@ -147,7 +147,7 @@ export function createVerificationService(deps: {
     project: Project,
     req: VerificationRequest,
     clientIp: string,
-  ): Promise<{ readonly tid: string; readonly receiptId: string }> => {
+  ): Promise<{ readonly tid: string; readonly receiptId: string; readonly shownTid: string }> => {
     try {
       const sent = await identity.requestOtp({
         idempotencyKey: `verification:${project.application_id}:${newId()}:request`,
@@ -162,7 +162,7 @@ export function createVerificationService(deps: {
         orderName: req.orderName,
         authenticationId: req.authenticationId,
       });
-      return { tid: sent.tid, receiptId: sent.receiptId ?? sent.tid };
+      return { tid: sent.tid, receiptId: sent.receiptId ?? sent.tid, shownTid: sent.shownTid ?? sent.tid };
     } catch (err) {
       if (err instanceof GatewayRelayedError) throw new RelayedApiError(err.statusCode, err.body);
       if (err instanceof GatewayUnavailableError) {
@@ -202,7 +202,8 @@ export function createVerificationService(deps: {
         ...(req.siteUrl !== undefined ? { siteUrl: req.siteUrl } : {}),
         requestedAt,
       });
-      if (sent) await store.markOtpSent(receiptId, sent.tid);
+      // the record keeps the tid the merchant is shown; the run keeps the one the provider's calls name
+      if (sent) await store.markOtpSent(receiptId, sent.shownTid);
 
       await callWorkflow(
         async () => {

@@ -55,6 +55,11 @@ describe('card rules', () => {
     // a gateway that shows the whole number is masked again
     expect(enforceMasked('4111111111111111')).toBe('411111******1111');
     expect(enforceMasked('411111******1111')).toBe('411111******1111');
+    // a gateway's own separators are kept when it shows no more than the rule allows
+    expect(enforceMasked('4000-00**-****-0000')).toBe('4000-00**-****-0000');
+    // and a number that shows more is masked again, separators or not
+    expect(enforceMasked('4000-0012-****-0000')).toBe(maskCardNumber('4000-0012-****-0000'));
+    expect(enforceMasked('4000-0012-3456-0000')).not.toContain('3456');
     expect(maskCardNumber('12345678')).toBe('12****78');
   });
 
