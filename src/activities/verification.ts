@@ -43,10 +43,10 @@ export function createVerificationActivities({
   verifications,
   clock = () => new Date(),
 }: VerificationActivityDeps) {
-  /** The project's provider when it serves `pg` (runs started before name no merchant: local PGs), else the local PG. */
-  const identityGateway = async (pg: string, merchantId?: string): Promise<IdentityGateway> => {
-    const routed = merchantId === undefined ? undefined : await upstream?.gateway(merchantId, pg);
-    const identity = routed?.identity ?? gateways.get(pg)?.identity;
+  /** The project's provider for a verification it sent (`upstreamProject`), else the local PG. */
+  const identityGateway = async (pg: string, upstreamProject?: string): Promise<IdentityGateway> => {
+    const identity =
+      upstreamProject === undefined ? gateways.get(pg)?.identity : (await upstream?.gateway(upstreamProject, pg))?.identity;
     // The API checked the PG before starting the workflow; a PG removed since is a configuration fault.
     if (!identity) throw ApplicationFailure.nonRetryable(`PG '${pg}' has no identity verification`, 'GatewayNotConfigured');
     return identity;
@@ -66,7 +66,7 @@ export function createVerificationActivities({
       receiptId: string;
       numberOfRealarms: number;
       pg: string;
-      merchantId?: string;
+      upstreamProject?: string;
       tid: string;
       idempotencyKey: string;
     }): Promise<StepRecorded> {
@@ -83,7 +83,7 @@ export function createVerificationActivities({
     async confirmVerificationOtp(input: {
       receiptId: string;
       pg: string;
-      merchantId?: string;
+      upstreamProject?: string;
       tid: string;
       otp: string;
     }): Promise<{ authenticatedAt: string } & ({ recorded: true } | { recorded: false; person: VerifiedPerson })> {
@@ -98,7 +98,7 @@ export function createVerificationActivities({
     // the workflow makes when a step's own write failed.
 
     async requestIdentityOtp(input: SendOtpInput): Promise<{ tid: string }> {
-      const identity = await identityGateway(input.pg, input.merchantId);
+      const identity = await identityGateway(input.pg);
       return callGateway(() =>
         identity.requestOtp({
           idempotencyKey: `verification:${input.receiptId}:request`,
@@ -114,13 +114,13 @@ export function createVerificationActivities({
       );
     },
 
-    async resendIdentityOtp(input: { pg: string; merchantId?: string; tid: string; idempotencyKey: string }): Promise<void> {
-      const identity = await identityGateway(input.pg, input.merchantId);
+    async resendIdentityOtp(input: { pg: string; upstreamProject?: string; tid: string; idempotencyKey: string }): Promise<void> {
+      const identity = await identityGateway(input.pg, input.upstreamProject);
       await callGateway(() => identity.resendOtp({ tid: input.tid, idempotencyKey: input.idempotencyKey }));
     },
 
-    async confirmIdentityOtp(input: { pg: string; merchantId?: string; tid: string; otp: string }): Promise<VerifiedPerson> {
-      const identity = await identityGateway(input.pg, input.merchantId);
+    async confirmIdentityOtp(input: { pg: string; upstreamProject?: string; tid: string; otp: string }): Promise<VerifiedPerson> {
+      const identity = await identityGateway(input.pg, input.upstreamProject);
       return callGateway(() => identity.confirmOtp({ tid: input.tid, otp: input.otp }));
     },
 

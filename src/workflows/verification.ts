@@ -158,6 +158,8 @@ export async function verificationWorkflow(input: VerificationInput): Promise<vo
   const { receiptId } = input;
   // a third fewer workflow tasks per verification; see VerificationInput.oneActivityPerStep
   const oneActivityPerStep = input.oneActivityPerStep === true;
+  // sent by the project's upstream provider: its resends and confirms go there too (never a local PG's tid there)
+  const atProvider = input.sentTid !== undefined ? { upstreamProject: input.merchantId } : {};
 
   setHandler(otpSentUpdate, async (): Promise<OtpSentResult> => {
     await condition(() => v.sendSettled);
@@ -177,7 +179,7 @@ export async function verificationWorkflow(input: VerificationInput): Promise<vo
           const attempt = ++v.realarms;
           const resend = {
             pg: input.pg,
-            merchantId: input.merchantId,
+            ...atProvider,
             tid: v.tid!,
             idempotencyKey: `verification:${receiptId}:resend:${attempt}`,
           };
@@ -226,15 +228,9 @@ export async function verificationWorkflow(input: VerificationInput): Promise<vo
           let confirmed: { authenticatedAt: string; person?: VerifiedPerson };
           try {
             if (oneActivityPerStep) {
-              confirmed = await gateway.confirmVerificationOtp({
-                receiptId,
-                pg: input.pg,
-                merchantId: input.merchantId,
-                tid: v.tid!,
-                otp,
-              });
+              confirmed = await gateway.confirmVerificationOtp({ receiptId, pg: input.pg, ...atProvider, tid: v.tid!, otp });
             } else {
-              const person = await gateway.confirmIdentityOtp({ pg: input.pg, merchantId: input.merchantId, tid: v.tid!, otp });
+              const person = await gateway.confirmIdentityOtp({ pg: input.pg, ...atProvider, tid: v.tid!, otp });
               confirmed = { authenticatedAt: new Date().toISOString(), person };
             }
           } catch (err) {

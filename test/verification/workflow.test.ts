@@ -103,7 +103,7 @@ describe('verification workflow (stub activities)', () => {
       await handle.executeUpdate(confirmOtpUpdate, { args: [{ ...proof(), otp: '123456' }] });
       expect(stubs.names()).toEqual(['confirmVerificationOtp']);
       expect(stubs.inputsOf('confirmVerificationOtp')).toEqual([
-        { receiptId: args.receiptId, pg: 'sandbox_identity', merchantId: 'app-1', tid: 'provider-receipt-1', otp: '123456' },
+        { receiptId: args.receiptId, pg: 'sandbox_identity', upstreamProject: 'app-1', tid: 'provider-receipt-1', otp: '123456' },
       ]);
     });
   });
@@ -130,7 +130,7 @@ describe('verification workflow (stub activities)', () => {
         },
       ]);
       expect(stubs.inputsOf('confirmVerificationOtp')).toEqual([
-        { receiptId: args.receiptId, pg: 'sandbox_identity', merchantId: 'app-1', tid: TID, otp: '123456' },
+        { receiptId: args.receiptId, pg: 'sandbox_identity', tid: TID, otp: '123456' },
       ]);
       expect(stubs.inputsOf('purgeVerificationIdentifiers')).toEqual([{ receiptId: args.receiptId }]);
       // the confirm window's timer (from requested_at), then the lookup window's (from authenticated_at)
@@ -301,7 +301,6 @@ describe('verification workflow (stub activities)', () => {
           receiptId: args.receiptId,
           numberOfRealarms: n,
           pg: 'sandbox_identity',
-          merchantId: 'app-1',
           tid: TID,
           idempotencyKey: `verification:${args.receiptId}:resend:${n}`,
         })),
@@ -473,7 +472,7 @@ describe('verification workflow (stub activities)', () => {
         'purgeVerificationIdentifiers',
       ]);
       expect(stubs.inputsOf('resendIdentityOtp')).toEqual([
-        { pg: 'sandbox_identity', merchantId: 'app-1', tid: TID, idempotencyKey: `verification:${legacy.receiptId}:resend:1` },
+        { pg: 'sandbox_identity', tid: TID, idempotencyKey: `verification:${legacy.receiptId}:resend:1` },
       ]);
       expect(stubs.inputsOf('recordVerificationConfirmed')).toEqual([
         { receiptId: legacy.receiptId, person: VERIFIED, authenticatedAt: expect.any(String) },
