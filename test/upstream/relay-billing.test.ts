@@ -21,7 +21,8 @@ let merchant: ReturnType<typeof keyInClient>;
 let atBClient: ReturnType<typeof keyInClient>;
 
 beforeAll(async () => {
-  b = await buildTestApp();
+  // B runs its own engine and worker too: the provider's reconciles are its own business, as in production
+  b = await buildTestApp({ withTemporal: true });
   bUrl = await b.app.listen({ host: '127.0.0.1', port: 0 });
   atB = await b.createProject();
   a = await buildTestApp({ withTemporal: true });
