@@ -726,14 +726,28 @@ async function git(...args: string[]): Promise<string> {
   return stdout;
 }
 
+/** A lock file's installed packages that are not development-only (path, version, integrity), in a stable order. */
+function runtimePackages(lock: string): string {
+  const parsed = JSON.parse(lock) as {
+    packages?: Record<string, { dev?: boolean; version?: string; integrity?: string }>;
+  };
+  return JSON.stringify(
+    Object.entries(parsed.packages ?? {})
+      .filter(([path, entry]) => path !== '' && entry.dev !== true)
+      .map(([path, entry]) => [path, entry.version ?? '', entry.integrity ?? ''])
+      .sort(([a], [b]) => (a! < b! ? -1 : a! > b! ? 1 : 0)),
+  );
+}
+
 /** Checks the old release out into a worktree of its own, with this checkout's node_modules linked into it. */
 async function checkOutOldRelease(commit: string, dir: string): Promise<void> {
-  // the dependencies are this checkout's: the old release must have been built on the same lock file
+  // the dependencies are this checkout's: the old release must run on the runtime packages it was built with (a
+  // development tool added or updated since, such as a test's client library, does not change what it runs on)
   const oldLock = await git('show', `${commit}:package-lock.json`);
   const newLock = await readFile(join(ROOT, 'package-lock.json'), 'utf8');
-  if (oldLock !== newLock) {
+  if (runtimePackages(oldLock) !== runtimePackages(newLock)) {
     throw new CannotRun(
-      `package-lock.json differs between ${commit.slice(0, 10)} and this checkout: the old release needs its own npm install, which this check does not do`,
+      `the runtime packages of package-lock.json differ between ${commit.slice(0, 10)} and this checkout: the old release needs its own npm install, which this check does not do`,
     );
   }
   await git('worktree', 'add', '--detach', dir, commit);
