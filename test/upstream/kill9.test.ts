@@ -9,10 +9,11 @@ import { chargeIdempotencyKey } from '../../src/payments/billing-rules.js';
 import { createGatewayRegistry } from '../../src/gateways/index.js';
 import { type Database, openDatabase } from '../../src/platform/db/db.js';
 import { type SandboxGateways, startSandboxGateways } from '../../src/sandbox/server.js';
-import { buildTestApp, TEST_ADMIN_TOKEN, TEST_SANDBOX_TOKEN, type TestApp } from '../helpers/app.js';
+import { buildTestApp, TEST_SANDBOX_TOKEN, type TestApp } from '../helpers/app.js';
 import { openWorkerProcessStack, postgresReachable, type WorkerProcessStack } from '../helpers/worker-process.js';
 import { armSandboxFault, keyInClient, sandboxChargeExecutions } from '../payments/key-in-fixtures.js';
 import { eventually } from '../webhooks/fixtures.js';
+import { routeToProvider } from './fixtures.js';
 
 describe.skipIf(!(await postgresReachable()))("the relay's worker killed -9 during a relayed charge (Postgres)", () => {
   let stack: WorkerProcessStack;
@@ -54,13 +55,7 @@ describe.skipIf(!(await postgresReachable()))("the relay's worker killed -9 duri
   it('the period is charged exactly once at B across the kill and the restart, and paid at A', async () => {
     const atB = await b.createProject();
     const atA = await a.createProject();
-    const configured = await a.app.inject({
-      method: 'PUT',
-      url: `/admin/v1/projects/${atA.applicationId}/upstream`,
-      headers: { authorization: `Bearer ${TEST_ADMIN_TOKEN}` },
-      payload: { base_url: bUrl, client_key: atB.clientKey, secret_key: atB.secretKey, pgs: ['sandbox_card'] },
-    });
-    expect(configured.statusCode).toBe(200);
+    await routeToProvider(a, atA, { baseUrl: bUrl, project: atB }, ['sandbox_card']);
     const api = keyInClient(a, atA);
     const key = await api.issuedKey();
     const first = await startWorker();

@@ -7,9 +7,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Database, openDatabase } from '../../src/platform/db/db.js';
 import { createKeyring, generateKeyringSpec, parseKeyringSpec } from '../../src/platform/security/keyring.js';
-import { buildTestApp, TEST_ADMIN_TOKEN, TEST_SANDBOX_TOKEN, type TestApp, type TestProject } from '../helpers/app.js';
+import { buildTestApp, type TestApp, type TestProject } from '../helpers/app.js';
 import { keyInClient } from '../payments/key-in-fixtures.js';
 import { eventually } from '../webhooks/fixtures.js';
+import { armProviderFault, routeToProvider } from './fixtures.js';
 
 let b: TestApp;
 let charging: TestApp;
@@ -30,13 +31,7 @@ beforeAll(async () => {
   charging = await buildTestApp({ database, keyring });
   notified = await buildTestApp({ database, keyring, withTemporal: true });
   shop = await charging.createProject();
-  const configured = await charging.app.inject({
-    method: 'PUT',
-    url: `/admin/v1/projects/${shop.applicationId}/upstream`,
-    headers: { authorization: `Bearer ${TEST_ADMIN_TOKEN}` },
-    payload: { base_url: bUrl, client_key: atB.clientKey, secret_key: atB.secretKey, pgs: ['sandbox_card'] },
-  });
-  expect(configured.statusCode).toBe(200);
+  await routeToProvider(charging, shop, { baseUrl: bUrl, project: atB }, ['sandbox_card']);
   billingKey = await keyInClient(charging, shop).issuedKey();
 }, 120_000);
 afterAll(async () => {
@@ -65,12 +60,7 @@ describe('POST /upstream/v1/notifications/{application_id}', () => {
   let receiptId: string;
 
   it("settles a charge whose answer was lost: A asks B, hands the charge to its reconcile, which takes B's receipt", async () => {
-    const armed = await fetch(`${b.sandboxUrl}/_sandbox/faults`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', authorization: `Bearer ${TEST_SANDBOX_TOKEN}` },
-      body: JSON.stringify({ operation: 'charge', fault: 'lost_response', count: 1 }),
-    });
-    expect(armed.ok).toBe(true);
+    await armProviderFault(b, 'charge', 'lost_response');
     const lost = await keyInClient(charging, shop).post('/v2/subscribe/payment', {
       billing_key: billingKey,
       order_name: 'June',

@@ -5,10 +5,11 @@
 // confirm, the certificate) and escrow (shipping start of a payment made at B, a second one refused).
 import { Bootpay } from '@bootpay/backend-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildTestApp, TEST_ADMIN_TOKEN, type TestApp, type TestProject } from '../helpers/app.js';
+import { buildTestApp, type TestApp, type TestProject } from '../helpers/app.js';
 import { TEST_CARD } from '../payments/key-in-fixtures.js';
 import { BUYER, MERCHANT } from '../escrow/fixtures.js';
 import { freshPhone, verificationClient } from '../verification/fixtures.js';
+import { routeToProvider } from './fixtures.js';
 
 let a: TestApp;
 let b: TestApp;
@@ -24,18 +25,7 @@ beforeAll(async () => {
   a = await buildTestApp({ withTemporal: true });
   aUrl = await a.app.listen({ host: '127.0.0.1', port: 0 });
   atA = await a.createProject({ merchant: MERCHANT });
-  const configured = await a.app.inject({
-    method: 'PUT',
-    url: `/admin/v1/projects/${atA.applicationId}/upstream`,
-    headers: { authorization: `Bearer ${TEST_ADMIN_TOKEN}` },
-    payload: {
-      base_url: bUrl,
-      client_key: atB.clientKey,
-      secret_key: atB.secretKey,
-      pgs: ['sandbox_card', 'sandbox_identity', 'sandbox_escrow_a'],
-    },
-  });
-  expect(configured.statusCode).toBe(200);
+  await routeToProvider(a, atA, { baseUrl: bUrl, project: atB }, ['sandbox_card', 'sandbox_identity', 'sandbox_escrow_a']);
 }, 180_000);
 afterAll(async () => {
   await a?.close();

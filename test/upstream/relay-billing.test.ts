@@ -8,9 +8,10 @@ import { sql } from 'kysely';
 import { pgChargeKey } from '../../src/payments/charges.js';
 import { reconcileChargeWorkflowId } from '../../src/payments/reconcile-contract.js';
 import { workerLogs } from '../helpers/temporal.js';
-import { buildTestApp, TEST_ADMIN_TOKEN, TEST_SANDBOX_TOKEN, type TestApp, type TestProject } from '../helpers/app.js';
+import { buildTestApp, type TestApp, type TestProject } from '../helpers/app.js';
 import { keyInClient, sandboxChargeExecutions, TEST_CARD } from '../payments/key-in-fixtures.js';
 import { eventually } from '../webhooks/fixtures.js';
+import { armProviderFault, routeToProvider } from './fixtures.js';
 
 let a: TestApp;
 let b: TestApp;
@@ -27,14 +28,8 @@ beforeAll(async () => {
   atB = await b.createProject();
   a = await buildTestApp({ withTemporal: true });
   atA = await a.createProject();
-  const configured = await a.app.inject({
-    method: 'PUT',
-    url: `/admin/v1/projects/${atA.applicationId}/upstream`,
-    headers: { authorization: `Bearer ${TEST_ADMIN_TOKEN}` },
-    // sandbox_card at B shadows A's own sandbox_card for this project
-    payload: { base_url: bUrl, client_key: atB.clientKey, secret_key: atB.secretKey, pgs: ['sandbox_card'] },
-  });
-  expect(configured.statusCode).toBe(200);
+  // sandbox_card at B shadows A's own sandbox_card for this project
+  await routeToProvider(a, atA, { baseUrl: bUrl, project: atB }, ['sandbox_card']);
   merchant = keyInClient(a, atA);
   atBClient = keyInClient(b, atB);
 }, 120_000);
@@ -150,12 +145,7 @@ describe('key-in billing relayed to the provider', () => {
   });
 
   it('settles a charge whose provider answer was lost by itself: exactly one charge at the provider', async () => {
-    const armed = await fetch(`${b.sandboxUrl}/_sandbox/faults`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', authorization: `Bearer ${TEST_SANDBOX_TOKEN}` },
-      body: JSON.stringify({ operation: 'charge', fault: 'lost_response', count: 1 }),
-    });
-    expect(armed.ok).toBe(true);
+    await armProviderFault(b, 'charge', 'lost_response');
     const body = { billing_key: billingKey, order_name: 'August', order_id: 'relay-lost-1', price: 3_300 };
     const first = await merchant.post('/v2/subscribe/payment', body);
     expect(first.status).toBe(502);
@@ -219,12 +209,7 @@ describe('key-in billing relayed to the provider', () => {
     await a.temporal!.skipTime(HOUR_MS + 1_000);
     await paid(1);
     // the provider's card declines once: period 2 goes past_due, its retry an hour later is paid
-    const armed = await fetch(`${b.sandboxUrl}/_sandbox/faults`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', authorization: `Bearer ${TEST_SANDBOX_TOKEN}` },
-      body: JSON.stringify({ operation: 'charge', fault: 'decline', count: 1 }),
-    });
-    expect(armed.ok).toBe(true);
+    await armProviderFault(b, 'charge', 'decline');
     await skipToNextCharge();
     await eventually(
       async () => ((await api('GET', `/v2/subscribe/schedules/${id}`)).body.status === 'past_due' ? true : undefined),
@@ -262,12 +247,7 @@ describe('key-in billing relayed to the provider', () => {
 
   it('answers 9478 when the provider refuses the configured keys, and charges nothing', async () => {
     const other = await a.createProject();
-    await a.app.inject({
-      method: 'PUT',
-      url: `/admin/v1/projects/${other.applicationId}/upstream`,
-      headers: { authorization: `Bearer ${TEST_ADMIN_TOKEN}` },
-      payload: { base_url: bUrl, client_key: atB.clientKey, secret_key: 'wrong-secret', pgs: ['sandbox_card'] },
-    });
+    await routeToProvider(a, other, { baseUrl: bUrl, project: atB, secretKey: 'wrong-secret' }, ['sandbox_card']);
     const refused = await keyInClient(a, other).issue();
     expect(refused.status).toBe(502);
     expect(refused.body).toMatchObject({ error_code: 'UPSTREAM_KEYS_REFUSED', code: 9478 });
@@ -321,13 +301,7 @@ describe('the provider down mid-call', () => {
     const hop = await startHop(bUrl);
     try {
       const shop = await a.createProject();
-      const configured = await a.app.inject({
-        method: 'PUT',
-        url: `/admin/v1/projects/${shop.applicationId}/upstream`,
-        headers: { authorization: `Bearer ${TEST_ADMIN_TOKEN}` },
-        payload: { base_url: hop.url, client_key: atB.clientKey, secret_key: atB.secretKey, pgs: ['sandbox_card'] },
-      });
-      expect(configured.statusCode).toBe(200);
+      await routeToProvider(a, shop, { baseUrl: hop.url, project: atB }, ['sandbox_card']);
       const client = keyInClient(a, shop);
       const key = await client.issuedKey({ subscription_id: 'sub-hop' });
 

@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TEST_ADMIN_TOKEN, type TestApp, type TestProject } from '../helpers/app.js';
 import { BUYER, createEscrowProject, escrowClient, startEscrowApp } from '../escrow/fixtures.js';
 import { eventually, type Receiver, startReceiver } from '../webhooks/fixtures.js';
+import { routeToProvider } from './fixtures.js';
 
 const SHIPMENT = { tracking_number: 'TRK-1', delivery_corp: 'CJ', user: { username: BUYER.username, phone: BUYER.phone } };
 
@@ -28,19 +29,10 @@ beforeAll(async () => {
   // the provider's project sends its notifications to A's notification_url
   notificationUrl = `http://127.0.0.1:${a.deps.config.port}/upstream/v1/notifications/${atA.applicationId}`;
   atB = await createEscrowProject(b, { webhook_url: notificationUrl });
-  const configured = await a.app.inject({
-    method: 'PUT',
-    url: `/admin/v1/projects/${atA.applicationId}/upstream`,
-    headers: { authorization: `Bearer ${TEST_ADMIN_TOKEN}` },
-    payload: {
-      base_url: `http://127.0.0.1:${b.deps.config.port}`,
-      client_key: atB.clientKey,
-      secret_key: atB.secretKey,
-      pgs: ['sandbox_escrow_a'],
-    },
-  });
-  expect(configured.statusCode).toBe(200);
-  expect(configured.json().notification_url).toBe(notificationUrl);
+  const configured = await routeToProvider(a, atA, { baseUrl: `http://127.0.0.1:${b.deps.config.port}`, project: atB }, [
+    'sandbox_escrow_a',
+  ]);
+  expect(configured.notification_url).toBe(notificationUrl);
   atAApi = escrowClient(a, atA);
   atBApi = escrowClient(b, atB);
 }, 180_000);

@@ -4,29 +4,25 @@
 // holds the windows and the caps; a wrong OTP is the provider's refusal (2405, HTTP 500), as the merchant would
 // have it from B.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildTestApp, TEST_ADMIN_TOKEN, type TestApp, type TestProject } from '../helpers/app.js';
+import { buildTestApp, type TestApp, type TestProject } from '../helpers/app.js';
 import { freshPhone, PERSON_KEYS, verificationClient } from '../verification/fixtures.js';
+import { routeToProvider } from './fixtures.js';
 
 let a: TestApp;
 let b: TestApp;
 let atA: TestProject;
+let bUrl: string;
 let atB: TestProject;
 let merchant: ReturnType<typeof verificationClient>;
 let atBClient: ReturnType<typeof verificationClient>;
 
 beforeAll(async () => {
   b = await buildTestApp({ withTemporal: true });
-  const bUrl = await b.app.listen({ host: '127.0.0.1', port: 0 });
+  bUrl = await b.app.listen({ host: '127.0.0.1', port: 0 });
   atB = await b.createProject();
   a = await buildTestApp({ withTemporal: true });
   atA = await a.createProject();
-  const configured = await a.app.inject({
-    method: 'PUT',
-    url: `/admin/v1/projects/${atA.applicationId}/upstream`,
-    headers: { authorization: `Bearer ${TEST_ADMIN_TOKEN}` },
-    payload: { base_url: bUrl, client_key: atB.clientKey, secret_key: atB.secretKey, pgs: ['sandbox_identity'] },
-  });
-  expect(configured.statusCode).toBe(200);
+  await routeToProvider(a, atA, { baseUrl: bUrl, project: atB }, ['sandbox_identity']);
   merchant = verificationClient(a, atA);
   atBClient = verificationClient(b, atB);
 }, 180_000);
@@ -77,18 +73,7 @@ describe('identity verification relayed to the provider', () => {
 
   it("the provider's refusal of the request reaches the merchant unchanged, and nothing is kept at A", async () => {
     // a PG name the project routes to its provider, which B does not know
-    const configured = await a.app.inject({
-      method: 'PUT',
-      url: `/admin/v1/projects/${atA.applicationId}/upstream`,
-      headers: { authorization: `Bearer ${TEST_ADMIN_TOKEN}` },
-      payload: {
-        base_url: `http://127.0.0.1:${(b.app.server.address() as { port: number }).port}`,
-        client_key: atB.clientKey,
-        secret_key: atB.secretKey,
-        pgs: ['sandbox_identity', 'identity_elsewhere'],
-      },
-    });
-    expect(configured.statusCode).toBe(200);
+    await routeToProvider(a, atA, { baseUrl: bUrl, project: atB }, ['sandbox_identity', 'identity_elsewhere']);
     const before = (await a.deps.database.db.selectFrom('verifications').select('receipt_id').execute()).length;
     const relayed = await merchant.request({ pg: 'identity_elsewhere' });
     const direct = await atBClient.request({ pg: 'identity_elsewhere' });
