@@ -84,6 +84,7 @@ const PURE_FILES = new Set([
   'src/platform/time.ts',
   'src/platform/validation.ts',
   'src/platform/ip.ts',
+  'src/platform/temporal/messages.ts',
   'src/escrow/status.ts',
   'src/payments/card.ts',
   'src/projects/access.ts',

@@ -9,7 +9,7 @@ import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { escrowWorkflowId, MAX_SHIPPING_ATTEMPTS } from '../../src/escrow/contract.js';
 import { createKeyring, type Keyring, parseKeyringSpec } from '../../src/platform/security/keyring.js';
-import { paygateDataConverter } from '../../src/platform/temporal/data-converter.js';
+import { paygateWorkerOptions } from '../../src/platform/temporal/worker.js';
 import type { TestApp } from '../helpers/app.js';
 import { bounded, eventTypeNames, type HistoryEvent, paygateWorkflowBundle } from '../helpers/temporal.js';
 import { type HistoryCapsStack, openHistoryCapsStack } from '../helpers/history-caps-stack.js';
@@ -593,7 +593,7 @@ describe('escrow', () => {
 async function replay(history: proto.api.history.v1.IHistory, keyring: Keyring, id: string): Promise<void> {
   await bounded(
     Worker.runReplayHistory(
-      { workflowBundle: await paygateWorkflowBundle(), dataConverter: paygateDataConverter(keyring) },
+      { workflowBundle: await paygateWorkflowBundle(), ...paygateWorkerOptions(keyring) },
       history,
       id,
     ),

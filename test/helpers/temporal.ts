@@ -19,7 +19,8 @@ import type { GatewayRegistry } from '../../src/gateways/types.js';
 import type { Keyring } from '../../src/platform/security/keyring.js';
 import type { Services } from '../../src/composition/services.js';
 import type { Stores } from '../../src/composition/stores.js';
-import { paygateDataConverter } from '../../src/platform/temporal/data-converter.js';
+import { paygateClientOptions } from '../../src/platform/temporal/client.js';
+import { paygateWorkerOptions, refusingUnopenedInputs } from '../../src/platform/temporal/worker.js';
 import { WORKFLOW_BUNDLER_OPTIONS, WORKFLOWS_PATH } from '../../src/platform/temporal/workflow-bundle.js';
 import type { Metrics } from '../../src/platform/observability/metrics.js';
 import { observingWorkflowClient } from '../../src/platform/observability/workflow-client.js';
@@ -175,8 +176,7 @@ export async function startTestTemporal(deps: TestTemporalDeps): Promise<TestTem
     const client = new TemporalClient({
       connection: env.connection,
       namespace,
-      dataConverter: paygateDataConverter(deps.keyring),
-      interceptors: { workflow: [observingWorkflowClient(deps.metrics)] },
+      ...paygateClientOptions(deps.keyring, [observingWorkflowClient(deps.metrics)]),
     });
     // the client, then the services over it, then the activities over them, then the worker
     const services = deps.services({ client, taskQueue });
@@ -194,11 +194,10 @@ export async function startTestTemporal(deps: TestTemporalDeps): Promise<TestTem
             connection: env.nativeConnection,
             namespace,
             taskQueue,
-            activities,
-            dataConverter: paygateDataConverter(deps.keyring),
+            activities: refusingUnopenedInputs(activities),
+            ...paygateWorkerOptions(deps.keyring, { clientInterceptors: [observingWorkflowClient(deps.metrics)] }),
             workflowBundle: await paygateWorkflowBundle(),
             shutdownGraceTime: '2s',
-            interceptors: { client: { workflow: [observingWorkflowClient(deps.metrics)] } },
           }))(),
         SETUP_TIMEOUT_MS,
         'the worker to start',

@@ -13,7 +13,7 @@ import { TestWorkflowEnvironment } from '@temporalio/testing';
 import pg from 'pg';
 import { createKeyring, generateKeyringSpec, type Keyring, parseKeyringSpec } from '../../src/platform/security/keyring.js';
 import { type Database, dropSchema, openDatabase } from '../../src/platform/db/db.js';
-import { paygateDataConverter } from '../../src/platform/temporal/data-converter.js';
+import { paygateClientOptions } from '../../src/platform/temporal/client.js';
 import { bounded, DEVSERVER_PATH } from './temporal.js';
 
 const WORKER_SCRIPT = fileURLToPath(new URL('../../worker.ts', import.meta.url));
@@ -90,7 +90,7 @@ export async function openWorkerProcessStack(label: string): Promise<WorkerProce
   const client = new Client({
     connection: env.connection,
     namespace: env.namespace ?? 'default',
-    dataConverter: paygateDataConverter(keyring),
+    ...paygateClientOptions(keyring),
   });
 
   const startWorker = async (extraEnv: Record<string, string> = {}): Promise<WorkerProcess> => {

@@ -15,7 +15,8 @@ import { ApplicationFailure, type Workflow } from '@temporalio/common';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { DefaultLogger, Runtime, Worker } from '@temporalio/worker';
 import { createKeyring, generateKeyringSpec, type Keyring, parseKeyringSpec } from '../../src/platform/security/keyring.js';
-import { paygateDataConverter } from '../../src/platform/temporal/data-converter.js';
+import { paygateClientOptions } from '../../src/platform/temporal/client.js';
+import { paygateWorkerOptions, refusingUnopenedInputs } from '../../src/platform/temporal/worker.js';
 import { bounded, DEVSERVER_PATH, type HistoryEvent, paygateWorkflowBundle } from './temporal.js';
 
 const SETUP_TIMEOUT_MS = 60_000;
@@ -140,13 +141,12 @@ function installQuietRuntime(): void {
 export async function startWorkflowTestEnv(): Promise<WorkflowTestEnv> {
   installQuietRuntime();
   const keyring = createKeyring(parseKeyringSpec(generateKeyringSpec('test')));
-  const dataConverter = paygateDataConverter(keyring);
   // the bundle builds while the engine starts
   const bundle = paygateWorkflowBundle();
   const env = await bounded(
     TestWorkflowEnvironment.createTimeSkipping({
       server: { executable: { type: 'existing-path', path: DEVSERVER_PATH } },
-      client: { dataConverter },
+      client: paygateClientOptions(keyring),
     }),
     SETUP_TIMEOUT_MS,
     'the time-skipping engine to start',
@@ -174,8 +174,8 @@ export async function startWorkflowTestEnv(): Promise<WorkflowTestEnv> {
             namespace: env.namespace ?? 'default',
             taskQueue,
             workflowBundle,
-            activities: stubs.activities,
-            dataConverter,
+            activities: refusingUnopenedInputs(stubs.activities),
+            ...paygateWorkerOptions(keyring),
             shutdownGraceTime: '1s',
             // a stub a failed test left waiting must not hold the worker (and the next test) forever
             shutdownForceTime: '3s',

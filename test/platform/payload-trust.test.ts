@@ -2,7 +2,8 @@
 // whoever reaches the Temporal frontend without paygate's keyring cannot drive a verification. A
 // codec-less client's confirmOtp update (with the right OTP) is rejected before it is accepted, and a
 // codec-less poller that takes the confirmVerificationOtp task and answers with a made-up person gets its
-// result refused by the workflow. Neither changes the database.
+// result refused by the workflow, which asks the activity again and goes on with the genuine answer. Neither
+// forgery changes the database or fails a workflow task.
 import { randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -17,8 +18,10 @@ import { UPDATE_NOT_AUTHORIZED, confirmOtpUpdate, verificationWorkflowId } from 
 import { createGatewayRegistry } from '../../src/gateways/registry.js';
 import { startSandboxGateways, type SandboxGateways } from '../../src/sandbox/server.js';
 import { createKeyring, generateKeyringSpec, parseKeyringSpec } from '../../src/platform/security/keyring.js';
-import { REFUSED_UNSEALED } from '../../src/platform/temporal/codec.js';
-import { paygateDataConverter } from '../../src/platform/temporal/data-converter.js';
+import { paygateClientOptions } from '../../src/platform/temporal/client.js';
+import type { RefusalRecord } from '../../src/platform/temporal/messages.js';
+import { paygateWorkerOptions, refusingUnopenedInputs } from '../../src/platform/temporal/worker.js';
+import { MESSAGE_REFUSED } from '../../src/workflows/interceptors.js';
 import { startEmbeddedEngine, type EmbeddedEngine } from '../../src/platform/temporal/embedded-engine.js';
 import { freshPhone, verificationClient, type VerificationClient } from '../verification/fixtures.js';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
@@ -39,6 +42,8 @@ let api: VerificationClient;
 let raw: Client;
 let workflowWorker: { worker: Worker; running: Promise<void> } | undefined;
 let activityWorker: { worker: Worker; running: Promise<void> } | undefined;
+/** what the workflows reported refusing, as the worker's sink received it */
+const refusals: RefusalRecord[] = [];
 
 // Two workers on paygate's queue, so the test can leave the activity side to an impostor.
 async function startWorker(kind: 'workflows' | 'activities') {
@@ -46,11 +51,15 @@ async function startWorker(kind: 'workflows' | 'activities') {
     connection: native,
     namespace: NAMESPACE,
     taskQueue: TASK_QUEUE,
-    dataConverter: paygateDataConverter(keyring),
+    ...paygateWorkerOptions(keyring, { onRefusal: (refusal) => refusals.push(refusal) }),
     shutdownGraceTime: '1s',
     ...(kind === 'workflows'
       ? { workflowBundle: await paygateWorkflowBundle() }
-      : { activities: createActivities({ stores: t.deps.stores, services: t.deps.services, gateways: t.deps.gateways }) }),
+      : {
+          activities: refusingUnopenedInputs(
+            createActivities({ stores: t.deps.stores, services: t.deps.services, gateways: t.deps.gateways }),
+          ),
+        }),
   });
   return { worker, running: worker.run() };
 }
@@ -82,7 +91,7 @@ beforeAll(async () => {
     keyring,
     gateways,
     temporal: {
-      client: new Client({ connection, namespace: NAMESPACE, dataConverter: paygateDataConverter(keyring) }),
+      client: new Client({ connection, namespace: NAMESPACE, ...paygateClientOptions(keyring) }),
       taskQueue: TASK_QUEUE,
     },
   });
@@ -136,7 +145,8 @@ describe('payloads not sealed by paygate are refused', () => {
         (err: unknown) => err,
       );
     expect(forged).toBeInstanceOf(WorkflowUpdateFailedError);
-    expect(String((forged as WorkflowUpdateFailedError).cause?.message)).toContain(REFUSED_UNSEALED);
+    expect((forged as WorkflowUpdateFailedError).cause).toMatchObject({ type: MESSAGE_REFUSED });
+    expect(refusals).toContainEqual({ kind: 'update', name: 'confirmOtp', reason: 'not-sealed' });
 
     expect(await row(receiptId)).toEqual(before);
     // rejected in the validator stage: no trace in history, no gateway call scheduled
@@ -149,7 +159,7 @@ describe('payloads not sealed by paygate are refused', () => {
     expect(confirmed.body.status).toBe(12);
   });
 
-  it('a forged confirmVerificationOtp result from a codec-less poller is refused by the workflow and writes nothing', async () => {
+  it('a forged confirmVerificationOtp result from a codec-less poller is refused: the activity is asked again, no task fails', async () => {
     const { receiptId, otp } = await requestedWithOtp();
     const workflowId = verificationWorkflowId(receiptId);
     // leave the activity queue to the impostor
@@ -159,7 +169,7 @@ describe('payloads not sealed by paygate are refused', () => {
     const completedBefore = count(await history(workflowId), 'WORKFLOW_EXECUTION_UPDATE_COMPLETED');
 
     // paygate's own (sealed) confirm: the workflow accepts it and schedules the gateway call
-    await t.deps
+    const confirm = await t.deps
       .temporal!.client.workflow.getHandle(workflowId)
       .startUpdate(confirmOtpUpdate, { args: [{ nonce: randomUUID(), otp }], waitForStage: WorkflowUpdateStage.ACCEPTED });
 
@@ -192,27 +202,26 @@ describe('payloads not sealed by paygate are refused', () => {
         ],
       },
     });
-    // activities back: a workflow that believed the forgery would now record it
-    activityWorker = await startWorker('activities');
-
+    // the workflow reports the refusal and waits before it asks again: nothing written meanwhile
     const deadline = Date.now() + 30_000;
-    let refusal: HistoryEvent | undefined;
-    while (!refusal && Date.now() < deadline) {
-      const events = await history(workflowId);
-      const types = eventTypeNames(events);
-      const completed = types.indexOf('ACTIVITY_TASK_COMPLETED');
-      refusal = events.find((_e, i) => i > completed && completed >= 0 && types[i] === 'WORKFLOW_TASK_FAILED');
-      if (!refusal) await new Promise((r) => setTimeout(r, 200));
+    while (!refusals.some((r) => r.kind === 'activity-result') && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 100));
     }
-    expect(refusal, 'a workflow task failed on the forged result').toBeDefined();
-    expect(refusal!.workflowTaskFailedEventAttributes?.failure?.message).toContain(REFUSED_UNSEALED);
-
-    // give a (wrongly) trusting workflow time to write, then compare
-    await new Promise((r) => setTimeout(r, 1_500));
-    const after = await row(receiptId);
-    expect(after).toEqual(before);
-    expect(after.status).toBe(51);
+    expect(refusals).toContainEqual({ kind: 'activity-result', name: 'confirmVerificationOtp', reason: 'not-sealed' });
+    const meanwhile = await row(receiptId);
+    expect(meanwhile).toEqual(before);
+    expect(meanwhile.status).toBe(51);
     expect(count(await history(workflowId), 'WORKFLOW_EXECUTION_UPDATE_COMPLETED')).toBe(completedBefore);
+
+    // activities back: the workflow asks again and the genuine answer verifies the person the PG named
+    activityWorker = await startWorker('activities');
+    await bounded(confirm.result(), 30_000, 'the confirm after the refused result');
+    const after = await row(receiptId);
+    expect(after.status).toBe(12);
+    const events = await history(workflowId);
+    expect(eventTypeNames(events)).not.toContain('WORKFLOW_TASK_FAILED');
+    const verified = await api.certificate(receiptId);
+    expect(JSON.stringify(verified.body)).not.toContain('Mallory');
   });
 });
 
@@ -246,7 +255,9 @@ describe('updates need a fresh proof sealed by paygate', () => {
         (err: unknown) => err,
       );
     expect(forged).toBeInstanceOf(WorkflowUpdateFailedError);
-    expect((forged as WorkflowUpdateFailedError).cause).toMatchObject({ type: UPDATE_NOT_AUTHORIZED });
+    // no envelope: refused before the proof is even looked at
+    expect((forged as WorkflowUpdateFailedError).cause).toMatchObject({ type: MESSAGE_REFUSED });
+    expect(refusals).toContainEqual({ kind: 'update', name: 'resendOtp', reason: 'no-envelope' });
 
     expect(await row(receiptId)).toEqual(before);
     expect(eventTypeNames(await history(workflowId))).toEqual(eventsBefore);

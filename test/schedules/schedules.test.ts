@@ -21,7 +21,7 @@ import { chargeIdempotencyKey } from '../../src/payments/billing-rules.js';
 import { formatTimestamp } from '../../src/platform/time.js';
 import { buildTestApp, type TestApp, type TestProject } from '../helpers/app.js';
 import { createKeyring, type Keyring, parseKeyringSpec } from '../../src/platform/security/keyring.js';
-import { paygateDataConverter } from '../../src/platform/temporal/data-converter.js';
+import { paygateWorkerOptions } from '../../src/platform/temporal/worker.js';
 import { bounded, eventTypeNames, type HistoryEvent, paygateWorkflowBundle } from '../helpers/temporal.js';
 import { openHistoryCapsStack, type HistoryCapsStack } from '../helpers/history-caps-stack.js';
 import { armSandboxFault, type JsonResponse, keyInClient, sandboxChargeExecutions } from '../payments/key-in-fixtures.js';
@@ -508,7 +508,7 @@ describe('subscription schedules', () => {
 async function replay(history: proto.api.history.v1.IHistory, keyring: Keyring, id: string): Promise<void> {
   await bounded(
     Worker.runReplayHistory(
-      { workflowBundle: await paygateWorkflowBundle(), dataConverter: paygateDataConverter(keyring) },
+      { workflowBundle: await paygateWorkflowBundle(), ...paygateWorkerOptions(keyring) },
       history,
       id,
     ),

@@ -8,7 +8,7 @@ import { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MAX_RESENDS, MAX_WRONG_OTPS, verificationWorkflowId } from '../../src/verification/contract.js';
 import { createKeyring, parseKeyringSpec } from '../../src/platform/security/keyring.js';
-import { paygateDataConverter } from '../../src/platform/temporal/data-converter.js';
+import { paygateWorkerOptions } from '../../src/platform/temporal/worker.js';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
 import { bounded, eventTypeNames, paygateWorkflowBundle } from '../helpers/temporal.js';
 import { sandboxGet } from '../payments/key-in-fixtures.js';
@@ -136,7 +136,7 @@ describe('replay compatibility', () => {
       Worker.runReplayHistory(
         {
           workflowBundle: await paygateWorkflowBundle(),
-          dataConverter: paygateDataConverter(createKeyring(parseKeyringSpec(FIXTURE_KEYRING))),
+          ...paygateWorkerOptions(createKeyring(parseKeyringSpec(FIXTURE_KEYRING))),
         },
         history,
         'verification:pre-caps',
@@ -158,7 +158,7 @@ describe('replay compatibility', () => {
     expect((await row(receiptId)).number_of_realarms).toBe(MAX_RESENDS);
     await bounded(
       Worker.runReplayHistory(
-        { workflowBundle: await paygateWorkflowBundle(), dataConverter: paygateDataConverter(t.deps.keyring!) },
+        { workflowBundle: await paygateWorkflowBundle(), ...paygateWorkerOptions(t.deps.keyring!) },
         history,
         verificationWorkflowId(receiptId),
       ),

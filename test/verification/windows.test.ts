@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verificationWorkflowId, confirmOtpUpdate, resendOtpUpdate } from '../../src/verification/contract.js';
 import { buildTestApp, type TestApp, type TestProject } from '../helpers/app.js';
 import { Worker } from '@temporalio/worker';
-import { paygateDataConverter } from '../../src/platform/temporal/data-converter.js';
+import { paygateWorkerOptions } from '../../src/platform/temporal/worker.js';
 import { bounded, eventTypeNames, paygateWorkflowBundle, type TestTemporal } from '../helpers/temporal.js';
 import { expectApiError, verificationClient, type VerificationClient } from './fixtures.js';
 
@@ -273,7 +273,7 @@ describe('determinism', () => {
     const history = await handleOf(receiptId).fetchHistory();
     await bounded(
       Worker.runReplayHistory(
-        { workflowBundle: await paygateWorkflowBundle(), dataConverter: paygateDataConverter(t.deps.keyring!) },
+        { workflowBundle: await paygateWorkflowBundle(), ...paygateWorkerOptions(t.deps.keyring!) },
         history,
         verificationWorkflowId(receiptId),
       ),

@@ -32,6 +32,8 @@ export interface Metrics {
   webhookEndpointAutoDisabled(): void;
   scheduleCharge(outcome: ScheduleChargeOutcome): void;
   workflowStart(workflowType: string): void;
+  /** a workflow refused a message, its input or an activity result (src/workflows/interceptors.ts) */
+  workflowRefusal(kind: string, name: string, reason: string): void;
   /** where the pending-deliveries gauge reads from (the process's database); unset: the gauge reports nothing */
   readPendingDeliveriesFrom(reader: PendingDeliveriesReader): void;
 }
@@ -104,6 +106,14 @@ export function createMetrics(opts: MetricsOptions = {}): Metrics {
     labelNames: ['workflow_type'] as const,
     registers,
   });
+  const workflowRefusals = new Counter({
+    name: 'paygate_workflow_refusals_total',
+    help:
+      'Signals and updates a workflow dropped or rejected, and workflow inputs and activity results it refused, because ' +
+      'they were not sealed by paygate for that workflow and message; by kind, message name and reason',
+    labelNames: ['kind', 'name', 'reason'] as const,
+    registers,
+  });
 
   let readPending: PendingDeliveriesReader | undefined;
   new Gauge({
@@ -142,6 +152,7 @@ export function createMetrics(opts: MetricsOptions = {}): Metrics {
     webhookEndpointAutoDisabled: () => autoDisabled.inc(),
     scheduleCharge: (outcome) => scheduleCharges.inc({ outcome }),
     workflowStart: (workflowType) => workflowStarts.inc({ workflow_type: workflowType }),
+    workflowRefusal: (kind, name, reason) => workflowRefusals.inc({ kind, name, reason }),
     readPendingDeliveriesFrom(reader) {
       readPending = reader;
     },

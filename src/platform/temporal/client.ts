@@ -1,6 +1,7 @@
-import { Client, Connection, type WorkflowClientInterceptor } from '@temporalio/client';
+import { Client, type ClientOptions, Connection, type WorkflowClientInterceptor } from '@temporalio/client';
 import type { Keyring } from '../security/keyring.js';
 import { paygateDataConverter } from './data-converter.js';
+import { messageEnvelopes } from './message-envelopes.js';
 import { type TemporalTransport, temporalTransportOptions } from './transport.js';
 
 export interface TemporalClientOptions {
@@ -18,6 +19,17 @@ export interface TemporalClient {
   close(): Promise<void>;
 }
 
+/**
+ * What makes a Temporal client paygate's: its data converter (payloads sealed for their workflow) and the
+ * interceptor that puts each signal's and update's arguments in their envelope, before `interceptors`.
+ */
+export function paygateClientOptions(
+  keyring: Keyring,
+  interceptors: readonly WorkflowClientInterceptor[] = [],
+): Pick<ClientOptions, 'dataConverter' | 'interceptors'> {
+  return { dataConverter: paygateDataConverter(keyring), interceptors: { workflow: [messageEnvelopes, ...interceptors] } };
+}
+
 export async function connectTemporalClient(opts: TemporalClientOptions): Promise<TemporalClient> {
   const connection = await Connection.connect({
     address: opts.address,
@@ -27,8 +39,7 @@ export async function connectTemporalClient(opts: TemporalClientOptions): Promis
   const client = new Client({
     connection,
     namespace: opts.namespace,
-    dataConverter: paygateDataConverter(opts.keyring),
-    interceptors: { workflow: [...(opts.interceptors ?? [])] },
+    ...paygateClientOptions(opts.keyring, opts.interceptors),
   });
   return { client, close: () => connection.close() };
 }

@@ -1,9 +1,25 @@
 import type { WorkflowClientInterceptor } from '@temporalio/client';
-import { NativeConnection, Worker, type Logger as SdkLogger, type WorkerOptions } from '@temporalio/worker';
+import { ApplicationFailure } from '@temporalio/common';
+import type { WorkflowInfo } from '@temporalio/workflow';
+import {
+  NativeConnection,
+  Runtime,
+  Worker,
+  type InjectedSinks,
+  type Logger as SdkLogger,
+  type WorkerOptions,
+} from '@temporalio/worker';
 import type { Keyring } from '../security/keyring.js';
 import { paygateDataConverter } from './data-converter.js';
+import { messageEnvelopes } from './message-envelopes.js';
+import { payloadRefusalOf, type RefusalRecord, type RefusalSinks } from './messages.js';
 import { type TemporalTransport, temporalTransportOptions } from './transport.js';
-import { bundleWorkflowsInThread, WORKFLOW_BUNDLER_OPTIONS, WORKFLOWS_PATH } from './workflow-bundle.js';
+import {
+  bundleWorkflowsInThread,
+  WORKFLOW_BUNDLER_OPTIONS,
+  WORKFLOW_INTERCEPTORS_PATH,
+  WORKFLOWS_PATH,
+} from './workflow-bundle.js';
 
 /**
  * Workflow runs the worker keeps in memory between their tasks (the sticky cache). The SDK's default follows the
@@ -28,7 +44,49 @@ export interface PaygateWorkerOptions {
   readonly clientInterceptors?: readonly WorkflowClientInterceptor[];
   /** where the workflow bundler reports (its webpack summary is many lines); the Runtime's logger unless set */
   readonly bundlerLogger?: SdkLogger;
+  /** told of every message, input or activity result a workflow refused (logged as a warning unless set) */
+  readonly onRefusal?: (refusal: RefusalRecord, workflow: Pick<WorkflowInfo, 'workflowId' | 'workflowType'>) => void;
 }
+
+/** The error type an activity fails with when its input did not open (EncryptionCodec's stand-in). */
+export const ACTIVITY_INPUT_REFUSED = 'ACTIVITY_INPUT_REFUSED';
+
+/**
+ * The activities, each refusing an input that did not open: the worker's codec hands a refused payload on as a
+ * stand-in value (so a workflow can drop a forged message instead of failing its task), which no activity may run
+ * on. Not retried: the same task would carry the same input.
+ */
+export function refusingUnopenedInputs<T extends object>(activities: T): T {
+  const wrapped: Record<string, unknown> = {};
+  for (const [name, fn] of Object.entries(activities)) {
+    wrapped[name] =
+      typeof fn === 'function'
+        ? (...args: unknown[]) => {
+            const reason = args.map(payloadRefusalOf).find((r) => r !== undefined);
+            if (reason !== undefined) {
+              throw ApplicationFailure.nonRetryable(`the ${name} activity's input is ${reason}`, ACTIVITY_INPUT_REFUSED);
+            }
+            return (fn as (...a: unknown[]) => unknown)(...args);
+          }
+        : fn;
+  }
+  return wrapped as T;
+}
+
+function refusalSinks(onRefusal: NonNullable<PaygateWorkerOptions['onRefusal']>): InjectedSinks<RefusalSinks> {
+  return {
+    paygateRefusals: {
+      record: { fn: (info, refusal) => onRefusal(refusal, info), callDuringReplay: false },
+    },
+  };
+}
+
+const warnOfRefusal: NonNullable<PaygateWorkerOptions['onRefusal']> = (refusal, workflow) =>
+  Runtime.instance().logger.warn('a workflow refused what it was sent', {
+    ...refusal,
+    workflowId: workflow.workflowId,
+    workflowType: workflow.workflowType,
+  });
 
 export interface PaygateWorker {
   readonly worker: Worker;
@@ -37,14 +95,30 @@ export interface PaygateWorker {
   shutdown(): Promise<void>;
 }
 
+/**
+ * What makes a Temporal worker paygate's, whatever else it is given: the data converter that hands a refused
+ * payload on as a stand-in, the sink the workflows report refusals through, the envelopes on the signals and
+ * updates of the client it gives its activities. Its activities go through refusingUnopenedInputs.
+ */
+export function paygateWorkerOptions(
+  keyring: Keyring,
+  opts: Pick<PaygateWorkerOptions, 'onRefusal' | 'clientInterceptors'> = {},
+): Pick<WorkerOptions, 'dataConverter' | 'sinks'> & { interceptors: NonNullable<WorkerOptions['interceptors']> } {
+  return {
+    dataConverter: paygateDataConverter(keyring, 'worker'),
+    sinks: refusalSinks(opts.onRefusal ?? warnOfRefusal),
+    interceptors: { client: { workflow: [messageEnvelopes, ...(opts.clientInterceptors ?? [])] } },
+  };
+}
+
 export async function createPaygateWorker(opts: PaygateWorkerOptions): Promise<PaygateWorker> {
   const connection = await NativeConnection.connect({ address: opts.address, ...temporalTransportOptions(opts.transport) });
+  const paygate = paygateWorkerOptions(opts.keyring, opts);
   const worker = await Worker.create({
     connection,
     namespace: opts.namespace,
     taskQueue: opts.taskQueue,
-    activities: opts.activities,
-    dataConverter: paygateDataConverter(opts.keyring),
+    activities: refusingUnopenedInputs(opts.activities),
     ...(opts.workflowBundle
       ? { workflowBundle: opts.workflowBundle }
       : opts.bundlerLogger
@@ -53,9 +127,17 @@ export async function createPaygateWorker(opts: PaygateWorkerOptions): Promise<P
             // this process's heap
             workflowBundle: await bundleWorkflowsInThread(WORKFLOWS_PATH, opts.bundlerLogger),
           }
-        : { workflowsPath: WORKFLOWS_PATH, bundlerOptions: WORKFLOW_BUNDLER_OPTIONS }),
+        : {
+            workflowsPath: WORKFLOWS_PATH,
+            bundlerOptions: { webpackConfigHook: WORKFLOW_BUNDLER_OPTIONS.webpackConfigHook },
+          }),
     maxCachedWorkflows: opts.maxCachedWorkflows ?? DEFAULT_MAX_CACHED_WORKFLOWS,
-    ...(opts.clientInterceptors ? { interceptors: { client: { workflow: [...opts.clientInterceptors] } } } : {}),
+    ...paygate,
+    interceptors: {
+      ...paygate.interceptors,
+      // a bundle built beforehand holds them already (WORKFLOW_BUNDLER_OPTIONS)
+      ...(opts.workflowBundle ? {} : { workflowModules: [WORKFLOW_INTERCEPTORS_PATH] }),
+    },
   });
   let running: Promise<void> | undefined;
   return {

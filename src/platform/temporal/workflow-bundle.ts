@@ -11,7 +11,12 @@ import type { WorkerOptions } from '@temporalio/worker';
 /** The workflow bundle entry: every workflow paygate runs. */
 export const WORKFLOWS_PATH = fileURLToPath(new URL('../../workflows/index.ts', import.meta.url));
 
-type WorkflowBundlerOptions = NonNullable<WorkerOptions['bundlerOptions']>;
+/** The workflows' interceptors (every message and activity result passes them): part of every bundle. */
+export const WORKFLOW_INTERCEPTORS_PATH = fileURLToPath(new URL('../../workflows/interceptors.ts', import.meta.url));
+
+type WorkflowBundlerOptions = NonNullable<WorkerOptions['bundlerOptions']> & {
+  readonly workflowInterceptorModules: string[];
+};
 
 /**
  * How webpack optimises the bundle. The SDK re-evaluates every module of the bundle for each workflow run and keeps
@@ -24,6 +29,7 @@ const BUNDLE_OPTIMIZATION = { providedExports: true, usedExports: true, innerGra
 /** How the workflow bundle is built (the worker's, and the tests' prebuilt one). */
 export const WORKFLOW_BUNDLER_OPTIONS: WorkflowBundlerOptions = {
   webpackConfigHook: (config) => ({ ...config, optimization: { ...config.optimization, ...BUNDLE_OPTIMIZATION } }),
+  workflowInterceptorModules: [WORKFLOW_INTERCEPTORS_PATH],
 };
 
 type FromThread =
@@ -45,6 +51,7 @@ const plainMeta = (meta) => {
     const logger = new DefaultLogger('TRACE', (e) => post({ kind: 'log', level: e.level, message: e.message, meta: plainMeta(e.meta) }));
     const { code } = await bundleWorkflowCode({
       workflowsPath: workerData.workflowsPath,
+      workflowInterceptorModules: workerData.interceptorModules,
       logger,
       webpackConfigHook: (config) => ({ ...config, optimization: { ...config.optimization, ...workerData.optimization } }),
     });
@@ -61,7 +68,12 @@ export function bundleWorkflowsInThread(workflowsPath: string, logger: SdkLogger
   return new Promise((resolve, reject) => {
     const thread = new Worker(THREAD_SCRIPT, {
       eval: true,
-      workerData: { sdk, workflowsPath, optimization: BUNDLE_OPTIMIZATION },
+      workerData: {
+        sdk,
+        workflowsPath,
+        interceptorModules: WORKFLOW_BUNDLER_OPTIONS.workflowInterceptorModules,
+        optimization: BUNDLE_OPTIMIZATION,
+      },
     });
     let settled = false;
     thread.on('message', (msg: FromThread) => {
