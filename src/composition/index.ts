@@ -362,14 +362,7 @@ export function createWorker(
     transport: temporalTransport(core.config),
     clientInterceptors: [observingWorkflowClient(core.metrics)],
     ...(core.logger ? { bundlerLogger: createBundlerLogger(core.logger) } : {}),
-    ...(core.logger || core.metrics
-      ? {
-          onRefusal: (refusal, workflow) => {
-            core.logger?.warn({ ...refusal, ...workflow }, 'a workflow refused what it was sent: not sealed by paygate for it');
-            core.metrics?.workflowRefusal(refusal.kind, refusal.name, refusal.reason);
-          },
-        }
-      : {}),
+    ...(core.metrics ? { metrics: core.metrics } : {}),
     activities: opts.sandboxClock ? followEngineTime(activities, opts.sandboxClock) : activities,
   });
 }

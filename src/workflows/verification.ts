@@ -161,12 +161,18 @@ export async function verificationWorkflow(input: VerificationInput): Promise<vo
   // sent by the project's upstream provider: its resends and confirms go there too (never a local PG's tid there)
   const atProvider = input.sentTid !== undefined ? { upstreamProject: input.merchantId } : {};
 
-  setHandler(otpSentUpdate, async (): Promise<OtpSentResult> => {
-    await condition(() => v.sendSettled);
-    v.sendOutcomeDelivered = true;
-    if (v.sendFailure) throw v.sendFailure;
-    return { tid: v.tid! };
-  });
+  setHandler(
+    otpSentUpdate,
+    async (): Promise<OtpSentResult> => {
+      await condition(() => v.sendSettled);
+      v.sendOutcomeDelivered = true;
+      if (v.sendFailure) throw v.sendFailure;
+      return { tid: v.tid! };
+    },
+    // nothing to check of its own; with a validator the workflows' interceptors reject a forged one before it is
+    // accepted (src/workflows/interceptors.ts), instead of after
+    { validator: () => undefined },
+  );
 
   setHandler(
     resendOtpUpdate,

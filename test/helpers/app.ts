@@ -188,7 +188,8 @@ export async function buildTestApp(overrides: TestAppOverrides = {}): Promise<Te
         keyring,
         services: (runtime) => buildServices({ ...base, temporal: runtime }),
         webhooks: { sandbox: config.sandbox, clock: now, ...webhookActivities },
-        ...(overrides.metrics ? { metrics: overrides.metrics } : {}),
+        // one registry for the API and the worker, as in one paygate process
+        metrics: base.metrics,
       });
       cleanups.push(() => started.close());
       // The API, the sandbox gateways and the workflows must agree on the time: follow the engine's clock.

@@ -195,7 +195,10 @@ export async function startTestTemporal(deps: TestTemporalDeps): Promise<TestTem
             namespace,
             taskQueue,
             activities: refusingUnopenedInputs(activities),
-            ...paygateWorkerOptions(deps.keyring, { clientInterceptors: [observingWorkflowClient(deps.metrics)] }),
+            ...paygateWorkerOptions(deps.keyring, {
+              clientInterceptors: [observingWorkflowClient(deps.metrics)],
+              ...(deps.metrics ? { metrics: deps.metrics } : {}),
+            }),
             workflowBundle: await paygateWorkflowBundle(),
             shutdownGraceTime: '2s',
           }))(),

@@ -9,6 +9,7 @@ import {
   type Logger as SdkLogger,
   type WorkerOptions,
 } from '@temporalio/worker';
+import type { Metrics } from '../observability/metrics.js';
 import type { Keyring } from '../security/keyring.js';
 import { paygateDataConverter } from './data-converter.js';
 import { messageEnvelopes } from './message-envelopes.js';
@@ -44,7 +45,9 @@ export interface PaygateWorkerOptions {
   readonly clientInterceptors?: readonly WorkflowClientInterceptor[];
   /** where the workflow bundler reports (its webpack summary is many lines); the Runtime's logger unless set */
   readonly bundlerLogger?: SdkLogger;
-  /** told of every message, input or activity result a workflow refused (logged as a warning unless set) */
+  /** where every message, input or activity result a workflow refused is counted (it is logged as a warning too) */
+  readonly metrics?: Pick<Metrics, 'workflowRefusal'>;
+  /** told of every refusal instead of the warning and the count (tests) */
   readonly onRefusal?: (refusal: RefusalRecord, workflow: Pick<WorkflowInfo, 'workflowId' | 'workflowType'>) => void;
 }
 
@@ -81,12 +84,17 @@ function refusalSinks(onRefusal: NonNullable<PaygateWorkerOptions['onRefusal']>)
   };
 }
 
-const warnOfRefusal: NonNullable<PaygateWorkerOptions['onRefusal']> = (refusal, workflow) =>
-  Runtime.instance().logger.warn('a workflow refused what it was sent', {
-    ...refusal,
-    workflowId: workflow.workflowId,
-    workflowType: workflow.workflowType,
-  });
+/** A refusal is logged (the Runtime's logger: paygate's log) and counted. */
+const recordRefusal =
+  (metrics: PaygateWorkerOptions['metrics']): NonNullable<PaygateWorkerOptions['onRefusal']> =>
+  (refusal, workflow) => {
+    Runtime.instance().logger.warn('a workflow refused what it was sent: not sealed by paygate for it', {
+      ...refusal,
+      workflowId: workflow.workflowId,
+      workflowType: workflow.workflowType,
+    });
+    metrics?.workflowRefusal(refusal.kind, refusal.name, refusal.reason);
+  };
 
 export interface PaygateWorker {
   readonly worker: Worker;
@@ -102,11 +110,11 @@ export interface PaygateWorker {
  */
 export function paygateWorkerOptions(
   keyring: Keyring,
-  opts: Pick<PaygateWorkerOptions, 'onRefusal' | 'clientInterceptors'> = {},
+  opts: Pick<PaygateWorkerOptions, 'metrics' | 'onRefusal' | 'clientInterceptors'> = {},
 ): Pick<WorkerOptions, 'dataConverter' | 'sinks'> & { interceptors: NonNullable<WorkerOptions['interceptors']> } {
   return {
     dataConverter: paygateDataConverter(keyring, 'worker'),
-    sinks: refusalSinks(opts.onRefusal ?? warnOfRefusal),
+    sinks: refusalSinks(opts.onRefusal ?? recordRefusal(opts.metrics)),
     interceptors: { client: { workflow: [messageEnvelopes, ...(opts.clientInterceptors ?? [])] } },
   };
 }
