@@ -17,6 +17,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { ApiError } from '../platform/errors.js';
+import { secretMatches } from '../platform/ids.js';
 import { assertIpAllowed, keyExpired } from '../projects/access.js';
 import { keyAccepted } from '../projects/key-rotation.js';
 import type { Scope } from '../projects/scopes.js';
@@ -159,7 +160,8 @@ export async function verifyAdminToken(
 
 /**
  * A project's client and secret keys checked as Basic authentication checks them (throttles, rotation grace,
- * IP allow-list, key expiry), for keys presented outside the header (the dashboard's sign-in).
+ * IP allow-list, key expiry), for keys presented outside the header (the dashboard's sign-in). `currentKeyOnly`:
+ * the secret key a rotation replaced is refused (1204) even while its grace period runs.
  */
 export async function authenticateKeys(
   app: FastifyInstance,
@@ -167,12 +169,14 @@ export async function authenticateKeys(
   reply: FastifyReply,
   clientKey: string,
   secretKey: string,
+  opts: { readonly currentKeyOnly?: boolean } = {},
 ): Promise<Project> {
   const now = app.deps.clock();
   await app.throttles.auth.check(request, reply, clientKey);
   let row: ProjectRow;
   try {
     row = await identifyProject(app, { kind: 'basic', clientKey, secretKey }, now);
+    if (opts.currentKeyOnly && !secretMatches(secretKey, row.secret_key_hash)) throw new ApiError('APP_SK_NOT_MATCHED');
   } catch (err) {
     if (err instanceof ApiError && GUESSING_FAILURES.has(err.errorCode)) await app.throttles.auth.fail(request, clientKey);
     throw err;

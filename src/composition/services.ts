@@ -153,7 +153,17 @@ export function createServices(deps: ServiceDeps): Services {
   });
   const receipts = createReceiptService({ stores, escrowData: escrowDataLookup(stores.escrow), upstream, ...logger });
   return {
-    projects: createProjectService({ stores, webhooks, knownPgs: gateways.names, sandbox: deps.sandbox === true, clock }),
+    projects: createProjectService({
+      stores,
+      webhooks,
+      // the dashboard's sessions on a project end when its keys rotate or it is disabled
+      sessions: {
+        endProjectSessions: async (applicationId) => void (await stores.dashboardSessions.endForProject(applicationId)),
+      },
+      knownPgs: gateways.names,
+      sandbox: deps.sandbox === true,
+      clock,
+    }),
     accessTokens: createAccessTokenService({ stores, clock }),
     billingKeys: {
       ...billingKeys,

@@ -8,6 +8,7 @@ import { createBillingKeyStore, type BillingKeyStore, createReceiptStore, type R
 import type { Tables } from '../platform/db/db.js';
 import { createEscrowStore, type EscrowStore } from '../escrow/index.js';
 import { createIdempotencyStore, type IdempotencyStore } from '../platform/idempotency.js';
+import { createDashboardSessionStore, type DashboardSessionStore } from '../platform/dashboard-sessions.js';
 import { createMessageStore, type MessageStore, createWebhookStore, type WebhookStore } from '../webhooks/index.js';
 import { createReserveStore, type ReserveStore } from '../reserves/index.js';
 import { createScheduleStore, type ScheduleStore } from '../schedules/index.js';
@@ -27,6 +28,8 @@ export interface Stores {
   readonly reserves: ReserveStore;
   readonly schedules: ScheduleStore;
   readonly upstreams: UpstreamStore;
+  /** the sandbox dashboard's sessions (the dashboard signs in through it; key rotations end them through the projects' port) */
+  readonly dashboardSessions: DashboardSessionStore;
 }
 
 export function createStores(db: Kysely<Tables>, keyring: Keyring): Stores {
@@ -44,5 +47,6 @@ export function createStores(db: Kysely<Tables>, keyring: Keyring): Stores {
     reserves: createReserveStore(db, cipher),
     schedules: createScheduleStore(db),
     upstreams: createUpstreamStore(db, cipher),
+    dashboardSessions: createDashboardSessionStore(db, keyring),
   };
 }

@@ -1,12 +1,14 @@
 // What every dashboard page needs: the signed-in session, its project (with the scope check a key's session
-// gets, as the API checks the same key's calls), and rendering inside the layout with the CSRF token.
+// gets, as the API checks the same key's calls), signing in and out, a secret shown once to the admin session that
+// made it, and rendering inside the layout with the CSRF token.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { keyExpired } from '../projects/access.js';
 import { ApiError } from '../platform/errors.js';
 import type { Scope } from '../projects/scopes.js';
 import type { Project } from '../projects/index.js';
 import { formatTimestamp } from '../platform/time.js';
-import { newSession, type Session, type SessionCodec } from './session.js';
+import type { DashboardSignIn, DashboardSessionStore } from '../platform/dashboard-sessions.js';
+import type { Session, SessionCookies } from './session.js';
 
 /** asset: no session at all; public: sign-in pages; pick: an admin choosing a project; project: everything else */
 export type DashboardAccess = 'asset' | 'public' | 'pick' | 'project';
@@ -15,9 +17,17 @@ export interface DashboardContext {
   session(request: FastifyRequest): Session | undefined;
   /** The session's project; for a key's session the key must still be valid and hold `scope` (1222 otherwise). */
   project(request: FastifyRequest, scope: Scope): Promise<Project>;
-  /** Starts a fresh session (a new id, so a new CSRF token) after a sign-in or a project pick. */
-  signIn(request: FastifyRequest, reply: FastifyReply, kind: 'keys' | 'admin', applicationId?: string): void;
-  signOut(reply: FastifyReply): void;
+  /** Starts a fresh session (a new id, so a new CSRF token) after a sign-in or a project pick; the one before ends. */
+  signIn(request: FastifyRequest, reply: FastifyReply, signIn: DashboardSignIn): Promise<void>;
+  /** Ends the request's session on the server and clears its cookie. */
+  signOut(request: FastifyRequest, reply: FastifyReply): Promise<void>;
+  /**
+   * Notes that the request's session just made `secret` (named by `what`) so that one later page may show it once.
+   * Only an admin session may see a secret: false (nothing noted) for any other.
+   */
+  holdSecret(request: FastifyRequest, what: string, secret: string): Promise<boolean>;
+  /** Whether `secret` may be shown now: this admin session made it and has not been shown it. Never true twice. */
+  takeSecret(request: FastifyRequest, what: string, secret: string): Promise<boolean>;
   render(request: FastifyRequest, reply: FastifyReply, view: string, data: Record<string, unknown>): Promise<FastifyReply>;
 }
 
@@ -39,6 +49,8 @@ const NOTICES: Readonly<Record<string, string>> = {
   'schedule-cancelled': 'The schedule was cancelled.',
   advanced: 'The sandbox clock moved forward.',
   'advanced-unsettled': 'The sandbox clock moved forward; some work was still running after 60 s.',
+  'rotated-unseen':
+    'The signing secret was rotated; the previous one keeps signing beside it for 24 hours. A new secret is shown only once, to an admin session that rotates it: it is not shown to a session signed in with keys.',
 };
 
 export const fmt = {
@@ -54,7 +66,8 @@ export const fmt = {
 
 export function createContext(
   app: FastifyInstance,
-  sessions: SessionCodec,
+  cookies: SessionCookies,
+  store: DashboardSessionStore,
   states: WeakMap<FastifyRequest, Session>,
 ): DashboardContext {
   const ctx: DashboardContext = {
@@ -72,14 +85,38 @@ export function createContext(
       return project;
     },
 
-    signIn(request, reply, kind, applicationId) {
-      const session = newSession(kind, new Date(), applicationId); // wall time, as the session check reads it
-      sessions.write(request, reply, session);
-      states.set(request, session);
+    async signIn(request, reply, signIn) {
+      const current = states.get(request);
+      if (current && current.kind !== 'anonymous') await store.end(current.id);
+      // wall time, as the session check reads it
+      const { id, session } = await store.start(signIn, new Date());
+      const next: Session = {
+        id,
+        kind: session.kind,
+        ...(session.applicationId !== undefined ? { applicationId: session.applicationId } : {}),
+        expiresAt: session.expiresAt,
+      };
+      cookies.write(request, reply, next);
+      states.set(request, next);
     },
 
-    signOut(reply) {
-      sessions.clear(reply);
+    async signOut(request, reply) {
+      const current = states.get(request);
+      if (current) await store.end(current.id);
+      cookies.clear(reply);
+    },
+
+    async holdSecret(request, what, secret) {
+      const session = states.get(request);
+      if (session?.kind !== 'admin') return false;
+      await store.holdReveal(session.id, what, secret, new Date());
+      return true;
+    },
+
+    async takeSecret(request, what, secret) {
+      const session = states.get(request);
+      if (session?.kind !== 'admin') return false;
+      return store.takeReveal(session.id, what, secret, new Date());
     },
 
     async render(request, reply, view, data) {
@@ -91,7 +128,7 @@ export function createContext(
         projectName = (await app.deps.services.projects.get(session.applicationId).catch(() => undefined))?.name;
       }
       return reply.type('text/html; charset=utf-8').view(`${view}.eta`, {
-        csrf: session ? sessions.csrfToken(session) : '',
+        csrf: session ? cookies.csrfToken(session) : '',
         signedIn: session !== undefined && session.kind !== 'anonymous',
         admin: session?.kind === 'admin',
         projectName,

@@ -1,12 +1,11 @@
 // The sandbox dashboard at /dashboard: server-rendered pages (@fastify/view + Eta) with htmx served from
-// node_modules, a signed session cookie, a CSRF token on every form, and security headers with a CSP that
+// node_modules, a session kept on the server behind a cookie holding only its random id, a CSRF token on every form, and security headers with a CSP that
 // allows only the dashboard's own script and stylesheet. Served in sandbox mode only: in production mode
 // it is not registered at all (9404), so no extra way in exists next to the API.
 //
 // Every action calls the use case the API route calls (the areas' services, built once in src/composition/); the pages only parse form fields,
 // call, and render. Routes declare `config: { auth: 'none', dashboard: ... }`: the API's key check does not
 // apply, the dashboard's session check (below) does.
-import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
@@ -19,7 +18,7 @@ import { Eta } from 'eta';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError } from '../platform/errors.js';
 import { toApiError } from '../api/errors.js';
-import { createSessionCodec, newSession, type Session } from './session.js';
+import { createSessionCookies, type Session } from './session.js';
 import { createContext, type DashboardAccess, type DashboardContext } from './context.js';
 import { authPages } from './pages/auth.js';
 import { paymentPages } from './pages/payments.js';
@@ -54,9 +53,10 @@ const CSP = {
 };
 
 async function dashboard(app: FastifyInstance): Promise<void> {
-  const secret = randomBytes(32);
-  const sessions = createSessionCodec(secret);
-  await app.register(fastifyCookie, { secret });
+  // the sessions live in the database (built once by the composition root); the cookie holds only an id
+  const store = app.deps.stores.dashboardSessions;
+  const cookies = createSessionCookies(app.deps.keyring);
+  await app.register(fastifyCookie);
   await app.register(fastifyFormbody, { bodyLimit: 16 * 1024 });
   await app.register(fastifyHelmet, {
     contentSecurityPolicy: { useDefaults: false, directives: CSP },
@@ -72,19 +72,32 @@ async function dashboard(app: FastifyInstance): Promise<void> {
   });
 
   const states = new WeakMap<FastifyRequest, Session>();
-  const ctx: DashboardContext = createContext(app, sessions, states);
+  const ctx: DashboardContext = createContext(app, cookies, store, states);
 
   app.addHook('preHandler', async (request, reply) => {
     const access = request.routeOptions.config.dashboard;
     if (access === undefined || access === 'asset') return;
     // wall time, not the sandbox clock: advancing the sandbox a day must not end the session that advanced it
     const now = new Date();
-    let session = sessions.read(request, now);
+    const id = cookies.read(request);
+    let session: Session | undefined;
+    if (id !== undefined && store.wellFormed(id)) {
+      // an id with no live session (never signed in, signed out, ended) is an anonymous visitor's
+      const found = await store.find(id, now, app.deps.config.adminToken);
+      session = found
+        ? {
+            id,
+            kind: found.kind,
+            ...(found.applicationId !== undefined ? { applicationId: found.applicationId } : {}),
+            expiresAt: found.expiresAt,
+          }
+        : { id, kind: 'anonymous' };
+    }
     // every POST carries the token of the session that rendered its form, sign-in included
-    if (request.method === 'POST') sessions.checkCsrf(request, session);
+    if (request.method === 'POST') cookies.checkCsrf(request, session);
     if (!session) {
-      session = newSession('anonymous', now);
-      sessions.write(request, reply, session);
+      session = { id: store.newId(), kind: 'anonymous' };
+      cookies.write(request, reply, session);
     }
     states.set(request, session);
     const signedIn = session.kind !== 'anonymous';

@@ -1,29 +1,32 @@
-// The dashboard's session: a signed cookie (@fastify/cookie, HMAC-SHA256 under a secret made at start, so a
-// restart signs everyone out) holding who signed in, which project, a random session id and an expiry. Nothing
-// secret is in it: the keys or the admin token are checked once at sign-in and never stored. Every form carries a
-// synchronizer token derived from the session id (HMAC), checked on every POST before anything runs.
-import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+// The dashboard's session cookie: a random id of 256 bits and nothing else. The session itself lives on the server
+// (src/platform/dashboard-sessions.ts: a keyed MAC of the id, who signed in, until when), so it ends when the server
+// ends it: sign-out, a key rotation or the disabling of its project, another admin token, the idle timeout or the
+// lifetime. A visitor who has not signed in holds an id no session has (anonymous), so that the sign-in form has a
+// token too. Every form carries a synchronizer token derived from the id (a keyring MAC), checked on every POST
+// before anything runs.
+import { timingSafeEqual } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError } from '../platform/errors.js';
+import type { Keyring } from '../platform/security/keyring.js';
 
 export const SESSION_COOKIE = 'paygate_dashboard';
-/** A session ends this long after sign-in, whatever happens meanwhile. */
-export const SESSION_TTL_MS = 8 * 60 * 60 * 1000;
 const COOKIE_PATH = '/dashboard';
 
 export type SessionKind = 'anonymous' | 'keys' | 'admin';
 
 export interface Session {
-  /** random, changed at every sign-in (no fixation): the CSRF token is derived from it */
-  readonly sid: string;
+  /** the cookie's random id, new at every sign-in (no fixation): the CSRF token is derived from it */
+  readonly id: string;
   readonly kind: SessionKind;
   /** the project being looked at: the keys' own, or the one an admin picked */
   readonly applicationId?: string;
-  readonly expiresAt: number;
+  /** a signed-in session's absolute end (the cookie's expiry); an anonymous cookie lasts as long as the browser */
+  readonly expiresAt?: Date;
 }
 
-export interface SessionCodec {
-  read(request: FastifyRequest, now: Date): Session | undefined;
+export interface SessionCookies {
+  /** The id the request's cookie carries (not yet looked up). */
+  read(request: FastifyRequest): string | undefined;
   write(request: FastifyRequest, reply: FastifyReply, session: Session): void;
   clear(reply: FastifyReply): void;
   csrfToken(session: Session): string;
@@ -31,48 +34,21 @@ export interface SessionCodec {
   checkCsrf(request: FastifyRequest, session: Session | undefined): void;
 }
 
-export function newSession(kind: SessionKind, now: Date, applicationId?: string): Session {
+export function createSessionCookies(keyring: Keyring): SessionCookies {
+  // the session store's subkey, under a label of its own: a token is never an id's MAC
+  const tokenOf = (session: Session) => keyring.mac('dashboard-session', `csrf\u0000${session.id}`).digest;
   return {
-    sid: randomBytes(18).toString('base64url'),
-    kind,
-    ...(applicationId !== undefined ? { applicationId } : {}),
-    expiresAt: now.getTime() + SESSION_TTL_MS,
-  };
-}
-
-function parseSession(text: string): Session | undefined {
-  try {
-    const value = JSON.parse(Buffer.from(text, 'base64url').toString('utf8')) as Partial<Session>;
-    if (typeof value.sid !== 'string' || typeof value.expiresAt !== 'number') return undefined;
-    if (value.kind !== 'anonymous' && value.kind !== 'keys' && value.kind !== 'admin') return undefined;
-    if (value.applicationId !== undefined && typeof value.applicationId !== 'string') return undefined;
-    return value as Session;
-  } catch {
-    return undefined;
-  }
-}
-
-/** `secret` signs the cookie and keys the CSRF tokens (a subkey of its own). */
-export function createSessionCodec(secret: Buffer): SessionCodec {
-  const csrfKey = createHmac('sha256', secret).update('dashboard csrf').digest();
-  const tokenOf = (session: Session) => createHmac('sha256', csrfKey).update(session.sid).digest('base64url');
-  return {
-    read(request, now) {
+    read(request) {
       const raw = request.cookies[SESSION_COOKIE];
-      if (raw === undefined) return undefined;
-      const unsigned = request.unsignCookie(raw);
-      if (!unsigned.valid || unsigned.value === null) return undefined;
-      const session = parseSession(unsigned.value);
-      return session && session.expiresAt > now.getTime() ? session : undefined;
+      return raw === undefined || raw === '' ? undefined : raw;
     },
     write(request, reply, session) {
-      reply.setCookie(SESSION_COOKIE, Buffer.from(JSON.stringify(session)).toString('base64url'), {
-        signed: true,
+      reply.setCookie(SESSION_COOKIE, session.id, {
         httpOnly: true,
         sameSite: 'strict',
         secure: request.protocol === 'https',
         path: COOKIE_PATH,
-        expires: new Date(session.expiresAt),
+        ...(session.expiresAt ? { expires: session.expiresAt } : {}),
       });
     },
     clear(reply) {

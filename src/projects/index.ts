@@ -13,6 +13,7 @@ export {
   projectCreateSchema,
   projectPatchSchema,
   type ProjectService,
+  type ProjectSessions,
   type ProjectWebhooks,
   renderProject,
 } from './service.js';

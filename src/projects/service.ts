@@ -6,6 +6,7 @@ import { z } from 'zod';
 import { ApiError } from '../platform/errors.js';
 import { hashSecret, newId, newSecret } from '../platform/ids.js';
 import { isIpOrCidr } from '../platform/ip.js';
+import { keyExpired } from './access.js';
 import { SCOPES } from './scopes.js';
 import { formatOptionalTimestamp, formatTimestamp } from '../platform/time.js';
 import { toProject, type Project } from './store.js';
@@ -117,7 +118,8 @@ export interface ProjectService {
   list(): Promise<Project[]>;
   /**
    * New secret and private keys (returned once); the old ones keep working for `grace_hours`
-   * (default 24, 0 = stop now); every access token of the project is revoked. PROJECT_NOT_FOUND.
+   * (default 24, 0 = stop now); every access token of the project is revoked and every session on it ended.
+   * PROJECT_NOT_FOUND.
    */
   rotateKeys(applicationId: string, input: KeyRotationInput): Promise<RotatedKeys>;
   /** A new webhook signing secret (returned once); the previous one signs beside it for 24 hours. PROJECT_NOT_FOUND. */
@@ -148,9 +150,26 @@ export interface ProjectWebhooks {
   rotateProjectSecret(applicationId: string): Promise<ProjectWebhookSecret>;
 }
 
+/**
+ * The sessions open on a project outside the API (the sandbox dashboard's, kept by the platform's session store; the
+ * composition root hands this in). A port: projects end them without knowing where or how they are kept.
+ */
+export interface ProjectSessions {
+  /** Ends every session on the project, whoever signed in (its keys, or an admin who picked it). */
+  endProjectSessions(applicationId: string): Promise<void>;
+}
+
+/** Whether a change stops the project's keys: their expiry moved to now or before, or every scope taken away. */
+function disables(patch: ProjectPatchInput, now: Date): boolean {
+  const expiresNow = patch.key_expires_at != null && keyExpired({ key_expires_at: new Date(patch.key_expires_at) }, now);
+  return expiresNow || (patch.scopes !== undefined && patch.scopes.length === 0);
+}
+
 export function createProjectService(deps: {
   readonly stores: { readonly projects: ProjectStore };
   readonly webhooks: ProjectWebhooks;
+  /** ended on every key rotation (any grace) and when a change disables the project */
+  readonly sessions: ProjectSessions;
   /** the configured gateway names: the default `pgs` and what a project may be given */
   readonly knownPgs: readonly string[];
   /** sandbox mode: only then may a project get (and gets by default) the sandbox PGs */
@@ -215,6 +234,7 @@ export function createProjectService(deps: {
         updated_at: deps.clock(),
       });
       if (!project) throw new ApiError('PROJECT_NOT_FOUND');
+      if (disables(patch, deps.clock())) await deps.sessions.endProjectSessions(applicationId);
       if (patch.webhook_url === undefined) return { project };
       const webhookSecret = await deps.webhooks.setProjectUrl(applicationId, patch.webhook_url);
       return { project, ...(webhookSecret ? { webhookSecret } : {}) };
@@ -241,6 +261,8 @@ export function createProjectService(deps: {
         now,
       });
       if (!project) throw new ApiError('PROJECT_NOT_FOUND');
+      // with any grace: the old keys may still call the API for a while, but nothing signed in with them stays open
+      await deps.sessions.endProjectSessions(applicationId);
       return {
         application_id: project.application_id,
         client_key: project.client_key,

@@ -69,6 +69,7 @@ const DASHBOARD: Readonly<Record<string, 'asset' | 'public' | 'pick' | 'project'
   'GET /dashboard/webhooks': 'project',
   'POST /dashboard/webhooks': 'project',
   'POST /dashboard/webhooks/secret': 'project',
+  'GET /dashboard/webhooks/secret': 'project',
   'POST /dashboard/webhooks/test': 'project',
   'POST /dashboard/webhooks/deliveries/:delivery_id/retry': 'project',
   'GET /dashboard/notifications': 'project',

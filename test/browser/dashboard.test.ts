@@ -2,7 +2,8 @@
 // a fresh DATA_DIR, free ports, sandbox mode, the embedded engine), a project made through the admin API, then in the
 // browser: sign in, issue a verification, read the OTP from the inbox, confirm it, pay with escrow, start shipping,
 // confirm the purchase as the buyer, configure the messaging webhook and see its delivery arrive, advance the sandbox
-// clock and see a schedule's charge. A screenshot of each page goes to test-results/dashboard/.
+// clock and see a schedule's charge, then as the admin rotate the webhook secret and see it once. A screenshot of
+// each page goes to test-results/dashboard/.
 //
 // Chromium is Debian's (/usr/bin/chromium; `.ci/run` installs it when missing). Without it the test is skipped
 // outside CI and fails in CI. The server's process group is killed with SIGKILL at the end or on any timeout.
@@ -305,6 +306,19 @@ describe.skipIf(!available)('the sandbox dashboard in Chromium', () => {
     await submit('Open');
     await page.getByRole('heading', { name: 'Receipts' }).waitFor();
     expect(await page.locator('.project').textContent()).toBe('Browser shop');
+
+    // the admin rotates the messaging webhook secret: shown once, on the page right after, and not on a second look
+    await page.getByRole('link', { name: 'Webhooks' }).click();
+    await page.getByRole('heading', { name: /Webhooks/ }).waitFor();
+    await submit('Rotate the secret');
+    await page.locator('#revealed-secret').waitFor();
+    expect(await page.locator('#revealed-secret').textContent()).toContain('Shown once: copy it now');
+    expect(await page.locator('#revealed-secret code').textContent()).toMatch(/^whsec_/);
+    await shot('16-webhook-secret-shown');
+    await page.goto(`${base}/dashboard/webhooks/secret`);
+    await page.locator('#secret-gone').waitFor();
+    expect(await page.locator('#revealed-secret').count()).toBe(0);
+    await shot('17-webhook-secret-gone');
 
     // no CSP violation, no script error on any page
     expect(consoleErrors).toEqual([]);

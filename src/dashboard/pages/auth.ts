@@ -1,5 +1,6 @@
-// Sign-in with a project's keys (checked as the API checks Basic keys, throttles included) or the admin token
-// (then a project is picked), and sign-out.
+// Sign-in with a project's current keys (checked as the API checks Basic keys, throttles included; a key a rotation
+// replaced is refused here even during its grace period) or the admin token (then a project is picked), and sign-out,
+// which ends the session on the server.
 import type { FastifyInstance } from 'fastify';
 import { authenticateKeys, verifyAdminToken } from '../../api/auth.js';
 import type { DashboardContext } from '../context.js';
@@ -21,13 +22,14 @@ export async function authPages(app: FastifyInstance, ctx: DashboardContext): Pr
     const adminToken = field(body, 'admin_token', { optional: true });
     if (adminToken !== undefined) {
       await verifyAdminToken(app, request, reply, adminToken);
-      ctx.signIn(request, reply, 'admin');
+      await ctx.signIn(request, reply, { kind: 'admin', adminToken });
       return reply.redirect('/dashboard/projects', 303);
     }
     const clientKey = field(body, 'client_key');
     const secretKey = field(body, 'secret_key');
-    const project = await authenticateKeys(app, request, reply, clientKey, secretKey);
-    ctx.signIn(request, reply, 'keys', project.application_id);
+    // the key a rotation replaced no longer signs in here, even while the API still takes it during the grace period
+    const project = await authenticateKeys(app, request, reply, clientKey, secretKey, { currentKeyOnly: true });
+    await ctx.signIn(request, reply, { kind: 'keys', applicationId: project.application_id, secretKey });
     return reply.redirect('/dashboard/receipts', 303);
   });
 
@@ -44,12 +46,17 @@ export async function authPages(app: FastifyInstance, ctx: DashboardContext): Pr
   app.post('/projects', { config: { auth: 'none', dashboard: 'pick' }, schema: { hide: true } }, async (request, reply) => {
     const applicationId = field(request.body, 'application_id');
     const project = await services.projects.get(applicationId);
-    ctx.signIn(request, reply, 'admin', project.application_id);
+    // an admin session (its token checked against the current one on this request) moves to a new session on the project
+    await ctx.signIn(request, reply, {
+      kind: 'admin',
+      adminToken: app.deps.config.adminToken,
+      applicationId: project.application_id,
+    });
     return reply.redirect('/dashboard/receipts', 303);
   });
 
-  app.post('/logout', { config: { auth: 'none', dashboard: 'public' }, schema: { hide: true } }, async (_request, reply) => {
-    ctx.signOut(reply);
+  app.post('/logout', { config: { auth: 'none', dashboard: 'public' }, schema: { hide: true } }, async (request, reply) => {
+    await ctx.signOut(request, reply);
     return reply.redirect('/dashboard/login', 303);
   });
 }

@@ -8,6 +8,8 @@ import { field, intField } from './forms.js';
 
 const session = { auth: 'none', dashboard: 'project' } as const;
 const PAGE_SIZE = 20;
+/** what a held secret is named by: the project's messaging webhook secret */
+const secretName = (applicationId: string) => `message-webhook-secret:${applicationId}`;
 
 function checkedCodes(body: unknown): number[] {
   const raw = typeof body === 'object' && body !== null ? (body as Record<string, unknown>).events : undefined;
@@ -18,20 +20,20 @@ function checkedCodes(body: unknown): number[] {
 export async function webhookPages(app: FastifyInstance, ctx: DashboardContext): Promise<void> {
   const webhooks = app.deps.services.webhooks;
 
-  async function page(request: Parameters<DashboardContext['project']>[0], revealedSecret?: string) {
+  async function page(request: Parameters<DashboardContext['project']>[0]) {
     const project = await ctx.project(request, 'message_webhook');
     const query = request.query as Record<string, unknown>;
     const paging = parsePageQuery({ page: query.page ?? '1', limit: String(PAGE_SIZE) });
     const [config, deliveries] = await Promise.all([webhooks.config(project), webhooks.deliveries(project, paging)]);
     return {
       title: 'Webhooks',
+      applicationId: project.application_id,
       config,
       events: Object.entries(MESSAGE_EVENTS).map(([code, name]) => ({ code: Number(code), name })),
       deliveries: deliveries.rows,
       count: deliveries.count,
       page: paging.page,
       pages: Math.max(1, Math.ceil(deliveries.count / PAGE_SIZE)),
-      revealedSecret,
     };
   }
 
@@ -52,12 +54,22 @@ export async function webhookPages(app: FastifyInstance, ctx: DashboardContext):
     return reply.redirect('/dashboard/webhooks?done=saved', 303);
   });
 
-  // the one answer that shows the whole new secret (as the API's rotation does); never cached
+  // The rotation, then (POST, redirect, GET) the one page that shows the whole new secret: only to the admin session
+  // that rotated it, once. A session signed in with keys may rotate (its scope allows it) but is never shown it.
   app.post('/webhooks/secret', { config: session, schema: { hide: true } }, async (request, reply) => {
     const project = await ctx.project(request, 'message_webhook');
     const rotated = await webhooks.rotateSecret(project);
+    const held = rotated.secret ? await ctx.holdSecret(request, secretName(project.application_id), rotated.secret) : false;
+    return reply.redirect(held ? '/dashboard/webhooks/secret' : '/dashboard/webhooks?done=rotated-unseen', 303);
+  });
+
+  // never cached; a reload, a second tab or another session finds it gone
+  app.get('/webhooks/secret', { config: session, schema: { hide: true } }, async (request, reply) => {
+    const data = await page(request);
+    const secret = data.config.secret;
+    const shown = secret ? await ctx.takeSecret(request, secretName(data.applicationId), secret) : false;
     reply.header('cache-control', 'no-store');
-    return ctx.render(request, reply, 'webhooks', await page(request, rotated.secret ?? undefined));
+    return ctx.render(request, reply, 'webhooks', { ...data, revealedSecret: shown ? secret : undefined, secretGone: !shown });
   });
 
   app.post('/webhooks/test', { config: session, schema: { hide: true } }, async (request, reply) => {

@@ -7,7 +7,7 @@ import { createCipheriv, createDecipheriv, createHmac, hkdfSync, randomBytes } f
 const IV_BYTES = 12;
 const TAG_BYTES = 16;
 
-export type KeyPurpose = 'temporal-payload' | 'db-field' | 'request-fingerprint' | 'idempotency-key';
+export type KeyPurpose = 'temporal-payload' | 'db-field' | 'request-fingerprint' | 'idempotency-key' | 'dashboard-session';
 
 export interface Keyring {
   readonly currentKeyId: string;
