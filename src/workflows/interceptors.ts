@@ -98,7 +98,10 @@ export const interceptors: WorkflowInterceptorsFactory = () => {
           const reason = input.args.map(payloadRefusalOf).find((r) => r !== undefined);
           if (reason !== undefined) {
             refuse('workflow-input', 'input', reason);
-            throw ApplicationFailure.nonRetryable('the workflow input is not sealed by paygate for this workflow', MESSAGE_REFUSED);
+            throw ApplicationFailure.nonRetryable(
+              'the workflow input is not sealed by paygate for this workflow',
+              MESSAGE_REFUSED,
+            );
           }
           return next(input);
         },

@@ -120,13 +120,22 @@ describe('EncryptionCodec: a payload opens only where it was sealed for', () => 
 
 describe('openMessage: a message is accepted only in its own envelope', () => {
   it('opens the envelope of the named message and refuses every other form, naming why', () => {
-    expect(openMessage('revokeReserve', messageEnvelope('revokeReserve', [{ nonce: 'n' }]))).toEqual({ ok: true, args: [{ nonce: 'n' }] });
+    expect(openMessage('revokeReserve', messageEnvelope('revokeReserve', [{ nonce: 'n' }]))).toEqual({
+      ok: true,
+      args: [{ nonce: 'n' }],
+    });
     expect(openMessage('endpointDisabled', messageEnvelope('endpointDisabled', []))).toEqual({ ok: true, args: [] });
-    expect(openMessage('resendOtp', messageEnvelope('confirmOtp', [{ nonce: 'n' }]))).toEqual({ ok: false, reason: 'for-another-message' });
+    expect(openMessage('resendOtp', messageEnvelope('confirmOtp', [{ nonce: 'n' }]))).toEqual({
+      ok: false,
+      reason: 'for-another-message',
+    });
     expect(openMessage('resendOtp', [])).toEqual({ ok: false, reason: 'no-envelope' });
     expect(openMessage('resendOtp', [{ nonce: 'n' }])).toEqual({ ok: false, reason: 'no-envelope' });
     expect(openMessage('resendOtp', ['garbage'])).toEqual({ ok: false, reason: 'no-envelope' });
-    expect(openMessage('resendOtp', [...messageEnvelope('resendOtp', []), 'extra'])).toEqual({ ok: false, reason: 'no-envelope' });
+    expect(openMessage('resendOtp', [...messageEnvelope('resendOtp', []), 'extra'])).toEqual({
+      ok: false,
+      reason: 'no-envelope',
+    });
     expect(openMessage('resendOtp', [refusedPayloadValue('not-sealed')])).toEqual({ ok: false, reason: 'not-sealed' });
   });
 });

@@ -118,7 +118,9 @@ async function refusalsCounted(name: string, reason: string): Promise<number> {
   const text = await t.deps.metrics!.render();
   const line = text
     .split('\n')
-    .find((l) => l.startsWith('paygate_workflow_refusals_total{') && l.includes(`name="${name}"`) && l.includes(`reason="${reason}"`));
+    .find(
+      (l) => l.startsWith('paygate_workflow_refusals_total{') && l.includes(`name="${name}"`) && l.includes(`reason="${reason}"`),
+    );
   return line ? Number(line.slice(line.lastIndexOf(' ') + 1)) : 0;
 }
 
@@ -396,7 +398,8 @@ describe('a plain, empty, garbage or cross-workflow message is dropped with a re
       expect((await api.put({ enabled: false })).body.enabled).toBe(false);
       expect((await deliveryRow(t, id))!.status).toBe('failed');
       await eventually(
-        async () => ((await t.temporal!.client.workflow.getHandle(workflowId).describe()).status.name === 'COMPLETED' ? true : undefined),
+        async () =>
+          (await t.temporal!.client.workflow.getHandle(workflowId).describe()).status.name === 'COMPLETED' ? true : undefined,
         'the stopped run to end',
       );
     } finally {

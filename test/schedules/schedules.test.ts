@@ -507,11 +507,7 @@ describe('subscription schedules', () => {
 
 async function replay(history: proto.api.history.v1.IHistory, keyring: Keyring, id: string): Promise<void> {
   await bounded(
-    Worker.runReplayHistory(
-      { workflowBundle: await paygateWorkflowBundle(), ...paygateWorkerOptions(keyring) },
-      history,
-      id,
-    ),
+    Worker.runReplayHistory({ workflowBundle: await paygateWorkflowBundle(), ...paygateWorkerOptions(keyring) }, history, id),
     30_000,
     'replay',
   );

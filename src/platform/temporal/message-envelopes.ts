@@ -7,9 +7,7 @@ import { messageEnvelope } from './messages.js';
  */
 export const messageEnvelopes: WorkflowClientInterceptor = {
   signal: (input, next) => next({ ...input, args: messageEnvelope(input.signalName, input.args) }),
-  signalWithStart: (input, next) =>
-    next({ ...input, signalArgs: messageEnvelope(input.signalName, input.signalArgs) }),
+  signalWithStart: (input, next) => next({ ...input, signalArgs: messageEnvelope(input.signalName, input.signalArgs) }),
   startUpdate: (input, next) => next({ ...input, args: messageEnvelope(input.updateName, input.args) }),
-  startUpdateWithStart: (input, next) =>
-    next({ ...input, updateArgs: messageEnvelope(input.updateName, input.updateArgs) }),
+  startUpdateWithStart: (input, next) => next({ ...input, updateArgs: messageEnvelope(input.updateName, input.updateArgs) }),
 };
