@@ -146,13 +146,17 @@ describe('replay compatibility', () => {
     );
   });
 
-  it('a new run carries the caps in its (sealed) input, records no unsealed marker, and its history replays', async () => {
+  it('a new run carries the caps in its (sealed) input, records no marker but the bound-messages patch, and its history replays', async () => {
     const { receiptId, phone } = await api.requested();
     const otp = await api.latestOtp(phone);
     for (let i = 0; i < MAX_RESENDS + 1; i++) await api.realarm(receiptId);
     for (let i = 0; i < MAX_WRONG_OTPS + 1; i++) await api.confirm(receiptId, otp === '000000' ? '000001' : '000000');
     const history = await historyOf(receiptId);
-    expect(eventTypeNames(history.events ?? [])).not.toContain('MARKER_RECORDED');
+    // no local activity marker: the only marker is the SDK's patch marker of bound messages, which holds only its name
+    const markers = (history.events ?? []).filter((e) => e.markerRecordedEventAttributes);
+    expect(markers.map((e) => e.markerRecordedEventAttributes!.markerName)).toEqual(['core_patch']);
+    const patchData = markers[0]!.markerRecordedEventAttributes!.details!['patch-data']!.payloads![0]!.data!;
+    expect(JSON.parse(Buffer.from(patchData).toString('utf8'))).toMatchObject({ id: 'paygate-bound-messages' });
     const started = await t.temporal!.client.workflow.getHandle(verificationWorkflowId(receiptId)).describe();
     expect(started.status.name).toBe('RUNNING');
     expect((await row(receiptId)).number_of_realarms).toBe(MAX_RESENDS);
