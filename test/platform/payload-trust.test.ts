@@ -2,8 +2,9 @@
 // whoever reaches the Temporal frontend without paygate's keyring cannot drive a verification. A
 // codec-less client's confirmOtp update (with the right OTP) is rejected before it is accepted, and a
 // codec-less poller that takes the confirmVerificationOtp task and answers with a made-up person gets its
-// result refused by the workflow. Neither changes the database.
-import { randomUUID } from 'node:crypto';
+// result refused by the workflow. Neither changes the database. (The forger here holds the engine's token, as an
+// operator of a real cluster with write access would: test/platform/engine-credential.test.ts covers those without.)
+import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -20,6 +21,7 @@ import { createKeyring, generateKeyringSpec, parseKeyringSpec } from '../../src/
 import { REFUSED_UNSEALED } from '../../src/platform/temporal/codec.js';
 import { paygateDataConverter } from '../../src/platform/temporal/data-converter.js';
 import { startEmbeddedEngine, type EmbeddedEngine } from '../../src/platform/temporal/embedded-engine.js';
+import { temporalTransportOptions } from '../../src/platform/temporal/transport.js';
 import { freshPhone, verificationClient, type VerificationClient } from '../verification/fixtures.js';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
 import { bounded, eventTypeNames, paygateWorkflowBundle, type HistoryEvent } from '../helpers/temporal.js';
@@ -69,9 +71,10 @@ beforeAll(async () => {
     // installed already in this process
   }
   dataDir = await mkdtemp(path.join(tmpdir(), 'paygate-trust-'));
-  engine = await startEmbeddedEngine({ dataDir, namespace: NAMESPACE });
-  connection = await Connection.connect({ address: engine.address });
-  native = await NativeConnection.connect({ address: engine.address });
+  engine = await startEmbeddedEngine({ dataDir, namespace: NAMESPACE, token: randomBytes(24).toString('base64url') });
+  // the forger is a holder of the engine's token: the codec, not the credential, is what this file tests
+  connection = await Connection.connect({ address: engine.address, ...temporalTransportOptions(engine.transport) });
+  native = await NativeConnection.connect({ address: engine.address, ...temporalTransportOptions(engine.transport) });
   sandbox = await startSandboxGateways({ host: '127.0.0.1', port: 0 });
   const gateways = createGatewayRegistry({ sandboxUrl: sandbox.url, timeoutMs: 5_000 });
   // the app's GET /sandbox/v1/sms reads this sandbox (with its internal-route token, where it has one)
