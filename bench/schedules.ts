@@ -33,13 +33,13 @@ import { dueAt } from '../src/schedules/rules.js';
 import { createLogger } from '../src/platform/logger.js';
 import { dropSchema, openDatabase } from '../src/platform/db/db.js';
 import { createStores } from '../src/composition/stores.js';
-import { startEmbeddedEngine } from '../src/platform/temporal/embedded-engine.js';
 import { createSandboxClock } from '../src/platform/temporal/sandbox-clock.js';
 import {
   connectTemporal,
   type Core,
   createCoreServices,
   createWorker,
+  startConfiguredEngine,
   startConfiguredGateways,
 } from '../src/composition/index.js';
 import { cpuMs, memoryOf } from './proc-stats.js';
@@ -113,18 +113,15 @@ try {
     stores: createStores(database.db, keyring),
     close: async () => undefined,
   };
-  const engine = await startEmbeddedEngine({
-    dataDir: join(workDir, 'temporal'),
-    namespace: config.temporalNamespace,
-    clockControl: true,
-  });
+  // DATA_DIR/temporal, the token in DATA_DIR/engine-token: as src/main.ts starts it
+  const engine = await startConfiguredEngine(config, { clockControl: true });
   closers.push(() => engine.stop());
-  const clock = await sandboxClock.connect(engine.address);
+  const clock = await sandboxClock.connect(engine.address, engine.transport);
   closers.push(() => clock.close());
-  const temporal = await connectTemporal(core, engine.address);
+  const temporal = await connectTemporal(core, engine.address, { transport: engine.transport });
   closers.push(() => temporal.close());
   const services = createCoreServices(core, temporal, logger, { clock: clock.now });
-  const worker = await createWorker(core, services, engine.address, { sandboxClock: clock });
+  const worker = await createWorker(core, services, engine.address, { sandboxClock: clock, transport: engine.transport });
   closers.push(() => bounded(worker.shutdown(), 30_000));
   const running = worker.run();
   running.catch((err: unknown) => logger.fatal({ err }, 'the Temporal worker stopped'));

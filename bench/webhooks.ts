@@ -15,6 +15,7 @@
  * is its own process (RSS from /proc, Linux).
  */
 import { execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
@@ -33,6 +34,7 @@ import { dropSchema, openDatabase } from '../src/platform/db/db.js';
 import { createStores } from '../src/composition/stores.js';
 import { connectTemporalClient } from '../src/platform/temporal/client.js';
 import { startEmbeddedEngine } from '../src/platform/temporal/embedded-engine.js';
+import type { TemporalTransport } from '../src/platform/temporal/transport.js';
 import { createPaygateWorker } from '../src/platform/temporal/worker.js';
 
 const { values } = parseArgs({
@@ -153,9 +155,14 @@ const event = (i: number): OutboundEvent => {
 };
 
 const workDir = await mkdtemp(join(tmpdir(), 'paygate-bench-webhooks-'));
-const engine = values.engine
+// the embedded engine with its credential, as npm start runs it (a hand-started one: whatever it was started with)
+const engine: { address: string; pid: number | undefined; transport?: TemporalTransport; stop(): Promise<void> } = values.engine
   ? { address: values.engine, pid: enginePid(values.engine), stop: async () => undefined }
-  : await startEmbeddedEngine({ dataDir: join(workDir, 'temporal'), namespace: 'default' });
+  : await startEmbeddedEngine({
+      dataDir: join(workDir, 'temporal'),
+      namespace: 'default',
+      token: randomBytes(24).toString('base64url'),
+    });
 // PGlite in this process (npm start's default), or a Postgres server when DATABASE_URL is set (a schema of its own)
 const benchSchema = process.env.DATABASE_URL ? `bench_${newId()}` : undefined;
 const database = process.env.DATABASE_URL
@@ -164,7 +171,12 @@ const database = process.env.DATABASE_URL
 const keyring = createKeyring(parseKeyringSpec(generateKeyringSpec('bench')));
 const stores = createStores(database.db, keyring);
 const taskQueue = `bench-webhooks-${newId()}`;
-const temporal = await connectTemporalClient({ address: engine.address, namespace: 'default', keyring });
+const temporal = await connectTemporalClient({
+  address: engine.address,
+  namespace: 'default',
+  keyring,
+  transport: engine.transport,
+});
 const services = createServices({
   stores,
   gateways: { get: () => undefined, names: [] },
@@ -174,6 +186,7 @@ const services = createServices({
 });
 const worker = await createPaygateWorker({
   address: engine.address,
+  transport: engine.transport,
   namespace: 'default',
   taskQueue,
   keyring,

@@ -1,11 +1,10 @@
 // `npm start`: everything in one command. The API, the Temporal worker, the database (PGlite under
 // DATA_DIR unless DATABASE_URL is set), the sandbox gateways, and — unless TEMPORAL_ADDRESS is set —
 // the embedded Temporal-compatible engine, durable under DATA_DIR.
-import path from 'node:path';
 import { buildConfiguredApp, listen } from './api/server.js';
 import { readConfigOrExit } from './platform/config/index.js';
 import { createLogger } from './platform/logger.js';
-import { startEmbeddedEngine, type EmbeddedEngine } from './platform/temporal/embedded-engine.js';
+import type { EmbeddedEngine } from './platform/temporal/embedded-engine.js';
 import { createSandboxClock, type SandboxClock } from './platform/temporal/sandbox-clock.js';
 import { installTemporalLogger } from './platform/temporal/runtime.js';
 import {
@@ -14,6 +13,7 @@ import {
   createCoreServices,
   createWorker,
   openCore,
+  startConfiguredEngine,
   startDeliveryRecovery,
 } from './composition/index.js';
 
@@ -39,9 +39,8 @@ try {
   let engine: EmbeddedEngine | undefined;
   if (!config.temporalAddress) {
     const engineLog = logger.child({ component: 'temporal-engine' });
-    engine = await startEmbeddedEngine({
-      dataDir: path.resolve(config.dataDir, 'temporal'),
-      namespace: config.temporalNamespace,
+    // it answers only calls that present its token (DATA_DIR/engine-token or ENGINE_TOKEN; never logged)
+    engine = await startConfiguredEngine(config, {
       clockControl: sandboxClock !== undefined,
       onOutput: (line) => engineLog.debug(line),
     });
@@ -49,19 +48,21 @@ try {
     logger.info({ address: engine.address }, 'embedded Temporal engine running');
   }
   const temporalAddress = config.temporalAddress ?? engine!.address;
+  // the embedded engine's token, presented by every connection to it; the configured cluster's transport otherwise
+  const transport = engine ? { transport: engine.transport } : {};
   let clock: SandboxClock | undefined;
   if (sandboxClock) {
-    const connected = await sandboxClock.connect(temporalAddress);
+    const connected = await sandboxClock.connect(temporalAddress, engine?.transport);
     closers.push(() => connected.close());
     clock = connected;
   }
 
-  const temporal = await connectTemporal(core, temporalAddress);
+  const temporal = await connectTemporal(core, temporalAddress, transport);
   closers.push(() => temporal.close());
   // built once for the API, the worker's activities and the sweeps: over the client, before the worker
   const services = createCoreServices(core, temporal, logger, clock ? { clock: clock.now } : {});
 
-  const worker = await createWorker(core, services, temporalAddress, clock ? { sandboxClock: clock } : {});
+  const worker = await createWorker(core, services, temporalAddress, { ...transport, ...(clock ? { sandboxClock: clock } : {}) });
   closers.push(() => worker.shutdown());
   worker.run().catch((err: unknown) => {
     logger.fatal({ err }, 'the Temporal worker stopped');

@@ -33,6 +33,8 @@ import { Client as TemporalClient, Connection } from '@temporalio/client';
 // CommonJS: its namespaces come through the default export under Node's ESM loader
 import proto from '@temporalio/proto';
 import pg from 'pg';
+import { ENGINE_TOKEN_FILE } from '../src/platform/config/engine-token.js';
+import { temporalTransportOptions } from '../src/platform/temporal/transport.js';
 import { freePort, ROOT, startProcess } from './child-processes.js';
 
 const run = promisify(execFile);
@@ -680,13 +682,15 @@ function engineAddress(release: Release): string | undefined {
  * (a replay that does not match the history fails its task, and the run then hangs rather than fails), and no run
  * of the namespace failed, was terminated or timed out.
  */
-async function checkWorkflows(release: Release, open: OpenProcesses): Promise<void> {
+async function checkWorkflows(release: Release, open: OpenProcesses, dataDir: string): Promise<void> {
   const address = engineAddress(release);
   if (!address) {
     check('workflows replayed without a failed task', false, 'no engine address in the new release log');
     return;
   }
-  const connection = await Connection.connect({ address });
+  // the engine answers only its token's holders (DATA_DIR/engine-token, written by the release that runs it)
+  const engineToken = (await readFile(join(dataDir, ENGINE_TOKEN_FILE), 'utf8')).trim();
+  const connection = await Connection.connect({ address, ...temporalTransportOptions({ engineToken }) });
   try {
     const client = new TemporalClient({ connection, namespace: 'default' });
     const ids = [
@@ -856,7 +860,7 @@ async function main(): Promise<number> {
   await step('schedule', () => checkSchedule(api, open));
   await step('deliveries', () => checkDeliveries(api, open, receiver));
   await step('verification lookup window', () => checkVerificationWindow(api, open));
-  await step('workflows', () => checkWorkflows(current, open));
+  await step('workflows', () => checkWorkflows(current, open, env.DATA_DIR!));
   const errors = errorLines(current);
   check(
     'new release logged no error',

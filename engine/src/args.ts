@@ -2,7 +2,8 @@
 import { parseDynamicConfig } from './dynamic-config.js';
 import type { DevServerOptions } from './server.js';
 
-export type CliOptions = DevServerOptions & { logLevel?: string; logFormat?: string };
+/** `authTokenFile`: where the token of `authToken` is read from (the launcher reads it, never argv itself). */
+export type CliOptions = DevServerOptions & { logLevel?: string; logFormat?: string; authTokenFile?: string };
 
 const FLAGS_WITH_VALUE = new Set([
   '--port',
@@ -24,6 +25,7 @@ const FLAGS_WITH_VALUE = new Set([
   '--sqlite-pragma',
   '--ui-asset-path',
   '--ui-codec-endpoint',
+  '--auth-token-file',
 ]);
 
 export function parseArgs(argv: string[]): CliOptions {
@@ -79,6 +81,10 @@ export function parseArgs(argv: string[]): CliOptions {
         case '--clock-control':
           opts.clockControl = true;
           break;
+        case '--auth-token-file':
+          // given without a file it still asks for a credential: reading '' fails the start
+          opts.authTokenFile = value ?? '';
+          break;
         default:
           break;
       }
@@ -90,8 +96,12 @@ export function parseArgs(argv: string[]): CliOptions {
   // Loopback unless told otherwise (`<port> --ip <host>`): the launcher probes 127.0.0.1 anyway.
   const ip = argv.indexOf('--ip');
   const host = ip > 0 && argv[ip + 1] ? argv[ip + 1]! : '127.0.0.1';
+  const tokenFlag = argv.indexOf('--auth-token-file');
+  const authTokenFile = tokenFlag > 0 ? (argv[tokenFlag + 1] ?? '') : undefined;
   if (!Number.isInteger(port) || port < 0 || port > 65535) {
-    throw new Error('usage: temporal-devserver <port> [--ip <host>]  |  temporal-devserver server start-dev --port <port> [...]');
+    throw new Error(
+      'usage: temporal-devserver <port> [--ip <host>] [--auth-token-file <file>]  |  temporal-devserver server start-dev --port <port> [...]',
+    );
   }
-  return { timeSkipping: true, port, host };
+  return { timeSkipping: true, port, host, ...(authTokenFile !== undefined ? { authTokenFile } : {}) };
 }

@@ -1,5 +1,6 @@
 // Assembles the engine and its gRPC services; the programmatic entry point (the CLI is a thin layer over it).
 import * as grpc from '@grpc/grpc-js';
+import { authInterceptor } from './auth.js';
 import type { DynamicConfig } from './dynamic-config.js';
 import { Engine } from './engine.js';
 import { addService } from './grpc.js';
@@ -28,6 +29,11 @@ export interface DevServerOptions {
   dynamicConfig?: Partial<DynamicConfig>;
   /** Dev-server mode: serve TestService's GetCurrentTime / Sleep / SleepUntil to advance the clock (`--clock-control`). */
   clockControl?: boolean;
+  /**
+   * Every call must carry `authorization: Bearer <authToken>` (the header of a Temporal API key) or it is answered
+   * UNAUTHENTICATED; only the gRPC health check stays open (`--auth-token-file`). Unset: no credential, as today.
+   */
+  authToken?: string;
 }
 
 export interface DevServer {
@@ -38,6 +44,8 @@ export interface DevServer {
 }
 
 export async function startDevServer(opts: DevServerOptions): Promise<DevServer> {
+  // checked before anything is opened: a token too short to be one stops the start
+  const auth = opts.authToken !== undefined ? authInterceptor(opts.authToken) : undefined;
   let journal: Journal | undefined;
   let restored: Map<string, { state: unknown; events: unknown[] }> | undefined;
   if (opts.dbFilename) {
@@ -65,6 +73,8 @@ export async function startDevServer(opts: DevServerOptions): Promise<DevServer>
     'grpc.max_receive_message_length': MAX_REQUEST_BYTES,
     // Channelz bookkeeping (per-call counters and timestamps) serves no one here and costs on every call.
     'grpc.enable_channelz': 0,
+    // without a token no interceptor at all: an interceptor costs a little on every call
+    ...(auth ? { interceptors: [auth] } : {}),
   });
   const workflowService = 'temporal.api.workflowservice.v1.WorkflowService';
   const operatorService = 'temporal.api.operatorservice.v1.OperatorService';

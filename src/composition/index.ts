@@ -11,6 +11,7 @@ import { asyncLocalStorage as activityContext } from '@temporalio/activity';
 import { createActivities } from '../activities/index.js';
 import type { Config } from '../platform/config/index.js';
 import { preparePrivateDataDir, usesDataDir } from '../platform/config/data-dir.js';
+import { loadEngineToken } from '../platform/config/engine-token.js';
 import { loadKeyring } from '../platform/config/keys.js';
 import { createGatewayRegistry, type GatewayRegistry } from '../gateways/index.js';
 import type { Logger } from '../platform/logger.js';
@@ -24,6 +25,7 @@ import { createServices, type ServiceDeps, type Services } from './services.js';
 import { createStores, type Stores } from './stores.js';
 import { countPendingDeliveries } from '../webhooks/index.js';
 import { connectTemporalClient, type TemporalClient } from '../platform/temporal/client.js';
+import { type EmbeddedEngine, startEmbeddedEngine } from '../platform/temporal/embedded-engine.js';
 import { createBundlerLogger } from '../platform/temporal/runtime.js';
 import { followEngineTime, type SandboxClock } from '../platform/temporal/sandbox-clock.js';
 import type { TemporalTransport } from '../platform/temporal/transport.js';
@@ -154,6 +156,25 @@ function temporalTransport(config: Config): TemporalTransport {
     ...(config.temporalTls ? { tls: config.temporalTls } : {}),
     ...(config.temporalApiKey ? { apiKey: config.temporalApiKey } : {}),
   };
+}
+
+/**
+ * The embedded engine of `npm start` (no TEMPORAL_ADDRESS): its journal under DATA_DIR/temporal, its token from
+ * ENGINE_TOKEN or DATA_DIR/engine-token (generated once, 0600). Everything that connects to it passes its
+ * `transport` (connectTemporal, createWorker, the sandbox clock's connect), which presents the token.
+ */
+export async function startConfiguredEngine(
+  config: Config,
+  opts: { clockControl?: boolean; onOutput?: (line: string) => void } = {},
+): Promise<EmbeddedEngine> {
+  const { token } = await loadEngineToken(config);
+  return startEmbeddedEngine({
+    dataDir: resolve(config.dataDir, 'temporal'),
+    namespace: config.temporalNamespace,
+    token,
+    ...(opts.clockControl ? { clockControl: true } : {}),
+    ...(opts.onOutput ? { onOutput: opts.onOutput } : {}),
+  });
 }
 
 /** The parts every process shares: keyring, database, gateways and the repositories over them. */
@@ -324,13 +345,20 @@ export async function openDirectServices(
   };
 }
 
-/** The client the API uses to start and drive workflows, with paygate's payload codec. */
-export function connectTemporal(core: Core, address: string): Promise<TemporalClient> {
+/**
+ * The client the API uses to start and drive workflows, with paygate's payload codec. `transport`: the embedded
+ * engine's (EmbeddedEngine.transport); the configured cluster's (TEMPORAL_TLS_*, TEMPORAL_API_KEY) otherwise.
+ */
+export function connectTemporal(
+  core: Core,
+  address: string,
+  opts: { transport?: TemporalTransport } = {},
+): Promise<TemporalClient> {
   return connectTemporalClient({
     address,
     namespace: core.config.temporalNamespace,
     keyring: core.keyring,
-    transport: temporalTransport(core.config),
+    transport: opts.transport ?? temporalTransport(core.config),
     interceptors: [observingWorkflowClient(core.metrics)],
   });
 }
@@ -338,13 +366,13 @@ export function connectTemporal(core: Core, address: string): Promise<TemporalCl
 /**
  * The worker that runs paygate's workflows and its one set of activities, over the process's services (built
  * before it, over the Temporal client). `sandboxClock`: the embedded stack's advanceable clock (sandbox mode);
- * the activities read and follow it.
+ * the activities read and follow it. `transport`: the embedded engine's, as for connectTemporal.
  */
 export function createWorker(
   core: Core,
   services: Services,
   address: string,
-  opts: { sandboxClock?: SandboxClock } = {},
+  opts: { sandboxClock?: SandboxClock; transport?: TemporalTransport } = {},
 ): Promise<PaygateWorker> {
   const activities = createActivities({
     stores: core.stores,
@@ -359,7 +387,7 @@ export function createWorker(
     taskQueue: core.config.taskQueue,
     keyring: core.keyring,
     ...(core.config.maxCachedWorkflows !== undefined ? { maxCachedWorkflows: core.config.maxCachedWorkflows } : {}),
-    transport: temporalTransport(core.config),
+    transport: opts.transport ?? temporalTransport(core.config),
     clientInterceptors: [observingWorkflowClient(core.metrics)],
     ...(core.logger ? { bundlerLogger: createBundlerLogger(core.logger) } : {}),
     ...(core.metrics ? { metrics: core.metrics } : {}),

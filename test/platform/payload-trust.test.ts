@@ -3,8 +3,9 @@
 // codec-less client's confirmOtp update (with the right OTP) is rejected before it is accepted, and a
 // codec-less poller that takes the confirmVerificationOtp task and answers with a made-up person gets its
 // result refused by the workflow, which asks the activity again and goes on with the genuine answer. Neither
-// forgery changes the database or fails a workflow task.
-import { randomUUID } from 'node:crypto';
+// forgery changes the database or fails a workflow task. (The forger here holds the engine's token, as an
+// operator of a real cluster with write access would: test/platform/engine-credential.test.ts covers those without.)
+import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -23,6 +24,7 @@ import type { RefusalRecord } from '../../src/platform/temporal/messages.js';
 import { paygateWorkerOptions, refusingUnopenedInputs } from '../../src/platform/temporal/worker.js';
 import { MESSAGE_REFUSED } from '../../src/workflows/interceptors.js';
 import { startEmbeddedEngine, type EmbeddedEngine } from '../../src/platform/temporal/embedded-engine.js';
+import { temporalTransportOptions } from '../../src/platform/temporal/transport.js';
 import { freshPhone, verificationClient, type VerificationClient } from '../verification/fixtures.js';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
 import { bounded, eventTypeNames, paygateWorkflowBundle, type HistoryEvent } from '../helpers/temporal.js';
@@ -78,9 +80,10 @@ beforeAll(async () => {
     // installed already in this process
   }
   dataDir = await mkdtemp(path.join(tmpdir(), 'paygate-trust-'));
-  engine = await startEmbeddedEngine({ dataDir, namespace: NAMESPACE });
-  connection = await Connection.connect({ address: engine.address });
-  native = await NativeConnection.connect({ address: engine.address });
+  engine = await startEmbeddedEngine({ dataDir, namespace: NAMESPACE, token: randomBytes(24).toString('base64url') });
+  // the forger is a holder of the engine's token: the codec, not the credential, is what this file tests
+  connection = await Connection.connect({ address: engine.address, ...temporalTransportOptions(engine.transport) });
+  native = await NativeConnection.connect({ address: engine.address, ...temporalTransportOptions(engine.transport) });
   sandbox = await startSandboxGateways({ host: '127.0.0.1', port: 0 });
   const gateways = createGatewayRegistry({ sandboxUrl: sandbox.url, timeoutMs: 5_000 });
   // the app's GET /sandbox/v1/sms reads this sandbox (with its internal-route token, where it has one)

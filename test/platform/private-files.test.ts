@@ -1,5 +1,5 @@
 // DATA_DIR is the owner's alone: start what writes there (openCore: PGlite and the generated keyring;
-// the embedded engine's journal) under a permissive umask, then stat every file and directory.
+// the embedded engine's journal and its token) under a permissive umask, then stat every file and directory.
 import { chmod, mkdir, mkdtemp, readdir, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -8,8 +8,8 @@ import { Client, Connection } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/platform/config/index.js';
 import { createLogger } from '../../src/platform/logger.js';
-import { startEmbeddedEngine } from '../../src/platform/temporal/embedded-engine.js';
-import { openCore } from '../../src/composition/index.js';
+import { temporalTransportOptions } from '../../src/platform/temporal/transport.js';
+import { openCore, startConfiguredEngine } from '../../src/composition/index.js';
 
 let root: string;
 beforeAll(async () => {
@@ -46,7 +46,7 @@ async function walk(dir: string): Promise<{ path: string; mode: number; dir: boo
 const octal = (mode: number) => mode.toString(8).padStart(4, '0');
 
 describe('private files under DATA_DIR', () => {
-  it('creates DATA_DIR 0700; PGlite, the keyring and the engine journal are owner-only', async () => {
+  it('creates DATA_DIR 0700; PGlite, the keyring, the engine journal and token are owner-only', async () => {
     process.umask(0o022); // a typical default: what the files would get if nothing took care
     const dataDir = path.join(root, 'fresh', 'data');
     const config = parseConfig({ DATA_DIR: dataDir, LOG_LEVEL: 'info' });
@@ -55,10 +55,10 @@ describe('private files under DATA_DIR', () => {
     const core = await openCore(config, logger);
     await core.close();
     // the engine as src/main.ts launches it, after openCore
-    const engine = await startEmbeddedEngine({ dataDir: path.join(dataDir, 'temporal'), namespace: 'default' });
+    const engine = await startConfiguredEngine(config);
     try {
       // something in the journal: a started workflow
-      const connection = await Connection.connect({ address: engine.address });
+      const connection = await Connection.connect({ address: engine.address, ...temporalTransportOptions(engine.transport) });
       try {
         await new Client({ connection }).workflow.start('nothing', { taskQueue: 'files', workflowId: 'files-test' });
       } finally {
@@ -70,7 +70,9 @@ describe('private files under DATA_DIR', () => {
 
     const entries = await walk(dataDir);
     const names = entries.map((e) => path.relative(dataDir, e.path));
-    expect(names).toEqual(expect.arrayContaining(['encryption-keys', 'temporal/temporal.db', 'pglite/PG_VERSION']));
+    expect(names).toEqual(
+      expect.arrayContaining(['encryption-keys', 'engine-token', 'temporal/temporal.db', 'pglite/PG_VERSION']),
+    );
     expect(names.filter((n) => n.startsWith('pglite/')).length).toBeGreaterThan(100);
     expect(octal((await stat(dataDir)).mode & 0o777)).toBe('0700');
     const open = entries.filter((e) => (e.dir ? e.mode !== 0o700 : (e.mode & 0o077) !== 0));

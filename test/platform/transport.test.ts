@@ -1,7 +1,9 @@
 // Temporal connection options for production: TLS / mTLS from TEMPORAL_TLS_* files, an API key that
-// implies TLS. The options are checked as built, and through a real connection: a client asked for
-// TLS does not talk plaintext to the (plaintext, loopback) embedded engine.
+// implies TLS; and the embedded engine's token, sent as plain metadata. The options are checked as built, and
+// through a real connection: a client asked for TLS does not talk plaintext to the (plaintext, loopback) embedded
+// engine, and the engine's token is what gets a plaintext client in.
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { randomBytes } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -17,7 +19,11 @@ beforeAll(async () => {
   await writeFile(path.join(dir, 'ca.pem'), 'CA-BYTES');
   await writeFile(path.join(dir, 'client.pem'), 'CERT-BYTES');
   await writeFile(path.join(dir, 'client.key'), 'KEY-BYTES');
-  engine = await startEmbeddedEngine({ dataDir: path.join(dir, 'engine'), namespace: 'default' });
+  engine = await startEmbeddedEngine({
+    dataDir: path.join(dir, 'engine'),
+    namespace: 'default',
+    token: randomBytes(24).toString('base64url'),
+  });
 });
 afterAll(async () => {
   await engine?.stop();
@@ -51,6 +57,18 @@ describe('temporalTransportOptions', () => {
     expect(temporalTransportOptions({ apiKey: 'cloud-key' })).toEqual({ tls: true, apiKey: 'cloud-key' });
   });
 
+  it("the embedded engine's token: an authorization header over plain gRPC, never beside a remote cluster's TLS", () => {
+    expect(temporalTransportOptions({ engineToken: 'engine-token-0123456789' })).toEqual({
+      metadata: { authorization: 'Bearer engine-token-0123456789' },
+    });
+    expect(() => temporalTransportOptions({ engineToken: 'engine-token-0123456789', apiKey: 'cloud-key' })).toThrow(
+      /not sent to a TLS frontend/,
+    );
+    expect(() => temporalTransportOptions({ engineToken: 'engine-token-0123456789', tls: {} })).toThrow(
+      /not sent to a TLS frontend/,
+    );
+  });
+
   it('a missing file stops the start naming its variable', () => {
     expect(() => temporalTransportOptions({ tls: { caPath: path.join(dir, 'missing.pem') } })).toThrow(
       /TEMPORAL_TLS_CA .*missing\.pem: ENOENT/,
@@ -61,8 +79,13 @@ describe('temporalTransportOptions', () => {
 describe('connectTemporalClient', () => {
   const keyring = createKeyring(parseKeyringSpec(generateKeyringSpec('tls')));
 
-  it('talks plaintext only when no transport is configured', async () => {
-    const plain = await connectTemporalClient({ address: engine.address, namespace: 'default', keyring });
+  it("talks plaintext to the embedded engine with the engine's transport (its token)", async () => {
+    const plain = await connectTemporalClient({
+      address: engine.address,
+      namespace: 'default',
+      keyring,
+      transport: engine.transport,
+    });
     try {
       await plain.client.connection.workflowService.getSystemInfo({});
     } finally {

@@ -87,6 +87,7 @@ const envSchema = z.object({
   TEMPORAL_TLS_CA: z.string().trim().min(1).optional(),
   TEMPORAL_TLS_SERVER_NAME: z.string().trim().min(1).optional(),
   TEMPORAL_API_KEY: z.string().trim().min(1).optional(),
+  ENGINE_TOKEN: z.string().trim().min(16, 'must be at least 16 characters').optional(),
 });
 
 export interface Config {
@@ -133,6 +134,11 @@ export interface Config {
   readonly temporalTls: TemporalTlsConfig | undefined;
   /** Temporal Cloud API key (implies TLS) */
   readonly temporalApiKey: string | undefined;
+  /**
+   * the embedded engine's credential (every gRPC call presents it); unset: generated once into DATA_DIR
+   * (src/platform/config/engine-token.ts). Unused with TEMPORAL_ADDRESS.
+   */
+  readonly engineToken: string | undefined;
 }
 
 export interface TemporalTlsConfig {
@@ -212,6 +218,7 @@ export function parseConfig(env: Env): Config {
         }
       : undefined,
     temporalApiKey: e.TEMPORAL_API_KEY,
+    engineToken: e.ENGINE_TOKEN,
   };
 }
 

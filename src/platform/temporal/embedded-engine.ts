@@ -3,14 +3,19 @@ import { mkdir } from 'node:fs/promises';
 import { createServer, connect } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { TemporalTransport } from './transport.js';
 
 // The embedded Temporal-compatible engine (engine/), launched as a child process in dev-server mode
-// with its history under DATA_DIR, so `npm start` needs no Temporal installation.
+// with its history under DATA_DIR, so `npm start` needs no Temporal installation. It binds loopback and answers
+// only calls that present its token (engine/README.md, "A credential"): loopback is open to every user of the
+// machine, the token file is its owner's alone.
 
 export const DEVSERVER_PATH = fileURLToPath(new URL('../../../bin/temporal-devserver', import.meta.url));
 
 export interface EmbeddedEngine {
   readonly address: string;
+  /** how a connection presents the engine's token: hand it to every client, worker and clock connecting to it */
+  readonly transport: TemporalTransport;
   /** the engine process (benchmarks read its memory) */
   readonly pid: number | undefined;
   stop(): Promise<void>;
@@ -48,6 +53,8 @@ async function waitForPort(port: number, child: ChildProcess, timeoutMs: number)
 export async function startEmbeddedEngine(opts: {
   dataDir: string;
   namespace: string;
+  /** the credential every call must present (src/platform/config/engine-token.ts); never on the command line */
+  token: string;
   port?: number;
   /** serve the advanceable clock (sandbox mode: the sandbox clock); the real clock otherwise */
   clockControl?: boolean;
@@ -73,7 +80,8 @@ export async function startEmbeddedEngine(opts: {
       '--headless',
       ...(opts.clockControl ? ['--clock-control'] : []),
     ],
-    { stdio: ['ignore', 'pipe', 'pipe'] },
+    // the token in the child's environment, which only this user can read (argv is anyone's: ps)
+    { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, TEMPORAL_DEVSERVER_AUTH_TOKEN: opts.token } },
   );
   const forward = (chunk: Buffer) => {
     for (const line of chunk.toString('utf8').split('\n')) if (line.trim()) opts.onOutput?.(line);
@@ -93,6 +101,7 @@ export async function startEmbeddedEngine(opts: {
 
   return {
     address: `127.0.0.1:${port}`,
+    transport: { engineToken: opts.token },
     pid: child.pid,
     async stop() {
       process.off('exit', killOnExit);

@@ -8,6 +8,7 @@ import { Context } from '@temporalio/activity';
 import { Connection } from '@temporalio/client';
 import { type InternalConnectionOptions, InternalConnectionOptionsSymbol } from '@temporalio/client/lib/connection.js';
 import { msToTs, tsToMs } from '@temporalio/common/lib/time.js';
+import { type TemporalTransport, temporalTransportOptions } from './transport.js';
 
 /** How long an advance waits for the work it caused to settle before it answers anyway. */
 export const ADVANCE_WAIT_MS = 60_000;
@@ -32,7 +33,10 @@ export interface ConnectedSandboxClock extends SandboxClock {
 }
 
 /** An offset of 0 (the wall clock) until `connect` learns the engine's. */
-export function createSandboxClock(): SandboxClock & { connect(address: string): Promise<ConnectedSandboxClock> } {
+export function createSandboxClock(): SandboxClock & {
+  /** `transport`: the engine's (EmbeddedEngine.transport), so the clock's calls present its token */
+  connect(address: string, transport?: TemporalTransport): Promise<ConnectedSandboxClock>;
+} {
   let offsetMs = 0;
   let connection: Connection | undefined;
 
@@ -75,10 +79,11 @@ export function createSandboxClock(): SandboxClock & { connect(address: string):
 
   return {
     ...clock,
-    async connect(address) {
+    async connect(address, transport) {
       const options: InternalConnectionOptions = {
         address,
         connectTimeout: '10 seconds',
+        ...temporalTransportOptions(transport),
         // The TestService stub, as @temporalio/testing asks for it; the engine serves it with --clock-control.
         [InternalConnectionOptionsSymbol]: { supportsTestService: true },
       };
