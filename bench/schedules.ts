@@ -4,9 +4,9 @@
  * the API on loopback, PGlite under a temporary DATA_DIR (or Postgres with DATABASE_URL, in a schema of its own)
  * and the in-process sandbox PGs, all on the one sandbox clock. Through the HTTP API: a project, billing keys,
  * then N active monthly schedules sharing one billing anchor a month ahead (a merchant's billing day: every one
- * due at the same instant, the burst the targets are about). Then one `POST /sandbox/v1/clock/advance` to that
- * anchor, and the time until every schedule's period is charged, charges/s, the lateness after the due time and
- * the peak RSS of both processes.
+ * due at the same instant, the burst the targets are about). Then one `POST /sandbox/v1/clock/advance` (with the
+ * admin token) to that anchor, and the time until every schedule's period is charged, charges/s, the lateness after
+ * the due time and the peak RSS of both processes.
  *
  *   npm run bench:schedules                         # 10,000 schedules on 100 billing keys
  *   npm run bench:schedules -- -n 1000 --keys 20 --concurrency 16
@@ -37,6 +37,7 @@ import { createSandboxClock } from '../src/platform/temporal/sandbox-clock.js';
 import {
   connectTemporal,
   type Core,
+  createClocks,
   createCoreServices,
   createWorker,
   startConfiguredEngine,
@@ -120,8 +121,9 @@ try {
   closers.push(() => clock.close());
   const temporal = await connectTemporal(core, engine.address, { transport: engine.transport });
   closers.push(() => temporal.close());
-  const services = createCoreServices(core, temporal, logger, { clock: clock.now });
-  const worker = await createWorker(core, services, engine.address, { sandboxClock: clock, transport: engine.transport });
+  const clocks = createClocks(clock);
+  const services = createCoreServices(core, temporal, logger, clocks);
+  const worker = await createWorker(core, services, engine.address, { sandboxClock: clock, clocks, transport: engine.transport });
   closers.push(() => bounded(worker.shutdown(), 30_000));
   const running = worker.run();
   running.catch((err: unknown) => logger.fatal({ err }, 'the Temporal worker stopped'));
@@ -132,6 +134,7 @@ try {
     services,
     readiness: { worker: () => worker.worker.getState() === 'RUNNING' },
     sandboxClock: clock,
+    clocks,
   });
   closers.push(() => app.close());
   const base = await app.listen({ host: '127.0.0.1', port: 0 });
@@ -207,7 +210,7 @@ try {
   const createMs = performance.now() - createStarted;
   // the runs' first tasks (each sets its timer) settle: an advance of one second answers once nothing is outstanding
   for (let settled = false; !settled; ) {
-    settled = (await call('POST', '/sandbox/v1/clock/advance', auth, { seconds: 1 })).settled === true;
+    settled = (await call('POST', '/sandbox/v1/clock/advance', `Bearer ${adminToken}`, { seconds: 1 })).settled === true;
   }
   const settledMs = performance.now() - createStarted;
   console.log(
@@ -244,7 +247,7 @@ try {
   // thousands of runs start), so the timers come due just after the anchor: the advance to the anchor answers at
   // once (settled) and they fire on the clock's own time in the next seconds, all together. An advance past them
   // would fire them one due time at a time, each once the work before it settled.
-  const advancing = call('POST', '/sandbox/v1/clock/advance', auth, { to: startAt }).then((body) => {
+  const advancing = call('POST', '/sandbox/v1/clock/advance', `Bearer ${adminToken}`, { to: startAt }).then((body) => {
     advanceAnswer = { ms: performance.now() - advanceStarted, settled: body.settled };
   });
   advancing.catch((err: unknown) => console.error('  the advance failed:', err));

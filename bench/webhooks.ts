@@ -180,7 +180,8 @@ const temporal = await connectTemporalClient({
 const services = createServices({
   stores,
   gateways: { get: () => undefined, names: [] },
-  clock: () => new Date(),
+  wallClock: () => new Date(),
+  businessClock: () => new Date(),
   sandbox: true,
   workflows: { client: temporal.client, taskQueue },
 });

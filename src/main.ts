@@ -10,6 +10,7 @@ import { installTemporalLogger } from './platform/temporal/runtime.js';
 import {
   announceAdminToken,
   connectTemporal,
+  createClocks,
   createCoreServices,
   createWorker,
   openCore,
@@ -31,9 +32,11 @@ const closeAll = async () => {
 };
 
 try {
-  // Sandbox mode on the embedded engine: one advanceable clock for the engine, the API, the activities and the PGs.
+  // Sandbox mode on the embedded engine: one advanceable clock for the engine and the durable processes (the business
+  // clock: the activities' stamps, the sandbox PGs); real-world time (tokens, keys, webhooks) stays on the wall clock.
   const sandboxClock = config.sandbox && !config.temporalAddress ? createSandboxClock() : undefined;
-  const core = await openCore(config, logger, sandboxClock ? { clock: sandboxClock.now } : {});
+  const clocks = createClocks(sandboxClock);
+  const core = await openCore(config, logger, { businessClock: clocks.businessClock });
   closers.push(() => core.close());
 
   let engine: EmbeddedEngine | undefined;
@@ -60,16 +63,20 @@ try {
   const temporal = await connectTemporal(core, temporalAddress, transport);
   closers.push(() => temporal.close());
   // built once for the API, the worker's activities and the sweeps: over the client, before the worker
-  const services = createCoreServices(core, temporal, logger, clock ? { clock: clock.now } : {});
+  const services = createCoreServices(core, temporal, logger, clocks);
 
-  const worker = await createWorker(core, services, temporalAddress, { ...transport, ...(clock ? { sandboxClock: clock } : {}) });
+  const worker = await createWorker(core, services, temporalAddress, {
+    ...transport,
+    clocks,
+    ...(clock ? { sandboxClock: clock } : {}),
+  });
   closers.push(() => worker.shutdown());
   worker.run().catch((err: unknown) => {
     logger.fatal({ err }, 'the Temporal worker stopped');
     process.kill(process.pid, 'SIGTERM');
   });
-  // the sweep judges call windows by the clock the services wrote them with (the sandbox clock when it runs)
-  const stopRecovery = startDeliveryRecovery(core, services, logger, sandboxClock ? { clock: sandboxClock.now } : {});
+  // the sweep judges each record by the clock that wrote it (call windows: business; Idempotency-Keys: wall)
+  const stopRecovery = startDeliveryRecovery(core, services, logger, clocks);
   closers.push(async () => stopRecovery());
 
   const app = await buildConfiguredApp({
@@ -78,6 +85,7 @@ try {
     temporal,
     services,
     readiness: { worker: () => worker.worker.getState() === 'RUNNING' },
+    clocks,
     ...(clock ? { sandboxClock: clock } : {}),
   });
   await listen(app, config, closeAll);

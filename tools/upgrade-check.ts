@@ -579,7 +579,8 @@ async function completeEscrow(api: Api, open: OpenProcesses): Promise<void> {
 /** Advances the sandbox clock an hour past period 2: the 5-minute webhook rung, the reserve and the period come due. */
 async function advanceClock(api: Api, open: OpenProcesses): Promise<void> {
   const to = kst(new Date(open.period2DueAt).getTime() + 3_600_000);
-  const advanced = await api.ok('POST', '/sandbox/v1/clock/advance', { to });
+  // the operator's: one clock for every project of the installation, moved with the admin token
+  const advanced = await api.ok('POST', '/sandbox/v1/clock/advance', { to }, open.adminAuth);
   log(`sandbox clock advance answered: now ${advanced.now}, settled ${advanced.settled}`);
   // Unsettled, the advance carries on; it fires each timer once the work before it has settled, so a workflow that
   // never settles holds the clock (and everything due after it) back: say so, rather than only the collateral.

@@ -973,7 +973,7 @@ export interface paths {
         };
         /**
          * Read the sandbox clock
-         * @description The time of the whole sandbox stack.
+         * @description The durable processes' time in the sandbox (the engine's timers, the dates reserves, schedules, verifications and escrow stamp). A project's key with the subscribe_payment scope, or the admin token, reads it.
          *
          *     Scope: `subscribe_payment`.
          */
@@ -997,9 +997,7 @@ export interface paths {
         put?: never;
         /**
          * Advance the sandbox clock
-         * @description Body {seconds} (a positive whole number) or {to} (a later ISO 8601 time). Moves the time of the whole sandbox stack forward, fires every timer due on the way in order (verification windows, escrow reconciles, webhook retries, reserves, schedules) and answers {now, settled} once no workflow or activity task is outstanding, or after 60 s with settled false. Time never goes back; the offset survives a restart. 9460 otherwise.
-         *
-         *     Scope: `subscribe_payment`.
+         * @description Admin token only (Authorization: Bearer ADMIN_TOKEN): the installation has one engine, so one sandbox clock for every project; a project's key is refused like on the admin API. Body {seconds} (a positive whole number) or {to} (a later ISO 8601 time). Moves the durable processes' time forward, fires every timer due on the way in order (verification windows, escrow reconciles, webhook retries, reserves, schedules) and answers {now, settled} once no workflow or activity task is outstanding, or after 60 s with settled false. Real-world time does not move: access tokens, key rotation grace, webhook-timestamp headers, rate limits and Idempotency-Key retention keep the wall clock. Time never goes back; the offset survives a restart. 9460 otherwise.
          */
         post: operations["advanceSandboxClock"];
         delete?: never;
@@ -8575,9 +8573,7 @@ export interface operations {
     advanceSandboxClock: {
         parameters: {
             query?: never;
-            header?: {
-                "idempotency-key"?: string;
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -8625,26 +8621,8 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"];
                 };
             };
-            /** @description 1206 APP_AT_AUTHORIZE_HEADER_BLANK, 1205 APP_AT_AUTHORIZE_TYPE_INVALID, 1216 APP_CLIENT_KEY_NOT_FOUND, 1204 APP_SK_NOT_MATCHED, 9403 ACCESS_TOKEN_INVALID, 1218 APP_CLIENT_KEY_EXPIRED, 1224 APP_KEY_CHAIN_EXPIRED, 1222 API_SCOPE_INVALID */
+            /** @description 9401 ADMIN_UNAUTHORIZED */
             401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ApiError"];
-                };
-            };
-            /** @description 1203 APP_FIREWALL_BLOCKED, 1221 API_ROLE_NOT_SUPPORT */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ApiError"];
-                };
-            };
-            /** @description 9409 IDEMPOTENCY_IN_PROGRESS */
-            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8663,15 +8641,6 @@ export interface operations {
             };
             /** @description 9415 UNSUPPORTED_MEDIA_TYPE */
             415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ApiError"];
-                };
-            };
-            /** @description 9422 IDEMPOTENCY_KEY_REUSED */
-            422: {
                 headers: {
                     [name: string]: unknown;
                 };

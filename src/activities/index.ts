@@ -26,6 +26,11 @@ export interface ActivityDeps {
   readonly gateways: GatewayRegistry;
   /** how webhook attempts reach receivers; without it, production rules (https, global addresses only) */
   readonly webhooks?: WebhookActivityOptions;
+  /**
+   * The durable processes' time (Clocks.businessClock): the verification, escrow, reserve and schedule activities
+   * stamp their rows with it; the host's clock when absent. Webhook attempts take `webhooks.clock` (the wall clock).
+   */
+  readonly businessClock?: () => Date;
   /** the worker process's metrics (webhook attempts, schedule charges); uncounted without it */
   readonly metrics?: Metrics;
 }
@@ -33,7 +38,7 @@ export interface ActivityDeps {
 export function createActivities(deps: ActivityDeps) {
   const { services } = deps;
   const metrics = deps.metrics ? { metrics: deps.metrics } : {};
-  const clock = deps.webhooks?.clock ? { clock: deps.webhooks.clock } : {};
+  const clock = deps.businessClock ? { clock: deps.businessClock } : {};
   return {
     ...createVerificationActivities({
       gateways: deps.gateways,

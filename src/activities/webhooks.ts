@@ -18,7 +18,10 @@ export interface WebhookActivityOptions {
   readonly resolve?: Resolver;
   /** one attempt's whole exchange; 15 s unless a test shortens it */
   readonly attemptTimeoutMs?: number;
-  /** the time of attempts and of the secrets' overlap (tests follow the engine's virtual time) */
+  /**
+   * The time of attempts, of the `webhook-timestamp` header and of the secrets' overlap: the wall clock (Clocks.wallClock),
+   * never the sandbox clock, or receivers' timestamp checks refuse real deliveries (tests follow the engine's virtual time)
+   */
   readonly clock?: () => Date;
 }
 

@@ -40,8 +40,16 @@ export interface AppDeps {
   readonly database: Database;
   readonly gateways: GatewayRegistry;
   readonly logger?: Logger;
-  /** the time source of every business timestamp (tests pass a controllable clock) */
-  readonly clock?: () => Date;
+  /**
+   * Real-world time (Clocks.wallClock, src/platform/time.ts): authentication (access tokens, key expiry and rotation
+   * grace), Idempotency-Key retention, the dashboard; the host's clock when absent (tests pass a controllable clock)
+   */
+  readonly wallClock?: () => Date;
+  /**
+   * The durable processes' time (Clocks.businessClock): the sandbox clock's `now` with the embedded engine in sandbox
+   * mode; a receipt's requested_at, reserve and schedule dates judged against "now"; the wall clock when absent
+   */
+  readonly businessClock?: () => Date;
   /** extra readiness probes for GET /health by component name (e.g. engine, worker) */
   readonly readiness?: Readonly<Record<string, ReadinessProbe>>;
   /**
@@ -61,7 +69,7 @@ export interface AppDeps {
   readonly stores: Stores;
   /**
    * The process's use cases, built once by the composition root (buildServices in src/composition) from these same
-   * deps: the same clock, logger, metrics, workflow runtime and sandbox address. The routes and the dashboard call them.
+   * deps: the same clocks, logger, metrics, workflow runtime and sandbox address. The routes and the dashboard call them.
    */
   readonly services: Services;
   /** the sandbox gateways' address, for the sandbox-only SMS inbox route */
@@ -70,7 +78,7 @@ export interface AppDeps {
   readonly sandboxToken?: string;
   /** the DNS lookup of the webhook URL check at save; tests inject one */
   readonly webhookResolve?: Resolver;
-  /** the embedded engine's advanceable clock (sandbox mode); pass its `now` as `clock` too */
+  /** the embedded engine's advanceable clock (sandbox mode); pass its `now` as `businessClock` too */
   readonly sandboxClock?: SandboxClock;
   /** the process's metrics registry (one per process, shared with its worker): the one `services` count into */
   readonly metrics?: Metrics;
@@ -78,6 +86,12 @@ export interface AppDeps {
 
 export type ResolvedDeps = AppDeps & {
   readonly logger: Logger;
+  readonly wallClock: () => Date;
+  readonly businessClock: () => Date;
+  /**
+   * The wall clock, under the name the dashboard (src/dashboard) reads it by: its session and key-expiry checks.
+   * @deprecated read `wallClock`
+   */
   readonly clock: () => Date;
   readonly metrics: Metrics;
 };
@@ -110,12 +124,13 @@ const routePlugins: readonly FastifyPluginAsync[] = [
 ];
 
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
-  const clock = deps.clock ?? (() => new Date());
+  const wallClock = deps.wallClock ?? (() => new Date());
+  const businessClock = deps.businessClock ?? wallClock;
   const logger = deps.logger ?? createLogger({ level: deps.config.logLevel });
   // entry points pass their process's registry; a bare app (tests) counts its own, without Node's process series
   const metrics = deps.metrics ?? createMetrics({ processMetrics: false });
   metrics.readPendingDeliveriesFrom(() => countPendingDeliveries(deps.database.db));
-  const resolved: ResolvedDeps = { ...deps, logger, clock, metrics };
+  const resolved: ResolvedDeps = { ...deps, logger, wallClock, businessClock, clock: wallClock, metrics };
 
   const app = Fastify({
     loggerInstance: resolved.logger as FastifyBaseLogger,

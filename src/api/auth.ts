@@ -1,7 +1,9 @@
 // Authentication of main-API, message-service and admin calls. A route declares what it needs in
 // its config: `{ auth: 'project' }` (the default), `{ auth: 'admin' }` or `{ auth: 'none' }`, plus
-// optionally `scope` and `sellerOnly`. The onRequest hook below enforces it before the body is
-// even parsed, and sets `request.project` for project routes.
+// optionally `scope` and `sellerOnly`, and `adminToo` on a project route the admin token opens as well (a read of
+// installation-wide state: the sandbox clock). The onRequest hook below enforces it before the body is
+// even parsed, and sets `request.project` for project routes (not for the admin token on an `adminToo` route).
+// Time is the wall clock (Clocks.wallClock): a sandbox clock advance expires no token and ends no grace period.
 //
 // Order of checks for a project route (first failure wins):
 //   header missing 1206 -> not Basic/Bearer or undecodable 1205 -> Basic: client key unknown 1216,
@@ -35,6 +37,12 @@ declare module 'fastify' {
     scope?: Scope;
     /** the spec's exemption for shipping start: a Bearer token passes without the scope */
     bearerWithoutScope?: boolean;
+    /**
+     * A project route (auth 'project') that `Bearer ADMIN_TOKEN` opens too; its handler reads no `request.project`.
+     * Any other Bearer value is a project's access token, checked as on every project route; an unknown one counts
+     * against the admin throttle as well (it may be a guess at the admin token).
+     */
+    adminToo?: boolean;
     /** API_ONLY_SELLER (600) for non-seller projects */
     sellerOnly?: boolean;
     /** how schema validation failures of this route map to catalog codes */
@@ -106,7 +114,7 @@ async function identifyProject(
 }
 
 async function authenticateProject(app: FastifyInstance, request: FastifyRequest, reply: FastifyReply): Promise<AuthState> {
-  const now = app.deps.clock();
+  const now = app.deps.wallClock();
   const config = request.routeOptions.config;
   const credentials = parseAuthorization(request.headers.authorization);
 
@@ -143,6 +151,11 @@ async function authenticateAdmin(app: FastifyInstance, request: FastifyRequest, 
   await verifyAdminToken(app, request, reply, match[1]!);
 }
 
+/** The value of `Authorization: Bearer <value>`, if that is the header's form. */
+function bearerOf(request: FastifyRequest): string | undefined {
+  return /^Bearer\s+(\S+)\s*$/i.exec(request.headers.authorization ?? '')?.[1];
+}
+
 /** The admin token check with its throttle, for a token presented outside the header (the dashboard's sign-in). */
 export async function verifyAdminToken(
   app: FastifyInstance,
@@ -171,7 +184,7 @@ export async function authenticateKeys(
   secretKey: string,
   opts: { readonly currentKeyOnly?: boolean } = {},
 ): Promise<Project> {
-  const now = app.deps.clock();
+  const now = app.deps.wallClock();
   await app.throttles.auth.check(request, reply, clientKey);
   let row: ProjectRow;
   try {
@@ -211,6 +224,21 @@ export const authPlugin = fp(
       if (requirement === 'admin') {
         await authenticateAdmin(app, request, reply);
         adminRequests.add(request);
+        return;
+      }
+      if (request.routeOptions.config.adminToo && bearerOf(request) !== undefined) {
+        // a Bearer value here may be the admin token: the admin throttle guards it as on the admin API
+        await app.throttles.admin.check(request, reply);
+        if (adminTokenMatches(bearerOf(request)!, app.deps.config.adminToken)) {
+          adminRequests.add(request);
+          return;
+        }
+        try {
+          authStates.set(request, await authenticateProject(app, request, reply));
+        } catch (err) {
+          if (err instanceof ApiError && err.errorCode === 'ACCESS_TOKEN_INVALID') await app.throttles.admin.fail(request);
+          throw err;
+        }
         return;
       }
       authStates.set(request, await authenticateProject(app, request, reply));

@@ -79,6 +79,7 @@ export interface IdempotencyHooks {
 
 export function createIdempotencyHooks(deps: {
   readonly idempotency: IdempotencyStore;
+  /** the wall clock (Clocks.wallClock): a key's 24 h and its in-flight lease are real time, whatever the sandbox clock says */
   readonly clock: () => Date;
   readonly keyring: Keyring;
 }): IdempotencyHooks {

@@ -11,6 +11,7 @@ import { readConfigOrExit, type Config } from '../platform/config/index.js';
 import { createLogger, type Logger } from '../platform/logger.js';
 import type { TemporalClient } from '../platform/temporal/client.js';
 import type { SandboxClock } from '../platform/temporal/sandbox-clock.js';
+import type { Clocks } from '../platform/time.js';
 import { announceAdminToken, connectTemporal, createCoreServices, openCore, type Core } from '../composition/index.js';
 import type { Services } from '../composition/services.js';
 import { buildApp, type ReadinessProbe } from './app.js';
@@ -105,7 +106,7 @@ export async function listen(
 
 /**
  * The app as both entry points build it: configured storage, gateways, keyring and Temporal client, and the
- * process's services (createCoreServices, over the same core, client, logger and clock).
+ * process's services (createCoreServices, over the same core, client, logger and clocks).
  */
 export function buildConfiguredApp(parts: {
   core: Core;
@@ -113,8 +114,10 @@ export function buildConfiguredApp(parts: {
   temporal: TemporalClient;
   services: Services;
   readiness?: Readonly<Record<string, ReadinessProbe>>;
-  /** the embedded engine's advanceable clock (npm start in sandbox mode): every business timestamp follows it */
+  /** the embedded engine's advanceable clock (npm start in sandbox mode): the routes that read and advance it */
   sandboxClock?: SandboxClock;
+  /** the process's clocks (createClocks): the business clock follows the sandbox clock when one runs */
+  clocks?: Clocks;
 }): Promise<FastifyInstance> {
   const { core, temporal } = parts;
   return buildApp({
@@ -129,7 +132,8 @@ export function buildConfiguredApp(parts: {
     temporal: { client: temporal.client, taskQueue: core.config.taskQueue },
     ...(core.gateways.sandboxUrl ? { sandboxUrl: core.gateways.sandboxUrl } : {}),
     ...(core.gateways.sandboxToken ? { sandboxToken: core.gateways.sandboxToken } : {}),
-    ...(parts.sandboxClock ? { sandboxClock: parts.sandboxClock, clock: parts.sandboxClock.now } : {}),
+    ...(parts.clocks ? { wallClock: parts.clocks.wallClock, businessClock: parts.clocks.businessClock } : {}),
+    ...(parts.sandboxClock ? { sandboxClock: parts.sandboxClock } : {}),
     readiness: {
       temporal: async () => {
         await temporal.client.connection.workflowService.getSystemInfo({});

@@ -21,6 +21,7 @@ import { sweepUnsettled } from '../payments/index.js';
 import type { Keyring } from '../platform/security/keyring.js';
 import { openDatabase, type Database } from '../platform/db/db.js';
 import { type OperationLog, pinoStyleLog } from '../platform/operation-log.js';
+import { type Clocks, wallClock } from '../platform/time.js';
 import { createServices, type ServiceDeps, type Services } from './services.js';
 import { createStores, type Stores } from './stores.js';
 import { countPendingDeliveries } from '../webhooks/index.js';
@@ -31,6 +32,15 @@ import { followEngineTime, type SandboxClock } from '../platform/temporal/sandbo
 import type { TemporalTransport } from '../platform/temporal/transport.js';
 import { createPaygateWorker, type PaygateWorker } from '../platform/temporal/worker.js';
 import { createProviderClient, type ProviderClient } from '../upstream/index.js';
+
+/**
+ * The process's two clocks, built once here and handed to each use by name (src/platform/time.ts): the wall clock,
+ * and the business clock, which is the sandbox clock's `now` when the embedded engine runs with one (npm start in
+ * sandbox mode) and the wall clock otherwise. Only the durable processes' time follows an advance.
+ */
+export function createClocks(sandboxClock?: Pick<SandboxClock, 'now'>): Clocks {
+  return { wallClock, businessClock: sandboxClock ? sandboxClock.now : wallClock };
+}
 
 /** Opens the database the config names: a Postgres server, or PGlite under DATA_DIR. */
 export function openConfiguredDatabase(config: Config): Promise<Database> {
@@ -51,12 +61,17 @@ export interface ConfiguredGateways {
 
 /**
  * The sandbox gateways (served on loopback) when sandbox mode is on, otherwise no local gateways; and in every mode
- * the transport to upstream providers.
+ * the transport to upstream providers. `businessClock`: the in-process sandbox PGs' time (they follow the sandbox
+ * clock: OTP sessions, approvals, escrow dates); their notifications are signed and checked on the wall clock.
  */
-export async function startConfiguredGateways(config: Config, logger: Logger, clock?: () => Date): Promise<ConfiguredGateways> {
+export async function startConfiguredGateways(
+  config: Config,
+  logger: Logger,
+  businessClock?: () => Date,
+): Promise<ConfiguredGateways> {
   const providers = createProviderClient({ policy: { sandbox: config.sandbox } });
   try {
-    const local = await startLocalGateways(config, logger, clock);
+    const local = await startLocalGateways(config, logger, businessClock);
     return {
       ...local,
       providers,
@@ -74,7 +89,7 @@ export async function startConfiguredGateways(config: Config, logger: Logger, cl
 async function startLocalGateways(
   config: Config,
   logger: Logger,
-  clock?: () => Date,
+  businessClock?: () => Date,
 ): Promise<Omit<ConfiguredGateways, 'providers'>> {
   if (!config.sandbox) {
     return { gateways: { get: () => undefined, names: [] }, close: async () => undefined };
@@ -110,7 +125,7 @@ async function startLocalGateways(
     secret,
     token,
     logger: logger.child({ component: 'sandbox-pg' }),
-    ...(clock ? { clock } : {}),
+    ...(businessClock ? { clock: businessClock } : {}),
     // its state survives a restart of npm start (src/sandbox/state-journal.ts)
     stateDir: resolve(config.dataDir, 'sandbox-state'),
   });
@@ -192,11 +207,11 @@ export interface Core {
   close(): Promise<void>;
 }
 
-/** `clock`: the sandbox clock of the embedded stack (the in-process sandbox PGs follow it). */
+/** `businessClock`: the sandbox clock of the embedded stack (the in-process sandbox PGs follow it). */
 export async function openCore(
   config: Config,
   logger: Logger,
-  opts: { clock?: () => Date } = {},
+  opts: { businessClock?: () => Date } = {},
 ): Promise<Core & Required<Pick<Core, 'metrics' | 'logger'>>> {
   warnAboutUnsafeSettings(config, logger);
   if (usesDataDir(config)) {
@@ -212,7 +227,7 @@ export async function openCore(
   const database = await openConfiguredDatabase(config);
   let gateways: ConfiguredGateways;
   try {
-    gateways = await startConfiguredGateways(config, logger, opts.clock);
+    gateways = await startConfiguredGateways(config, logger, opts.businessClock);
   } catch (err) {
     await database.close();
     throw err;
@@ -259,8 +274,10 @@ export interface ServiceParts {
   readonly logger: Pick<Logger, 'warn' | 'error'>;
   /** the process's one registry: the API's use cases and the worker's activities count into it */
   readonly metrics?: Metrics;
-  /** the time of every business timestamp: the sandbox clock when one runs; tests pass a controllable one */
-  readonly clock?: () => Date;
+  /** real-world time (Clocks.wallClock): tokens, keys, webhooks, idempotency; the host's clock when absent */
+  readonly wallClock?: () => Date;
+  /** the durable processes' time (Clocks.businessClock): the sandbox clock when one runs; the wall clock when absent */
+  readonly businessClock?: () => Date;
   /** where workflows run (the process's Temporal client and task queue); without it their use cases answer 9503 */
   readonly temporal?: ServiceDeps['workflows'];
   readonly workflowCallTimeoutMs?: number;
@@ -284,10 +301,12 @@ export function publicBaseUrlOf(config: Pick<Config, 'publicBaseUrl' | 'port'>):
  */
 export function buildServices(parts: ServiceParts): Services {
   const { config } = parts;
+  const wall = parts.wallClock ?? wallClock;
   return createServices({
     stores: parts.stores,
     gateways: parts.gateways,
-    clock: parts.clock ?? (() => new Date()),
+    wallClock: wall,
+    businessClock: parts.businessClock ?? wall,
     sandbox: config.sandbox,
     ...(parts.temporal ? { workflows: parts.temporal } : {}),
     ...(parts.workflowCallTimeoutMs !== undefined ? { workflowCallTimeoutMs: parts.workflowCallTimeoutMs } : {}),
@@ -301,12 +320,12 @@ export function buildServices(parts: ServiceParts): Services {
   });
 }
 
-/** The services of an entry point over its core and Temporal client; `clock`: the sandbox clock when one runs. */
+/** The services of an entry point over its core and Temporal client, on the process's clocks (createClocks). */
 export function createCoreServices(
   core: Core,
   temporal: TemporalClient,
   logger: Logger,
-  opts: { clock?: () => Date } = {},
+  clocks: Clocks = createClocks(),
 ): Services {
   return buildServices({
     config: core.config,
@@ -314,7 +333,8 @@ export function createCoreServices(
     gateways: core.gateways.gateways,
     logger,
     ...(core.metrics ? { metrics: core.metrics } : {}),
-    ...(opts.clock ? { clock: opts.clock } : {}),
+    wallClock: clocks.wallClock,
+    businessClock: clocks.businessClock,
     temporal: { client: temporal.client, taskQueue: core.config.taskQueue },
     ...(core.gateways.sandboxUrl ? { sandboxUrl: core.gateways.sandboxUrl } : {}),
     ...(core.gateways.sandboxToken ? { sandboxToken: core.gateways.sandboxToken } : {}),
@@ -337,7 +357,8 @@ export async function openDirectServices(
     services: createServices({
       stores: createStores(database.db, keyring),
       gateways: { get: () => undefined, names: knownPgs },
-      clock: () => new Date(),
+      wallClock,
+      businessClock: wallClock,
       sandbox: config.sandbox,
       publicBaseUrl: publicBaseUrlOf(config),
     }),
@@ -365,20 +386,23 @@ export function connectTemporal(
 
 /**
  * The worker that runs paygate's workflows and its one set of activities, over the process's services (built
- * before it, over the Temporal client). `sandboxClock`: the embedded stack's advanceable clock (sandbox mode);
- * the activities read and follow it. `transport`: the embedded engine's, as for connectTemporal.
+ * before it, over the Temporal client). `sandboxClock`: the embedded stack's advanceable clock (sandbox mode): the
+ * activities follow it (followEngineTime) and stamp the processes' rows on `clocks.businessClock`; webhook
+ * attempts are timed and signed on `clocks.wallClock`. `transport`: the embedded engine's, as for connectTemporal.
  */
 export function createWorker(
   core: Core,
   services: Services,
   address: string,
-  opts: { sandboxClock?: SandboxClock; transport?: TemporalTransport } = {},
+  opts: { sandboxClock?: SandboxClock; clocks?: Clocks; transport?: TemporalTransport } = {},
 ): Promise<PaygateWorker> {
+  const clocks = opts.clocks ?? createClocks(opts.sandboxClock);
   const activities = createActivities({
     stores: core.stores,
     services,
     gateways: core.gateways.gateways,
-    webhooks: { sandbox: core.config.sandbox, ...(opts.sandboxClock ? { clock: opts.sandboxClock.now } : {}) },
+    businessClock: clocks.businessClock,
+    webhooks: { sandbox: core.config.sandbox, clock: clocks.wallClock },
     ...(core.metrics ? { metrics: core.metrics } : {}),
   });
   return createPaygateWorker({
@@ -407,9 +431,9 @@ export function startDeliveryRecovery(
   core: Core,
   services: Pick<Services, 'reconcile' | 'webhooks'>,
   logger: Logger,
-  opts: { clock?: () => Date } = {},
+  clocks: Clocks = createClocks(),
 ): () => void {
-  const stopReconcile = startReconcileSweep(core, services, logger, opts.clock ?? (() => new Date()));
+  const stopReconcile = startReconcileSweep(core, services, logger, clocks);
   const sweep = () =>
     services.webhooks.recoverOrphans().then(
       (n) => (n > 0 ? logger.info({ deliveries: n }, 'webhook deliveries without a run were started') : undefined),
@@ -429,14 +453,15 @@ export const RECONCILE_SWEEP_INTERVAL_MS = 15_000;
 
 /**
  * Starts the reconcile workflow of every pending charge / cancel whose owner is gone, and releases
- * Idempotency-Key records of requests that died: now, then every RECONCILE_SWEEP_INTERVAL_MS. `clock`: the
- * services' clock (the sandbox clock in sandbox mode), which wrote the call windows.
+ * Idempotency-Key records of requests that died: now, then every RECONCILE_SWEEP_INTERVAL_MS. Each is judged by
+ * the clock that wrote it: the call windows by the business clock (the charges' and cancels'), the Idempotency-Key
+ * records by the wall clock (the API's).
  */
 export function startReconcileSweep(
   core: Core,
   services: Pick<Services, 'reconcile'>,
   logger: Logger,
-  clock: () => Date,
+  clocks: Clocks,
 ): () => void {
   const { reconcile } = services;
   if (!reconcile) throw new Error('the reconcile sweep needs services built with a workflow runtime');
@@ -445,7 +470,7 @@ export function startReconcileSweep(
     if (running) return;
     running = true;
     try {
-      const swept = await sweepUnsettled({ stores: core.stores, reconcile, clock });
+      const swept = await sweepUnsettled({ stores: core.stores, reconcile, ...clocks });
       if (swept.charges + swept.cancels + swept.keys > 0) logger.info(swept, 'reconcile sweep: owners gone, reconcile started');
     } catch (err) {
       logger.warn({ err }, 'the reconcile sweep failed; it runs again later');

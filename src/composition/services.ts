@@ -70,7 +70,7 @@ export interface WorkerServices {
   /**
    * A reserve's or a schedule period's charge. Temporal retries the activity when a PG call ends without a final
    * answer, and the retry re-drives the call under the same PG key: nothing is handed to a reconcile workflow and
-   * nothing is logged. Its PG call window is written on `clock`, which the worker's reconcile sweep reads.
+   * nothing is logged. Its PG call window is written on the business clock, which the worker's reconcile sweep reads.
    */
   readonly charges: Pick<ChargeService, 'chargeKey'>;
   /** An escrow rejection's refund, retried by Temporal likewise: no reconcile hand-over, nothing logged. */
@@ -80,8 +80,16 @@ export interface WorkerServices {
 export interface ServiceDeps {
   readonly stores: Stores;
   readonly gateways: GatewayRegistry;
-  /** the time source of every business timestamp (tests pass a controllable clock) */
-  readonly clock: () => Date;
+  /**
+   * Real-world time (Clocks.wallClock in src/platform/time.ts): the projects' keys and rotation grace, access tokens,
+   * webhooks (deliveries, attempts, secrets' overlap), sandbox messages, the upstream configuration.
+   */
+  readonly wallClock: () => Date;
+  /**
+   * The durable processes' time (Clocks.businessClock): the payments, verification, escrow, reserve and schedule use
+   * cases stamp their rows and judge their windows with it (tests pass a controllable clock).
+   */
+  readonly businessClock: () => Date;
   /** where the long-running processes run; without it their use cases answer 9503 */
   readonly workflows?: WorkflowRuntime;
   /** how long a use case waits on a workflow before answering with an error instead */
@@ -105,11 +113,13 @@ export interface ServiceDeps {
 }
 
 export function createServices(deps: ServiceDeps): Services {
-  const { stores, gateways, clock } = deps;
+  const { stores, gateways, wallClock } = deps;
+  // which use case reads which clock: docs/design/sandbox.md ("Which clock")
+  const clock = deps.businessClock;
   const metrics = deps.metrics ? { metrics: deps.metrics } : {};
   const webhooks = createWebhookService({
     stores,
-    clock,
+    clock: wallClock,
     sandbox: deps.sandbox === true,
     ...(deps.workflows ? { workflows: deps.workflows } : {}),
     ...(deps.workflowCallTimeoutMs !== undefined ? { workflowCallTimeoutMs: deps.workflowCallTimeoutMs } : {}),
@@ -123,7 +133,7 @@ export function createServices(deps: ServiceDeps): Services {
     stores,
     sandbox: deps.sandbox === true,
     publicBaseUrl: deps.publicBaseUrl ?? '',
-    clock,
+    clock: wallClock,
     ...(deps.providers ? { client: deps.providers } : {}),
     ...(deps.webhookResolve ? { resolve: deps.webhookResolve } : {}),
     ...logger,
@@ -162,9 +172,9 @@ export function createServices(deps: ServiceDeps): Services {
       },
       knownPgs: gateways.names,
       sandbox: deps.sandbox === true,
-      clock,
+      clock: wallClock,
     }),
-    accessTokens: createAccessTokenService({ stores, clock }),
+    accessTokens: createAccessTokenService({ stores, clock: wallClock }),
     billingKeys: {
       ...billingKeys,
       // destroying a billing key cancels the schedules that charge it
@@ -198,7 +208,7 @@ export function createServices(deps: ServiceDeps): Services {
       deps.metrics,
     ),
     webhooks,
-    messages: createMessageService({ stores, webhooks, clock }),
+    messages: createMessageService({ stores, webhooks, clock: wallClock }),
     escrow,
     reserves: createReserveService({
       stores,

@@ -73,16 +73,19 @@ const SWEEP_BATCH = 200;
 export async function sweepUnsettled(deps: {
   readonly stores: { readonly receipts: ReceiptStore; readonly idempotency: IdempotencyStore };
   readonly reconcile: ReconcileStarter;
-  readonly clock: () => Date;
+  /** the clock the charges and cancels wrote their call windows with (Clocks.businessClock) */
+  readonly businessClock: () => Date;
+  /** the clock the API wrote its Idempotency-Key records with (Clocks.wallClock) */
+  readonly wallClock: () => Date;
 }): Promise<{ charges: number; cancels: number; keys: number }> {
-  const now = deps.clock();
+  const now = deps.businessClock();
   const charges = await deps.stores.receipts.orphanCharges(now, SWEEP_BATCH);
   for (const row of charges) await deps.reconcile.charge(row.receipt_id);
   const cancels = await deps.stores.receipts.orphanCancels(now, SWEEP_BATCH);
   for (const row of cancels) {
     if (row.cancel_pending) await deps.reconcile.cancel(row.receipt_id, row.cancel_pending.cancel_key);
   }
-  const keys = await deps.stores.idempotency.releaseStale(new Date(now.getTime() - IN_FLIGHT_LEASE_MS));
+  const keys = await deps.stores.idempotency.releaseStale(new Date(deps.wallClock().getTime() - IN_FLIGHT_LEASE_MS));
   return { charges: charges.length, cancels: cancels.length, keys };
 }
 

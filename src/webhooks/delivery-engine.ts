@@ -186,9 +186,9 @@ export function createDeliveryEngine(deps: {
     },
 
     async recoverOrphans() {
-      // created_at is written with `clock` (the sandbox clock in sandbox mode), updated_at by the database's now():
-      // each is compared with the clock that wrote it, so an advanced sandbox clock neither hides a new orphan nor
-      // takes an attempt in progress for a stuck one
+      // created_at is written with `clock` (the wall clock: the composition root gives the webhooks no other),
+      // updated_at by the database's now(): each is compared with the clock that wrote it, so an advanced sandbox
+      // clock neither hides a new orphan nor takes an attempt in progress for a stuck one
       const rows = await store.possiblyOrphaned(
         new Date(deps.clock().getTime() - ORPHAN_AFTER_MS),
         new Date(Date.now() - STUCK_DOING_AFTER_MS),

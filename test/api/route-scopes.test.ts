@@ -36,7 +36,15 @@ const EXEMPT: Readonly<Record<string, 'none' | 'admin'>> = {
   'POST /upstream/v1/notifications/:application_id': 'none',
   // Prometheus scrapes with the admin token
   'GET /metrics': 'admin',
+  // one engine, one sandbox clock for every project: only the operator moves it
+  'POST /sandbox/v1/clock/advance': 'admin',
 };
+
+/**
+ * Project routes the admin token opens as well (`adminToo`): reads of installation-wide state. Every other project
+ * route refuses the admin token as an unknown access token (9403).
+ */
+const ADMIN_TOO: ReadonlySet<string> = new Set(['GET /sandbox/v1/clock']);
 
 /**
  * The dashboard's routes (src/dashboard/, sandbox mode): no API key opens them, only the dashboard's signed session
@@ -119,7 +127,6 @@ const KNOWN: Readonly<Record<string, Scope>> = {
   'POST /sandbox/v1/escrow/:receipt_id/events': 'escrow_shipping_start',
   'GET /sandbox/v1/pg-requests': 'receipt',
   'GET /sandbox/v1/clock': 'subscribe_payment',
-  'POST /sandbox/v1/clock/advance': 'subscribe_payment',
   'GET /message/alimtalk/webhook': 'message_webhook',
   'PUT /message/alimtalk/webhook': 'message_webhook',
   'POST /message/alimtalk/webhook/secret': 'message_webhook',
@@ -288,6 +295,28 @@ describe('every route declares who may call it and which scope it needs', () => 
         expect((await call(e, undefined, from)).code, e.name).toBe(9401);
         expect((await call(e, only.get('billing_key')!.basicAuth, from)).code, e.name).toBe(9401);
         expect(passedAuth(await call(e, `Bearer ${TEST_ADMIN_TOKEN}`, from)), e.name).toBe(true);
+      }
+    }
+  });
+
+  it('the admin token opens only the project routes listed in ADMIN_TOO, and a project token is no admin token there', async () => {
+    let host = 0;
+    const projectRoutes = endpoints.filter((x) => EXEMPT[x.name] === undefined && DASHBOARD[x.name] === undefined);
+    for (const name of ADMIN_TOO)
+      expect(
+        projectRoutes.map((e) => e.name),
+        name,
+      ).toContain(name);
+    for (const e of projectRoutes) {
+      // each from its own address: the throttles are not under test
+      const from = `10.8.0.${++host}`;
+      const admin = await call(e, `Bearer ${TEST_ADMIN_TOKEN}`, from);
+      if (ADMIN_TOO.has(e.name)) {
+        expect(passedAuth(admin), e.name).toBe(true);
+        // a wrong Bearer value is an unknown access token, not an admin
+        expect((await call(e, `Bearer ${TEST_ADMIN_TOKEN}x`, from)).code, e.name).toBe(9403);
+      } else {
+        expect(admin.code, e.name).toBe(9403);
       }
     }
   });

@@ -50,7 +50,7 @@ export interface TestClock {
 export interface TestApp {
   readonly app: FastifyInstance;
   /** the app's deps, its services included (built as the composition root builds them: `buildServices(deps)`) */
-  readonly deps: AppDeps & { readonly clock: () => Date; readonly logger: Logger };
+  readonly deps: AppDeps & { readonly wallClock: () => Date; readonly businessClock: () => Date; readonly logger: Logger };
   readonly clock: TestClock;
   readonly sandboxUrl: string;
   /** present with `withTemporal: true`; its skipTime() also moves `clock` to the engine's virtual time */
@@ -95,7 +95,10 @@ export async function buildTestApp(overrides: TestAppOverrides = {}): Promise<Te
       offsetMs += ms;
     },
   };
-  const now = overrides.clock ?? clock.now;
+  // one controllable clock for both unless a test gives its own: the durable processes' (the sandbox clock of
+  // sandbox-clock-stack.ts) and real-world time's
+  const now = overrides.businessClock ?? clock.now;
+  const wall = overrides.wallClock ?? clock.now;
 
   const logChunks: string[] = [];
   const logger =
@@ -173,7 +176,8 @@ export async function buildTestApp(overrides: TestAppOverrides = {}): Promise<Te
       database,
       gateways,
       logger,
-      clock: now,
+      wallClock: wall,
+      businessClock: now,
       keyring,
       stores: createStores(database.db, keyring),
       metrics: overrides.metrics ?? createMetrics({ processMetrics: false }),
@@ -187,7 +191,8 @@ export async function buildTestApp(overrides: TestAppOverrides = {}): Promise<Te
         gateways,
         keyring,
         services: (runtime) => buildServices({ ...base, temporal: runtime }),
-        webhooks: { sandbox: config.sandbox, clock: now, ...webhookActivities },
+        businessClock: now,
+        webhooks: { sandbox: config.sandbox, clock: wall, ...webhookActivities },
         // one registry for the API and the worker, as in one paygate process
         metrics: base.metrics,
       });

@@ -1,12 +1,13 @@
 // The stack `npm start` runs in sandbox mode, for tests that drive the sandbox clock over HTTP: the embedded engine
 // in dev-server mode with its journal, --clock-control and its token (DATA_DIR/engine-token, started by
 // startConfiguredEngine as src/main.ts starts it), the real worker whose activities (as src/composition/index.ts's
-// createWorker builds them) read the one sandbox clock, and the test app on the same clock and engine.
+// createWorker builds them) stamp on the one sandbox clock, and the test app on the same clocks and engine.
 import { randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createActivities } from '../../src/activities/index.js';
+import { createClocks } from '../../src/composition/index.js';
 import { createKeyring, generateKeyringSpec, parseKeyringSpec } from '../../src/platform/security/keyring.js';
 import { connectTemporalClient } from '../../src/platform/temporal/client.js';
 import { startConfiguredEngine } from '../../src/composition/index.js';
@@ -14,7 +15,7 @@ import { parseConfig } from '../../src/platform/config/index.js';
 import type { EmbeddedEngine } from '../../src/platform/temporal/embedded-engine.js';
 import { type ConnectedSandboxClock, createSandboxClock, followEngineTime } from '../../src/platform/temporal/sandbox-clock.js';
 import { createPaygateWorker } from '../../src/platform/temporal/worker.js';
-import { buildTestApp, type TestApp } from './app.js';
+import { buildTestApp, TEST_ADMIN_TOKEN, type TestApp } from './app.js';
 import { bounded, paygateWorkflowBundle } from './temporal.js';
 
 export interface SandboxClockStack {
@@ -31,6 +32,7 @@ export async function openSandboxClockStack(label: string): Promise<SandboxClock
   // with its credential, as npm start runs it: the clock, the client and the worker present the token
   const engine = await startConfiguredEngine(parseConfig({ DATA_DIR: dataDir }), { clockControl: true });
   const clock = await createSandboxClock().connect(engine.address, engine.transport);
+  const clocks = createClocks(clock);
   const keyring = createKeyring(parseKeyringSpec(generateKeyringSpec('test')));
   const temporal = await connectTemporalClient({
     address: engine.address,
@@ -40,7 +42,8 @@ export async function openSandboxClockStack(label: string): Promise<SandboxClock
   });
   const taskQueue = `${label}-${randomUUID()}`;
   const t = await buildTestApp({
-    clock: clock.now,
+    // the process's clocks as npm start builds them: the business clock is the sandbox clock's, the wall clock real
+    ...clocks,
     sandboxClock: clock,
     keyring,
     temporal: { client: temporal.client, taskQueue },
@@ -58,7 +61,8 @@ export async function openSandboxClockStack(label: string): Promise<SandboxClock
         stores: t.deps.stores,
         services: t.deps.services,
         gateways: t.deps.gateways,
-        webhooks: { sandbox: true, clock: clock.now },
+        businessClock: clocks.businessClock,
+        webhooks: { sandbox: true, clock: clocks.wallClock },
       }),
       clock,
     ),
@@ -75,4 +79,36 @@ export async function openSandboxClockStack(label: string): Promise<SandboxClock
     await rm(dataDir, { recursive: true, force: true });
   };
   return { t, clock, dataDir, engine, close };
+}
+
+/**
+ * The operator's hold on the sandbox clock over HTTP: `POST /sandbox/v1/clock/advance` takes the admin token (one
+ * engine, one clock for every project), and the admin token reads the clock too.
+ */
+export function adminClock(t: TestApp) {
+  const send = async (method: 'GET' | 'POST', url: string, body?: unknown) => {
+    const res = await t.app.inject({
+      method,
+      url,
+      headers: { authorization: `Bearer ${TEST_ADMIN_TOKEN}` },
+      ...(body === undefined ? {} : { payload: body as object }),
+    });
+    return { status: res.statusCode, body: res.json() as Record<string, unknown>, headers: res.headers };
+  };
+  return {
+    /** the answer as it came: tests of refusals look at it */
+    post: (body: unknown) => send('POST', '/sandbox/v1/clock/advance', body),
+    /** one advance that must answer 200 and settled; the clock's time after it */
+    async advance(body: { seconds: number } | { to: string }): Promise<Date> {
+      const res = await send('POST', '/sandbox/v1/clock/advance', body);
+      if (res.status !== 200 || res.body.settled !== true)
+        throw new Error(`advance ${JSON.stringify(body)}: ${JSON.stringify(res)}`);
+      return new Date(res.body.now as string);
+    },
+    async now(): Promise<Date> {
+      const res = await send('GET', '/sandbox/v1/clock');
+      if (res.status !== 200) throw new Error(`GET /sandbox/v1/clock: ${JSON.stringify(res)}`);
+      return new Date(res.body.now as string);
+    },
+  };
 }

@@ -61,6 +61,8 @@ export interface TestTemporalDeps {
   readonly services: (temporal: { readonly client: Client; readonly taskQueue: string }) => Services;
   /** how webhook attempts reach receivers (sandbox mode, resolver, clock); production rules when absent */
   readonly webhooks?: WebhookActivityOptions;
+  /** the activities' business clock (createActivities' businessClock); the host's clock when absent */
+  readonly businessClock?: () => Date;
   /** the app's registry: the worker's activities and clients count into it, as in `npm start` */
   readonly metrics?: Metrics;
 }
@@ -185,6 +187,7 @@ export async function startTestTemporal(deps: TestTemporalDeps): Promise<TestTem
       services,
       gateways: deps.gateways,
       ...(deps.webhooks ? { webhooks: deps.webhooks } : {}),
+      ...(deps.businessClock ? { businessClock: deps.businessClock } : {}),
       ...(deps.metrics ? { metrics: deps.metrics } : {}),
     });
     const startWorker = async () => {

@@ -160,7 +160,12 @@ describe('POST /v2/cancel', () => {
     // the cancel service as the composition builds it without an engine (no reconcile hand-over), over a receipt
     // store whose recordCancel the test holds
     const withReceipts = (receipts: ReceiptStore) =>
-      createServices({ stores: { ...stores, receipts }, gateways: t.deps.gateways, clock: t.deps.clock }).cancels;
+      createServices({
+        stores: { ...stores, receipts },
+        gateways: t.deps.gateways,
+        wallClock: t.deps.wallClock,
+        businessClock: t.deps.businessClock,
+      }).cancels;
     const serviceA = withReceipts({
       ...stores.receipts,
       async recordCancel(cancel, render) {
@@ -217,7 +222,7 @@ describe('POST /v2/cancel', () => {
     const receiptId = await paidReceipt(3_000);
     let leaseTakenSince: Date | undefined;
     const { a, b, stores } = await takeOverWhileRecorded(cancelOf(receiptId, 'c-race'), async () => {
-      const now = t.deps.clock();
+      const now = t.deps.businessClock();
       const taken = await t.deps.stores.receipts.acquireCancelLease(receiptId, now, new Date(now.getTime() + 45_000));
       leaseTakenSince = taken?.cancel_locked_until ?? undefined;
     });

@@ -235,7 +235,8 @@ describe('a process that died in the middle of a charge', () => {
     const other = await buildTestApp({
       database: t.deps.database,
       gateways: t.deps.gateways,
-      clock: t.clock.now,
+      wallClock: t.clock.now,
+      businessClock: t.clock.now,
       ...(t.deps.keyring ? { keyring: t.deps.keyring } : {}),
     });
     try {
@@ -274,7 +275,8 @@ describe('a process that died in the middle of a charge', () => {
       .execute();
     // the process's starter, as the worker's sweep uses it (the app's services are over the test engine's client)
     const reconcile = t.app.deps.services.reconcile!;
-    const sweep = (now: Date) => sweepUnsettled({ stores: t.app.deps.stores, reconcile, clock: () => now });
+    const sweep = (now: Date) =>
+      sweepUnsettled({ stores: t.app.deps.stores, reconcile, wallClock: () => now, businessClock: () => now });
 
     // the key's owner is gone (older than any request runs): released; the charge's call window still runs
     const early = await sweep(t.clock.now());

@@ -1,14 +1,15 @@
 // The sandbox clock over HTTP, on the stack `npm start` runs in sandbox mode: the embedded engine in dev-server
-// mode with its journal and --clock-control, the real worker whose activities, the API and the sandbox PGs all read
-// the one sandbox clock. A reserve a day ahead is paid when `advance {seconds: 86400}` answers (settled); a
+// mode with its journal and --clock-control, the real worker whose activities, the API's business checks and the
+// sandbox PGs all read the one sandbox clock. The admin token advances it (test/sandbox/clock-isolation.test.ts: no
+// project key can). A reserve a day ahead is paid when `advance {seconds: 86400}` answers (settled); a
 // verification's 30-minute window ends; the clock never goes back (bad input is 9460, nothing moves); the routes
 // are 404 outside sandbox mode or without the embedded engine.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_WORKFLOW_CALL_TIMEOUT_MS } from '../../src/platform/temporal/workflow-calls.js';
 import { ADVANCE_WAIT_MS } from '../../src/platform/temporal/sandbox-clock.js';
-import { buildTestApp, type TestApp } from '../helpers/app.js';
-import { openSandboxClockStack, type SandboxClockStack } from '../helpers/sandbox-clock-stack.js';
+import { buildTestApp, TEST_ADMIN_TOKEN, type TestApp } from '../helpers/app.js';
+import { adminClock, openSandboxClockStack, type SandboxClockStack } from '../helpers/sandbox-clock-stack.js';
 import { keyInClient } from '../payments/key-in-fixtures.js';
 import { verificationClient } from '../verification/fixtures.js';
 import { expectApiError } from '../webhooks/fixtures.js';
@@ -54,7 +55,7 @@ describe('sandbox clock on the embedded engine', () => {
     expect(created.status, JSON.stringify(created.body)).toBe(200);
     const reserveId = created.body.reserve_id as string;
 
-    const advanced = await api.post('/sandbox/v1/clock/advance', { seconds: DAY_S }, { 'idempotency-key': randomUUID() });
+    const advanced = await adminClock(t).post({ seconds: DAY_S });
     expect(advanced.status, JSON.stringify(advanced.body)).toBe(200);
     expect(advanced.body.settled).toBe(true);
     const after = new Date(advanced.body.now as string).getTime();
@@ -69,15 +70,15 @@ describe('sandbox clock on the embedded engine', () => {
     expect(startedAt).toBeLessThanOrEqual(after + 1000);
     const receipt = await api.get(`/v2/receipt/${view.body.receipt_id as string}`);
     expect(receipt.body).toMatchObject({ status: 1, price: 9_900 });
-    // the API's clock follows the engine's
-    expect(Math.abs(t.deps.clock().getTime() - (await clock.read()).getTime())).toBeLessThan(5_000);
+    // the business clock follows the engine's
+    expect(Math.abs(t.deps.businessClock().getTime() - (await clock.read()).getTime())).toBeLessThan(5_000);
   }, 90_000);
 
   it("a verification's 30-minute window ends after advancing 31 minutes", async () => {
     const project = await t.createProject();
     const verify = verificationClient(t, project);
     const { receiptId } = await verify.requested();
-    const advanced = await keyInClient(t, project).post('/sandbox/v1/clock/advance', { seconds: 31 * 60 });
+    const advanced = await adminClock(t).post({ seconds: 31 * 60 });
     expect(advanced.status, JSON.stringify(advanced.body)).toBe(200);
     expect(advanced.body.settled).toBe(true);
     const row = await t.deps.database.db
@@ -105,14 +106,14 @@ describe('sandbox clock on the embedded engine', () => {
       { seconds: 60, to: new Date(before + 3600_000).toISOString() },
       {},
     ]) {
-      expectApiError(await api.post('/sandbox/v1/clock/advance', body), 400, 9460, 'SANDBOX_CLOCK_INVALID');
+      expectApiError(await adminClock(t).post(body), 400, 9460, 'SANDBOX_CLOCK_INVALID');
     }
     const after = await nowOf(api);
     expect(after - before).toBeLessThan(60_000);
 
     // `to` a little ahead lands there
     const to = new Date(before + 2 * 3600_000);
-    const moved = await api.post('/sandbox/v1/clock/advance', { to: to.toISOString() });
+    const moved = await adminClock(t).post({ to: to.toISOString() });
     expect(moved.status, JSON.stringify(moved.body)).toBe(200);
     expect(new Date(moved.body.now as string).getTime()).toBeGreaterThanOrEqual(to.getTime() - 1000);
   }, 60_000);
@@ -132,7 +133,7 @@ describe('sandbox clock on the embedded engine', () => {
           const res = await other.app.inject({
             method,
             url,
-            headers: { authorization: project.basicAuth },
+            headers: { authorization: method === 'POST' ? `Bearer ${TEST_ADMIN_TOKEN}` : project.basicAuth },
             ...(method === 'POST' ? { payload: { seconds: 60 } } : {}),
           });
           expect(res.statusCode, `${method} ${url}`).toBe(404);

@@ -1,14 +1,15 @@
 // Schedules and reserves driven by the sandbox clock over HTTP (not time skipping), on the stack `npm start` runs in
 // sandbox mode: the embedded engine with --clock-control and its journal, the real worker whose activities read the
-// one sandbox clock, the API's POST /sandbox/v1/clock/advance. A monthly schedule is charged when an advance reaches
-// its due time and not before; a reserve executes once at its time while a revoked one never does.
+// one sandbox clock, the API's POST /sandbox/v1/clock/advance (the operator's: the admin token). A monthly schedule
+// is charged when an advance reaches its due time and not before; a reserve executes once at its time while a
+// revoked one never does.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chargeIdempotencyKey } from '../../src/payments/billing-rules.js';
 import { dueAt } from '../../src/schedules/rules.js';
 import { formatTimestamp } from '../../src/platform/time.js';
 import type { TestApp, TestProject } from '../helpers/app.js';
-import { openSandboxClockStack, type SandboxClockStack } from '../helpers/sandbox-clock-stack.js';
+import { adminClock, openSandboxClockStack, type SandboxClockStack } from '../helpers/sandbox-clock-stack.js';
 import { type JsonResponse, keyInClient, sandboxChargeExecutions } from '../payments/key-in-fixtures.js';
 import { eventually } from '../webhooks/fixtures.js';
 
@@ -39,13 +40,8 @@ describe('schedules and reserves on the sandbox clock', () => {
     });
     return { status: res.statusCode, body: res.json() as Record<string, unknown>, headers: res.headers } as JsonResponse;
   };
-  /** One advance over HTTP; it answers once the work it fired has settled. */
-  const advance = async (project: TestProject, body: { seconds: number } | { to: string }) => {
-    const res = await call(project, 'POST', '/sandbox/v1/clock/advance', body);
-    expect(res.status, JSON.stringify(res.body)).toBe(200);
-    expect(res.body.settled).toBe(true);
-    return new Date(res.body.now as string);
-  };
+  /** One advance over HTTP, the operator's (the admin token); it answers once the work it fired has settled. */
+  const advance = async (body: { seconds: number } | { to: string }) => adminClock(t).advance(body);
   const sandboxNow = async (project: TestProject) =>
     new Date((await call(project, 'GET', '/sandbox/v1/clock')).body.now as string);
   const chargesOf = async (project: TestProject, id: string) =>
@@ -68,16 +64,16 @@ describe('schedules and reserves on the sandbox clock', () => {
 
     // period 1 at start_at: nothing a minute before, paid when the advance past it answers (the engine starts a
     // timer when the run's task completes, so it fires that task's latency after the due time: a minute covers it)
-    await advance(project, { to: new Date(startAt.getTime() - 60_000).toISOString() });
+    await advance({ to: new Date(startAt.getTime() - 60_000).toISOString() });
     expect(await chargesOf(project, id)).toEqual([]);
-    await advance(project, { to: new Date(startAt.getTime() + 60_000).toISOString() });
+    await advance({ to: new Date(startAt.getTime() + 60_000).toISOString() });
     expect((await chargesOf(project, id)).map((c) => [c.period, c.status])).toEqual([[1, 'paid']]);
 
     // one month: period 2 on the calendar's next due time, not an hour before it
     const second = dueAt(plan, 2);
-    const before = await advance(project, { to: new Date(second.getTime() - HOUR_S * 1000).toISOString() });
+    const before = await advance({ to: new Date(second.getTime() - HOUR_S * 1000).toISOString() });
     expect((await chargesOf(project, id)).filter((c) => c.status === 'paid')).toHaveLength(1);
-    const after = await advance(project, { seconds: 2 * HOUR_S });
+    const after = await advance({ seconds: 2 * HOUR_S });
     expect(after.getTime() - before.getTime()).toBeGreaterThanOrEqual(2 * HOUR_S * 1000);
     let list = await chargesOf(project, id);
     expect(list.map((c) => [c.period, c.status, c.due_at])).toEqual([
@@ -99,7 +95,7 @@ describe('schedules and reserves on the sandbox clock', () => {
     // a due time a few seconds past an advance's target comes in real time after it, not the wall-clock delay the
     // engine had armed before the jump (a month)
     const third = dueAt(plan, 3);
-    await advance(project, { to: new Date(third.getTime() - 3000).toISOString() });
+    await advance({ to: new Date(third.getTime() - 3000).toISOString() });
     list = await eventually(
       async () => {
         const charges = await chargesOf(project, id);
@@ -111,7 +107,7 @@ describe('schedules and reserves on the sandbox clock', () => {
     expect(new Date(list[2]!.charged_at as string).getTime()).toBeGreaterThanOrEqual(third.getTime());
 
     // a day later nothing more is charged
-    await advance(project, { seconds: DAY_S });
+    await advance({ seconds: DAY_S });
     expect(await chargesOf(project, id)).toHaveLength(3);
     expect((await call(project, 'GET', `/v2/subscribe/schedules/${id}`)).body.charges_made).toBe(3);
   }, 180_000);
@@ -139,16 +135,16 @@ describe('schedules and reserves on the sandbox clock', () => {
     expect(revoke.body).toMatchObject({ reserve_id: revokedId, success: true });
     const statusOf = async (id: string) => (await call(project, 'GET', `/v2/subscribe/payment/reserve/${id}`)).body;
 
-    await advance(project, { to: new Date(executeAt.getTime() - 60_000).toISOString() });
+    await advance({ to: new Date(executeAt.getTime() - 60_000).toISOString() });
     expect((await statusOf(keptId)).status).toBe('reserved');
-    await advance(project, { to: new Date(executeAt.getTime() + 60_000).toISOString() });
+    await advance({ to: new Date(executeAt.getTime() + 60_000).toISOString() });
     const paid = await statusOf(keptId);
     expect(paid).toMatchObject({ status: 'paid', receipt_id: expect.any(String) });
     expect(new Date(paid.reserve_started_at as string).getTime()).toBeGreaterThanOrEqual(executeAt.getTime());
     expect(await sandboxChargeExecutions(t.sandboxUrl, chargeIdempotencyKey(project.applicationId, kept))).toBe(1);
 
     // a day on: still one charge of the kept reserve, none of the revoked one
-    await advance(project, { seconds: DAY_S });
+    await advance({ seconds: DAY_S });
     expect(await statusOf(keptId)).toMatchObject({ status: 'paid', receipt_id: paid.receipt_id });
     const gone = await statusOf(revokedId);
     expect(gone.status).toBe('revoked');

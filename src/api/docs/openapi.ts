@@ -107,13 +107,13 @@ export function errorResponses(names: readonly ErrorName[]): Record<string, unkn
   return responses;
 }
 
-type RouteConfig = { auth?: 'project' | 'admin' | 'none'; scope?: string; bearerWithoutScope?: boolean };
+type RouteConfig = { auth?: 'project' | 'admin' | 'none'; scope?: string; bearerWithoutScope?: boolean; adminToo?: boolean };
 
 function securityOf(config: RouteConfig): Record<string, string[]>[] {
   const auth = config.auth ?? 'project';
   if (auth === 'none') return [];
   if (auth === 'admin') return [{ adminToken: [] }];
-  return [{ basic: [] }, { bearer: [] }];
+  return [{ basic: [] }, { bearer: [] }, ...(config.adminToo ? [{ adminToken: [] }] : [])];
 }
 
 function documented(doc: RouteDoc, method: string, config: RouteConfig, schema: Record<string, unknown>) {

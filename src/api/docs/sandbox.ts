@@ -163,6 +163,6 @@ export const sandboxRouteDocs: RouteDocs = {
       schema: z.object({ now: timestamp, settled: z.boolean() }),
     },
     example: { request: { seconds: 86400 }, response: { now: '2026-11-26T09:00:00+09:00', settled: true } },
-    errors: ['SANDBOX_CLOCK_INVALID', 'INVALID_REQUEST', ...IDEMPOTENCY_ERRORS],
+    errors: ['SANDBOX_CLOCK_INVALID', 'INVALID_REQUEST'],
   },
 };

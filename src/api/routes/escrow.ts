@@ -9,7 +9,11 @@ import { createIdempotencyHooks } from '../idempotency.js';
 export async function escrowRoutes(app: FastifyInstance): Promise<void> {
   const { deps } = app;
   const escrow = deps.services.escrow;
-  const idempotency = createIdempotencyHooks({ idempotency: deps.stores.idempotency, clock: deps.clock, keyring: deps.keyring });
+  const idempotency = createIdempotencyHooks({
+    idempotency: deps.stores.idempotency,
+    clock: deps.wallClock,
+    keyring: deps.keyring,
+  });
 
   app.put<{ Params: { receipt_id: string } }>(
     '/v2/escrow/shipping/start/:receipt_id',

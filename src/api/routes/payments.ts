@@ -14,8 +14,12 @@ import { receiptResponse } from '../../payments/index.js';
 import { createIdempotencyHooks } from '../idempotency.js';
 
 export async function paymentRoutes(app: FastifyInstance): Promise<void> {
-  const { services, clock } = app.deps;
-  const idempotency = createIdempotencyHooks({ idempotency: app.deps.stores.idempotency, clock, keyring: app.deps.keyring });
+  const { services, wallClock, businessClock } = app.deps;
+  const idempotency = createIdempotencyHooks({
+    idempotency: app.deps.stores.idempotency,
+    clock: wallClock,
+    keyring: app.deps.keyring,
+  });
   const idempotent = { preHandler: idempotency.preHandler, onSend: idempotency.onSend };
 
   app.post(
@@ -35,7 +39,7 @@ export async function paymentRoutes(app: FastifyInstance): Promise<void> {
       },
     },
     async (request) => {
-      const requestedAt = clock();
+      const requestedAt = businessClock();
       const { pg } = parsePgAndMethod(request.body);
       await services.billingKeys.checkIssuingPg(request.project, pg);
       const issuance = parseBillingKeyRequest(request.body, requestedAt);
@@ -61,7 +65,7 @@ export async function paymentRoutes(app: FastifyInstance): Promise<void> {
       },
     },
     async (request) => {
-      const requestedAt = clock();
+      const requestedAt = businessClock();
       const params = parseChargeRequest(request.body);
       const feedback = parseFeedbackTarget(request.body, { sandbox: app.deps.config.sandbox });
       const row = await services.charges.charge(request.project, params, requestedAt, feedback, idempotency.keyProof(request));

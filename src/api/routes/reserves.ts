@@ -6,8 +6,12 @@ import { parseFeedbackTarget } from '../../webhooks/rules.js';
 import { createIdempotencyHooks } from '../idempotency.js';
 
 export async function reserveRoutes(app: FastifyInstance): Promise<void> {
-  const { services, clock } = app.deps;
-  const idempotency = createIdempotencyHooks({ idempotency: app.deps.stores.idempotency, clock, keyring: app.deps.keyring });
+  const { services, wallClock, businessClock } = app.deps;
+  const idempotency = createIdempotencyHooks({
+    idempotency: app.deps.stores.idempotency,
+    clock: wallClock,
+    keyring: app.deps.keyring,
+  });
 
   app.post(
     '/v2/subscribe/payment/reserve',
@@ -27,7 +31,7 @@ export async function reserveRoutes(app: FastifyInstance): Promise<void> {
       },
     },
     async (request) => {
-      const requestedAt = clock();
+      const requestedAt = businessClock();
       const reserve = parseReserveRequest(request.body, requestedAt);
       const feedback = parseFeedbackTarget(request.body, { sandbox: app.deps.config.sandbox });
       return services.reserves.create(request.project, reserve, feedback, requestedAt);

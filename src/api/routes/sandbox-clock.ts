@@ -1,7 +1,11 @@
 // The sandbox clock (sandbox mode with the embedded engine only; 404 otherwise): GET /sandbox/v1/clock -> {now};
-// POST /sandbox/v1/clock/advance {seconds} | {to} moves the time of the whole embedded stack forward (engine
-// timers, workflow time, the API's, the activities' and the sandbox PGs' clocks), fires what comes due in order
-// and answers once that work has settled (at most 60 s). src/platform/temporal/sandbox-clock.ts holds the clock.
+// POST /sandbox/v1/clock/advance {seconds} | {to} moves the durable processes' time forward (the engine's timers
+// and workflow time, the business clock the activities, the sandbox PGs and the API's reserve / schedule checks
+// read), fires what comes due in order and answers once that work has settled (at most 60 s). Real-world time (the
+// wall clock: tokens, keys, webhook timestamps, rate limits) never moves. The installation has one engine and so
+// one sandbox clock for every project: advancing it takes the admin token; reading it moves nothing, so a
+// project's key (scope subscribe_payment) or the admin token reads it. src/platform/temporal/sandbox-clock.ts
+// holds the clock.
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { formatTimestamp } from '../../platform/time.js';
@@ -15,7 +19,6 @@ import {
   timestampDoc,
   validate,
 } from '../../platform/validation.js';
-import { createIdempotencyHooks } from '../idempotency.js';
 
 /** Ten years: far enough for any timer paygate sets, and a bound on a typo. */
 const MAX_ADVANCE_SECONDS = 10 * 366 * 24 * 3600;
@@ -88,15 +91,22 @@ export async function sandboxClockRoutes(app: FastifyInstance): Promise<void> {
   const { deps } = app;
   const clock = deps.sandboxClock;
   if (!deps.config.sandbox || !clock) return;
-  const idempotency = createIdempotencyHooks({ idempotency: deps.stores.idempotency, clock: deps.clock, keyring: deps.keyring });
-  // the clock exists to watch reserves and schedules happen: the scope that makes them
-  const access = { auth: 'project', scope: 'subscribe_payment' } as const;
+  // reading: the scope that makes reserves and schedules (the clock exists to watch them happen), or the admin token
+  const reading = { auth: 'project', scope: 'subscribe_payment', adminToo: true } as const;
+  // moving it moves every project's processes: the operator's, like the admin API
+  const moving = { auth: 'admin' } as const;
 
   app.get(
     '/sandbox/v1/clock',
     {
-      config: access,
-      schema: { summary: 'Read the sandbox clock', description: 'The time of the whole sandbox stack.', tags: ['sandbox'] },
+      config: reading,
+      schema: {
+        summary: 'Read the sandbox clock',
+        description:
+          "The durable processes' time in the sandbox (the engine's timers, the dates reserves, schedules, verifications " +
+          "and escrow stamp). A project's key with the subscribe_payment scope, or the admin token, reads it.",
+        tags: ['sandbox'],
+      },
     },
     async () => ({ now: formatTimestamp(await clock.read()) }),
   );
@@ -104,16 +114,17 @@ export async function sandboxClockRoutes(app: FastifyInstance): Promise<void> {
   app.post(
     '/sandbox/v1/clock/advance',
     {
-      config: access,
-      preHandler: idempotency.preHandler,
-      onSend: idempotency.onSend,
+      config: moving,
       schema: {
         summary: 'Advance the sandbox clock',
         description:
-          'Body {seconds} (a positive whole number) or {to} (a later ISO 8601 time). Moves the time of the whole sandbox ' +
-          'stack forward, fires every timer due on the way in order (verification windows, escrow reconciles, webhook ' +
-          'retries, reserves, schedules) and answers {now, settled} once no workflow or activity task is outstanding, ' +
-          'or after 60 s with settled false. Time never goes back; the offset survives a restart. 9460 otherwise.',
+          'Admin token only (Authorization: Bearer ADMIN_TOKEN): the installation has one engine, so one sandbox clock ' +
+          "for every project; a project's key is refused like on the admin API. Body {seconds} (a positive whole " +
+          "number) or {to} (a later ISO 8601 time). Moves the durable processes' time forward, fires every timer due " +
+          'on the way in order (verification windows, escrow reconciles, webhook retries, reserves, schedules) and ' +
+          'answers {now, settled} once no workflow or activity task is outstanding, or after 60 s with settled false. ' +
+          'Real-world time does not move: access tokens, key rotation grace, webhook-timestamp headers, rate limits and ' +
+          'Idempotency-Key retention keep the wall clock. Time never goes back; the offset survives a restart. 9460 otherwise.',
         tags: ['sandbox'],
       },
     },

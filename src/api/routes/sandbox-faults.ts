@@ -9,7 +9,11 @@ export async function sandboxFaultRoutes(app: FastifyInstance): Promise<void> {
   // the services have it in sandbox mode with the sandbox's address
   const faults = deps.services.sandboxFaults;
   if (!deps.config.sandbox || !faults) return;
-  const idempotency = createIdempotencyHooks({ idempotency: deps.stores.idempotency, clock: deps.clock, keyring: deps.keyring });
+  const idempotency = createIdempotencyHooks({
+    idempotency: deps.stores.idempotency,
+    clock: deps.wallClock,
+    keyring: deps.keyring,
+  });
   // faults exist to test what a merchant's payments do when the PG fails: the scope that makes payments
   const access = { auth: 'project', scope: 'subscribe_payment' } as const;
 

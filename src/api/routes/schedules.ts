@@ -7,8 +7,12 @@ import { createIdempotencyHooks } from '../idempotency.js';
 type ById = { Params: { schedule_id: string } };
 
 export async function scheduleRoutes(app: FastifyInstance): Promise<void> {
-  const { services, clock } = app.deps;
-  const idempotency = createIdempotencyHooks({ idempotency: app.deps.stores.idempotency, clock, keyring: app.deps.keyring });
+  const { services, wallClock, businessClock } = app.deps;
+  const idempotency = createIdempotencyHooks({
+    idempotency: app.deps.stores.idempotency,
+    clock: wallClock,
+    keyring: app.deps.keyring,
+  });
   const scoped = { auth: 'project', scope: 'subscribe_payment' } as const;
   const idempotent = { config: scoped, preHandler: idempotency.preHandler, onSend: idempotency.onSend };
   const doc = (summary: string, description: string) => ({ summary, description, tags: ['billing'] });
@@ -27,7 +31,7 @@ export async function scheduleRoutes(app: FastifyInstance): Promise<void> {
       ),
     },
     async (request, reply) => {
-      const schedule = parseScheduleRequest(request.body, clock());
+      const schedule = parseScheduleRequest(request.body, businessClock());
       reply.code(201);
       return services.schedules.create(request.project, schedule);
     },

@@ -18,7 +18,11 @@ export async function verificationRoutes(app: FastifyInstance): Promise<void> {
   const { deps } = app;
   const verifications = deps.services.verifications;
   // Idempotency-Key on every POST of this plugin (request, resend, confirm), as on the billing routes
-  const idempotency = createIdempotencyHooks({ idempotency: deps.stores.idempotency, clock: deps.clock, keyring: deps.keyring });
+  const idempotency = createIdempotencyHooks({
+    idempotency: deps.stores.idempotency,
+    clock: deps.wallClock,
+    keyring: deps.keyring,
+  });
   app.addHook('preHandler', async (request, reply) => {
     if (request.method === 'POST') await idempotency.preHandler(request, reply);
   });

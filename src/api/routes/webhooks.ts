@@ -27,7 +27,11 @@ async function messageWebhookRoutes(app: FastifyInstance): Promise<void> {
   const { deps } = app;
   const webhooks = deps.services.webhooks;
   // Idempotency-Key on every POST of this plugin, as on the main API's
-  const idempotency = createIdempotencyHooks({ idempotency: deps.stores.idempotency, clock: deps.clock, keyring: deps.keyring });
+  const idempotency = createIdempotencyHooks({
+    idempotency: deps.stores.idempotency,
+    clock: deps.wallClock,
+    keyring: deps.keyring,
+  });
   app.addHook('preHandler', async (request, reply) => {
     if (request.method === 'POST') await idempotency.preHandler(request, reply);
   });
@@ -113,7 +117,7 @@ async function messageWebhookRoutes(app: FastifyInstance): Promise<void> {
       return {
         queued: queued.length,
         delivery_ids: queued.map((q) => q.deliveryId),
-        replayed_at: formatTimestamp(deps.clock()),
+        replayed_at: formatTimestamp(deps.wallClock()),
       };
     },
   );
@@ -123,7 +127,11 @@ async function messageWebhookRoutes(app: FastifyInstance): Promise<void> {
 async function sandboxMessageRoutes(app: FastifyInstance): Promise<void> {
   const { deps } = app;
   if (!deps.config.sandbox) return;
-  const idempotency = createIdempotencyHooks({ idempotency: deps.stores.idempotency, clock: deps.clock, keyring: deps.keyring });
+  const idempotency = createIdempotencyHooks({
+    idempotency: deps.stores.idempotency,
+    clock: deps.wallClock,
+    keyring: deps.keyring,
+  });
 
   app.post(
     '/sandbox/v1/messages',

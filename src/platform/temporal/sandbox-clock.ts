@@ -1,9 +1,10 @@
 // The sandbox clock of `npm start` in sandbox mode: the embedded engine's dev-server clock (`--clock-control`),
-// which only moves forward, when asked. The engine is the authority (timers, workflow time); the API, the
-// activities and the sandbox PGs read the same time through `now()`: the wall clock plus the engine's offset,
-// learned at connect, after every advance, and from each activity the engine hands out while an advance runs
-// (`followEngineTime`: the engine does not jump while a task is outstanding, so the attempt's scheduled time is a
-// lower bound of its time until the activity ends).
+// which only moves forward, when asked. The engine is the authority (timers, workflow time); the durable processes'
+// stamps (the business clock: activities, the sandbox PGs, the API's reserve and schedule checks) read the same
+// time through `now()`: the wall clock plus the engine's offset, learned at connect, after every advance, and from
+// each activity the engine hands out while an advance runs (`followEngineTime`: the engine does not jump while a
+// task is outstanding, so the attempt's scheduled time is a lower bound of its time until the activity ends). Real-world time never reads it: it stays on the wall clock
+// (src/platform/time.ts, Clocks).
 import { Context } from '@temporalio/activity';
 import { Connection } from '@temporalio/client';
 import { type InternalConnectionOptions, InternalConnectionOptionsSymbol } from '@temporalio/client/lib/connection.js';
@@ -14,7 +15,7 @@ import { type TemporalTransport, temporalTransportOptions } from './transport.js
 export const ADVANCE_WAIT_MS = 60_000;
 
 export interface SandboxClock {
-  /** The stack's time: the wall clock plus the engine's offset as last learned (synchronous, for `deps.clock`). */
+  /** The sandbox's time: the wall clock plus the engine's offset as last learned (synchronous: the business clock). */
   now(): Date;
   /** Asks the engine for its time (and learns its offset). */
   read(): Promise<Date>;
