@@ -15,6 +15,7 @@ import { migration as chargeIdempotencyKey } from './0012_charge_idempotency_key
 import { migration as confirmIdempotencyKey } from './0013_confirm_idempotency_key.js';
 import { migration as upstreams } from './0014_upstreams.js';
 import { migration as viaUpstream } from './0015_via_upstream.js';
+import { migration as verificationSends } from './0017_verification_sends.js';
 
 export const migrations = [
   platform,
@@ -31,6 +32,7 @@ export const migrations = [
   confirmIdempotencyKey,
   upstreams,
   viaUpstream,
+  verificationSends,
 ] as const;
 
 type UnionToIntersection<U> = (U extends unknown ? (k: U) => void : never) extends (k: infer I) => void ? I : never;
