@@ -327,7 +327,7 @@ export interface paths {
         put?: never;
         /**
          * Request an identity verification (SMS OTP or pass push)
-         * @description Starts the verification workflow and answers once the gateway has sent the SMS / push: status 51 with authenticate_data.tid and number_of_realarms 0.
+         * @description Starts the verification workflow and answers once the gateway has sent the SMS / push: status 51 with authenticate_data.tid and number_of_realarms 0. Every SMS / push sent, requests and resends alike, counts towards paygate's caps per phone number (default 6 in 10 minutes and 10 in 24 hours) and per project (default 1,000 an hour); past one, 9479 VERIFICATION_SEND_LIMIT (HTTP 429) names the limit, with Retry-After in seconds, and nothing is sent, stored or counted.
          *
          *     Scope: `authentication`.
          */
@@ -349,7 +349,7 @@ export interface paths {
         put?: never;
         /**
          * Resend the SMS OTP
-         * @description number_of_realarms grows before the gateway answers, so it also counts a failed resend (2411). Only for SMS verifications (2412).
+         * @description number_of_realarms grows before the gateway answers, so it also counts a failed resend (2411). Only for SMS verifications (2412). Every SMS / push sent, requests and resends alike, counts towards paygate's caps per phone number (default 6 in 10 minutes and 10 in 24 hours) and per project (default 1,000 an hour); past one, 9479 VERIFICATION_SEND_LIMIT (HTTP 429) names the limit, with Retry-After in seconds, and nothing is sent, stored or counted.
          *
          *     Scope: `authentication`.
          */
@@ -3895,7 +3895,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"];
                 };
             };
-            /** @description 9429 TOO_MANY_REQUESTS */
+            /** @description 9479 VERIFICATION_SEND_LIMIT, 9429 TOO_MANY_REQUESTS */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4047,7 +4047,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"];
                 };
             };
-            /** @description 9429 TOO_MANY_REQUESTS */
+            /** @description 9479 VERIFICATION_SEND_LIMIT, 9429 TOO_MANY_REQUESTS */
             429: {
                 headers: {
                     [name: string]: unknown;

@@ -61,6 +61,7 @@ export function toApiError(error: unknown, request: FastifyRequest): ApiError {
 }
 
 export function sendApiError(reply: FastifyReply, error: ApiError): FastifyReply {
+  if (error.retryAfterSeconds !== undefined) void reply.header('retry-after', String(error.retryAfterSeconds));
   return reply.code(error.statusCode).type('application/json; charset=utf-8').send(error.toBody());
 }
 

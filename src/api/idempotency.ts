@@ -4,7 +4,8 @@
 // IDEMPOTENCY_IN_PROGRESS. A 5xx answer frees the key so a retry runs again (the gateway call
 // underneath carries its own derived key, so that retry cannot charge twice). So does a 409 that says
 // something else is in progress (9409: another request, a cancel lease, a reconcile): that is not the
-// request's answer, and a retry once it finished gets the real one. A request that dies holds its key
+// request's answer, and a retry once it finished gets the real one. So does 9479 (a verification send cap): the
+// request changed nothing, and a retry after its Retry-After runs. A request that dies holds its key
 // IN_FLIGHT_LEASE_MS at most.
 //
 // Usage on a route: `{ preHandler: idempotency.preHandler, onSend: idempotency.onSend }`.
@@ -24,8 +25,11 @@ import { IN_FLIGHT_LEASE_MS, type IdempotencyStore } from '../platform/idempoten
 const IDEMPOTENCY_HEADER = 'idempotency-key';
 const REPLAYED_HEADER = 'idempotent-replayed';
 const RETENTION_MS = 24 * 60 * 60 * 1000;
-/** The catalog code of a temporary "something is in progress" answer (errorCatalog.IDEMPOTENCY_IN_PROGRESS). */
-const IN_PROGRESS_CODE = errorCatalog.IDEMPOTENCY_IN_PROGRESS.code;
+/**
+ * Temporary answers that are not the request's own and change nothing, by HTTP status: "something is in progress"
+ * (errorCatalog.IDEMPOTENCY_IN_PROGRESS) and a verification send cap (VERIFICATION_SEND_LIMIT, with Retry-After).
+ */
+const TEMPORARY = [errorCatalog.IDEMPOTENCY_IN_PROGRESS, errorCatalog.VERIFICATION_SEND_LIMIT];
 const KEY_FORMAT = /^[\x21-\x7e]{1,255}$/;
 /** Expired records are swept at most this often, by whichever request comes along. */
 const PURGE_INTERVAL_MS = 60 * 60 * 1000;
@@ -56,12 +60,13 @@ function requestHash(keyring: Keyring, request: FastifyRequest, salt: string): s
   return keyring.mac('request-fingerprint', text, keyId).digest;
 }
 
-/** A 409 whose code says another operation is still in progress: temporary, never the request's answer. */
-function isInProgress(status: number, payload: string): boolean {
-  if (status !== errorCatalog.IDEMPOTENCY_IN_PROGRESS.status) return false;
+/** A 409 whose code says another operation is still in progress, or a 9479: temporary, never the request's answer. */
+function isTemporary(status: number, payload: string): boolean {
+  const entry = TEMPORARY.find((e) => e.status === status);
+  if (!entry) return false;
   try {
     const body: unknown = JSON.parse(payload);
-    return typeof body === 'object' && body !== null && (body as { code?: unknown }).code === IN_PROGRESS_CODE;
+    return typeof body === 'object' && body !== null && (body as { code?: unknown }).code === entry.code;
   } catch {
     return false;
   }
@@ -133,7 +138,7 @@ export function createIdempotencyHooks(deps: {
       const claim = claims.get(request);
       if (claim === undefined) return payload;
       claims.delete(request);
-      if (reply.statusCode >= 500 || typeof payload !== 'string' || isInProgress(reply.statusCode, payload)) {
+      if (reply.statusCode >= 500 || typeof payload !== 'string' || isTemporary(reply.statusCode, payload)) {
         await store.release(claim.applicationId, claim.key);
       } else {
         await store.complete(claim.applicationId, claim.key, {

@@ -32,6 +32,7 @@ import { followEngineTime, type SandboxClock } from '../platform/temporal/sandbo
 import type { TemporalTransport } from '../platform/temporal/transport.js';
 import { createPaygateWorker, type PaygateWorker } from '../platform/temporal/worker.js';
 import { createProviderClient, type ProviderClient } from '../upstream/index.js';
+import { DEFAULT_SEND_LIMITS, type SendLimits } from '../verification/send-limit-rules.js';
 
 /**
  * The process's two clocks, built once here and handed to each use by name (src/platform/time.ts): the wall clock,
@@ -268,7 +269,7 @@ function activityOrProcessLog(logger: Pick<Logger, 'warn' | 'error'>): Pick<Oper
 
 /** What a process's services are built from: named as the app's deps (src/api/app.ts), so an app's deps build its services. */
 export interface ServiceParts {
-  readonly config: Pick<Config, 'sandbox' | 'publicBaseUrl' | 'port'>;
+  readonly config: Pick<Config, 'sandbox' | 'publicBaseUrl' | 'port' | 'verificationSendLimits'>;
   readonly stores: Stores;
   readonly gateways: GatewayRegistry;
   readonly logger: Pick<Logger, 'warn' | 'error'>;
@@ -317,7 +318,16 @@ export function buildServices(parts: ServiceParts): Services {
     logger: activityOrProcessLog(parts.logger),
     ...(parts.providers ? { providers: parts.providers } : {}),
     ...(parts.metrics ? { metrics: parts.metrics } : {}),
+    verificationSendLimits: sendLimitsOf(config),
   });
+}
+
+/** VERIFICATION_SEND_LIMITS_PER_PHONE / _PER_PROJECT, each the verification area's default when unset. */
+export function sendLimitsOf(config: Pick<Config, 'verificationSendLimits'>): SendLimits {
+  return {
+    perPhone: config.verificationSendLimits.perPhone ?? DEFAULT_SEND_LIMITS.perPhone,
+    perProject: config.verificationSendLimits.perProject ?? DEFAULT_SEND_LIMITS.perProject,
+  };
 }
 
 /** The services of an entry point over its core and Temporal client, on the process's clocks (createClocks). */
@@ -361,6 +371,7 @@ export async function openDirectServices(
       businessClock: wallClock,
       sandbox: config.sandbox,
       publicBaseUrl: publicBaseUrlOf(config),
+      verificationSendLimits: sendLimitsOf(config),
     }),
     close: () => database.close(),
   };

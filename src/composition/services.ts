@@ -34,6 +34,7 @@ import {
 import { createReserveService, type ReserveService } from '../reserves/index.js';
 import { createScheduleService, type ScheduleService } from '../schedules/index.js';
 import { countVerificationOutcomes, createVerificationService, type VerificationService } from '../verification/index.js';
+import type { SendLimits } from '../verification/send-limit-rules.js';
 import type { WorkflowRuntime } from '../platform/temporal/workflow-calls.js';
 import type { Metrics } from '../platform/observability/metrics.js';
 import { createUpstreamService, type ProviderClient, type UpstreamService } from '../upstream/index.js';
@@ -110,6 +111,8 @@ export interface ServiceDeps {
   readonly metrics?: Metrics;
   /** the transport to upstream providers (built with the gateways); absent where nothing calls one */
   readonly providers?: ProviderClient;
+  /** caps on verification OTP sends per phone and per project; the verification area's defaults where absent */
+  readonly verificationSendLimits?: SendLimits;
 }
 
 export function createServices(deps: ServiceDeps): Services {
@@ -204,6 +207,7 @@ export function createServices(deps: ServiceDeps): Services {
         ...(deps.workflowCallTimeoutMs !== undefined ? { workflowCallTimeoutMs: deps.workflowCallTimeoutMs } : {}),
         ...(deps.sandboxUrl ? { sandboxUrl: deps.sandboxUrl } : {}),
         ...(deps.sandboxToken ? { sandboxToken: deps.sandboxToken } : {}),
+        ...(deps.verificationSendLimits ? { sendLimits: deps.verificationSendLimits } : {}),
       }),
       deps.metrics,
     ),

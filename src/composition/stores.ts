@@ -12,7 +12,12 @@ import { createDashboardSessionStore, type DashboardSessionStore } from '../plat
 import { createMessageStore, type MessageStore, createWebhookStore, type WebhookStore } from '../webhooks/index.js';
 import { createReserveStore, type ReserveStore } from '../reserves/index.js';
 import { createScheduleStore, type ScheduleStore } from '../schedules/index.js';
-import { createVerificationStore, type VerificationStore } from '../verification/index.js';
+import {
+  createVerificationSendStore,
+  type VerificationSendStore,
+  createVerificationStore,
+  type VerificationStore,
+} from '../verification/index.js';
 import { createUpstreamStore, type UpstreamStore } from '../upstream/index.js';
 
 export interface Stores {
@@ -22,6 +27,8 @@ export interface Stores {
   readonly billingKeys: BillingKeyStore;
   readonly receipts: ReceiptStore;
   readonly verifications: VerificationStore;
+  /** the verification sends counted against the caps (phones by keyed hash) */
+  readonly verificationSends: VerificationSendStore;
   readonly webhooks: WebhookStore;
   readonly messages: MessageStore;
   readonly escrow: EscrowStore;
@@ -41,6 +48,7 @@ export function createStores(db: Kysely<Tables>, keyring: Keyring): Stores {
     billingKeys: createBillingKeyStore(db, cipher),
     receipts: createReceiptStore(db),
     verifications: createVerificationStore(db, cipher),
+    verificationSends: createVerificationSendStore(db, keyring),
     webhooks: createWebhookStore(db, cipher),
     messages: createMessageStore(db, cipher),
     escrow: createEscrowStore(db, cipher),

@@ -44,6 +44,7 @@
 //   9476 UPSTREAM_URL_INVALID     an upstream provider's base_url / message_url that the mode's policy refuses
 //   9477 UPSTREAM_NOT_CONFIGURED  the project has no upstream provider (its configuration, its notifications)
 //   9478 UPSTREAM_KEYS_REFUSED    the upstream provider refused the project's keys there (1204 / 1216): fix the configuration
+//   9479 VERIFICATION_SEND_LIMIT  a verification SMS / resend over paygate's per-phone or per-project cap; Retry-After says when
 //   9500 INTERNAL_ERROR
 //   9502 GATEWAY_UNAVAILABLE      the PG could not be reached or answered garbage
 //   9503 SERVICE_UNAVAILABLE
@@ -182,6 +183,11 @@ export const errorCatalog = {
     status: 502,
     message: "The upstream provider refused this project's keys; check the project's upstream configuration.",
   },
+  VERIFICATION_SEND_LIMIT: {
+    code: 9479,
+    status: 429,
+    message: 'Too many verification messages; retry after the Retry-After seconds.',
+  },
   INTERNAL_ERROR: { code: 9500, status: 500, message: 'An internal error occurred.' },
   GATEWAY_UNAVAILABLE: { code: 9502, status: 502, message: 'The PG could not be reached. Retry with the same Idempotency-Key.' },
   SERVICE_UNAVAILABLE: { code: 9503, status: 503, message: 'The service is not ready.' },
@@ -200,6 +206,8 @@ export interface ApiErrorOptions {
   readonly message?: string;
   readonly pgErrorCode?: string;
   readonly payloadMessage?: string;
+  /** whole seconds after which a retry may succeed: sent as the Retry-After header (a 429) */
+  readonly retryAfterSeconds?: number;
   /** internal cause, logged by the error handler, never sent to the client */
   readonly cause?: unknown;
 }
@@ -219,6 +227,7 @@ export class ApiError extends Error {
   readonly statusCode: number;
   readonly pgErrorCode: string | undefined;
   readonly payloadMessage: string | undefined;
+  readonly retryAfterSeconds: number | undefined;
 
   constructor(errorCode: ErrorName, options: ApiErrorOptions = {}) {
     const entry: CatalogEntry = errorCatalog[errorCode];
@@ -228,6 +237,7 @@ export class ApiError extends Error {
     this.statusCode = entry.status;
     this.pgErrorCode = options.pgErrorCode;
     this.payloadMessage = options.payloadMessage;
+    this.retryAfterSeconds = options.retryAfterSeconds;
   }
 
   toBody(): ErrorBody {

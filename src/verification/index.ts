@@ -4,3 +4,4 @@
 export { countVerificationOutcomes } from './metrics.js';
 export { createVerificationService, type VerificationService } from './service.js';
 export { createVerificationStore, type VerificationStore } from './store.js';
+export { createVerificationSendStore, type VerificationSendStore } from './sends-store.js';

@@ -40,11 +40,24 @@ import type { IdempotencyKeyProof } from '../platform/idempotency.js';
 import { bindLogIds } from '../platform/observability/log-context.js';
 import type { ReceiptStore } from '../payments/index.js';
 import type { VerificationStore } from './store.js';
+import type { PhoneIndex, VerificationSendStore } from './sends-store.js';
+import { DEFAULT_SEND_LIMITS, sendLimitError, type SendLimits } from './send-limit-rules.js';
 
 const MAX_ID_LENGTH = 100;
 
 /** A fresh proof for each update paygate sends (see UpdateProof): sealed by the codec on its way. */
 const updateProof = (): UpdateProof => ({ nonce: randomUUID() });
+
+/**
+ * The workflow's refusals of a resend before anything is sent: its validator's (a run not awaiting an OTP, a pass
+ * verification, paygate's per-verification caps, which carry a payload message) and an ended run. A resend the gateway
+ * was asked for fails with AUTH_REALARM_FAILED without a payload message.
+ */
+function refusedBeforeSending(err: unknown): boolean {
+  if (!(err instanceof ApiError)) return false;
+  if (err.errorCode === 'AUTH_NOT_READY' || err.errorCode === 'AUTH_REALARM_NOT_ABLE') return true;
+  return err.errorCode === 'AUTH_REALARM_FAILED' && err.payloadMessage !== undefined;
+}
 
 /** A workflow's refusal as its catalog error; an ended run means nothing awaits an OTP any more. */
 function workflowError(err: unknown): unknown {
@@ -85,7 +98,11 @@ export interface VerificationService {
 }
 
 export function createVerificationService(deps: {
-  readonly stores: { readonly verifications: VerificationStore; readonly receipts: ReceiptStore };
+  readonly stores: {
+    readonly verifications: VerificationStore;
+    readonly verificationSends: VerificationSendStore;
+    readonly receipts: ReceiptStore;
+  };
   readonly gateways: GatewayRegistry;
   /** the projects' upstream providers: a verification at one is sent there, and takes the provider's receipt_id */
   readonly upstream?: UpstreamGateways;
@@ -95,8 +112,27 @@ export function createVerificationService(deps: {
   readonly sandboxUrl?: string;
   /** the Bearer token of the sandbox's internal routes */
   readonly sandboxToken?: string;
+  /** caps on OTP sends per phone and per project across verifications; DEFAULT_SEND_LIMITS where absent */
+  readonly sendLimits?: SendLimits;
 }): VerificationService {
   const store = deps.stores.verifications;
+  const sends = deps.stores.verificationSends;
+  const sendLimits = deps.sendLimits ?? DEFAULT_SEND_LIMITS;
+  const capped = sendLimits.perPhone.length > 0 || sendLimits.perProject.length > 0;
+  /**
+   * Counts one OTP send about to be attempted, or refuses it with 9479 having changed nothing. Checked after every
+   * other refusal the service can give, so a send is counted only when it is attempted; the id uncounts it.
+   */
+  const countSend = async (
+    project: Project,
+    kind: 'request' | 'resend',
+    phone: { readonly number: string } | { readonly index: PhoneIndex } | undefined,
+  ): Promise<number | undefined> => {
+    if (!capped) return undefined;
+    const reserved = await sends.reserve({ applicationId: project.application_id, phone, kind, limits: sendLimits });
+    if (!reserved.counted) throw sendLimitError(reserved.hit);
+    return reserved.id;
+  };
   const callTimeoutMs = deps.workflowCallTimeoutMs ?? DEFAULT_WORKFLOW_CALL_TIMEOUT_MS;
 
   const workflows = (): WorkflowRuntime => {
@@ -186,6 +222,8 @@ export function createVerificationService(deps: {
       const clientIp = req.clientIp ?? sourceIp;
       // at an upstream provider the OTP is sent first: the provider's receipt_id becomes the verification's
       const atProvider = (await deps.upstream?.gateway(project.application_id, req.pg))?.identity;
+      // the caps, before anything is sent or stored: a refusal leaves no verification, no run, no PG call
+      await countSend(project, 'request', { number: req.person.phone });
       const sent = atProvider ? await sendAtProvider(atProvider, project, req, clientIp) : undefined;
       const receiptId = sent?.receiptId ?? newId();
       bindLogIds({ receipt_id: receiptId });
@@ -201,6 +239,7 @@ export function createVerificationService(deps: {
         clientIp,
         ...(req.siteUrl !== undefined ? { siteUrl: req.siteUrl } : {}),
         requestedAt,
+        ...(req.type === 'sms' ? { phoneIndex: sends.phoneIndex(req.person.phone) } : {}),
       });
       // the record keeps the tid the merchant is shown; the run keeps the one the provider's calls name
       if (sent) await store.markOtpSent(receiptId, sent.shownTid);
@@ -240,7 +279,28 @@ export function createVerificationService(deps: {
       const row = await ownVerification(receiptId, project, 'AUTH_NOT_FOUND');
       if (row.authenticate_type !== 'sms') throw new ApiError('AUTH_REALARM_NOT_ABLE');
       if (row.status !== VerificationStatus.AwaitingOtp) throw new ApiError('AUTH_NOT_READY');
-      await callWorkflow(() => handleOf(receiptId).executeUpdate(resendOtpUpdate, { args: [updateProof()] }), notAnswering);
+      // The run's own resend cap, where the stored count already shows it (every run awaiting an OTP has
+      // VERIFICATION_CAPS): answered as the run answers it, and before the send caps, which would otherwise answer
+      // 9479 for a resend that was never going to be sent.
+      const { maxResends } = VERIFICATION_CAPS;
+      if (row.number_of_realarms >= maxResends) {
+        throw new ApiError('AUTH_REALARM_FAILED', {
+          message: 'the resend limit of this verification is reached',
+          payloadMessage: `At most ${maxResends} resends per verification; request a new one.`,
+        });
+      }
+      const phone =
+        row.phone_key_id !== null && row.phone_mac !== null
+          ? { index: { keyId: row.phone_key_id, mac: row.phone_mac } }
+          : undefined;
+      const counted = await countSend(project, 'resend', phone);
+      try {
+        await callWorkflow(() => handleOf(receiptId).executeUpdate(resendOtpUpdate, { args: [updateProof()] }), notAnswering);
+      } catch (err) {
+        // refused by the run before it sent anything: nothing to count (a timeout or a gateway failure stays counted)
+        if (counted !== undefined && refusedBeforeSending(err)) await sends.release(counted);
+        throw err;
+      }
       return reload(receiptId);
     },
 

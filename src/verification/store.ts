@@ -19,6 +19,8 @@ export interface NewVerification {
   readonly clientIp: string;
   readonly siteUrl?: string;
   readonly requestedAt: Date;
+  /** the phone's keyed hash (sends-store.ts), kept while the OTP is awaited so resends count towards the phone's cap */
+  readonly phoneIndex?: { readonly keyId: string; readonly mac: string };
 }
 
 export interface VerificationStore extends VerificationRecords {
@@ -32,6 +34,9 @@ export interface VerificationStore extends VerificationRecords {
   /** Notes the Idempotency-Key (as its MAC) of a confirm about to be sent, while the OTP is awaited. */
   noteConfirmKey(receiptId: string, keyMac: string): Promise<void>;
 }
+
+/** A verification no longer awaiting its OTP can be resent no more: its phone's hash is dropped. */
+const NO_PHONE_INDEX = { phone_key_id: null, phone_mac: null } as const;
 
 const sealContext = (receiptId: string, field: string) => `verification:${receiptId}:${field}`;
 
@@ -71,6 +76,8 @@ export function createVerificationStore(db: Kysely<Tables>, cipher: FieldCipher)
           failure_error_name: null,
           failure_pg_error_code: null,
           requested_at: v.requestedAt,
+          phone_key_id: v.phoneIndex?.keyId ?? null,
+          phone_mac: v.phoneIndex?.mac ?? null,
           authenticated_at: null,
           expired_at: null,
           identifiers_purged_at: null,
@@ -133,6 +140,7 @@ export function createVerificationStore(db: Kysely<Tables>, cipher: FieldCipher)
       await transition(receiptId, VerificationStatus.Sending)
         .set({
           status: VerificationStatus.RequestFailed,
+          ...NO_PHONE_INDEX,
           failure_error_name: failure.errorName,
           failure_pg_error_code: failure.pgErrorCode ?? null,
           updated_at: sql<Date>`now()`,
@@ -153,6 +161,7 @@ export function createVerificationStore(db: Kysely<Tables>, cipher: FieldCipher)
       await transition(receiptId, VerificationStatus.AwaitingOtp)
         .set({
           status: VerificationStatus.Verified,
+          ...NO_PHONE_INDEX,
           authenticated_at: authenticatedAt,
           name_sealed: seal(receiptId, 'name', person.name),
           phone_sealed: seal(receiptId, 'phone', person.phone),
@@ -169,7 +178,12 @@ export function createVerificationStore(db: Kysely<Tables>, cipher: FieldCipher)
 
     async markExpired(receiptId) {
       await transition(receiptId, VerificationStatus.AwaitingOtp)
-        .set({ status: VerificationStatus.Expired, expired_at: sql<Date>`now()`, updated_at: sql<Date>`now()` })
+        .set({
+          status: VerificationStatus.Expired,
+          ...NO_PHONE_INDEX,
+          expired_at: sql<Date>`now()`,
+          updated_at: sql<Date>`now()`,
+        })
         .execute();
     },
 

@@ -4,6 +4,8 @@ import { spawn } from 'node:child_process';
 import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, parseConfig } from '../../src/platform/config/index.js';
+import { sendLimitsOf } from '../../src/composition/index.js';
+import { DEFAULT_SEND_LIMITS } from '../../src/verification/send-limit-rules.js';
 import { createLogger } from '../../src/platform/logger.js';
 
 function problemsOf(env: Record<string, string>): { variable: string; message: string }[] {
@@ -154,6 +156,39 @@ describe('parseConfig', () => {
     const problems = problemsOf({ [variable]: value });
     expect(problems.map((p) => p.variable)).toEqual([variable]);
     expect(problems[0]!.message.length).toBeGreaterThan(0);
+  });
+
+  it('reads the verification send caps as <count>/<window> lists (or none); unset is the area default', () => {
+    expect(sendLimitsOf(parseConfig({}))).toEqual(DEFAULT_SEND_LIMITS);
+    expect(DEFAULT_SEND_LIMITS).toEqual({
+      perPhone: [
+        { max: 6, windowMs: 600_000 },
+        { max: 10, windowMs: 86_400_000 },
+      ],
+      perProject: [{ max: 1000, windowMs: 3_600_000 }],
+    });
+    const config = parseConfig({
+      VERIFICATION_SEND_LIMITS_PER_PHONE: ' 3/90s, 8/1D ',
+      VERIFICATION_SEND_LIMITS_PER_PROJECT: 'none',
+    });
+    expect(sendLimitsOf(config)).toEqual({
+      perPhone: [
+        { max: 3, windowMs: 90_000 },
+        { max: 8, windowMs: 86_400_000 },
+      ],
+      perProject: [],
+    });
+    expect(sendLimitsOf(parseConfig({ VERIFICATION_SEND_LIMITS_PER_PROJECT: '50/1h' })).perPhone).toEqual(
+      DEFAULT_SEND_LIMITS.perPhone,
+    );
+    for (const bad of ['5', '0/10m', '5/10', '5/0s', '5/8d', '5/10m,', 'x/1h', '5/10m;10/24h']) {
+      const problems = problemsOf({ VERIFICATION_SEND_LIMITS_PER_PHONE: bad });
+      expect(
+        problems.map((p) => p.variable),
+        bad,
+      ).toEqual(['VERIFICATION_SEND_LIMITS_PER_PHONE']);
+      expect(problems[0]!.message).toMatch(/<count>\/<duration>/);
+    }
   });
 
   it('reports every bad variable at once', () => {

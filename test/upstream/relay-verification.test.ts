@@ -82,4 +82,29 @@ describe('identity verification relayed to the provider', () => {
     expect(relayed.body).toEqual(direct.body);
     expect(await a.deps.database.db.selectFrom('verifications').select('receipt_id').execute()).toHaveLength(before);
   });
+
+  it("paygate's send caps hold before the provider is called: a resend counts, the 7th send to a phone is A's own 9479", async () => {
+    const phone = freshPhone();
+    const atBCount = async () =>
+      (
+        await b.deps.database.db
+          .selectFrom('verifications')
+          .select('receipt_id')
+          .where('application_id', '=', atB.applicationId)
+          .execute()
+      ).length;
+    const { receiptId } = await merchant.requested({ phone });
+    expect((await merchant.realarm(receiptId)).status).toBe(200);
+    for (let i = 0; i < 4; i++) await merchant.requested({ phone });
+    const before = await atBCount();
+    const refused = await merchant.request({ phone });
+    expect(refused.status, JSON.stringify(refused.body)).toBe(429);
+    expect(refused.body).toMatchObject({ error_code: 'VERIFICATION_SEND_LIMIT', code: 9479 });
+    expect(refused.body.message).toMatch(/per phone number was reached: at most 6 in 10 minutes/);
+    const resend = await merchant.realarm(receiptId);
+    expect(resend.body).toMatchObject({ error_code: 'VERIFICATION_SEND_LIMIT', code: 9479 });
+    // nothing reached the provider: no verification there, no SMS beyond the 6 sent
+    expect(await atBCount()).toBe(before);
+    expect(await atBClient.inbox(phone)).toHaveLength(6);
+  }, 90_000);
 });

@@ -14,6 +14,12 @@ import {
 } from '../../verification/rules.js';
 import { createIdempotencyHooks } from '../idempotency.js';
 
+/** What the request and resend routes' documents say of paygate's send caps (src/verification/send-limit-rules.ts). */
+const SEND_CAPS =
+  "Every SMS / push sent, requests and resends alike, counts towards paygate's caps per phone number (default 6 in " +
+  '10 minutes and 10 in 24 hours) and per project (default 1,000 an hour); past one, 9479 VERIFICATION_SEND_LIMIT ' +
+  '(HTTP 429) names the limit, with Retry-After in seconds, and nothing is sent, stored or counted.';
+
 export async function verificationRoutes(app: FastifyInstance): Promise<void> {
   const { deps } = app;
   const verifications = deps.services.verifications;
@@ -38,7 +44,8 @@ export async function verificationRoutes(app: FastifyInstance): Promise<void> {
     documented(
       'authentication',
       'Request an identity verification (SMS OTP or pass push)',
-      'Starts the verification workflow and answers once the gateway has sent the SMS / push: status 51 with authenticate_data.tid and number_of_realarms 0.',
+      'Starts the verification workflow and answers once the gateway has sent the SMS / push: status 51 with authenticate_data.tid and number_of_realarms 0. ' +
+        SEND_CAPS,
     ),
     async (request) => {
       const { pg } = parseVerificationPg(request.body);
@@ -53,7 +60,8 @@ export async function verificationRoutes(app: FastifyInstance): Promise<void> {
     documented(
       'authentication',
       'Resend the SMS OTP',
-      'number_of_realarms grows before the gateway answers, so it also counts a failed resend (2411). Only for SMS verifications (2412).',
+      'number_of_realarms grows before the gateway answers, so it also counts a failed resend (2411). Only for SMS verifications (2412). ' +
+        SEND_CAPS,
     ),
     async (request) => {
       const { receiptId } = parseReceiptIdBody(request.body);

@@ -26,6 +26,43 @@ const ipOrCidrList = z
   )
   .pipe(z.array(ipOrCidr));
 
+const DURATION_UNITS_MS = { s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
+/** the longest window a send limit may count over (rows are kept that long) */
+const MAX_SEND_LIMIT_WINDOW_MS = 7 * DURATION_UNITS_MS.d;
+
+/** At most `max` sends in any `windowMs` (a sliding window). */
+export interface SendLimit {
+  readonly max: number;
+  readonly windowMs: number;
+}
+
+/**
+ * `<count>/<duration>[,...]`, e.g. `6/10m,10/24h` (units s, m, h, d; windows up to 7 d), or `none` for no limit.
+ * Each pair is a limit on its own; a send must pass them all.
+ */
+const sendLimitList = z
+  .string()
+  .trim()
+  .toLowerCase()
+  .transform((v, ctx): SendLimit[] => {
+    if (v === 'none') return [];
+    const limits: SendLimit[] = [];
+    for (const part of v.split(',').map((p) => p.trim())) {
+      const m = /^(\d{1,7})\/(\d{1,6})([smhd])$/.exec(part);
+      const max = m ? Number(m[1]) : 0;
+      const windowMs = m ? Number(m[2]) * DURATION_UNITS_MS[m[3] as keyof typeof DURATION_UNITS_MS] : 0;
+      if (!m || max < 1 || windowMs < 1_000 || windowMs > MAX_SEND_LIMIT_WINDOW_MS) {
+        ctx.addIssue({
+          code: 'custom',
+          message: `expected <count>/<duration>[,...] such as 6/10m,10/24h (count >= 1, duration 1s..7d with unit s, m, h or d), or none; got '${part.slice(0, 40)}'`,
+        });
+        return z.NEVER;
+      }
+      limits.push({ max, windowMs });
+    }
+    return limits;
+  });
+
 const postgresUrl = z
   .string()
   .trim()
@@ -88,6 +125,8 @@ const envSchema = z.object({
   TEMPORAL_TLS_SERVER_NAME: z.string().trim().min(1).optional(),
   TEMPORAL_API_KEY: z.string().trim().min(1).optional(),
   ENGINE_TOKEN: z.string().trim().min(16, 'must be at least 16 characters').optional(),
+  VERIFICATION_SEND_LIMITS_PER_PHONE: sendLimitList.optional(),
+  VERIFICATION_SEND_LIMITS_PER_PROJECT: sendLimitList.optional(),
 });
 
 export interface Config {
@@ -139,6 +178,14 @@ export interface Config {
    * (src/platform/config/engine-token.ts). Unused with TEMPORAL_ADDRESS.
    */
   readonly engineToken: string | undefined;
+  /**
+   * Caps on verification SMS sends (requests and resends) per phone and per project; [] is no cap. Unset: the
+   * verification area's defaults (DEFAULT_SEND_LIMITS in src/verification/send-limit-rules.ts).
+   */
+  readonly verificationSendLimits: {
+    readonly perPhone: readonly SendLimit[] | undefined;
+    readonly perProject: readonly SendLimit[] | undefined;
+  };
 }
 
 export interface TemporalTlsConfig {
@@ -219,6 +266,10 @@ export function parseConfig(env: Env): Config {
       : undefined,
     temporalApiKey: e.TEMPORAL_API_KEY,
     engineToken: e.ENGINE_TOKEN,
+    verificationSendLimits: {
+      perPhone: e.VERIFICATION_SEND_LIMITS_PER_PHONE,
+      perProject: e.VERIFICATION_SEND_LIMITS_PER_PROJECT,
+    },
   };
 }
 

@@ -7,7 +7,14 @@ import { createCipheriv, createDecipheriv, createHmac, hkdfSync, randomBytes } f
 const IV_BYTES = 12;
 const TAG_BYTES = 16;
 
-export type KeyPurpose = 'temporal-payload' | 'db-field' | 'request-fingerprint' | 'idempotency-key' | 'dashboard-session';
+/** 'phone-index': the keyed hash a phone is counted by (verification send caps), never the phone itself. */
+export type KeyPurpose =
+  | 'temporal-payload'
+  | 'db-field'
+  | 'request-fingerprint'
+  | 'idempotency-key'
+  | 'dashboard-session'
+  | 'phone-index';
 
 export interface Keyring {
   readonly currentKeyId: string;

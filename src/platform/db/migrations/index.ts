@@ -16,6 +16,7 @@ import { migration as confirmIdempotencyKey } from './0013_confirm_idempotency_k
 import { migration as upstreams } from './0014_upstreams.js';
 import { migration as viaUpstream } from './0015_via_upstream.js';
 import { migration as dashboardSessions } from './0016_dashboard_sessions.js';
+import { migration as verificationSends } from './0017_verification_sends.js';
 
 export const migrations = [
   platform,
@@ -33,6 +34,7 @@ export const migrations = [
   upstreams,
   viaUpstream,
   dashboardSessions,
+  verificationSends,
 ] as const;
 
 type UnionToIntersection<U> = (U extends unknown ? (k: U) => void : never) extends (k: infer I) => void ? I : never;

@@ -1,0 +1,168 @@
+// The verification sends paygate counted (table verification_sends, migration 0017): the caps of send-limit-rules.ts
+// hold across API processes and restarts. A phone is counted by its keyed HMAC (keyring purpose 'phone-index'), never
+// stored. Check and count are one transaction under an advisory lock on the project, so concurrent requests cannot
+// both take the last send of a window (on Postgres; PGlite runs one transaction at a time anyway). Windows are on the
+// database's wall clock (clock_timestamp()), never the sandbox clock, and the same for every API process.
+import { sql, type Kysely, type Transaction } from 'kysely';
+import { UnknownKeyError, type Keyring } from '../platform/security/keyring.js';
+import type { Tables } from '../platform/db/db.js';
+import { retentionOf, type SendLimit, type SendLimitHit, type SendLimits } from './send-limit-rules.js';
+
+/** A phone's keyed hash: HMAC-SHA256 under the 'phone-index' subkey of key `keyId`. */
+export interface PhoneIndex {
+  readonly keyId: string;
+  readonly mac: string;
+}
+
+export interface SendToCount {
+  readonly applicationId: string;
+  /**
+   * The phone: given (a request), or as a verification stored its index (a resend); undefined for a verification from
+   * before the caps, which counts towards the project's limits only.
+   */
+  readonly phone: { readonly number: string } | { readonly index: PhoneIndex } | undefined;
+  readonly kind: 'request' | 'resend';
+  readonly limits: SendLimits;
+}
+
+export type SendReservation =
+  | { readonly counted: true; readonly id: number }
+  | { readonly counted: false; readonly hit: SendLimitHit };
+
+export interface VerificationSendStore {
+  /** The phone's index under the current key, as a verification keeps it for its resends. */
+  phoneIndex(phone: string): PhoneIndex;
+  /**
+   * Counts the send if every limit allows one more, else answers the limit that refused it (the one whose window
+   * frees last, so its Retry-After is when a send can pass them all) and counts nothing.
+   */
+  reserve(send: SendToCount): Promise<SendReservation>;
+  /** Uncounts a send that was never attempted after all (the workflow refused the resend before sending). */
+  release(id: number): Promise<void>;
+}
+
+/** Rows outside every window are swept at most this often by whichever send comes along (each project's own at every send). */
+const SWEEP_INTERVAL_MS = 60 * 60 * 1000;
+
+export function createVerificationSendStore(db: Kysely<Tables>, keyring: Keyring): VerificationSendStore {
+  const macUnder = (phone: string, keyId: string) => keyring.mac('phone-index', phone, keyId).digest;
+  let lastSweep = 0;
+
+  /** The sends of a limit's window: the newest `max`-th one (if there are `max`) says when the next may pass. */
+  const checkLimit = async (
+    trx: Transaction<Tables>,
+    scope: SendLimitHit['scope'],
+    limit: SendLimit,
+    applicationId: string,
+    now: Date,
+    macs: readonly string[] | undefined,
+  ): Promise<SendLimitHit | undefined> => {
+    let query = trx
+      .selectFrom('verification_sends')
+      .select('sent_at')
+      .where('application_id', '=', applicationId)
+      .where('sent_at', '>', new Date(now.getTime() - limit.windowMs));
+    if (macs) query = query.where('phone_mac', 'in', [...macs]);
+    const oldestBlocking = await query
+      .orderBy('sent_at', 'desc')
+      .offset(limit.max - 1)
+      .limit(1)
+      .executeTakeFirst();
+    if (!oldestBlocking) return undefined;
+    return { scope, limit, retryAfterMs: oldestBlocking.sent_at.getTime() + limit.windowMs - now.getTime() };
+  };
+
+  return {
+    phoneIndex(phone) {
+      const { keyId, digest } = keyring.mac('phone-index', phone);
+      return { keyId, mac: digest };
+    },
+
+    async reserve(send) {
+      const retentionMs = retentionOf(send.limits);
+      const retentionSeconds = Math.ceil(retentionMs / 1000);
+      if (Date.now() - lastSweep >= SWEEP_INTERVAL_MS) {
+        lastSweep = Date.now();
+        await db
+          .deleteFrom('verification_sends')
+          .where('sent_at', '<', sql<Date>`clock_timestamp() - make_interval(secs => ${retentionSeconds})`)
+          .execute();
+      }
+      return db.transaction().execute(async (trx): Promise<SendReservation> => {
+        // one project's sends are counted one at a time, in every API process
+        await sql`select pg_advisory_xact_lock(hashtextextended(${`paygate:verification-sends:${send.applicationId}`}, 0))`.execute(
+          trx,
+        );
+        const now = (await sql<{ now: Date }>`select clock_timestamp() as now`.execute(trx)).rows[0]!.now;
+        await trx
+          .deleteFrom('verification_sends')
+          .where('application_id', '=', send.applicationId)
+          .where('sent_at', '<=', new Date(now.getTime() - retentionMs))
+          .execute();
+
+        // the phone's hash under every key that counted a send of the project still in a window (a rotation
+        // between two sends to one phone still finds the first), and the one the new send is stored under
+        let stored: PhoneIndex | undefined;
+        let macs: string[] | undefined;
+        if (send.phone && 'index' in send.phone) {
+          stored = send.phone.index;
+          macs = [stored.mac];
+        } else if (send.phone) {
+          const phone = send.phone.number;
+          const keyIds = await trx
+            .selectFrom('verification_sends')
+            .select('phone_key_id')
+            .distinct()
+            .where('application_id', '=', send.applicationId)
+            .where('phone_key_id', 'is not', null)
+            .execute();
+          const { keyId, digest } = keyring.mac('phone-index', phone);
+          stored = { keyId, mac: digest };
+          macs = [digest];
+          for (const { phone_key_id: other } of keyIds) {
+            if (other === null || other === keyId) continue;
+            try {
+              macs.push(macUnder(phone, other));
+            } catch (err) {
+              // a key dropped from the keyring: its sends can no longer be matched to a phone
+              if (!(err instanceof UnknownKeyError)) throw err;
+            }
+          }
+        }
+
+        const hits: SendLimitHit[] = [];
+        if (macs) {
+          for (const limit of send.limits.perPhone) {
+            const hit = await checkLimit(trx, 'phone', limit, send.applicationId, now, macs);
+            if (hit) hits.push(hit);
+          }
+        }
+        for (const limit of send.limits.perProject) {
+          const hit = await checkLimit(trx, 'project', limit, send.applicationId, now, undefined);
+          if (hit) hits.push(hit);
+        }
+        const binding = hits.reduce<SendLimitHit | undefined>(
+          (a, b) => (a && a.retryAfterMs >= b.retryAfterMs ? a : b),
+          undefined,
+        );
+        if (binding) return { counted: false, hit: binding };
+
+        const row = await trx
+          .insertInto('verification_sends')
+          .values({
+            application_id: send.applicationId,
+            phone_key_id: stored?.keyId ?? null,
+            phone_mac: stored?.mac ?? null,
+            kind: send.kind,
+          })
+          .returning('id')
+          .executeTakeFirstOrThrow();
+        return { counted: true, id: Number(row.id) };
+      });
+    },
+
+    async release(id) {
+      await db.deleteFrom('verification_sends').where('id', '=', id).execute();
+    },
+  };
+}
