@@ -199,7 +199,7 @@ export interface paths {
         put?: never;
         /**
          * Charge a billing key
-         * @description order_id is unique per project (9410 ORDER_ID_DUPLICATED). The PG call carries an idempotency key derived from (project, order_id): after a PG failure (9502) the receipt stays pending (status 0) and retrying the same charge with the same order_id completes it without charging twice. A PG refusal is 9430 PAYMENT_DECLINED with pg_error_code. feedback_url (https; http to loopback in sandbox mode) receives the receipt once the charge completes, as a signed webhook delivery (content_type application/json, the default, or application/x-www-form-urlencoded).
+         * @description order_id is unique per project (9410 ORDER_ID_DUPLICATED). The PG call carries an idempotency key derived from (project, order_id): after a PG failure (9502) the receipt stays pending (status 0) and retrying the same charge with the same order_id completes it without charging twice. A PG refusal is 9430 PAYMENT_DECLINED with pg_error_code. feedback_url (https to global addresses only, checked before any PG call; loopback, http included, in sandbox mode) receives the receipt once the charge completes, as a signed webhook delivery (content_type application/json, the default, or application/x-www-form-urlencoded).
          *
          *     Scope: `subscribe_payment`.
          */
@@ -1825,7 +1825,7 @@ export interface operations {
                     "application/json": components["schemas"]["ProjectWithSecrets"];
                 };
             };
-            /** @description 9400 INVALID_REQUEST */
+            /** @description 9400 INVALID_REQUEST, 3028 WEBHOOK_URL_INVALID */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2123,7 +2123,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description 9400 INVALID_REQUEST */
+            /** @description 9400 INVALID_REQUEST, 3028 WEBHOOK_URL_INVALID */
             400: {
                 headers: {
                     [name: string]: unknown;

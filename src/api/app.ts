@@ -1,6 +1,7 @@
 // buildApp: the Fastify application with its dependencies injected. No listening here (server.ts
 // does that), so tests drive the very same app through inject().
 import { randomUUID } from 'node:crypto';
+import { pipeline } from 'node:stream';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyPluginAsync } from 'fastify';
 import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
 import type { Config } from '../platform/config/index.js';
@@ -14,7 +15,7 @@ import type { WorkflowRuntime } from '../platform/temporal/workflow-calls.js';
 import type { Stores } from '../composition/stores.js';
 import { authPlugin } from './auth.js';
 import { registerDocsUi, registerOpenApi } from './docs/openapi.js';
-import { containsNul, jsonDepthExceeds, MAX_JSON_DEPTH } from './body-limits.js';
+import { containsNul, isUtf8Target, jsonDepthExceeds, MAX_JSON_DEPTH, utf8Checked } from './body-limits.js';
 import { clientErrorHandler, installErrorHandling, sendApiError, toApiError } from './errors.js';
 import { projectRoutes } from './routes/projects.js';
 import { paymentRoutes } from './routes/payments.js';
@@ -166,6 +167,23 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
   app.addHook('onRequest', async () => {
     if (closing) throw new ApiError('SERVICE_UNAVAILABLE', { payloadMessage: 'the server is shutting down' });
+  });
+
+  // Text is UTF-8: a request target or a body whose bytes are not is refused (9400) before any parser decodes it,
+  // which would turn the bad bytes into U+FFFD and store that. Once, here, for every parser (JSON, the
+  // dashboard's forms, the PGs' signed notifications).
+  app.addHook('onRequest', async (request) => {
+    if (!isUtf8Target(request.raw.url ?? '')) {
+      throw new ApiError('INVALID_REQUEST', { payloadMessage: 'the path or query is not valid UTF-8' });
+    }
+  });
+  app.addHook('preParsing', async (request, _reply, payload) => {
+    const { 'content-length': length, 'transfer-encoding': chunked } = request.headers;
+    if (chunked === undefined && (length === undefined || length === '0')) return payload;
+    const form = String(request.headers['content-type'] ?? '').startsWith('application/x-www-form-urlencoded');
+    const invalid = () => new ApiError('INVALID_REQUEST', { payloadMessage: 'the request body is not valid UTF-8' });
+    const checked = utf8Checked(invalid, form);
+    return pipeline(payload, checked, () => {}) as typeof payload;
   });
 
   // Only JSON bodies: no text/plain, no forms. An empty JSON body counts as no body (clients send

@@ -1,6 +1,9 @@
 // Limits on what a request may carry, checked before any handler (and before the Idempotency-Key
 // fingerprint, which walks the body): nesting depth at parse time, and NUL characters anywhere.
-// Both walks are iterative, so no input can exhaust the stack.
+// Both walks are iterative, so no input can exhaust the stack. And bytes that are not UTF-8, in the
+// request target or the body, before anything decodes them.
+import { isUtf8 } from 'node:buffer';
+import { Transform } from 'node:stream';
 
 /** The deepest nesting of arrays and objects a JSON body may have; every body of this API needs < 10. */
 export const MAX_JSON_DEPTH = 32;
@@ -43,4 +46,54 @@ export function containsNul(value: unknown): boolean {
     }
   }
   return false;
+}
+
+/**
+ * A pass-through stream that fails with `invalid()` when the bytes through it are not valid UTF-8 (a sequence cut at
+ * the end included). Every body parser reads the request through it, so none decodes bad bytes to U+FFFD. A form
+ * body (`percentEncoded`) is judged as its bytes once its percent-escapes are read, as the form parser will.
+ */
+export function utf8Checked(invalid: () => Error, percentEncoded = false): Transform {
+  const decoder = new TextDecoder('utf-8', { fatal: true });
+  const chunks: Buffer[] = [];
+  return new Transform({
+    transform(chunk: Buffer, _encoding, done) {
+      try {
+        if (percentEncoded) chunks.push(chunk);
+        else decoder.decode(chunk, { stream: true });
+      } catch {
+        done(invalid());
+        return;
+      }
+      done(null, chunk);
+    },
+    flush(done) {
+      try {
+        if (percentEncoded) {
+          if (!isUtf8Target(Buffer.concat(chunks).toString('latin1'))) throw invalid();
+        } else decoder.decode();
+      } catch {
+        done(invalid());
+        return;
+      }
+      done();
+    },
+  });
+}
+
+/**
+ * Whether a request target (path and query as received, before any decoding), or a form body, is valid UTF-8 once
+ * its percent-escapes are read as bytes. Node hands the target over as latin1, one character per byte.
+ */
+export function isUtf8Target(target: string): boolean {
+  const bytes = Buffer.alloc(target.length);
+  let n = 0;
+  for (let i = 0; i < target.length; i++) {
+    const c = target.charCodeAt(i);
+    if (c === 0x25 && /^[0-9a-fA-F]{2}$/.test(target.slice(i + 1, i + 3))) {
+      bytes[n++] = Number.parseInt(target.slice(i + 1, i + 3), 16);
+      i += 2;
+    } else bytes[n++] = c & 0xff;
+  }
+  return isUtf8(bytes.subarray(0, n));
 }

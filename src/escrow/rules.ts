@@ -11,9 +11,8 @@ import {
   fails,
   fields,
   isBlank,
-  isPlainId,
   isRecord,
-  notPlainId,
+  merchantId,
   resourceIdDoc,
   validate,
 } from '../platform/validation.js';
@@ -366,10 +365,12 @@ const sandboxPaymentBody = fields({
   ),
   order_id: documented(
     z.string().max(100),
-    z
-      .custom<string>((v) => !isBlank(v), fails('RC_O_ID_BLANK'))
-      .refine((v) => typeof v === 'string' && v.length <= 100, invalid('order_id must be at most 100 characters.'))
-      .refine((v) => isPlainId(v), notPlainId('order_id')),
+    merchantId(
+      'order_id',
+      z
+        .custom<string>((v) => !isBlank(v), fails('RC_O_ID_BLANK'))
+        .refine((v) => typeof v === 'string' && v.length <= 100, invalid('order_id must be at most 100 characters.')),
+    ),
   ),
   order_name: documented(
     z.string().max(200),

@@ -15,17 +15,7 @@ import {
 import type { ErrorName } from '../platform/errors.js';
 import { formatTimestamp } from '../platform/time.js';
 import { BILLING_KEY_ISSUED, isResourceId, statusLocale } from './receipt-rules.js';
-import {
-  describeFields,
-  documented,
-  fails,
-  fields,
-  isBlank,
-  isPlainId,
-  isRecord,
-  notPlainId,
-  validate,
-} from '../platform/validation.js';
+import { describeFields, documented, fails, fields, isBlank, isRecord, merchantId, validate } from '../platform/validation.js';
 
 /** The only method that can issue a billing key over REST. */
 export const KEY_IN_METHOD = '카드자동(REST)';
@@ -145,7 +135,7 @@ const verificationOption = z
   .transform((option) => option ?? false);
 
 const issuanceMerchantFields = fields({
-  subscription_id: atMost('subscription_id', MAX_ID_LENGTH).refine(isPlainId, notPlainId('subscription_id')),
+  subscription_id: merchantId('subscription_id', atMost('subscription_id', MAX_ID_LENGTH)),
   order_name: atMost('order_name', MAX_NAME_LENGTH),
   extra: documented(z.looseObject({ subscribe_test_payment: z.boolean().nullish() }).nullish(), verificationOption),
 });
@@ -280,7 +270,10 @@ const chargeAmounts = fields({
     requiredString('billing_key', 'SUBSCRIBE_BK_NOT_FOUND').refine(isResourceId, fails('SUBSCRIBE_BK_NOT_FOUND')),
   ),
   order_name: documented(z.string().max(MAX_NAME_LENGTH), requiredString('order_name', 'RC_NAME_BLANK')),
-  order_id: documented(z.string().max(MAX_ID_LENGTH).describe('unique per project'), requiredString('order_id', 'RC_O_ID_BLANK')),
+  order_id: documented(
+    z.string().max(MAX_ID_LENGTH).describe('unique per project; compared, stored and echoed in Unicode NFC'),
+    requiredString('order_id', 'RC_O_ID_BLANK'),
+  ),
   price: documented(
     z.number().int().min(1).max(MAX_PRICE_WON),
     nonNegativeWon('price')
@@ -320,7 +313,7 @@ const metadata = z
 
 const chargeOptions = fields({
   order_name: atMost('order_name', MAX_NAME_LENGTH),
-  order_id: atMost('order_id', MAX_ID_LENGTH).refine(isPlainId, notPlainId('order_id')),
+  order_id: merchantId('order_id', atMost('order_id', MAX_ID_LENGTH)),
   card_quota: documented(z.number().int().min(0).max(24).optional().describe('instalment months; 0 or absent = lump sum'), quota),
   metadata: documented(z.record(z.string(), z.unknown()).optional(), metadata),
 });

@@ -6,7 +6,7 @@ import type { MaskedCard } from './card.js';
 import type { EscrowData } from '../escrow/rules.js';
 import { ApiError } from '../platform/errors.js';
 import { formatOptionalTimestamp, formatTimestamp } from '../platform/time.js';
-import { describeFields, documented, fails, fields, isPlainId, isRecord, notPlainId, validate } from '../platform/validation.js';
+import { describeFields, documented, fails, fields, isRecord, merchantId, validate } from '../platform/validation.js';
 
 /** Charge accepted locally, gateway answer not yet recorded (a retry with the same order_id re-drives it). */
 export const PAYMENT_PENDING = 0;
@@ -206,8 +206,8 @@ const cancelBody = fields({
   ),
   cancel_tax_free: documented(z.number().int().min(0).optional(), optionalWon('cancel_tax_free', { zero: true })),
   cancel_id: documented(
-    z.string().max(MAX_CANCEL_ID_LENGTH).optional().describe('makes the cancel idempotent'),
-    optionalText('cancel_id', MAX_CANCEL_ID_LENGTH).refine((id) => id === undefined || isPlainId(id), notPlainId('cancel_id')),
+    z.string().max(MAX_CANCEL_ID_LENGTH).optional().describe('makes the cancel idempotent; compared in Unicode NFC'),
+    merchantId('cancel_id', optionalText('cancel_id', MAX_CANCEL_ID_LENGTH)),
   ),
   cancel_message: documented(
     z.string().max(MAX_CANCEL_MESSAGE_LENGTH).optional(),

@@ -67,6 +67,19 @@ export function notPlainId(field: string) {
   });
 }
 
+/**
+ * A merchant-chosen identifier (order_id, cancel_id, subscription_id, authentication_id): `checks` see it in
+ * Unicode NFC, and it comes out in NFC, so the composed and decomposed spellings of one id (`café` as U+00E9 or
+ * as e + U+0301) are one key wherever it is stored, looked up or echoed. Then control and bidirectional
+ * formatting characters are refused (notPlainId). Anything but a string goes to `checks` untouched.
+ */
+export function merchantId<T extends z.ZodType>(field: string, checks: T) {
+  return z.preprocess(
+    (value) => (typeof value === 'string' ? value.normalize('NFC') : value),
+    checks.refine((value) => typeof value !== 'string' || isPlainId(value), notPlainId(field)),
+  );
+}
+
 /** A JSON object (not an array): the only value with fields. */
 export function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);

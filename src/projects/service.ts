@@ -34,7 +34,11 @@ const projectFields = {
   webhook_url: z
     .url({ protocol: /^https?$/ })
     .max(2000)
-    .nullable(),
+    .nullable()
+    .describe(
+      'https to a host whose every address is global unicast, resolved when saved and again at every delivery ' +
+        '(sandbox mode: loopback too, over http or https); otherwise 3028 WEBHOOK_URL_INVALID and nothing is saved',
+    ),
   merchant: merchantSchema,
   key_expires_at: z.iso.datetime({ offset: true }).nullable(),
   pgs: z.array(z.string().min(1).max(100)).max(50),
@@ -139,8 +143,11 @@ export interface ProjectWebhookSecret {
  * so projects depend on no webhook code.
  */
 export interface ProjectWebhooks {
-  /** Checks the admin API's webhook_url under the mode's URL rules (3028); nothing is written. */
-  checkProjectUrl(url: string): void;
+  /**
+   * Checks the admin API's webhook_url under the rule deliveries connect under: the mode's URL rules, then every
+   * address the host resolves to (3028); nothing is written.
+   */
+  checkProjectUrl(url: string): Promise<void>;
   /**
    * Stores the project's webhook_url (null clears it; a URL re-enables a disabled one and clears its failure
    * count). Returns the signing secret when this call issued it (the first URL), else undefined.
@@ -183,7 +190,7 @@ export function createProjectService(deps: {
     async create(input) {
       const pgs = input.pgs ?? [...knownPgs];
       checkPgs(pgs, knownPgs);
-      if (input.webhook_url) deps.webhooks.checkProjectUrl(input.webhook_url);
+      if (input.webhook_url) await deps.webhooks.checkProjectUrl(input.webhook_url);
       const keys = {
         client_key: newSecret(18),
         secret_key: newSecret(32),
@@ -216,7 +223,7 @@ export function createProjectService(deps: {
 
     async update(applicationId, patch) {
       if (patch.pgs !== undefined) checkPgs(patch.pgs, knownPgs);
-      if (patch.webhook_url) deps.webhooks.checkProjectUrl(patch.webhook_url);
+      if (patch.webhook_url) await deps.webhooks.checkProjectUrl(patch.webhook_url);
       const project = await projects.update(applicationId, {
         ...(patch.name !== undefined ? { name: patch.name } : {}),
         ...(patch.seller !== undefined ? { seller: patch.seller } : {}),

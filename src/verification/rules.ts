@@ -4,7 +4,7 @@
 import { z } from 'zod';
 import { isIpOrCidr } from '../platform/ip.js';
 import { formatOptionalTimestamp, formatTimestamp } from '../platform/time.js';
-import { describeFields, documented, fails, fields, isPlainId, isRecord, notPlainId, validate } from '../platform/validation.js';
+import { describeFields, documented, fails, fields, isRecord, merchantId, validate } from '../platform/validation.js';
 
 /** The only method of a REST identity verification. */
 export const VERIFICATION_METHOD = '본인인증';
@@ -155,7 +155,7 @@ const personFields = fields({
 
 const keptTexts = fields({
   order_name: atMost('order_name'),
-  authentication_id: atMost('authentication_id').refine(isPlainId, notPlainId('authentication_id')),
+  authentication_id: merchantId('authentication_id', atMost('authentication_id')),
   username: atMost('username'),
 });
 

@@ -458,7 +458,14 @@ export function encodeDeliveryBody(payload: Record<string, unknown>, contentType
 // content_type is read only when there is a feedback_url: two stages.
 const feedbackUrl = fields({
   feedback_url: documented(
-    z.string().optional().describe('receives the receipt as a signed webhook once the charge completes'),
+    z
+      .string()
+      .optional()
+      .describe(
+        'receives the receipt as a signed webhook once the charge completes. https to a host whose every address ' +
+          'is global unicast, resolved now and again at every delivery (sandbox mode: loopback too, http included); ' +
+          'otherwise 9400 naming feedback_url, before anything is charged or saved',
+      ),
     z
       .custom<string | null | undefined>(
         (url) => url === undefined || url === null || typeof url === 'string',

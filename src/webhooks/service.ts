@@ -8,7 +8,6 @@ import { assertOwnedBy } from '../projects/access.js';
 import { ApiError } from '../platform/errors.js';
 import { newId } from '../platform/ids.js';
 import {
-  checkWebhookUrl,
   type DeliveryView,
   type FeedbackTarget,
   type OutboundEvent,
@@ -68,6 +67,12 @@ export interface WebhookService extends ProjectWebhooks {
    * With a `deliveryId` (a reserve's result), a second call returns the delivery saved by the first.
    */
   deliverFeedback(applicationId: string, target: FeedbackTarget, event: OutboundEvent, deliveryId?: string): Promise<DeliveryRow>;
+  /**
+   * Save-time check of a charge's or a reserve's feedback_url, by the rule every delivery connects under: the URL
+   * rules of the mode, then every address its host resolves to (global unicast; loopback too in sandbox mode).
+   * 9400 naming feedback_url and the reason; nothing is written.
+   */
+  checkFeedbackUrl(url: string): Promise<void>;
 
   /**
    * The deliveries of the project's own notifications (deliverToProject to its webhook_url, deliverFeedback to
@@ -212,9 +217,14 @@ export function createWebhookService(deps: {
       return row;
     },
 
-    checkProjectUrl(url) {
-      const checked = checkWebhookUrl(url, policy);
+    async checkProjectUrl(url) {
+      const checked = await checkDestination(url, policy, deps.resolve);
       if ('reason' in checked) throw new ApiError('WEBHOOK_URL_INVALID', { payloadMessage: `webhook_url: ${checked.reason}` });
+    },
+
+    async checkFeedbackUrl(url) {
+      const checked = await checkDestination(url, policy, deps.resolve);
+      if ('reason' in checked) throw new ApiError('INVALID_REQUEST', { payloadMessage: `feedback_url: ${checked.reason}` });
     },
 
     async setProjectUrl(applicationId, url) {
@@ -224,7 +234,7 @@ export function createWebhookService(deps: {
         await store.saveEndpoint(applicationId, PROJECT, { url: null }, newSigningSecret(), newId());
         return undefined;
       }
-      service.checkProjectUrl(url);
+      await service.checkProjectUrl(url);
       const saved = await store.saveEndpoint(applicationId, PROJECT, { url, enabled: true }, newSigningSecret(), newId());
       return saved.issuedSecret;
     },

@@ -4,6 +4,7 @@
 // documented schemas; the UI loads nothing from outside the server; documenting changes no response.
 import { validate } from '@scalar/openapi-parser';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createHash } from 'node:crypto';
 import { DOCS_PREFIX, isUiRoute, OPENAPI_VERSION, routeDocs } from '../../src/api/docs/openapi.js';
 import { errorCatalog, type ErrorName } from '../../src/platform/errors.js';
 import type { SandboxClock } from '../../src/platform/temporal/sandbox-clock.js';
@@ -281,6 +282,31 @@ describe('GET /docs', () => {
         // the UI reads the same document as /openapi.json
         expect(Object.keys((asset.json() as Document).paths).sort()).toEqual(Object.keys(doc.paths).sort());
       }
+    }
+  });
+
+  it('is served under a CSP that allows this server and the inline starter by its hash, and is never framed', async () => {
+    const page = await t.app.inject({ method: 'GET', url: `${DOCS_PREFIX}/` });
+    const csp = String(page.headers['content-security-policy']);
+    const directives = Object.fromEntries(
+      csp.split(';').map((d) => {
+        const [name, ...values] = d.trim().split(/\s+/);
+        return [name, values];
+      }),
+    );
+    expect(directives['default-src']).toEqual(["'none'"]);
+    expect(directives['frame-ancestors']).toEqual(["'none'"]);
+    expect(directives['base-uri']).toEqual(["'none'"]);
+    expect(directives['connect-src']).toEqual(["'self'"]);
+    // the bundle from here, and the inline starter by its hash: no 'unsafe-inline', no 'unsafe-eval', no host
+    const inline = /<script type="text\/javascript">([\s\S]*?)<\/script>/.exec(page.body)![1]!;
+    expect(directives['script-src']).toEqual(["'self'", `'sha256-${createHash('sha256').update(inline).digest('base64')}'`]);
+    expect(csp).not.toMatch(/https?:|\*/);
+    expect(page.headers['x-frame-options']).toBe('DENY');
+    for (const url of [`${DOCS_PREFIX}/js/scalar.js`, `${DOCS_PREFIX}/openapi.json`]) {
+      const res = await t.app.inject({ method: 'GET', url });
+      expect(res.headers['content-security-policy'], url).toBe("default-src 'none'; frame-ancestors 'none'");
+      expect(res.headers['x-frame-options'], url).toBe('DENY');
     }
   });
 

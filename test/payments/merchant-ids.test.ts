@@ -2,9 +2,9 @@
 // every id a merchant chooses (9400, the field named) and in the resource ids of paths and bodies (their
 // not-found code); a price above the documented maximum is refused before any PG is asked.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MAX_PRICE_WON } from '../../src/payments/billing-rules.js';
+import { chargeIdempotencyKey, MAX_PRICE_WON } from '../../src/payments/billing-rules.js';
 import { buildTestApp, type TestApp, type TestProject } from '../helpers/app.js';
-import { keyInClient } from './key-in-fixtures.js';
+import { keyInClient, sandboxChargeExecutions } from './key-in-fixtures.js';
 import { verificationBody } from '../verification/fixtures.js';
 
 let t: TestApp;
@@ -100,6 +100,47 @@ describe('control and bidi characters in merchant ids', () => {
   it('ordinary Unicode in ids (Hangul, emoji) is still accepted', async () => {
     const res = await client.charge(billingKey, { order_id: `주문-${project.applicationId}-💳` });
     expect(res.status, JSON.stringify(res.body)).toBe(200);
+  });
+});
+
+describe('ids are keyed in Unicode NFC', () => {
+  // 'café' composed (U+00E9) and decomposed (e + U+0301): one id, two spellings
+  const nfc = (tag: string) => `caf\u00e9-${tag}-${project.applicationId}`;
+  const nfd = (tag: string) => `cafe\u0301-${tag}-${project.applicationId}`;
+  const receiptsOf = (orderId: string) =>
+    t.deps.database.db
+      .selectFrom('receipts')
+      .select('order_id')
+      .where('order_id', 'in', [orderId, orderId.normalize('NFD')])
+      .execute();
+
+  it('the NFD spelling of a charged order_id is the same order: 9410, no second charge', async () => {
+    expect(nfc('a')).not.toBe(nfd('a'));
+    const first = await client.charge(billingKey, { order_id: nfc('a'), price: 1_000 });
+    expect(first.status, JSON.stringify(first.body)).toBe(200);
+    const again = await client.charge(billingKey, { order_id: nfd('a'), price: 1_000 });
+    expect(again.status).toBe(409);
+    expect(again.body).toMatchObject({ error_code: 'ORDER_ID_DUPLICATED', code: 9410 });
+    expect(await receiptsOf(nfc('a'))).toEqual([{ order_id: nfc('a') }]);
+    expect(await sandboxChargeExecutions(t.sandboxUrl, chargeIdempotencyKey(project.applicationId, nfc('a')))).toBe(1);
+    expect(await sandboxChargeExecutions(t.sandboxUrl, chargeIdempotencyKey(project.applicationId, nfd('a')))).toBe(0);
+  });
+
+  it('an order_id sent in NFD is stored and echoed in NFC', async () => {
+    const res = await client.charge(billingKey, { order_id: nfd('b'), price: 1_000 });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect(res.body.order_id).toBe(nfc('b'));
+    expect(await receiptsOf(nfc('b'))).toEqual([{ order_id: nfc('b') }]);
+  });
+
+  it('a cancel_id repeated in the other spelling is the same cancel: refunded once', async () => {
+    const paid = await client.charge(billingKey, { price: 5_000 });
+    const receiptId = paid.body.receipt_id as string;
+    const first = await client.cancel({ receipt_id: receiptId, cancel_id: nfd('refund'), cancel_price: 1_000 });
+    expect(first.status, JSON.stringify(first.body)).toBe(200);
+    const again = await client.cancel({ receipt_id: receiptId, cancel_id: nfc('refund'), cancel_price: 1_000 });
+    expect(again.status, JSON.stringify(again.body)).toBe(200);
+    expect((await client.get(`/v2/receipt/${receiptId}`)).body).toMatchObject({ cancelled_price: 1_000 });
   });
 });
 

@@ -104,7 +104,7 @@ describe('admin API', () => {
       scopes: ['billing_key', 'receipt'],
       allowed_ips: ['127.0.0.1', '10.0.0.0/8', '::1'],
       api_version: '2.4',
-      webhook_url: 'https://merchant.example/webhook',
+      webhook_url: 'https://93.184.216.34/webhook',
       merchant: { company_name: 'ACME', addr1: 'Seoul', addr2: '1F', zipcode: '04524', phone: '0212345678' },
       key_expires_at: '2030-01-01T00:00:00+09:00',
       pgs: ['sandbox_card'],
@@ -151,7 +151,7 @@ describe('admin API', () => {
     const res = await patch(created.application_id, {
       name: 'Renamed',
       allowed_ips: ['10.9.9.9'],
-      webhook_url: 'https://hooks.example/x',
+      webhook_url: 'https://93.184.216.34/x',
       merchant: { company_name: 'New', phone: '021111' },
     });
     expect(res.statusCode).toBe(200);
@@ -160,7 +160,7 @@ describe('admin API', () => {
       name: 'Renamed',
       seller: true,
       allowed_ips: ['10.9.9.9'],
-      webhook_url: 'https://hooks.example/x',
+      webhook_url: 'https://93.184.216.34/x',
       merchant: { company_name: 'New', phone: '021111' },
       client_key: created.client_key,
     });
@@ -290,11 +290,11 @@ describe('admin CLI', () => {
     expect(row?.name).toBe('CLI Shop');
 
     const updated = await cli(
-      ['projects', 'update', project.application_id, '--name', 'Renamed', '--webhook-url', 'https://x.example/h'],
+      ['projects', 'update', project.application_id, '--name', 'Renamed', '--webhook-url', 'https://93.184.216.34/h'],
       env,
     );
     expect(updated.code).toBe(0);
-    expect(JSON.parse(updated.out)).toMatchObject({ name: 'Renamed', webhook_url: 'https://x.example/h', seller: false });
+    expect(JSON.parse(updated.out)).toMatchObject({ name: 'Renamed', webhook_url: 'https://93.184.216.34/h', seller: false });
 
     const reconcile = await cli(['projects', 'update', project.application_id, '--escrow-reconcile-hours', '12'], env);
     expect(reconcile.code).toBe(0);
@@ -315,7 +315,7 @@ describe('admin CLI', () => {
 
   it('rotates the webhook signing secret over HTTP; the first webhook_url shows its secret once', async () => {
     const env = { ADMIN_TOKEN: TEST_ADMIN_TOKEN, PAYGATE_URL: url };
-    const created = await cli(['projects', 'create', '--name', 'Hooked', '--webhook-url', 'https://x.example/h'], env);
+    const created = await cli(['projects', 'create', '--name', 'Hooked', '--webhook-url', 'https://93.184.216.34/h'], env);
     const project = JSON.parse(created.out);
     expect(project.webhook_secret).toMatch(/^whsec_/);
     const rotated = await cli(['projects', 'rotate-webhook-secret', project.application_id], env);
@@ -400,7 +400,7 @@ describe('admin CLI', () => {
       expect(JSON.parse(bad.err)).toMatchObject({ error_code: 'INVALID_REQUEST' });
       // the first webhook_url prints its signing secret once (sealed with the DATA_DIR keyring); a rotation a new one
       const hooked = await cli(
-        ['projects', 'update', project.application_id, '--direct', '--webhook-url', 'https://x.example/h'],
+        ['projects', 'update', project.application_id, '--direct', '--webhook-url', 'https://93.184.216.34/h'],
         env,
       );
       expect(JSON.parse(hooked.out).webhook_secret).toMatch(/^whsec_/);

@@ -4,6 +4,7 @@
 // route's own auth
 // config, so the document cannot claim an auth the route does not enforce. Nothing here touches a
 // route's validation or serialization: the response schemas live only in the document.
+import { createHash } from 'node:crypto';
 import fastifySwagger, { type SwaggerTransform, type SwaggerTransformObject } from '@fastify/swagger';
 import scalarApiReference from '@scalar/fastify-api-reference';
 import type { FastifyInstance } from 'fastify';
@@ -229,6 +230,32 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
  * the document it reads (/docs/openapi.json); the configuration turns off everything that would reach the
  * internet: the default fonts, the request proxy, telemetry, the MCP and client buttons.
  */
+/** The policy of what the reference page is not: its script, the document, YAML. */
+const DOCS_OTHER_POLICY = "default-src 'none'; frame-ancestors 'none'";
+
+/**
+ * The reference page's policy: Scalar's bundle from this server (`/docs/js/scalar.js`), the inline script that
+ * starts it by its hash (taken from the page as sent, so it follows the plugin's markup), the document fetched
+ * from this server; styles Scalar inserts at run time (inline `<style>` elements), images and fonts as data: URLs
+ * inside them. Nothing else, from nowhere else; never in a frame, no <base>, no form posts.
+ */
+export function docsPagePolicy(html: string): string {
+  const hashes = [...html.matchAll(/<script(?![^>]*\bsrc=)[^>]*>([\s\S]*?)<\/script>/gi)].map(
+    (m) => `'sha256-${createHash('sha256').update(m[1]!).digest('base64')}'`,
+  );
+  return [
+    "default-src 'none'",
+    `script-src 'self' ${hashes.join(' ')}`.trim(),
+    "style-src 'self' 'unsafe-inline'",
+    "img-src 'self' data:",
+    "font-src 'self' data:",
+    "connect-src 'self'",
+    "base-uri 'none'",
+    "form-action 'none'",
+    "frame-ancestors 'none'",
+  ].join('; ');
+}
+
 export async function registerDocsUi(app: FastifyInstance): Promise<void> {
   await app.register(async (docs) => {
     // the UI is public, like /openapi.json: no project key
@@ -257,6 +284,19 @@ export async function registerDocsUi(app: FastifyInstance): Promise<void> {
         }
         rendered.set(url, { headers, body: payload });
       }
+      return payload;
+    });
+    // What the page may load: its own script and document, the hash of the one inline script that starts it, and
+    // nothing from anywhere else; no page may frame it (CSP frame-ancestors, X-Frame-Options for older browsers).
+    docs.addHook('onSend', async (_request, reply, payload) => {
+      const type = String(reply.getHeader('content-type') ?? '');
+      void reply.header(
+        'content-security-policy',
+        type.startsWith('text/html') && typeof payload === 'string' ? docsPagePolicy(payload) : DOCS_OTHER_POLICY,
+      );
+      void reply.header('x-frame-options', 'DENY');
+      void reply.header('x-content-type-options', 'nosniff');
+      void reply.header('referrer-policy', 'no-referrer');
       return payload;
     });
     await docs.register(scalarApiReference, {

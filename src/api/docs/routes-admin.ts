@@ -37,7 +37,7 @@ export const adminRouteDocs: RouteDocs = {
         private_key: '1xHCo_x8aYV0XMhSGIHlZ7HepGlb517RrHNw6T0IlUk',
       },
     },
-    errors: ['INVALID_REQUEST'],
+    errors: ['INVALID_REQUEST', 'WEBHOOK_URL_INVALID'],
   },
   'GET /admin/v1/projects': {
     operationId: 'listProjects',
@@ -69,7 +69,7 @@ export const adminRouteDocs: RouteDocs = {
       schema: Project.extend({ webhook_secret: z.string().optional() }),
     },
     example: { request: { name: 'My shop (renamed)' }, response: { ...projectExample, name: 'My shop (renamed)' } },
-    errors: ['PROJECT_NOT_FOUND', 'INVALID_REQUEST'],
+    errors: ['PROJECT_NOT_FOUND', 'INVALID_REQUEST', 'WEBHOOK_URL_INVALID'],
   },
   'POST /admin/v1/projects/:application_id/keys/rotate': {
     operationId: 'rotateProjectKeys',

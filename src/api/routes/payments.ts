@@ -59,7 +59,8 @@ export async function paymentRoutes(app: FastifyInstance): Promise<void> {
           '(project, order_id): after a PG failure (9502) the receipt stays pending (status 0) and retrying the same charge ' +
           'with the same order_id completes it without charging twice. ' +
           'A PG refusal is 9430 PAYMENT_DECLINED with pg_error_code. ' +
-          'feedback_url (https; http to loopback in sandbox mode) receives the receipt once the charge completes, as a ' +
+          'feedback_url (https to global addresses only, checked before any PG call; loopback, http included, in sandbox ' +
+          'mode) receives the receipt once the charge completes, as a ' +
           'signed webhook delivery (content_type application/json, the default, or application/x-www-form-urlencoded).',
         tags: ['billing'],
       },
@@ -68,6 +69,8 @@ export async function paymentRoutes(app: FastifyInstance): Promise<void> {
       const requestedAt = businessClock();
       const params = parseChargeRequest(request.body);
       const feedback = parseFeedbackTarget(request.body, { sandbox: app.deps.config.sandbox });
+      // the addresses it resolves to, by the rule its delivery connects under: refused before any PG call
+      if (feedback) await services.webhooks.checkFeedbackUrl(feedback.url);
       const row = await services.charges.charge(request.project, params, requestedAt, feedback, idempotency.keyProof(request));
       request.log.info({ receipt_id: row.receipt_id, pg: row.pg }, 'billing key charged');
       return receiptResponse(row, request.project);

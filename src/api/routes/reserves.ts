@@ -34,6 +34,8 @@ export async function reserveRoutes(app: FastifyInstance): Promise<void> {
       const requestedAt = businessClock();
       const reserve = parseReserveRequest(request.body, requestedAt);
       const feedback = parseFeedbackTarget(request.body, { sandbox: app.deps.config.sandbox });
+      // the addresses it resolves to, by the rule its delivery connects under: refused before the reserve is saved
+      if (feedback) await services.webhooks.checkFeedbackUrl(feedback.url);
       return services.reserves.create(request.project, reserve, feedback, requestedAt);
     },
   );
