@@ -89,11 +89,6 @@ export type ResolvedDeps = AppDeps & {
   readonly logger: Logger;
   readonly wallClock: () => Date;
   readonly businessClock: () => Date;
-  /**
-   * The wall clock, under the name the dashboard (src/dashboard) reads it by: its session and key-expiry checks.
-   * @deprecated read `wallClock`
-   */
-  readonly clock: () => Date;
   readonly metrics: Metrics;
 };
 
@@ -131,7 +126,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   // entry points pass their process's registry; a bare app (tests) counts its own, without Node's process series
   const metrics = deps.metrics ?? createMetrics({ processMetrics: false });
   metrics.readPendingDeliveriesFrom(() => countPendingDeliveries(deps.database.db));
-  const resolved: ResolvedDeps = { ...deps, logger, wallClock, businessClock, clock: wallClock, metrics };
+  const resolved: ResolvedDeps = { ...deps, logger, wallClock, businessClock, metrics };
 
   const app = Fastify({
     loggerInstance: resolved.logger as FastifyBaseLogger,

@@ -78,7 +78,7 @@ export function createContext(
       if (!session?.applicationId || session.kind === 'anonymous') throw new ApiError('DASHBOARD_SIGN_IN_REQUIRED');
       const project = await app.deps.services.projects.get(session.applicationId);
       if (session.kind === 'keys') {
-        if (keyExpired(project, app.deps.clock())) throw new ApiError('APP_CLIENT_KEY_EXPIRED');
+        if (keyExpired(project, app.deps.wallClock())) throw new ApiError('APP_CLIENT_KEY_EXPIRED');
         if (project.scopes.length === 0) throw new ApiError('API_ROLE_NOT_SUPPORT');
         if (!project.scopes.includes(scope)) throw new ApiError('API_SCOPE_INVALID');
       }

@@ -1,8 +1,9 @@
 // The sandbox dashboard end to end in real Chromium: the stack started as `npm start` starts it (src/main.ts with
 // a fresh DATA_DIR, free ports, sandbox mode, the embedded engine), a project made through the admin API, then in the
 // browser: sign in, issue a verification, read the OTP from the inbox, confirm it, pay with escrow, start shipping,
-// confirm the purchase as the buyer, configure the messaging webhook and see its delivery arrive, advance the sandbox
-// clock and see a schedule's charge, then as the admin rotate the webhook secret and see it once. A screenshot of
+// confirm the purchase as the buyer, configure the messaging webhook and see its delivery arrive, see the sandbox
+// clock (a key's session cannot move it), then as the admin advance it and see a schedule's charge and the
+// project's notifications, and rotate the webhook secret and see it once. A screenshot of
 // each page goes to test-results/dashboard/.
 //
 // Chromium is Debian's (/usr/bin/chromium; `.ci/run` installs it when missing). Without it the test is skipped
@@ -259,29 +260,16 @@ describe.skipIf(!available)('the sandbox dashboard in Chromium', () => {
     expect(received.length).toBeGreaterThan(0);
     expect(received[0]?.id).toMatch(/.+/);
 
-    // the schedule: nothing charged yet; a day on the sandbox clock charges its first period
+    // the schedule: nothing charged yet; the clock is one for every project, so a key's session only reads it
     await page.getByRole('link', { name: 'Schedules' }).click();
     await page.locator('main table a').first().click();
     await page.getByRole('heading', { name: /Schedule/ }).waitFor();
     expect(await page.locator('.badge.c-paid').count()).toBe(0);
     const schedulePath = new URL(page.url()).pathname;
     await page.goto(`${base}/dashboard/clock`);
-    const before = await page.locator('#clock-now').textContent();
+    await page.locator('#clock-admin-only').waitFor();
+    expect(await page.getByRole('button', { name: '+ 1 day' }).count()).toBe(0);
     await shot('08-clock');
-    await submit('+ 1 day');
-    await page.getByText(/The sandbox clock moved forward/).waitFor();
-    expect(await page.locator('#clock-now').textContent()).not.toBe(before);
-    await until(schedulePath, async () => (await page.locator('.badge.c-paid').count()) > 0);
-    await shot('09-schedule-charged');
-
-    // the project's notifications: the escrow transitions' and the schedule charge's deliveries, done
-    await until('/dashboard/notifications', async () => {
-      const text = (await page.locator('table.deliveries').textContent()) ?? '';
-      return (
-        text.includes('escrow.status_changed') && /subscription/i.test(text) && (await page.locator('.badge.d-done').count()) >= 3
-      );
-    });
-    await shot('15-notifications');
 
     // the lists that have no action in this walk, for the screenshots
     for (const [name, path] of [
@@ -306,6 +294,25 @@ describe.skipIf(!available)('the sandbox dashboard in Chromium', () => {
     await submit('Open');
     await page.getByRole('heading', { name: 'Receipts' }).waitFor();
     expect(await page.locator('.project').textContent()).toBe('Browser shop');
+
+    // the admin moves the sandbox clock a day: the schedule charges its first period
+    await page.goto(`${base}/dashboard/clock`);
+    const before = await page.locator('#clock-now').textContent();
+    await shot('08b-clock-admin');
+    await submit('+ 1 day');
+    await page.getByText(/The sandbox clock moved forward/).waitFor();
+    expect(await page.locator('#clock-now').textContent()).not.toBe(before);
+    await until(schedulePath, async () => (await page.locator('.badge.c-paid').count()) > 0);
+    await shot('09-schedule-charged');
+
+    // the project's notifications: the escrow transitions' and the schedule charge's deliveries, done
+    await until('/dashboard/notifications', async () => {
+      const text = (await page.locator('table.deliveries').textContent()) ?? '';
+      return (
+        text.includes('escrow.status_changed') && /subscription/i.test(text) && (await page.locator('.badge.d-done').count()) >= 3
+      );
+    });
+    await shot('15-notifications');
 
     // the admin rotates the messaging webhook secret: shown once, on the page right after, and not on a second look
     await page.getByRole('link', { name: 'Webhooks' }).click();

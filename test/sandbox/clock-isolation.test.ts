@@ -62,6 +62,7 @@ describe('the sandbox clock moves only the durable processes, and only the admin
     return {
       applicationId: row.application_id,
       clientKey: secrets.client_key,
+      secretKey: secrets.secret_key,
       privateKey: secrets.private_key,
       basicAuth: basicAuthHeader(secrets.client_key, secrets.secret_key),
       webhookSecret: secrets.webhook_secret!,
@@ -94,6 +95,46 @@ describe('the sandbox clock moves only the durable processes, and only the admin
       'ADMIN_UNAUTHORIZED',
     );
     expect((await sandboxNow()) - before).toBeLessThan(60_000);
+  }, 60_000);
+
+  it("the dashboard too: a key's session reads the clock but cannot advance it (9401); an admin session can", async () => {
+    const p = await project();
+    const form = { 'content-type': 'application/x-www-form-urlencoded' };
+    const cookieOf = (setCookie: unknown) =>
+      /paygate_dashboard=([^;]*)/.exec(Array.isArray(setCookie) ? setCookie.join('\n') : String(setCookie ?? ''))?.[0];
+    const csrfOf = (html: string) => /name="_csrf" value="([^"]+)"/.exec(html)?.[1] ?? '';
+    const post = (cookie: string, url: string, fields: Record<string, string>) =>
+      t.app.inject({ method: 'POST', url, headers: { ...form, cookie }, payload: new URLSearchParams(fields).toString() });
+    /** signs in with `fields` (an admin then picks the project); the session's cookie and its clock page */
+    const signIn = async (fields: Record<string, string>) => {
+      const login = await t.app.inject({ url: '/dashboard/login' });
+      const res = await post(cookieOf(login.headers['set-cookie'])!, '/dashboard/login', { _csrf: csrfOf(login.body), ...fields });
+      expect(res.statusCode, res.body).toBe(303);
+      let cookie = cookieOf(res.headers['set-cookie'])!;
+      if (fields.admin_token) {
+        const projects = await t.app.inject({ url: '/dashboard/projects', headers: { cookie } });
+        const picked = await post(cookie, '/dashboard/projects', { _csrf: csrfOf(projects.body), application_id: p.applicationId });
+        expect(picked.statusCode, picked.body).toBe(303);
+        cookie = cookieOf(picked.headers['set-cookie'])!;
+      }
+      const page = await t.app.inject({ url: '/dashboard/clock', headers: { cookie } });
+      expect(page.statusCode).toBe(200);
+      return { cookie, csrf: csrfOf(page.body), page: page.body };
+    };
+
+    const keys = await signIn({ client_key: p.clientKey, secret_key: p.secretKey });
+    expect(keys.page).toContain('Only an admin session moves the sandbox clock');
+    const before = await sandboxNow();
+    const refused = await post(keys.cookie, '/dashboard/clock/advance', { _csrf: keys.csrf, seconds: String(30 * 86_400) });
+    expect(refused.statusCode).toBe(401);
+    expect(refused.body).toContain('9401');
+    expect((await sandboxNow()) - before).toBeLessThan(60_000);
+
+    const admin = await signIn({ admin_token: TEST_ADMIN_TOKEN });
+    expect(admin.page).not.toContain('Only an admin session moves the sandbox clock');
+    const advanced = await post(admin.cookie, '/dashboard/clock/advance', { _csrf: admin.csrf, seconds: '60' });
+    expect(advanced.statusCode, advanced.body).toBe(303);
+    expect((await sandboxNow()) - before).toBeGreaterThanOrEqual(60_000);
   }, 60_000);
 
   it('after the admin advances 30 days: tokens, rotated keys, Idempotency-Keys and webhook timestamps keep wall time; the reserve fires', async () => {

@@ -79,8 +79,11 @@ export async function recurringPages(app: FastifyInstance, ctx: DashboardContext
     return ctx.render(request, reply, 'clock', { title: 'Sandbox clock', now: formatTimestamp(now), advances: ADVANCES });
   });
 
+  // One engine, one clock for every project: only an admin session moves it, as only the admin token does on the API
+  // (POST /sandbox/v1/clock/advance); a key's session sees the time.
   app.post('/clock/advance', { config: session, schema: { hide: true } }, async (request, reply) => {
     await ctx.project(request, 'subscribe_payment');
+    if (ctx.session(request)?.kind !== 'admin') throw new ApiError('ADMIN_UNAUTHORIZED');
     const preset = field(request.body, 'seconds', { optional: true });
     const seconds = preset !== undefined ? intField(request.body, 'seconds') : intField(request.body, 'custom_seconds');
     if (seconds < 1 || seconds > MAX_ADVANCE_SECONDS) {
