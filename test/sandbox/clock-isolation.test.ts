@@ -108,12 +108,18 @@ describe('the sandbox clock moves only the durable processes, and only the admin
     /** signs in with `fields` (an admin then picks the project); the session's cookie and its clock page */
     const signIn = async (fields: Record<string, string>) => {
       const login = await t.app.inject({ url: '/dashboard/login' });
-      const res = await post(cookieOf(login.headers['set-cookie'])!, '/dashboard/login', { _csrf: csrfOf(login.body), ...fields });
+      const res = await post(cookieOf(login.headers['set-cookie'])!, '/dashboard/login', {
+        _csrf: csrfOf(login.body),
+        ...fields,
+      });
       expect(res.statusCode, res.body).toBe(303);
       let cookie = cookieOf(res.headers['set-cookie'])!;
       if (fields.admin_token) {
         const projects = await t.app.inject({ url: '/dashboard/projects', headers: { cookie } });
-        const picked = await post(cookie, '/dashboard/projects', { _csrf: csrfOf(projects.body), application_id: p.applicationId });
+        const picked = await post(cookie, '/dashboard/projects', {
+          _csrf: csrfOf(projects.body),
+          application_id: p.applicationId,
+        });
         expect(picked.statusCode, picked.body).toBe(303);
         cookie = cookieOf(picked.headers['set-cookie'])!;
       }
