@@ -612,7 +612,8 @@ describe('subscription schedules: updates within one period keep each run bounde
     const names = eventTypeNames(first.events ?? []);
     expect(names).toContain('MARKER_RECORDED');
     expect(names.at(-1)).toBe('WORKFLOW_EXECUTION_CONTINUED_AS_NEW');
-    await replay(first, t.deps.keyring!, firstRun);
+    // replayed under its workflow id: its payloads are sealed for it
+    await replay(first, t.deps.keyring!, scheduleWorkflowId(id));
 
     // the schedule goes on: its first period is charged once at its due time, then pause / resume / cancel work
     const paid = await eventually(
