@@ -15,7 +15,7 @@ import { startConfiguredEngine } from '../../src/composition/index.js';
 import { ENGINE_TOKEN_FILE } from '../../src/platform/config/engine-token.js';
 import { parseConfig } from '../../src/platform/config/index.js';
 import { temporalTransportOptions } from '../../src/platform/temporal/transport.js';
-import { openSandboxClockStack, type SandboxClockStack } from '../helpers/sandbox-clock-stack.js';
+import { adminClock, openSandboxClockStack, type SandboxClockStack } from '../helpers/sandbox-clock-stack.js';
 import { keyInClient } from '../payments/key-in-fixtures.js';
 
 const UNAUTHENTICATED = 16;
@@ -143,9 +143,8 @@ describe('the embedded engine requires its token', () => {
       reserve_execute_at: new Date(now + DAY_S * 1000 - 60_000).toISOString(),
     });
     expect(created.status, JSON.stringify(created.body)).toBe(200);
-    const advanced = await api.post('/sandbox/v1/clock/advance', { seconds: DAY_S }, { 'idempotency-key': randomUUID() });
-    expect(advanced.status, JSON.stringify(advanced.body)).toBe(200);
-    expect(advanced.body.settled).toBe(true);
+    // the operator's advance (the admin token): the engine's TestService, with the engine token
+    await adminClock(t).advance({ seconds: DAY_S });
     const view = await api.get(`/v2/subscribe/payment/reserve/${created.body.reserve_id as string}`);
     expect(view.body.status).toBe('paid');
   }, 90_000);
