@@ -352,10 +352,7 @@ export interface SandboxPaymentRequest {
 }
 
 const won = (field: string) =>
-  z.custom<number>(
-    (v) => isWon(v, 0),
-    invalid(`${field} must be a non-negative integer amount in won, at most ${MAX_WON}.`),
-  );
+  z.custom<number>((v) => isWon(v, 0), invalid(`${field} must be a non-negative integer amount in won, at most ${MAX_WON}.`));
 
 const sandboxPaymentBody = fields({
   pg: documented(

@@ -211,10 +211,7 @@ const cancelBody = fields({
     z.record(z.string(), z.unknown()).optional().describe('accepted and not kept: a card refund goes back to the card'),
     z.custom(isRecord, invalid('refund must be an object.')).nullish(),
   ),
-  cancel_price: documented(
-    wonDoc(1).optional().describe('omitted = everything that remains'),
-    optionalWon('cancel_price'),
-  ),
+  cancel_price: documented(wonDoc(1).optional().describe('omitted = everything that remains'), optionalWon('cancel_price')),
   cancel_tax_free: documented(wonDoc(0).optional(), optionalWon('cancel_tax_free', { zero: true })),
   cancel_id: documented(
     z.string().max(MAX_CANCEL_ID_LENGTH).optional().describe('makes the cancel idempotent; compared in Unicode NFC'),

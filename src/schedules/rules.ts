@@ -139,10 +139,7 @@ export function parseDelaySeconds(value: unknown): number {
 }
 
 const positiveWon = (field: string) =>
-  z.custom<number>(
-    (value) => isWon(value, 1),
-    invalid(`${field} must be a positive integer, at most ${MAX_WON}`),
-  );
+  z.custom<number>((value) => isWon(value, 1), invalid(`${field} must be a positive integer, at most ${MAX_WON}`));
 
 const orderName = z.custom<string>(
   (value) => typeof value === 'string' && value.trim() !== '' && value.length <= MAX_ORDER_NAME_LENGTH,

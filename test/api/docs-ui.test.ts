@@ -60,7 +60,8 @@ describe('the reference and the dashboard, first contact', () => {
       }
     };
     for (const [path, ops] of Object.entries(doc.paths))
-      for (const [method, op] of Object.entries(ops)) check(`${method} ${path}`, op.requestBody?.content['application/json']?.schema);
+      for (const [method, op] of Object.entries(ops))
+        check(`${method} ${path}`, op.requestBody?.content['application/json']?.schema);
     for (const [name, schema] of Object.entries(doc.components.schemas)) check(name, schema);
     expect(seen).toContain('post /v2/subscribe/schedules price');
     expect(seen).toContain('post /v2/cancel cancel_price');

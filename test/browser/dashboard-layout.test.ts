@@ -44,7 +44,10 @@ describe.skipIf(!available)('dashboard layout in Chromium', () => {
       await page.goto(`${base}/dashboard/login`);
       await page.fill('input[name=client_key]', p.clientKey);
       await page.fill('input[name=secret_key]', p.secretKey);
-      await Promise.all([page.waitForURL(/\/dashboard\/receipts/), page.getByRole('button', { name: 'Sign in', exact: true }).click()]);
+      await Promise.all([
+        page.waitForURL(/\/dashboard\/receipts/),
+        page.getByRole('button', { name: 'Sign in', exact: true }).click(),
+      ]);
       for (const path of ['receipts', 'verifications', 'webhooks']) {
         await page.goto(`${base}/dashboard/${path}`);
         await page.screenshot({ path: join(SHOTS, `${path}-${width}.png`), fullPage: true });
