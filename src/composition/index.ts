@@ -9,7 +9,7 @@ import { randomBytes } from 'node:crypto';
 import { resolve } from 'node:path';
 import { asyncLocalStorage as activityContext } from '@temporalio/activity';
 import { createActivities } from '../activities/index.js';
-import type { Config } from '../platform/config/index.js';
+import { type Config, publicBaseUrlOf } from '../platform/config/index.js';
 import { preparePrivateDataDir, usesDataDir } from '../platform/config/data-dir.js';
 import { loadEngineToken } from '../platform/config/engine-token.js';
 import { loadKeyring } from '../platform/config/keys.js';
@@ -291,10 +291,8 @@ export interface ServiceParts {
   readonly providers?: ServiceDeps['providers'];
 }
 
-/** {base_url} as the outside world reaches this process: PUBLIC_BASE_URL, or loopback in sandbox mode. */
-export function publicBaseUrlOf(config: Pick<Config, 'publicBaseUrl' | 'port'>): string {
-  return (config.publicBaseUrl ?? `http://127.0.0.1:${config.port}`).replace(/\/+$/, '');
-}
+/** {base_url} as the outside world reaches this process (src/platform/config). */
+export { publicBaseUrlOf };
 
 /**
  * The process's use cases, built once: the app's routes and dashboard get them through its deps, the worker's

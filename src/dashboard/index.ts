@@ -75,7 +75,8 @@ async function dashboard(app: FastifyInstance): Promise<void> {
   const ctx: DashboardContext = createContext(app, cookies, store, states);
 
   app.addHook('preHandler', async (request, reply) => {
-    const access = request.routeOptions.config.dashboard;
+    // a GET of no page is answered by the not-found page below, in the layout of the visitor's session
+    const access = request.routeOptions.config.dashboard ?? (request.is404 && request.method === 'GET' ? 'public' : undefined);
     if (access === undefined || access === 'asset') return;
     // wall time, not the sandbox clock: advancing the sandbox a day must not end the session that advanced it
     const now = new Date();
@@ -120,6 +121,12 @@ async function dashboard(app: FastifyInstance): Promise<void> {
       error: body,
       back: backOf(request),
     });
+  });
+
+  // No page here: an HTML page in the dashboard's layout (the API's JSON 404 is for the API's clients)
+  app.setNotFoundHandler(async (request, reply) => {
+    const path = request.url.split('?')[0] ?? DASHBOARD_PREFIX;
+    return ctx.render(request, reply.code(404), 'not-found', { title: 'Not found', path: path.slice(0, 200) });
   });
 
   // Assets: the stylesheet of this folder and htmx from node_modules (no CDN, no build step)

@@ -12,9 +12,12 @@ import {
   fields,
   isBlank,
   isRecord,
+  isWon,
+  MAX_WON,
   merchantId,
   resourceIdDoc,
   validate,
+  wonDoc,
 } from '../platform/validation.js';
 
 export * from './status.js';
@@ -349,10 +352,7 @@ export interface SandboxPaymentRequest {
 }
 
 const won = (field: string) =>
-  z.custom<number>(
-    (v) => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0,
-    invalid(`${field} must be a non-negative integer amount in won.`),
-  );
+  z.custom<number>((v) => isWon(v, 0), invalid(`${field} must be a non-negative integer amount in won, at most ${MAX_WON}.`));
 
 const sandboxPaymentBody = fields({
   pg: documented(
@@ -360,7 +360,7 @@ const sandboxPaymentBody = fields({
     z.custom<string>((v) => typeof v === 'string' && v.trim() !== '' && v.length <= 100, fails('RC_PG_NOT_FOUND')),
   ),
   price: documented(
-    z.number().int().min(1),
+    wonDoc(1),
     won('price').refine((v) => v > 0, invalid('price must be at least 1 won.')),
   ),
   order_id: documented(
@@ -378,7 +378,7 @@ const sandboxPaymentBody = fields({
       .custom<string>((v) => !isBlank(v), fails('RC_NAME_BLANK'))
       .refine((v) => typeof v === 'string' && v.length <= 200, invalid('order_name must be at most 200 characters.')),
   ),
-  tax_free: documented(z.number().int().min(0).optional(), won('tax_free').nullish()),
+  tax_free: documented(wonDoc(0).optional().describe('at most price'), won('tax_free').nullish()),
   escrow: documented(
     z.boolean().optional(),
     z.custom<boolean>((v) => typeof v === 'boolean', invalid('escrow must be a boolean.')).nullish(),

@@ -15,7 +15,18 @@ import {
 import type { ErrorName } from '../platform/errors.js';
 import { formatTimestamp } from '../platform/time.js';
 import { BILLING_KEY_ISSUED, isResourceId, statusLocale } from './receipt-rules.js';
-import { describeFields, documented, fails, fields, isBlank, isRecord, merchantId, validate } from '../platform/validation.js';
+import {
+  describeFields,
+  documented,
+  fails,
+  fields,
+  isBlank,
+  isRecord,
+  MAX_WON,
+  merchantId,
+  validate,
+  wonDoc,
+} from '../platform/validation.js';
 
 /** The only method that can issue a billing key over REST. */
 export const KEY_IN_METHOD = '카드자동(REST)';
@@ -243,7 +254,7 @@ export function renderBillingKey(view: BillingKeyView): BillingKeyResponse {
 }
 
 /** The largest charge paygate accepts: 10,000,000,000 won (tax_free is at most price, cancels at most what remains). */
-export const MAX_PRICE_WON = 10_000_000_000;
+export const MAX_PRICE_WON = MAX_WON;
 
 export interface ChargeParams {
   readonly billingKey: string;
@@ -275,13 +286,13 @@ const chargeAmounts = fields({
     requiredString('order_id', 'RC_O_ID_BLANK'),
   ),
   price: documented(
-    z.number().int().min(1).max(MAX_PRICE_WON),
+    wonDoc(1),
     nonNegativeWon('price')
       .refine((price) => price !== 0, invalid('price must be at least 1 won.'))
       .refine((price) => price <= MAX_PRICE_WON, invalid(`price must be at most ${MAX_PRICE_WON} won.`)),
   ),
   tax_free: documented(
-    z.number().int().min(0).optional(),
+    wonDoc(0).optional().describe('at most price'),
     nonNegativeWon('tax_free')
       .nullish()
       .transform((taxFree) => taxFree ?? 0),

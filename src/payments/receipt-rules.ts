@@ -6,7 +6,18 @@ import type { MaskedCard } from './card.js';
 import type { EscrowData } from '../escrow/rules.js';
 import { ApiError } from '../platform/errors.js';
 import { formatOptionalTimestamp, formatTimestamp } from '../platform/time.js';
-import { describeFields, documented, fails, fields, isRecord, merchantId, validate } from '../platform/validation.js';
+import {
+  describeFields,
+  documented,
+  fails,
+  fields,
+  isRecord,
+  isWon,
+  MAX_WON,
+  merchantId,
+  validate,
+  wonDoc,
+} from '../platform/validation.js';
 
 /** Charge accepted locally, gateway answer not yet recorded (a retry with the same order_id re-drives it). */
 export const PAYMENT_PENDING = 0;
@@ -164,8 +175,8 @@ const invalid = (message: string) => fails('INVALID_REQUEST', { message });
 function optionalWon(field: string, { zero = false } = {}) {
   return z
     .custom<number>(
-      (value) => (zero && value === 0) || (typeof value === 'number' && Number.isSafeInteger(value) && value > 0),
-      invalid(`${field} must be a positive integer amount in won.`),
+      (value) => isWon(value, zero ? 0 : 1),
+      invalid(`${field} must be a positive integer amount in won, at most ${MAX_WON}.`),
     )
     .nullish()
     .transform((value) => (value === 0 ? 0 : (value ?? undefined)));
@@ -200,11 +211,8 @@ const cancelBody = fields({
     z.record(z.string(), z.unknown()).optional().describe('accepted and not kept: a card refund goes back to the card'),
     z.custom(isRecord, invalid('refund must be an object.')).nullish(),
   ),
-  cancel_price: documented(
-    z.number().int().min(1).optional().describe('omitted = everything that remains'),
-    optionalWon('cancel_price'),
-  ),
-  cancel_tax_free: documented(z.number().int().min(0).optional(), optionalWon('cancel_tax_free', { zero: true })),
+  cancel_price: documented(wonDoc(1).optional().describe('omitted = everything that remains'), optionalWon('cancel_price')),
+  cancel_tax_free: documented(wonDoc(0).optional(), optionalWon('cancel_tax_free', { zero: true })),
   cancel_id: documented(
     z.string().max(MAX_CANCEL_ID_LENGTH).optional().describe('makes the cancel idempotent; compared in Unicode NFC'),
     merchantId('cancel_id', optionalText('cancel_id', MAX_CANCEL_ID_LENGTH)),

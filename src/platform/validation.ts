@@ -183,6 +183,25 @@ export function describeOneOf(stages: readonly z.ZodType[]) {
 /** The documentation of every time the API reads or writes: ISO 8601 with an offset. */
 export const timestampDoc = z.iso.datetime({ offset: true }).describe('ISO 8601 with offset, e.g. 2026-11-25T08:58:23+09:00');
 
+/**
+ * The largest amount in won paygate takes anywhere: a charge's price, a reserve's, a schedule's, a sandbox payment's;
+ * tax_free and cancels are at most the price, so at most this too.
+ */
+export const MAX_WON = 10_000_000_000;
+
+/** Whether `value` is a whole amount in won from `min` to MAX_WON: the check of every amount field. */
+export function isWon(value: unknown, min: 0 | 1): value is number {
+  return typeof value === 'number' && Number.isInteger(value) && value >= min && value <= MAX_WON;
+}
+
+/**
+ * The documentation of an amount field that isWon(value, min) checks: the same bounds, so the reference shows the
+ * limit the API enforces (never the safe-integer range a bare integer schema documents).
+ */
+export function wonDoc(min: 0 | 1) {
+  return z.number().int().min(min).max(MAX_WON);
+}
+
 /** The documentation of paygate's ids (receipts, billing keys, reserves, ...). */
 export const resourceIdDoc = z
   .string()

@@ -10,8 +10,11 @@ import {
   failsWith,
   fields,
   isRecord,
+  isWon,
+  MAX_WON,
   timestampDoc,
   validate,
+  wonDoc,
 } from '../platform/validation.js';
 
 export const SCHEDULE_INTERVALS = ['day', 'week', 'month', 'year'] as const;
@@ -136,10 +139,7 @@ export function parseDelaySeconds(value: unknown): number {
 }
 
 const positiveWon = (field: string) =>
-  z.custom<number>(
-    (value) => typeof value === 'number' && Number.isSafeInteger(value) && value > 0,
-    invalid(`${field} must be a positive integer`),
-  );
+  z.custom<number>((value) => isWon(value, 1), invalid(`${field} must be a positive integer, at most ${MAX_WON}`));
 
 const orderName = z.custom<string>(
   (value) => typeof value === 'string' && value.trim() !== '' && value.length <= MAX_ORDER_NAME_LENGTH,
@@ -162,14 +162,11 @@ const amounts = fields({
     z.custom<string>((value) => typeof value === 'string' && value !== '', fails('SUBSCRIBE_BK_NOT_FOUND')),
   ),
   order_name: documented(orderNameDoc, orderName),
-  price: documented(z.number().int().min(1), positiveWon('price')),
+  price: documented(wonDoc(1), positiveWon('price')),
   tax_free: documented(
-    z.number().int().min(0).optional(),
+    wonDoc(0).optional().describe('at most price'),
     z
-      .custom<number>(
-        (value) => typeof value === 'number' && Number.isSafeInteger(value) && value >= 0,
-        invalid('tax_free must be a non-negative integer'),
-      )
+      .custom<number>((value) => isWon(value, 0), invalid(`tax_free must be a non-negative integer, at most ${MAX_WON}`))
       .nullish()
       .transform((value) => value ?? 0),
   ),
@@ -317,7 +314,7 @@ export interface SchedulePatch {
 const PATCHABLE = ['price', 'order_name', 'metadata'];
 
 const patchFields = fields({
-  price: documented(z.number().int().min(1).optional(), positiveWon('price').optional()),
+  price: documented(wonDoc(1).optional(), positiveWon('price').optional()),
   order_name: documented(orderNameDoc.optional(), orderName.optional()),
   // null clears it
   metadata: documented(

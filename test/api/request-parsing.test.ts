@@ -220,7 +220,7 @@ describe('cancel parsing', () => {
     });
     expect(Object.is(parseCancelRequest({ receipt_id: RECEIPT_ID, cancel_tax_free: -0 }).cancelTaxFree, 0)).toBe(true);
     expect(bodyOf(() => parseCancelRequest({ receipt_id: RECEIPT_ID, cancel_price: 0 })).message).toBe(
-      'cancel_price must be a positive integer amount in won.',
+      'cancel_price must be a positive integer amount in won, at most 10000000000.',
     );
   });
 });

@@ -18,6 +18,8 @@ const EXEMPT: Readonly<Record<string, 'none' | 'admin'>> = {
   'GET /docs/js/scalar.js': 'none',
   'GET /docs/openapi.json': 'none',
   'GET /docs/openapi.yaml': 'none',
+  // the icon of the reference and the dashboard
+  'GET /favicon.ico': 'none',
   'POST /v2/request/token': 'none',
   // signed by the PG, not by a project key
   'POST /pg/v1/escrow/notifications/:pg': 'none',

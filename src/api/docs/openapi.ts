@@ -5,11 +5,13 @@
 // config, so the document cannot claim an auth the route does not enforce. Nothing here touches a
 // route's validation or serialization: the response schemas live only in the document.
 import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import fastifySwagger, { type SwaggerTransform, type SwaggerTransformObject } from '@fastify/swagger';
 import scalarApiReference from '@scalar/fastify-api-reference';
 import type { FastifyInstance } from 'fastify';
 import { createJsonSchemaTransform, createJsonSchemaTransformObject } from 'fastify-type-provider-zod';
 import { z } from 'zod';
+import { publicBaseUrlOf } from '../../platform/config/index.js';
 import { errorCatalog, type ErrorName } from '../../platform/errors.js';
 import type { DocTag, RouteDoc, RouteDocs } from './route-doc.js';
 import { adminRouteDocs } from './routes-admin.js';
@@ -24,8 +26,10 @@ import { docRegistry } from './schemas.js';
 export const OPENAPI_VERSION = '3.1.0';
 /** Where the reference UI is served; its own routes (the page, its script, the document it reads) live under it. */
 export const DOCS_PREFIX = '/docs';
-/** Browser pages (HTML and forms), not the JSON API: left out of the document. */
-export const UI_PREFIXES: readonly string[] = [DOCS_PREFIX, '/dashboard'];
+/** The icon of the reference and the dashboard (./favicon.svg), where browsers look for it. */
+export const FAVICON_PATH = '/favicon.ico';
+/** Browser pages (HTML and forms) and their icon, not the JSON API: left out of the document. */
+export const UI_PREFIXES: readonly string[] = [DOCS_PREFIX, '/dashboard', FAVICON_PATH];
 
 export const isUiRoute = (url: string) =>
   UI_PREFIXES.some((prefix) => url === prefix || url.startsWith(`${prefix}/`) || url.startsWith(`${prefix}*`));
@@ -196,11 +200,21 @@ export const transformObject: SwaggerTransformObject = (input) => {
   return { ...document, tags: [...TAGS], components: { ...document.components, schemas, examples } };
 };
 
-/** @fastify/swagger with the document's fixed parts; register before the routes (it collects them as they register). */
+/**
+ * @fastify/swagger with the document's fixed parts; register before the routes (it collects them as they register).
+ * `servers` is this process's {base_url} (publicBaseUrlOf: PUBLIC_BASE_URL, or loopback on PORT in sandbox mode),
+ * the one gateway_url is built from, so the reference's request samples name a URL that answers.
+ */
 export async function registerOpenApi(app: FastifyInstance): Promise<void> {
   await app.register(fastifySwagger, {
     openapi: {
       openapi: OPENAPI_VERSION,
+      servers: [
+        {
+          url: publicBaseUrlOf(app.deps.config),
+          description: app.deps.config.publicBaseUrl ? 'PUBLIC_BASE_URL' : 'this sandbox (loopback, PORT)',
+        },
+      ],
       info: {
         title: 'paygate',
         version: '0.1.0',
@@ -228,7 +242,8 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
 /**
  * The reference UI at /docs. It serves its own script from node_modules (js/scalar.js, under the prefix) and
  * the document it reads (/docs/openapi.json); the configuration turns off everything that would reach the
- * internet: the default fonts, the request proxy, telemetry, the MCP and client buttons.
+ * internet: the default fonts, the request proxy, telemetry, the MCP and client buttons, and the "Ask AI" agent
+ * (a Scalar cloud service, which Scalar switches on by itself when the page is opened on localhost).
  */
 /** The policy of what the reference page is not: its script, the document, YAML. */
 const DOCS_OTHER_POLICY = "default-src 'none'; frame-ancestors 'none'";
@@ -299,6 +314,11 @@ export async function registerDocsUi(app: FastifyInstance): Promise<void> {
       void reply.header('referrer-policy', 'no-referrer');
       return payload;
     });
+    // the icon of the reference and the dashboard: an SVG kept beside this file, served where browsers ask for it
+    const favicon = readFileSync(new URL('./favicon.svg', import.meta.url));
+    docs.get(FAVICON_PATH, { schema: { hide: true } }, async (_request, reply) =>
+      reply.type('image/svg+xml').header('cache-control', 'public, max-age=86400').send(favicon),
+    );
     await docs.register(scalarApiReference, {
       routePrefix: DOCS_PREFIX,
       logLevel: 'warn',
@@ -310,6 +330,8 @@ export async function registerDocsUi(app: FastifyInstance): Promise<void> {
         hideClientButton: true,
         showDeveloperTools: 'never',
         mcp: { disabled: true },
+        agent: { disabled: true },
+        favicon: FAVICON_PATH,
         persistAuth: false,
       },
     });

@@ -7,7 +7,7 @@
 import { z } from 'zod';
 import { DeliveryStatus, messageEventCodeDoc } from '../../webhooks/rules.js';
 import { SCOPES } from '../../projects/scopes.js';
-import { resourceIdDoc, timestampDoc } from '../../platform/validation.js';
+import { resourceIdDoc, timestampDoc, wonDoc } from '../../platform/validation.js';
 
 /** Shared components of the document: each schema added here becomes #/components/schemas/<id>. */
 export const docRegistry = z.registry<{ id?: string; description?: string }>();
@@ -20,7 +20,7 @@ function component<T extends z.ZodType>(id: string, schema: T): T {
 /** Every timestamp the API writes: ISO 8601 with the Asia/Seoul offset, seconds precision. */
 export const timestamp = timestampDoc;
 export const resourceId = resourceIdDoc;
-const won = z.number().int().min(0).describe('won (KRW), a whole number');
+const won = wonDoc(0).describe('won (KRW), a whole number');
 const metadata = z.record(z.string(), z.unknown()).describe('merchant data, returned as given (at most 8 KB)');
 
 export const ApiErrorBody = component(

@@ -3,6 +3,7 @@
 // call and render.
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Scope } from '../../projects/scopes.js';
+import { publicBaseUrlOf } from '../../platform/config/index.js';
 import { formatTimestamp } from '../../platform/time.js';
 import {
   parseReceiptIdBody,
@@ -33,7 +34,7 @@ export async function verificationRoutes(app: FastifyInstance): Promise<void> {
     if (request.method === 'POST') await idempotency.preHandler(request, reply);
   });
   app.addHook('onSend', idempotency.onSend);
-  const gatewayUrl = (_request: FastifyRequest) => deps.config.publicBaseUrl ?? `http://127.0.0.1:${deps.config.port}`; // never the Host header
+  const gatewayUrl = (_request: FastifyRequest) => publicBaseUrlOf(deps.config); // never the Host header
   const documented = (scope: Scope, summary: string, description: string) => ({
     config: { auth: 'project' as const, scope },
     schema: { summary, description, tags: ['verification'] },

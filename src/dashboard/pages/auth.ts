@@ -1,7 +1,8 @@
 // Sign-in with a project's current keys (checked as the API checks Basic keys, throttles included; a key a rotation
 // replaced is refused here even during its grace period) or the admin token (then a project is picked), and sign-out,
 // which ends the session on the server.
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { ApiError } from '../../platform/errors.js';
 import { authenticateKeys, verifyAdminToken } from '../../api/auth.js';
 import type { DashboardContext } from '../context.js';
 import { field } from './forms.js';
@@ -17,21 +18,42 @@ export async function authPages(app: FastifyInstance, ctx: DashboardContext): Pr
     ctx.render(request, reply, 'login', { title: 'Sign in' }),
   );
 
+  // A refused sign-in (wrong key or token, the throttle's 429 with its Retry-After) answers the form again with the
+  // error above it and the error's status; the client key typed is kept, no secret is ever written back.
   app.post('/login', { config: { auth: 'none', dashboard: 'public' }, schema: { hide: true } }, async (request, reply) => {
     const body = request.body;
     const adminToken = field(body, 'admin_token', { optional: true });
     if (adminToken !== undefined) {
-      await verifyAdminToken(app, request, reply, adminToken);
+      try {
+        await verifyAdminToken(app, request, reply, adminToken);
+      } catch (error) {
+        return refused(request, reply, error, undefined);
+      }
       await ctx.signIn(request, reply, { kind: 'admin', adminToken });
       return reply.redirect('/dashboard/projects', 303);
     }
     const clientKey = field(body, 'client_key');
     const secretKey = field(body, 'secret_key');
     // the key a rotation replaced no longer signs in here, even while the API still takes it during the grace period
-    const project = await authenticateKeys(app, request, reply, clientKey, secretKey, { currentKeyOnly: true });
+    let project: Awaited<ReturnType<typeof authenticateKeys>>;
+    try {
+      project = await authenticateKeys(app, request, reply, clientKey, secretKey, { currentKeyOnly: true });
+    } catch (error) {
+      return refused(request, reply, error, clientKey);
+    }
     await ctx.signIn(request, reply, { kind: 'keys', applicationId: project.application_id, secretKey });
     return reply.redirect('/dashboard/receipts', 303);
   });
+
+  function refused(request: FastifyRequest, reply: FastifyReply, error: unknown, clientKey: string | undefined) {
+    if (!(error instanceof ApiError) || error.statusCode >= 500) throw error;
+    request.log.info({ error_code: error.errorCode, code: error.code }, 'dashboard sign-in refused');
+    return ctx.render(request, reply.code(error.statusCode), 'login', {
+      title: 'Sign in',
+      error: error.toBody(),
+      ...(clientKey !== undefined ? { clientKey } : {}),
+    });
+  }
 
   app.get('/projects', { config: { auth: 'none', dashboard: 'pick' }, schema: { hide: true } }, async (request, reply) => {
     const projects = await services.projects.list();

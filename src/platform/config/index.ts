@@ -288,3 +288,12 @@ export function readConfigOrExit(env: Env = process.env): Config {
     throw err;
   }
 }
+
+/**
+ * {base_url} as the outside world reaches this process: PUBLIC_BASE_URL, or loopback on PORT in sandbox mode (where
+ * PUBLIC_BASE_URL may be unset). Never taken from a request's Host header. The one derivation: gateway_url, the
+ * notification URLs given to upstream providers and the OpenAPI document's `servers` all read it.
+ */
+export function publicBaseUrlOf(config: Pick<Config, 'publicBaseUrl' | 'port'>): string {
+  return (config.publicBaseUrl ?? `http://127.0.0.1:${config.port}`).replace(/\/+$/, '');
+}
