@@ -264,9 +264,7 @@ export class ApiError extends Error {
    */
   get isRefusal(): boolean {
     if (this.statusCode < 500 || this.#refused) return true;
-    return (
-      REFUSALS_ANSWERED_5XX.has(this.errorCode) && (this.pgErrorCode !== undefined || this.payloadMessage !== undefined)
-    );
+    return REFUSALS_ANSWERED_5XX.has(this.errorCode) && (this.pgErrorCode !== undefined || this.payloadMessage !== undefined);
   }
 
   toBody(): ErrorBody {
