@@ -26,6 +26,7 @@ export const DATABASE_INDEPENDENT = [
   'test/platform/codec.test.ts',
   'test/platform/keyring.test.ts',
   'test/platform/operation-log.test.ts',
+  'test/platform/first-run.test.ts',
   'test/platform/private-files.test.ts',
   'test/platform/rules.test.ts',
   'test/platform/transport.test.ts',

@@ -1,7 +1,8 @@
 // `npm start`: everything in one command. The API, the Temporal worker, the database (PGlite under
 // DATA_DIR unless DATABASE_URL is set), the sandbox gateways, and — unless TEMPORAL_ADDRESS is set —
 // the embedded Temporal-compatible engine, durable under DATA_DIR.
-import { buildConfiguredApp, listen } from './api/server.js';
+import { buildConfiguredApp, exitIfPortInUse, listen } from './api/server.js';
+import { checkPortsFree, PortInUseError, startupBanner } from './api/startup.js';
 import { readConfigOrExit } from './platform/config/index.js';
 import { createLogger } from './platform/logger.js';
 import type { EmbeddedEngine } from './platform/temporal/embedded-engine.js';
@@ -19,6 +20,8 @@ import {
 } from './composition/index.js';
 
 const config = readConfigOrExit();
+// before the database, the engine and the worker: a taken PORT / ADMIN_PORT is one line and exit 1 within a second
+await checkPortsFree(config).catch(exitIfPortInUse);
 const logger = createLogger({ level: config.logLevel, format: config.logFormat });
 announceAdminToken(config, logger);
 installTemporalLogger(logger, { metricsBindAddress: config.temporalMetricsAddress });
@@ -88,8 +91,16 @@ try {
     clocks,
     ...(clock ? { sandboxClock: clock } : {}),
   });
-  await listen(app, config, closeAll);
+  const listening = await listen(app, config, closeAll);
+  // for the person at the terminal, once: plain text on stderr, beside the admin token (never in the JSON log)
+  process.stderr.write(`${startupBanner(config, listening)}\n`);
 } catch (err) {
+  if (err instanceof PortInUseError) {
+    // taken after the early check: the same hint, after stopping what started
+    await closeAll();
+    process.stderr.write(`${err.hint}\n`);
+    process.exit(1);
+  }
   logger.fatal({ err }, 'paygate failed to start');
   await closeAll();
   process.exit(1);

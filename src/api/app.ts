@@ -20,6 +20,7 @@ import { clientErrorHandler, installErrorHandling, sendApiError, toApiError } fr
 import { projectRoutes } from './routes/projects.js';
 import { paymentRoutes } from './routes/payments.js';
 import { healthRoutes, type ReadinessProbe } from './routes/health.js';
+import { rootRoutes } from './routes/root.js';
 import { verificationRoutes } from './routes/verification.js';
 import { webhookRoutes } from './routes/webhooks.js';
 import { escrowRoutes } from './routes/escrow.js';
@@ -105,6 +106,7 @@ export const CONNECTION_IDLE_TIMEOUT_MS = 75_000;
 
 /** The route plugins, in registration order. Add an area's plugin here (one line each). */
 const routePlugins: readonly FastifyPluginAsync[] = [
+  rootRoutes,
   healthRoutes,
   projectRoutes,
   paymentRoutes,

@@ -77,10 +77,20 @@ export function installErrorHandling(app: FastifyInstance): void {
       return reply.code(error.statusCode).type('application/json; charset=utf-8').send(error.body);
     }
     const apiError = toApiError(error, request);
-    if (apiError.statusCode >= 500) {
-      request.log.error({ err: error, error_code: apiError.errorCode }, 'request failed');
+    // the request's own mistake (every 4xx, and the spec's 500 for a PG's refusal such as a wrong OTP): one info line
+    // with the code; a fault of ours or of a PG (9500, 9502, 9503, 9504, an unreachable PG): the error with its stack
+    if (apiError.isRefusal) {
+      request.log.info(
+        {
+          error_code: apiError.errorCode,
+          code: apiError.code,
+          ...(apiError.statusCode >= 500 ? { status: apiError.statusCode } : {}),
+          ...(apiError.pgErrorCode !== undefined ? { pg_error_code: apiError.pgErrorCode } : {}),
+        },
+        'request rejected',
+      );
     } else {
-      request.log.info({ error_code: apiError.errorCode, code: apiError.code }, 'request rejected');
+      request.log.error({ err: error, error_code: apiError.errorCode }, 'request failed');
     }
     return sendApiError(reply, apiError);
   });

@@ -16,6 +16,7 @@ import { announceAdminToken, connectTemporal, createCoreServices, openCore, type
 import type { Services } from '../composition/services.js';
 import { buildApp, type ReadinessProbe } from './app.js';
 import { ApiError } from '../platform/errors.js';
+import { checkPortsFree, PortInUseError } from './startup.js';
 
 const SHUTDOWN_GRACE_MS = 10_000;
 
@@ -81,7 +82,11 @@ export async function listen(
     else app.log.info({ signal }, 'shutting down');
     await shutdown();
   });
-  const address = await app.listen({ host: config.host, port: config.port });
+  // taken since checkPortsFree looked: the same one-line hint, not an EADDRINUSE stack
+  const inUse = (variable: 'PORT' | 'ADMIN_PORT', port: number) => (err: unknown) => {
+    throw (err as NodeJS.ErrnoException).code === 'EADDRINUSE' ? new PortInUseError(variable, port) : err;
+  };
+  const address = await app.listen({ host: config.host, port: config.port }).catch(inUse('PORT', config.port));
   app.log.info({ address }, 'paygate API listening');
   let adminAddress: string | undefined;
   if (admin && config.admin) {
@@ -89,7 +94,7 @@ export async function listen(
     await new Promise<void>((ready, fail) => {
       admin.once('error', fail);
       admin.listen(port, host, () => ready());
-    });
+    }).catch(inUse('ADMIN_PORT', port));
     const bound = admin.address() as AddressInfo;
     adminAddress = `http://${bound.family === 'IPv6' ? `[${bound.address}]` : bound.address}:${bound.port}`;
     app.log.info({ address: adminAddress }, 'paygate admin API listening (only there)');
@@ -143,6 +148,15 @@ export function buildConfiguredApp(parts: {
   });
 }
 
+/** A taken port ends the process at once with its hint on stderr (exit 1, no stack); anything else is rethrown. */
+export function exitIfPortInUse(err: unknown): never {
+  if (err instanceof PortInUseError) {
+    process.stderr.write(`${err.hint}\n`);
+    process.exit(1);
+  }
+  throw err;
+}
+
 /**
  * The API as a process of its own (production): a Temporal cluster at TEMPORAL_ADDRESS runs the
  * workflows, with `worker.ts` beside it. `npm start` (src/main.ts) embeds everything instead.
@@ -154,6 +168,7 @@ export async function startApiServer(): Promise<FastifyInstance> {
     logger.fatal('TEMPORAL_ADDRESS is not set: the standalone API needs a Temporal server (npm start embeds one)');
     process.exit(1);
   }
+  await checkPortsFree(config).catch(exitIfPortInUse);
   announceAdminToken(config, logger);
   const core = await openCore(config, logger);
   const temporal = await connectTemporal(core, config.temporalAddress);

@@ -201,6 +201,18 @@ export function isErrorName(value: string): value is ErrorName {
   return Object.hasOwn(errorCatalog, value);
 }
 
+/**
+ * The catalog codes the spec answers with HTTP 500 that also stand for a refusal of the request itself: the PG
+ * judged it and said no (a wrong or expired OTP, a refused resend, billing key or shipping start). See isRefusal.
+ */
+export const REFUSALS_ANSWERED_5XX: ReadonlySet<ErrorName> = new Set<ErrorName>([
+  'SUBSCRIBE_REQUEST_FAILED',
+  'AUTH_REQUEST_FAILED',
+  'AUTH_CONFIRM_FAILED',
+  'AUTH_REALARM_FAILED',
+  'RC_ESCROW_SHIPPING_START_FAILED',
+]);
+
 export interface ApiErrorOptions {
   /** replaces the catalog message; must never contain card data or internal details */
   readonly message?: string;
@@ -210,6 +222,8 @@ export interface ApiErrorOptions {
   readonly retryAfterSeconds?: number;
   /** internal cause, logged by the error handler, never sent to the client */
   readonly cause?: unknown;
+  /** the request's own mistake whatever the status (a 500 the spec gives to a malformed OTP): logged as a refusal */
+  readonly refused?: boolean;
 }
 
 export interface ErrorBody {
@@ -228,6 +242,7 @@ export class ApiError extends Error {
   readonly pgErrorCode: string | undefined;
   readonly payloadMessage: string | undefined;
   readonly retryAfterSeconds: number | undefined;
+  readonly #refused: boolean;
 
   constructor(errorCode: ErrorName, options: ApiErrorOptions = {}) {
     const entry: CatalogEntry = errorCatalog[errorCode];
@@ -238,6 +253,18 @@ export class ApiError extends Error {
     this.pgErrorCode = options.pgErrorCode;
     this.payloadMessage = options.payloadMessage;
     this.retryAfterSeconds = options.retryAfterSeconds;
+    this.#refused = options.refused === true;
+  }
+
+  /**
+   * Whether the answer is the request's doing (the merchant's or the customer's), not a fault of paygate or of a PG:
+   * every 4xx, and the 5xx the spec gives to a refusal (REFUSALS_ANSWERED_5XX) when it carries the PG's refusal code
+   * (a wrong OTP, a declined resend or shipping start) or a message telling the merchant what to change (a limit).
+   * The same codes without either are the PG's or paygate's failure ("could not be reached") and stay faults.
+   */
+  get isRefusal(): boolean {
+    if (this.statusCode < 500 || this.#refused) return true;
+    return REFUSALS_ANSWERED_5XX.has(this.errorCode) && (this.pgErrorCode !== undefined || this.payloadMessage !== undefined);
   }
 
   toBody(): ErrorBody {

@@ -90,10 +90,24 @@ function scrubDbFields(serialized: Serialized): Serialized {
   return serialized;
 }
 
+/**
+ * The error's name as its `type`, where the redaction cannot reach it: pino copies an error's own `name` (a class
+ * field such as ApiError's) as `name`, which the `*.name` path meant for a person's name censored, so a logged
+ * error read `"name":"[REDACTED]"`. The name is the class's (ApiError, TypeError), never a person's.
+ */
+function nameAsType(serialized: Serialized, err: unknown): void {
+  const name = (err as { name?: unknown }).name;
+  if (typeof name === 'string' && name !== '') serialized.type = name;
+  if (serialized.name === name) delete serialized.name;
+}
+
 /** pino's error serializer (message, stack and causes), minus the query and its parameters at any nesting. */
 export function serializeError(err: unknown): unknown {
   const serialized = pino.stdSerializers.err(err as Error) as unknown;
-  return serialized !== null && typeof serialized === 'object' ? scrubDbFields(serialized as Serialized) : serialized;
+  if (serialized === null || typeof serialized !== 'object') return serialized;
+  // only a real error's name: a plain object logged as `err` keeps its `name` field, and its censoring
+  if (err instanceof Error) nameAsType(serialized as Serialized, err);
+  return scrubDbFields(serialized as Serialized);
 }
 
 export type LogFormat = 'pretty' | 'json';

@@ -220,7 +220,10 @@ function describeIssue(issue: IssueLike): string {
 export function issuesToApiError(issues: readonly IssueLike[], input: unknown, fieldErrors: FieldErrors = {}): ApiError {
   for (const issue of issues) {
     const failure = catalogFailure(issue);
-    if (failure) return new ApiError(failure.error, { message: failure.message, payloadMessage: failure.payloadMessage });
+    // a rule of the request's shape: the request's mistake, even where the spec answers it 500 (an OTP not 6 digits)
+    if (failure) {
+      return new ApiError(failure.error, { message: failure.message, payloadMessage: failure.payloadMessage, refused: true });
+    }
   }
   const record = isRecord(input) ? input : undefined;
   if (record === undefined) {

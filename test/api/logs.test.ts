@@ -9,6 +9,8 @@ import { createLogger, resolveLogFormat } from '../../src/platform/logger.js';
 import { createBundlerLogger } from '../../src/platform/temporal/runtime.js';
 import { WORKFLOW_BUNDLER_OPTIONS, WORKFLOWS_PATH } from '../../src/platform/temporal/workflow-bundle.js';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
+import { workerLogs } from '../helpers/temporal.js';
+import { ApiError } from '../../src/platform/errors.js';
 import { keyInClient, TEST_CARD } from '../payments/key-in-fixtures.js';
 import { freshPhone, verificationClient } from '../verification/fixtures.js';
 import { type Receiver, startReceiver, untilDelivery } from '../webhooks/fixtures.js';
@@ -205,6 +207,60 @@ describe('request log lines', () => {
     expect(completed).toMatchObject({ reqId: expect.any(String), workflow_id: `verification:${receiptId}` });
     expect(t.logs()).not.toContain(phone);
   }, 60_000);
+
+  // a wrong OTP is the customer's mistake, answered 500 (2405) as the spec says: one info line with its code, no stack,
+  // no warning or error for it anywhere (the API's handler, the worker's "Activity failed")
+  it('a wrong OTP writes one info line with its code: no warning, no error, no stack', async () => {
+    const project = await t.createProject();
+    const api = verificationClient(t, project);
+    const { receiptId, phone } = await api.requested();
+    const wrongOtp = (await api.latestOtp(phone)) === '111111' ? '222222' : '111111';
+    const res = await api.confirm(receiptId, wrongOtp);
+    expect(res.status).toBe(500);
+    expect(res.body).toMatchObject({ error_code: 'AUTH_CONFIRM_FAILED', code: 2405 });
+
+    const lines = jsonLines(t.logs());
+    const incoming = lines.find(
+      (l) => l.msg === 'incoming request' && (l.req as Line | undefined)?.url === '/v2/authenticate/confirm',
+    );
+    const ofRequest = lines.filter((l) => l.reqId === incoming!.reqId);
+    expect(ofRequest.filter((l) => (l.level as number) >= 40)).toEqual([]);
+    const rejected = ofRequest.filter((l) => l.error_code !== undefined);
+    expect(rejected).toEqual([
+      expect.objectContaining({ level: 30, msg: 'request rejected', error_code: 'AUTH_CONFIRM_FAILED', code: 2405 }),
+    ]);
+    const text = JSON.stringify(ofRequest);
+    expect(text).not.toContain('stack');
+    expect(text).not.toContain('[REDACTED]');
+    expect(text).not.toContain(wrongOtp);
+    // the worker: the PG's refusal is benign, at debug, never a warning with the stack
+    const failed = workerLogs()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { level: string; message: string; meta?: Record<string, unknown> })
+      .filter((l) => l.message === 'Activity failed' && l.meta?.workflowId === `verification:${receiptId}`);
+    expect(failed.length).toBeGreaterThan(0);
+    expect(failed.map((l) => l.level)).toEqual(failed.map(() => 'DEBUG'));
+  }, 60_000);
+
+  it("a fault (9500) still writes the error with its stack, under the error's name, not [REDACTED]", () => {
+    const out = capture();
+    const logger = createLogger({ format: 'json', destination: out.stream });
+    logger.error(
+      { err: new ApiError('INTERNAL_ERROR', { cause: new TypeError('boom') }), body: { name: '최비밀' } },
+      'request failed',
+    );
+    logger.error({ err: new TypeError('bad') }, 'plain');
+    logger.error({ err: { name: '최비밀', message: 'not an error' } }, 'a plain object as err');
+    const [line, plain, object] = jsonLines(out.text());
+    expect(line).toMatchObject({
+      err: { type: 'ApiError', stack: expect.stringContaining('ApiError') },
+      body: { name: '[REDACTED]' },
+    });
+    expect(JSON.stringify(line!.err)).not.toContain('[REDACTED]');
+    expect(plain).toMatchObject({ err: { type: 'TypeError', message: 'bad' } });
+    expect(object).toMatchObject({ err: { name: '[REDACTED]' } });
+    expect(out.text()).not.toContain('최비밀');
+  });
 });
 
 describe('the workflow bundle report', () => {

@@ -11,6 +11,8 @@ import { buildTestApp, TEST_ADMIN_TOKEN, type TestApp, type TestProject } from '
 
 /** Not project routes: they take no key (none) or the admin token (admin). Nothing else is exempt. */
 const EXEMPT: Readonly<Record<string, 'none' | 'admin'>> = {
+  // the landing: the dashboard (sandbox mode) or a JSON index of /docs, /openapi.json and /health
+  'GET /': 'none',
   'GET /health': 'none',
   'GET /openapi.json': 'none',
   // the API reference UI: its page, its script and the document copies it reads

@@ -1,0 +1,200 @@
+// What a first `npm start` shows (src/main.ts as a child process, as `npm start` runs it): a banner when ready with the
+// addresses, the admin token's whereabouts and the next command, on stderr and never in the JSON log; and a taken
+// PORT / ADMIN_PORT found before anything starts, as one line with a hint and exit 1, with nothing left running.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { createServer, type Server } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, describe, expect, it } from 'vitest';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const children: ChildProcess[] = [];
+const dirs: string[] = [];
+const held: Server[] = [];
+
+/** SIGKILL to the child's whole group: tsx, main.ts and the engine it spawned. */
+function killGroup(child: ChildProcess): void {
+  if (child.pid === undefined || child.exitCode !== null || child.signalCode !== null) return;
+  try {
+    process.kill(-child.pid, 'SIGKILL');
+  } catch {
+    child.kill('SIGKILL');
+  }
+}
+
+afterAll(async () => {
+  for (const child of children) killGroup(child);
+  for (const server of held) server.close();
+  for (const dir of dirs) await rm(dir, { recursive: true, force: true });
+});
+
+async function tempDir(): Promise<string> {
+  const dir = await mkdtemp(path.join(tmpdir(), 'paygate-first-run-'));
+  dirs.push(dir);
+  return dir;
+}
+
+/** A listening socket on 127.0.0.1 (port 0: any): another process's hold on the port. */
+async function occupy(): Promise<number> {
+  const server = createServer();
+  held.push(server);
+  await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
+  return (server.address() as { port: number }).port;
+}
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
+  const { port } = server.address() as { port: number };
+  await new Promise<void>((done) => server.close(() => done()));
+  return port;
+}
+
+/** The processes whose command line names `text` (Linux /proc). */
+async function processesNaming(text: string): Promise<number[]> {
+  const found: number[] = [];
+  for (const entry of await readdir('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const cmdline = await readFile(`/proc/${entry}/cmdline`, 'utf8').catch(() => '');
+    if (cmdline.includes(text)) found.push(Number(entry));
+  }
+  return found;
+}
+
+interface Run {
+  readonly child: ChildProcess;
+  stdout(): string;
+  stderr(): string;
+  /** resolves when `done(stdout, stderr)` holds or the process exits; rejects after `ms` (the group is killed) */
+  until(done: (stdout: string, stderr: string) => boolean, ms: number): Promise<void>;
+}
+
+/** src/main.ts as `npm start` runs it, in sandbox mode on its own DATA_DIR. */
+function start(env: Record<string, string>): Run {
+  const base: NodeJS.ProcessEnv = { ...process.env };
+  for (const name of ['DATABASE_URL', 'TEMPORAL_ADDRESS', 'PAYGATE_SANDBOX', 'ADMIN_PORT', 'PUBLIC_BASE_URL', 'ADMIN_TOKEN']) {
+    delete base[name];
+  }
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+    cwd: ROOT,
+    env: { ...base, HOST: '127.0.0.1', LOG_LEVEL: 'info', LOG_FORMAT: 'json', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
+  });
+  children.push(child);
+  let stdout = '';
+  let stderr = '';
+  const waiters = new Set<() => void>();
+  const poke = () => {
+    for (const w of waiters) w();
+  };
+  child.stdout!.on('data', (d: Buffer) => {
+    stdout += d.toString();
+    poke();
+  });
+  child.stderr!.on('data', (d: Buffer) => {
+    stderr += d.toString();
+    poke();
+  });
+  child.once('exit', poke);
+  return {
+    child,
+    stdout: () => stdout,
+    stderr: () => stderr,
+    until: (done, ms) =>
+      new Promise<void>((resolve, reject) => {
+        const timer = setTimeout(() => {
+          waiters.delete(check);
+          killGroup(child);
+          reject(new Error(`not within ${ms} ms\nstdout:\n${stdout.slice(-4000)}\nstderr:\n${stderr.slice(-4000)}`));
+        }, ms);
+        const check = () => {
+          if (done(stdout, stderr) || child.exitCode !== null || child.signalCode !== null) {
+            clearTimeout(timer);
+            waiters.delete(check);
+            resolve();
+          }
+        };
+        waiters.add(check);
+        check();
+      }),
+  };
+}
+
+async function exited(child: ChildProcess): Promise<number | null> {
+  if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;
+  return new Promise((resolve) => child.once('exit', (code) => resolve(code)));
+}
+
+describe('npm start, ready', () => {
+  it('prints a banner once on stderr: the API, the dashboard, the docs, the admin token, the next command', async () => {
+    const dataDir = await tempDir();
+    const port = await freePort();
+    const run = start({ DATA_DIR: dataDir, PORT: String(port) });
+    try {
+      await run.until((_out, err) => err.includes('npm run admin -- projects create'), 120_000);
+      expect(run.child.exitCode, run.stderr()).toBeNull();
+      const stderr = run.stderr();
+      const api = `http://127.0.0.1:${port}`;
+      expect(stderr).toContain('paygate is ready (sandbox mode');
+      expect(stderr).toMatch(new RegExp(`API +${api}\\n`));
+      expect(stderr).toMatch(new RegExp(`dashboard +${api}/dashboard\\n`));
+      expect(stderr).toMatch(new RegExp(`API reference +${api}/docs\\n`));
+      expect(stderr).toMatch(/admin token +generated for this run, printed above/);
+      expect(stderr).toContain(`PORT=${port} npm run admin -- projects create --name "my shop"`);
+      expect(stderr.match(/paygate is ready/g)).toHaveLength(1);
+      // the token: printed once on stderr above the banner, never in the JSON log; the log stays JSON lines
+      const token = /generated for this run: (\S+)/.exec(stderr)?.[1];
+      expect(token).toBeDefined();
+      expect(stderr.indexOf(token!)).toBeLessThan(stderr.indexOf('paygate is ready'));
+      const stdout = run.stdout();
+      expect(stdout).not.toContain(token!);
+      expect(stdout).not.toContain('paygate is ready');
+      for (const line of stdout.split('\n').filter((l) => l.trim() !== '')) expect(() => JSON.parse(line), line).not.toThrow();
+      // and the address it shows leads where it says: GET / to the dashboard
+      const root = await fetch(`${api}/`, { redirect: 'manual' });
+      expect(root.status).toBe(302);
+      expect(root.headers.get('location')).toBe('/dashboard');
+    } finally {
+      killGroup(run.child);
+    }
+  }, 150_000);
+});
+
+describe('npm start, a port already in use', () => {
+  for (const variable of ['PORT', 'ADMIN_PORT'] as const) {
+    it(`${variable} taken: one line with a hint, exit 1 within seconds, no stack, nothing started or left running`, async () => {
+      const dataDir = await tempDir();
+      const taken = await occupy();
+      const env: Record<string, string> =
+        variable === 'PORT'
+          ? { DATA_DIR: dataDir, PORT: String(taken), ADMIN_TOKEN: 'a-long-enough-admin-token-0123456789' }
+          : {
+              DATA_DIR: dataDir,
+              PORT: String(await freePort()),
+              ADMIN_PORT: String(taken),
+              ADMIN_HOST: '127.0.0.1',
+              ADMIN_TOKEN: 'a-long-enough-admin-token-0123456789',
+            };
+      const startedAt = Date.now();
+      const run = start(env);
+      await run.until(() => false, 20_000).catch(() => undefined);
+      const code = await exited(run.child);
+      const elapsed = Date.now() - startedAt;
+      expect(code, `${run.stdout()}\n${run.stderr()}`).toBe(1);
+      // tsx's start-up is all of it (seconds on a busy machine); the proof that the database, the engine and the
+      // worker never started is below: nothing under DATA_DIR
+      expect(elapsed).toBeLessThan(15_000);
+      expect(run.stderr().trim()).toBe(
+        `paygate: port ${taken} is in use; set ${variable} to another port (${variable}=${taken + 1} npm start)`,
+      );
+      expect(run.stdout()).toBe('');
+      expect(`${run.stdout()}${run.stderr()}`).not.toMatch(/EADDRINUSE|\n\s+at /);
+      // nothing was opened under DATA_DIR (no database, no engine journal) and no engine runs for it
+      expect(await readdir(dataDir)).toEqual([]);
+      expect(await processesNaming(dataDir)).toEqual([]);
+    }, 40_000);
+  }
+});
