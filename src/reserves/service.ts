@@ -2,7 +2,7 @@
 // then the reserve's workflow (src/workflows/reserves.ts) is started, or sent its revoke update. The charge
 // itself is the charge service's, made by the workflow's activity at reserve_execute_at.
 import { randomUUID } from 'node:crypto';
-import { WorkflowUpdateFailedError } from '@temporalio/client';
+import { WorkflowExecutionAlreadyStartedError, WorkflowUpdateFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { RESERVE_WORKFLOW_TYPE, reserveWorkflowId, revokeReserveUpdate, type ReserveWorkflow } from './contract.js';
 import { assertOwnedBy } from '../projects/access.js';
@@ -84,16 +84,45 @@ export function createReserveService(deps: {
         requestedAt,
         executeAt: request.executeAt,
       });
-      if (!row) throw new ApiError('ORDER_ID_DUPLICATED');
-      try {
-        await client.withDeadline(Date.now() + callTimeoutMs, () =>
+      const startRun = (id: string, executeAt: Date) =>
+        client.withDeadline(Date.now() + callTimeoutMs, () =>
           client.workflow.start<ReserveWorkflow>(RESERVE_WORKFLOW_TYPE, {
-            workflowId: reserveWorkflowId(reserveId),
+            workflowId: reserveWorkflowId(id),
             taskQueue,
-            args: [{ reserveId, executeAt: request.executeAt.toISOString() }],
+            args: [{ reserveId: id, executeAt: executeAt.toISOString() }],
+            // a reserve has one run, ever: a run that ended is never started again
+            workflowIdReusePolicy: 'REJECT_DUPLICATE',
           }),
         );
+      if (!row) {
+        // The same reserve asked again (a retry) whose first request stored it and died before it started the run
+        // (its process killed in between): the retry starts that run and answers with the reserve. Any other
+        // order_id already used, or a reserve whose run exists or existed, is 9410.
+        const stored = await stores.reserves.findByOrder(project.application_id, request.charge.orderId);
+        const sameReserve =
+          stored !== undefined &&
+          stored.status === 'reserved' &&
+          stored.billing_key === key.billing_key &&
+          Number(stored.price) === request.charge.price &&
+          stored.execute_at.getTime() === request.executeAt.getTime();
+        if (sameReserve) {
+          try {
+            await startRun(stored.reserve_id, stored.execute_at);
+            bindLogIds({ reserve_id: stored.reserve_id });
+            return { reserve_id: stored.reserve_id, reserve_execute_at: formatTimestamp(stored.execute_at) };
+          } catch (err) {
+            if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
+          }
+        }
+        throw new ApiError('ORDER_ID_DUPLICATED');
+      }
+      try {
+        await startRun(reserveId, request.executeAt);
       } catch (err) {
+        // a retry of this very reserve started its run first (see above): the run exists, the reserve stands
+        if (err instanceof WorkflowExecutionAlreadyStartedError) {
+          return { reserve_id: reserveId, reserve_execute_at: formatTimestamp(request.executeAt) };
+        }
         // no timer, no reserve: nothing is left that could charge
         await stores.reserves.delete(reserveId);
         if (updateTimedOut(err))

@@ -38,6 +38,8 @@ export interface ReserveStore {
   /** A reserve whose workflow could not be started: it never existed. */
   delete(reserveId: string): Promise<void>;
   find(reserveId: string): Promise<ReserveRow | undefined>;
+  /** The project's reserve with this order_id, if any. */
+  findByOrder(applicationId: string, orderId: string): Promise<ReserveRow | undefined>;
   /** The project's newest first, at most `limit` (the dashboard's lists). */
   listOf(applicationId: string, limit: number): Promise<ReserveRow[]>;
   /** reserved -> executing (started_at); the row as it is now, whatever it was. */
@@ -103,6 +105,15 @@ export function createReserveStore(db: Kysely<Tables>, cipher: FieldCipher): Res
 
     async find(reserveId) {
       return byId(reserveId).executeTakeFirst();
+    },
+
+    async findByOrder(applicationId, orderId) {
+      return db
+        .selectFrom('reserves')
+        .selectAll()
+        .where('application_id', '=', applicationId)
+        .where('order_id', '=', orderId)
+        .executeTakeFirst();
     },
 
     async listOf(applicationId, limit) {

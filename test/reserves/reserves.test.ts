@@ -119,6 +119,46 @@ describe('reserved charges', () => {
     expectApiError(await revoke(api, reserveId), 409, 9441, 'RESERVE_NOT_REVOKABLE');
   });
 
+  it('a retry of a reserve whose first request stored it and died before starting its run starts that run; it charges once', async () => {
+    const { project, api, key } = await setup();
+    const orderId = `reserve-orphan-${Date.now()}`;
+    const executeAt = new Date(t.clock.now().getTime() + HOUR_MS);
+    // what the first request left when its process was killed between storing the reserve and starting its run
+    const orphanId = randomUUID().replaceAll('-', '').slice(0, 24);
+    const stored = await t.deps.stores.reserves.insert({
+      reserveId: orphanId,
+      applicationId: project.applicationId,
+      billingKey: key,
+      orderId,
+      orderName: 'Annual plan',
+      price: 12_000,
+      taxFree: 0,
+      quota: 0,
+      user: undefined,
+      items: undefined,
+      metadata: undefined,
+      feedback: undefined,
+      requestedAt: t.clock.now(),
+      executeAt,
+    });
+    expect(stored?.status).toBe('reserved');
+    const body = { billing_key: key, order_id: orderId, reserve_execute_at: executeAt.toISOString() };
+
+    // the merchant's retry of the same reserve: the stored reserve, its run started now
+    const retried = await reserve(api, body);
+    expect(retried.status, JSON.stringify(retried.body)).toBe(200);
+    expect(retried.body.reserve_id).toBe(orphanId);
+    // asked again once its run exists, or with another amount: the order_id is taken
+    expectApiError(await reserve(api, body), 409, 9410, 'ORDER_ID_DUPLICATED');
+    expectApiError(await reserve(api, { ...body, price: 13_000 }), 409, 9410, 'ORDER_ID_DUPLICATED');
+
+    await t.temporal!.skipTime(HOUR_MS + 1000);
+    const paid = await untilStatus(api, orphanId, 'paid');
+    expect(paid.order_id).toBe(orderId);
+    expect(await executions(project, orderId)).toBe(1);
+    expect(await reserveRows(project)).toBe(1);
+  });
+
   it('a revoked reserve never charges; a second revoke is 9441', async () => {
     const { project, api, key } = await setup();
     const created = await reserve(api, { billing_key: key, reserve_execute_at: inMs(HOUR_MS) });
