@@ -31,8 +31,9 @@ export const FAVICON_PATH = '/favicon.ico';
 /** Browser pages (HTML and forms) and their icon, not the JSON API: left out of the document. */
 export const UI_PREFIXES: readonly string[] = [DOCS_PREFIX, '/dashboard', FAVICON_PATH];
 
+/** The UI's routes, and `GET /` (where a browser opening the server's address lands: src/api/routes/root.ts). */
 export const isUiRoute = (url: string) =>
-  UI_PREFIXES.some((prefix) => url === prefix || url.startsWith(`${prefix}/`) || url.startsWith(`${prefix}*`));
+  url === '/' || UI_PREFIXES.some((prefix) => url === prefix || url.startsWith(`${prefix}/`) || url.startsWith(`${prefix}*`));
 
 export const routeDocs: RouteDocs = {
   ...specRouteDocs,
