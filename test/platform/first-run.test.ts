@@ -73,10 +73,10 @@ interface Run {
 
 /** src/main.ts as `npm start` runs it, in sandbox mode on its own DATA_DIR. */
 function start(env: Record<string, string>): Run {
-  const base: NodeJS.ProcessEnv = { ...process.env };
-  for (const name of ['DATABASE_URL', 'TEMPORAL_ADDRESS', 'PAYGATE_SANDBOX', 'ADMIN_PORT', 'PUBLIC_BASE_URL', 'ADMIN_TOKEN']) {
-    delete base[name];
-  }
+  // the caller's environment without what would point the server elsewhere (DATABASE_URL above all: this file runs on
+  // PGlite only, test/platform/test-passes.test.ts)
+  const stripped = ['DATABASE_URL', 'TEMPORAL_ADDRESS', 'PAYGATE_SANDBOX', 'ADMIN_PORT', 'PUBLIC_BASE_URL', 'ADMIN_TOKEN'];
+  const base: NodeJS.ProcessEnv = Object.fromEntries(Object.entries(process.env).filter(([name]) => !stripped.includes(name)));
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
     cwd: ROOT,
     env: { ...base, HOST: '127.0.0.1', LOG_LEVEL: 'info', LOG_FORMAT: 'json', ...env },
