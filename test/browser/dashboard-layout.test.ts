@@ -6,19 +6,12 @@ import { join, resolve } from 'node:path';
 import { type Browser, chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, type TestApp, type TestProject } from '../helpers/app.js';
+import { measureOverflow } from '../helpers/page-overflow.js';
 
 const CHROMIUM = '/usr/bin/chromium';
 const SHOTS = join(resolve(import.meta.dirname, '../..'), 'test-results', 'dashboard-layout');
 const available = existsSync(CHROMIUM);
 if (!available && process.env.CI) throw new Error(`${CHROMIUM} is missing: .ci/run installs it (apt-get install chromium)`);
-
-/** Elements of main wider than the viewport that no scrolling ancestor holds. */
-const OVERFLOW = `(() => {
-  const width = window.innerWidth;
-  const scrolls = (el) => { for (let p = el.parentElement; p; p = p.parentElement) { const o = getComputedStyle(p).overflowX; if (o === 'auto' || o === 'scroll') return true; } return false; };
-  const wide = [...document.querySelectorAll('main *')].filter((el) => el.getBoundingClientRect().right > width + 1 && !scrolls(el));
-  return { scrollWidth: document.documentElement.scrollWidth, width, wide: wide.slice(0, 5).map((el) => el.tagName + '.' + el.className) };
-})()`;
 
 describe.skipIf(!available)('dashboard layout in Chromium', () => {
   let t: TestApp;
@@ -51,7 +44,7 @@ describe.skipIf(!available)('dashboard layout in Chromium', () => {
       for (const path of ['receipts', 'verifications', 'webhooks']) {
         await page.goto(`${base}/dashboard/${path}`);
         await page.screenshot({ path: join(SHOTS, `${path}-${width}.png`), fullPage: true });
-        const found = (await page.evaluate(OVERFLOW)) as { scrollWidth: number; width: number; wide: string[] };
+        const found = await measureOverflow(page);
         expect(found.wide, `${path} at ${width} px`).toEqual([]);
         expect(found.scrollWidth, `${path} at ${width} px`).toBeLessThanOrEqual(found.width);
       }

@@ -3,8 +3,8 @@
 // browser: sign in, issue a verification, read the OTP from the inbox, confirm it, pay with escrow, start shipping,
 // confirm the purchase as the buyer, configure the messaging webhook and see its delivery arrive, see the sandbox
 // clock (a key's session cannot move it), then as the admin advance it and see a schedule's charge and the
-// project's notifications, and rotate the webhook secret and see it once. A screenshot of
-// each page goes to test-results/dashboard/.
+// project's notifications, and rotate the webhook secret and see it once; last, every page with its rows fits 1400
+// px and 390 px without sideways scrolling. A screenshot of each page goes to test-results/dashboard/.
 //
 // Chromium is Debian's (/usr/bin/chromium; `.ci/run` installs it when missing). Without it the test is skipped
 // outside CI and fails in CI. The server's process group is killed with SIGKILL at the end or on any timeout.
@@ -16,6 +16,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { measureOverflow } from '../helpers/page-overflow.js';
 
 const CHROMIUM = '/usr/bin/chromium';
 const ROOT = resolve(import.meta.dirname, '../..');
@@ -326,6 +327,32 @@ describe.skipIf(!available)('the sandbox dashboard in Chromium', () => {
     await page.locator('#secret-gone').waitFor();
     expect(await page.locator('#revealed-secret').count()).toBe(0);
     await shot('17-webhook-secret-gone');
+
+    // every page, now that its tables hold rows, fits a desktop and a phone: no sideways scroll, nothing sticking out
+    // of main but inside a scrolling table
+    const filled = [
+      'receipts',
+      'billing-keys',
+      'verifications',
+      'escrow',
+      orderPath.replace('/dashboard/', ''),
+      'reserves',
+      'schedules',
+      schedulePath.replace('/dashboard/', ''),
+      'webhooks',
+      'notifications',
+      'clock',
+    ];
+    for (const width of [1400, 390]) {
+      await page.setViewportSize({ width, height: 900 });
+      for (const path of filled) {
+        await page.goto(`${base}/dashboard/${path}`);
+        await page.screenshot({ path: join(SHOTS, `w${width}-${path.replaceAll('/', '-')}.png`), fullPage: true });
+        const found = await measureOverflow(page);
+        expect(found.wide, `${path} at ${width} px`).toEqual([]);
+        expect(found.scrollWidth, `${path} at ${width} px`).toBeLessThanOrEqual(found.width);
+      }
+    }
 
     // no CSP violation, no script error on any page
     expect(consoleErrors).toEqual([]);
