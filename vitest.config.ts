@@ -29,6 +29,7 @@ export const DATABASE_INDEPENDENT = [
   'test/platform/first-run.test.ts',
   'test/platform/private-files.test.ts',
   'test/platform/rules.test.ts',
+  'test/platform/tour-readme.test.ts',
   'test/platform/transport.test.ts',
   'test/reserves/workflow.test.ts',
   'test/sandbox/durable-state.test.ts',
