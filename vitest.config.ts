@@ -16,6 +16,7 @@ export const DATABASE_INDEPENDENT = [
   'test/api/request-parsing.test.ts',
   'test/architecture/imports.test.ts',
   'test/architecture/map.test.ts',
+  'test/browser/dashboard.test.ts',
   'test/escrow/workflow.test.ts',
   'test/gateways/sandbox-card.test.ts',
   'test/gateways/sandbox-faults.test.ts',
