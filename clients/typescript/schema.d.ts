@@ -199,7 +199,7 @@ export interface paths {
         put?: never;
         /**
          * Charge a billing key
-         * @description order_id is unique per project (9410 ORDER_ID_DUPLICATED). The PG call carries an idempotency key derived from (project, order_id): after a PG failure (9502) the receipt stays pending (status 0) and retrying the same charge with the same order_id completes it without charging twice. A PG refusal is 9430 PAYMENT_DECLINED with pg_error_code. feedback_url (https to global addresses only, checked before any PG call; loopback, http included, in sandbox mode) receives the receipt once the charge completes, as a signed webhook delivery (content_type application/json, the default, or application/x-www-form-urlencoded).
+         * @description order_id is unique per project (9410 ORDER_ID_DUPLICATED). The PG call carries an idempotency key derived from (project, order_id): after a PG failure (9502) the receipt stays pending (status 0), the error carries its receipt_id to poll with GET /v2/receipt/{receipt_id}, and retrying the same charge with the same order_id completes it without charging twice. A PG refusal is 9430 PAYMENT_DECLINED with pg_error_code. feedback_url (https to global addresses only, checked before any PG call; loopback, http included, in sandbox mode) receives the receipt once the charge completes, as a signed webhook delivery (content_type application/json, the default, or application/x-www-form-urlencoded).
          *
          *     Scope: `subscribe_payment`.
          */
@@ -305,7 +305,7 @@ export interface paths {
         put?: never;
         /**
          * Cancel (refund) a payment, fully or partly
-         * @description cancel_price omitted = everything that remains; more than remains -> 9424. A repeated cancel_id returns the first result; the same cancel_id with a different cancel_price or cancel_tax_free -> 9422. Fully refunded receipts move to status 20 (결제취소완료); partial refunds keep status 1 and raise cancelled_price. Unknown receipt 2000, another project's 1225; 9409 while another cancel of the receipt is running.
+         * @description cancel_price omitted = everything that remains; more than remains -> 9424. A repeated cancel_id returns the first result; the same cancel_id with a different cancel_price or cancel_tax_free -> 9422. Fully refunded receipts move to status 20 (결제취소완료); partial refunds keep status 1 and raise cancelled_price. Unknown receipt 2000, another project's 1225; 9409 while another cancel of the receipt is running. A cancel whose PG answer was lost (9502) carries receipt_id: paygate settles it, and GET /v2/receipt/{receipt_id} shows the refund once recorded.
          *
          *     Scope: `cancel`.
          */
@@ -1072,6 +1072,7 @@ export interface components {
             payload?: {
                 message: string;
             };
+            receipt_id?: string;
         };
         Receipt: {
             receipt_id: string;
