@@ -783,7 +783,7 @@ export interface paths {
         put?: never;
         /**
          * Create a subscription schedule
-         * @description {billing_key, order_name, price, tax_free?, interval: day|week|month|year, interval_count? 1-365, start_at? (default now), max_charges?, end_at?, retry?: {delays: [ISO 8601 durations or seconds] (at most 10; default P1D, P3D, P7D), on_exhausted: pause|cancel}, metadata?} -> 201 the schedule. Periods fall on the Asia/Seoul calendar (a monthly anchor day clamped to the month end); each period is charged once with order_id <schedule_id>-<period>. 9400 naming the field; 2309 / 1225 / 9423 for the key.
+         * @description {billing_key, order_name, price, tax_free?, interval: day|week|month|year, interval_count? 1-365, start_at? (default now), max_charges?, end_at?, retry?: {delays: [ISO 8601 durations or seconds] (at most 10; default P1D, P3D, P7D), on_exhausted: pause|cancel}, metadata?} -> 201 the schedule. Periods fall on the Asia/Seoul calendar (a monthly anchor day clamped to the month end); each period is charged once with order_id <schedule_id>-<period>, which its dunning retries keep (each on its own PG key). 9400 naming the field; 2309 / 1225 / 9423 for the key.
          *
          *     Scope: `subscribe_payment`.
          */
@@ -837,7 +837,7 @@ export interface paths {
         };
         /**
          * A schedule's periods
-         * @description {list: [{period, order_id, due_at, status: paid|failed|retrying|skipped, attempts, receipt_id?, pg_error_code?, charged_at?}]}
+         * @description {list: [{period, order_id: <schedule_id>-<period>, due_at, status: paid|failed|retrying|skipped, attempts, receipt_id?, pg_error_code?, charged_at?}]}
          *
          *     Scope: `subscribe_payment`.
          */
