@@ -199,7 +199,7 @@ export interface paths {
         put?: never;
         /**
          * Charge a billing key
-         * @description order_id is unique per project (9410 ORDER_ID_DUPLICATED). The PG call carries an idempotency key derived from (project, order_id): after a PG failure (9502) the receipt stays pending (status 0) and retrying the same charge with the same order_id completes it without charging twice. A PG refusal is 9430 PAYMENT_DECLINED with pg_error_code. feedback_url (https to global addresses only, checked before any PG call; loopback, http included, in sandbox mode) receives the receipt once the charge completes, as a signed webhook delivery (content_type application/json, the default, or application/x-www-form-urlencoded).
+         * @description order_id is unique per project (9410 ORDER_ID_DUPLICATED). The PG call carries an idempotency key derived from (project, order_id): after a PG failure (9502) the receipt stays pending (status 0), the error carries its receipt_id to poll with GET /v2/receipt/{receipt_id}, and retrying the same charge with the same order_id completes it without charging twice. A PG refusal is 9430 PAYMENT_DECLINED with pg_error_code. feedback_url (https to global addresses only, checked before any PG call; loopback, http included, in sandbox mode) receives the receipt once the charge completes, as a signed webhook delivery (content_type application/json, the default, or application/x-www-form-urlencoded).
          *
          *     Scope: `subscribe_payment`.
          */
@@ -305,7 +305,7 @@ export interface paths {
         put?: never;
         /**
          * Cancel (refund) a payment, fully or partly
-         * @description cancel_price omitted = everything that remains; more than remains -> 9424. A repeated cancel_id returns the first result; the same cancel_id with a different cancel_price or cancel_tax_free -> 9422. Fully refunded receipts move to status 20 (결제취소완료); partial refunds keep status 1 and raise cancelled_price. Unknown receipt 2000, another project's 1225; 9409 while another cancel of the receipt is running.
+         * @description cancel_price omitted = everything that remains; more than remains -> 9424. A repeated cancel_id returns the first result; the same cancel_id with a different cancel_price or cancel_tax_free -> 9422. Fully refunded receipts move to status 20 (결제취소완료); partial refunds keep status 1 and raise cancelled_price. Unknown receipt 2000, another project's 1225; 9409 while another cancel of the receipt is running. A cancel whose PG answer was lost (9502) carries receipt_id: paygate settles it, and GET /v2/receipt/{receipt_id} shows the refund once recorded.
          *
          *     Scope: `cancel`.
          */
@@ -783,7 +783,7 @@ export interface paths {
         put?: never;
         /**
          * Create a subscription schedule
-         * @description {billing_key, order_name, price, tax_free?, interval: day|week|month|year, interval_count? 1-365, start_at? (default now), max_charges?, end_at?, retry?: {delays: [ISO 8601 durations or seconds] (at most 10; default P1D, P3D, P7D), on_exhausted: pause|cancel}, metadata?} -> 201 the schedule. Periods fall on the Asia/Seoul calendar (a monthly anchor day clamped to the month end); each period is charged once with order_id <schedule_id>-<period>. 9400 naming the field; 2309 / 1225 / 9423 for the key.
+         * @description {billing_key, order_name, price, tax_free?, interval: day|week|month|year, interval_count? 1-365, start_at? (default now), max_charges?, end_at?, retry?: {delays: [ISO 8601 durations or seconds] (at most 10; default P1D, P3D, P7D), on_exhausted: pause|cancel}, metadata?} -> 201 the schedule. Periods fall on the Asia/Seoul calendar (a monthly anchor day clamped to the month end); each period is charged once with order_id <schedule_id>-<period>, which its dunning retries keep (each on its own PG key). 9400 naming the field; 2309 / 1225 / 9423 for the key.
          *
          *     Scope: `subscribe_payment`.
          */
@@ -837,7 +837,7 @@ export interface paths {
         };
         /**
          * A schedule's periods
-         * @description {list: [{period, order_id, due_at, status: paid|failed|retrying|skipped, attempts, receipt_id?, pg_error_code?, charged_at?}]}
+         * @description {list: [{period, order_id: <schedule_id>-<period>, due_at, status: paid|failed|retrying|skipped, attempts, receipt_id?, pg_error_code?, charged_at?}]}
          *
          *     Scope: `subscribe_payment`.
          */
@@ -1072,6 +1072,7 @@ export interface components {
             payload?: {
                 message: string;
             };
+            receipt_id?: string;
         };
         Receipt: {
             receipt_id: string;

@@ -1,5 +1,5 @@
 // The subscription schedule workflow's activities: a period's charge through the charge service (order_id
-// <schedule_id>-<period>), the status changes of pause / resume / cancel / complete, the patch, and the
+// <schedule_id>-<period>, every dunning attempt on its own PG key), the status changes of pause / resume / cancel / complete, the patch, and the
 // SUBSCRIPTION_* webhooks to the project's webhook_url. Each is safe to run again: the period's row and the
 // schedule's status guard every write, the charge service's order_id claim makes a retried charge re-drive
 // (never repeat) the PG call, and each webhook has a delivery id derived from (schedule, period, event).
@@ -18,6 +18,7 @@ import {
   SUBSCRIPTION_EVENTS,
   type SubscriptionEvent,
   scheduleOrderId,
+  separateRetryOrderId,
 } from '../schedules/rules.js';
 import {
   findUsableBillingKey,
@@ -84,6 +85,18 @@ export function createScheduleActivities(deps: ScheduleActivityDeps) {
     );
   };
 
+  /**
+   * The order_id an attempt charges under: the period's for every attempt. A dunning retry that an earlier version
+   * started under its own order_id and that lost the PG's answer keeps that one: its retry re-drives (or adopts)
+   * that charge instead of making a second under the period's order_id. Asked of retries only (attempt 2 and on).
+   */
+  const attemptOrderId = async (schedule: ScheduleRow, period: number, attempt: number): Promise<string> => {
+    const orderId = scheduleOrderId(schedule.schedule_id, period);
+    if (attempt <= 1) return orderId;
+    const separate = separateRetryOrderId(schedule.schedule_id, period, attempt);
+    return (await stores.receipts.findByOrder(schedule.application_id, separate)) ? separate : orderId;
+  };
+
   return {
     async chargePeriod(input: {
       scheduleId: string;
@@ -97,7 +110,7 @@ export function createScheduleActivities(deps: ScheduleActivityDeps) {
       workflowTimeMs?: number;
     }): Promise<ScheduleChargeResult> {
       let schedule = await scheduleRow(input.scheduleId);
-      const orderId = scheduleOrderId(schedule.schedule_id, input.period, input.attempt);
+      const orderId = await attemptOrderId(schedule, input.period, input.attempt);
       const ended = (): ScheduleChargeResult => {
         deps.metrics?.scheduleCharge('ended');
         return { outcome: 'ended', status: schedule.status as ScheduleStatus, chargesMade: schedule.charges_made };
@@ -229,7 +242,7 @@ export function createScheduleActivities(deps: ScheduleActivityDeps) {
       const period = firstPeriodAfter(input.plan, now, input.fromPeriod);
       const missed = [];
       for (let p = input.fromPeriod; p < period; p++) {
-        missed.push({ period: p, dueAt: dueAt(input.plan, p), orderId: scheduleOrderId(row.schedule_id, p, 1) });
+        missed.push({ period: p, dueAt: dueAt(input.plan, p), orderId: scheduleOrderId(row.schedule_id, p) });
       }
       await stores.schedules.skipPeriods(row, missed);
       const resumed = await stores.schedules.setStatus(input.scheduleId, 'active', now, {

@@ -1,5 +1,5 @@
 // The error envelope: every failure a client sees is a catalog entry rendered as
-// { error_code, code, message, pg_error_code?, payload?: { message } }, or an upstream provider's error of the same
+// { error_code, code, message, pg_error_code?, payload?: { message }, receipt_id? }, or an upstream provider's error of the same
 // catalog relayed as the provider sent it (RelayedApiError). Fastify's own errors
 // (bad JSON, media type, body size, schema validation, unknown route) are mapped here too, and
 // nothing internal (stack, err.message of an unexpected error) ever reaches the body.

@@ -223,9 +223,15 @@ export function createCancelService(deps: {
         return { ...response };
       } catch (err) {
         if (leaseLost) throw err;
-        if (sent === undefined) await receipts.releaseCancelLease(receipt.receipt_id);
-        else await handOver(receipt.receipt_id, sent.cancel_key, err);
-        throw err;
+        if (sent === undefined) {
+          await receipts.releaseCancelLease(receipt.receipt_id);
+          throw err;
+        }
+        await handOver(receipt.receipt_id, sent.cancel_key, err);
+        // the cancel is the reconcile workflow's now: the answer names the receipt the merchant polls for its outcome
+        throw err instanceof ApiError
+          ? err.withReceipt(receipt.receipt_id)
+          : new ApiError('INTERNAL_ERROR', { cause: err, receiptId: receipt.receipt_id });
       }
     },
 

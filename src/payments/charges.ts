@@ -43,6 +43,18 @@ export function pgChargeKey(projectId: string, orderId: string, attempt: number)
     : chargeIdempotencyKey(projectId, `${orderId}\u0000#${attempt}`);
 }
 
+/**
+ * The error a charge left pending for its reconcile workflow answers with (the PG unreachable or its answer lost,
+ * 9502; a PG key refused as reused, 9475; a failure of ours after the PG answered, 9500), naming the pending receipt
+ * so the merchant can poll `GET /v2/receipt/{receipt_id}`. A charge at an upstream provider names none: its receipt
+ * takes the provider's receipt_id once completed, and the placeholder it is pending under then names nothing.
+ */
+function pendingChargeError(err: unknown, receiptId: string, viaUpstream: boolean): unknown {
+  if (viaUpstream) return err;
+  if (err instanceof ApiError) return err.withReceipt(receiptId);
+  return new ApiError('INTERNAL_ERROR', { cause: err, receiptId });
+}
+
 /** How a reconcile workflow left a pending charge. */
 export type ChargeSettlement =
   /** not pending any more: a request settled it */
@@ -213,9 +225,12 @@ export function createChargeService(deps: {
         const declined = isFinalRefusal(failure);
         deps.metrics?.charge(declined ? 'declined' : 'failed', key.pg);
         // A refusal is final: the order_id is free for another attempt, under the next PG key.
-        if (declined) await receipts.declinePendingCharge(receiptId);
-        else await handOver(receiptId, failure);
-        throw failure;
+        if (declined) {
+          await receipts.declinePendingCharge(receiptId);
+          throw failure;
+        }
+        await handOver(receiptId, failure);
+        throw pendingChargeError(failure, receiptId, key.via_upstream);
       }
       let completed: ReceiptRow;
       try {
@@ -223,7 +238,7 @@ export function createChargeService(deps: {
       } catch (err) {
         // the PG charged and we could not record it: the reconcile workflow will
         await handOver(receiptId, err);
-        throw err;
+        throw pendingChargeError(err, receiptId, key.via_upstream);
       }
       deps.metrics?.charge('paid', key.pg);
       if (feedback && deps.webhooks) {

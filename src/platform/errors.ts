@@ -224,6 +224,11 @@ export interface ApiErrorOptions {
   readonly cause?: unknown;
   /** the request's own mistake whatever the status (a 500 the spec gives to a malformed OTP): logged as a refusal */
   readonly refused?: boolean;
+  /**
+   * the receipt the failed operation left for paygate to settle (a charge or cancel whose PG answer was lost): sent as
+   * `receipt_id` so the merchant can poll `GET /v2/receipt/{receipt_id}`
+   */
+  readonly receiptId?: string;
 }
 
 export interface ErrorBody {
@@ -232,6 +237,7 @@ export interface ErrorBody {
   message: string;
   pg_error_code?: string;
   payload?: { message: string };
+  receipt_id?: string;
 }
 
 export class ApiError extends Error {
@@ -242,6 +248,7 @@ export class ApiError extends Error {
   readonly pgErrorCode: string | undefined;
   readonly payloadMessage: string | undefined;
   readonly retryAfterSeconds: number | undefined;
+  readonly receiptId: string | undefined;
   readonly #refused: boolean;
 
   constructor(errorCode: ErrorName, options: ApiErrorOptions = {}) {
@@ -253,7 +260,21 @@ export class ApiError extends Error {
     this.pgErrorCode = options.pgErrorCode;
     this.payloadMessage = options.payloadMessage;
     this.retryAfterSeconds = options.retryAfterSeconds;
+    this.receiptId = options.receiptId;
     this.#refused = options.refused === true;
+  }
+
+  /** The same error naming the receipt the operation left pending (see ApiErrorOptions.receiptId). */
+  withReceipt(receiptId: string): ApiError {
+    return new ApiError(this.errorCode, {
+      message: this.message,
+      pgErrorCode: this.pgErrorCode,
+      payloadMessage: this.payloadMessage,
+      retryAfterSeconds: this.retryAfterSeconds,
+      cause: this.cause,
+      refused: this.#refused,
+      receiptId,
+    });
   }
 
   /**
@@ -271,6 +292,7 @@ export class ApiError extends Error {
     const body: ErrorBody = { error_code: this.errorCode, code: this.code, message: this.message };
     if (this.pgErrorCode !== undefined) body.pg_error_code = this.pgErrorCode;
     if (this.payloadMessage !== undefined) body.payload = { message: this.payloadMessage };
+    if (this.receiptId !== undefined) body.receipt_id = this.receiptId;
     return body;
   }
 }

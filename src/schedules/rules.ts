@@ -484,9 +484,22 @@ export function renderScheduleCharge(c: ScheduleChargeView): Record<string, unkn
   };
 }
 
-/** The order_id of a period's charge; a dunning retry gets its own (the PG answers a reused one's decline again). */
-export function scheduleOrderId(scheduleId: string, period: number, attempt: number): string {
-  return attempt <= 1 ? `${scheduleId}-${period}` : `${scheduleId}-${period}-r${attempt}`;
+/**
+ * The order_id of a period's charge, the same for every dunning attempt: a declined order_id's next charge gets the
+ * next PG key (the order_declines count, src/payments/charges.ts pgChargeKey), so a retry is charged afresh and
+ * never answered with the PG's earlier decline, while a retry of the same attempt keeps its key.
+ */
+export function scheduleOrderId(scheduleId: string, period: number): string {
+  return `${scheduleId}-${period}`;
+}
+
+/**
+ * The order_id a dunning retry had while each attempt got its own (`<schedule_id>-<period>-r<n>`): an attempt made
+ * so and left without the PG's answer (pending, or charged and not recorded) is finished under it, never charged
+ * again under the period's order_id.
+ */
+export function separateRetryOrderId(scheduleId: string, period: number, attempt: number): string {
+  return `${scheduleId}-${period}-r${attempt}`;
 }
 
 export const SUBSCRIPTION_EVENTS = {

@@ -38,7 +38,7 @@ import type { Project } from '../projects/index.js';
 import type { VerificationRow } from './store.js';
 import type { IdempotencyKeyProof } from '../platform/idempotency.js';
 import { bindLogIds } from '../platform/observability/log-context.js';
-import type { ReceiptStore } from '../payments/index.js';
+import type { BillingKeyStore, ReceiptStore } from '../payments/index.js';
 import type { VerificationStore } from './store.js';
 import type { PhoneIndex, VerificationSendStore } from './sends-store.js';
 import { DEFAULT_SEND_LIMITS, sendLimitError, type SendLimits } from './send-limit-rules.js';
@@ -102,6 +102,7 @@ export function createVerificationService(deps: {
     readonly verifications: VerificationStore;
     readonly verificationSends: VerificationSendStore;
     readonly receipts: ReceiptStore;
+    readonly billingKeys: Pick<BillingKeyStore, 'findByReceipt'>;
   };
   readonly gateways: GatewayRegistry;
   /** the projects' upstream providers: a verification at one is sent there, and takes the provider's receipt_id */
@@ -162,8 +163,10 @@ export function createVerificationService(deps: {
       assertOwnedBy(project, row.application_id);
       return row;
     }
-    const other = await deps.stores.receipts.find(receiptId);
+    // a receipt of another kind: a payment's (receipts) or a billing key issuance's (billing_keys keeps its receipt_id)
+    const other = (await deps.stores.receipts.find(receiptId)) ?? (await deps.stores.billingKeys.findByReceipt(receiptId));
     if (!other) throw new ApiError(unknown);
+    // ownership before the kind: another project is told 1225 and nothing of what the receipt is
     assertOwnedBy(project, other.application_id);
     throw new ApiError('RC_NOT_AUTH');
   };

@@ -25,7 +25,7 @@ import { UPDATE_NOT_AUTHORIZED } from '../verification/contract.js';
 import { dueAt, isPastEnd, type ScheduleStatus } from '../schedules/rules.js';
 
 // One subscription schedule: sleep to each period's due time, charge it once through the charge service
-// (order_id <schedule_id>-<period>), walk the dunning ladder on a decline (past_due, retried after each delay,
+// (order_id <schedule_id>-<period> for every attempt, chosen by the activity), walk the dunning ladder on a decline (past_due, retried after each delay,
 // then paused or cancelled), complete at max_charges / end_at. Pause, resume, cancel and patch are updates whose
 // validators refuse what the status does not allow (9451) before anything reaches the history. The run
 // continues as new every RUN_PERIODS periods, and also while it waits (for a due time, or paused) once the

@@ -76,6 +76,11 @@ describe('a charge whose PG answer is lost', () => {
     const pending = await receiptRow(orderId);
     expect(pending?.status).toBe(0);
     const receiptId = pending!.receipt_id;
+    // the error names the pending receipt, so the merchant can poll it
+    expect(first.body).toMatchObject({ error_code: 'GATEWAY_UNAVAILABLE', code: 9502, receipt_id: receiptId });
+    const polled = await client.get(`/v2/receipt/${first.body.receipt_id as string}`);
+    expect(polled.status).toBe(200);
+    expect(polled.body).toMatchObject({ receipt_id: receiptId, order_id: orderId });
 
     const settled = await eventually(async () => {
       const res = await client.get(`/v2/receipt/${receiptId}`);
@@ -106,8 +111,10 @@ describe('a charge whose PG answer is lost', () => {
     const orderId = 'never-executed-1';
     await armSandboxFault(t.sandboxUrl, 'charge', '500');
     const body = { billing_key: billingKey, order_name: 'June', order_id: orderId, price: 1_300 };
-    expect((await client.post('/v2/subscribe/payment', body)).status).toBe(502);
+    const failed = await client.post('/v2/subscribe/payment', body);
+    expect(failed.status).toBe(502);
     const receiptId = (await receiptRow(orderId))!.receipt_id;
+    expect(failed.body).toMatchObject({ error_code: 'GATEWAY_UNAVAILABLE', receipt_id: receiptId });
     // "never received" is believed only once the call window has passed (the PG might still hold the request)
     await new Promise((r) => setTimeout(r, 3_000));
     expect((await receiptRow(orderId))?.status).toBe(0);
@@ -174,7 +181,9 @@ describe('a cancel whose PG answer is lost', () => {
     const receiptId = paid.body.receipt_id as string;
     await armSandboxFault(t.sandboxUrl, 'cancel', 'timeout');
     const cancel = { receipt_id: receiptId, cancel_id: 'lost-cancel-1', cancel_price: 1_500 };
-    expect((await client.cancel(cancel)).status).toBe(502);
+    const lost = await client.cancel(cancel);
+    expect(lost.status).toBe(502);
+    expect(lost.body).toMatchObject({ error_code: 'GATEWAY_UNAVAILABLE', code: 9502, receipt_id: receiptId });
 
     const settled = await eventually(async () => {
       const res = await client.get(`/v2/receipt/${receiptId}`);
@@ -314,6 +323,8 @@ describe('declines and PG keys', () => {
       price: 900,
     });
     expect(declined.body).toMatchObject({ error_code: 'PAYMENT_DECLINED', pg_error_code: 'C204' });
+    // a decline leaves no receipt to poll
+    expect(declined.body).not.toHaveProperty('receipt_id');
     const paid = await client.post('/v2/subscribe/payment', {
       billing_key: billingKey,
       order_name: 'June',
@@ -335,7 +346,7 @@ describe('declines and PG keys', () => {
     await t.deps.database.db.deleteFrom('order_declines').where('order_id', '=', orderId).execute();
     const reused = await charge(billingKey);
     expect(reused.status).toBe(500);
-    expect(reused.body).toMatchObject({ error_code: 'PG_KEY_REUSED', code: 9475 });
+    expect(reused.body).toMatchObject({ error_code: 'PG_KEY_REUSED', code: 9475, receipt_id: expect.any(String) });
     expect(t.logs()).toMatch(/"level":50[^\n]*reused/);
 
     // its reconcile learns the PG refused that key: the order_id is freed under the next key

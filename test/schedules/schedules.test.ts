@@ -17,7 +17,8 @@ import {
   scheduleWorkflowId,
 } from '../../src/schedules/contract.js';
 import { UPDATE_NOT_AUTHORIZED } from '../../src/verification/contract.js';
-import { chargeIdempotencyKey } from '../../src/payments/billing-rules.js';
+import { chargeHash, chargeIdempotencyKey, KEY_IN_METHOD, KEY_IN_METHOD_SYMBOL } from '../../src/payments/billing-rules.js';
+import { pgChargeKey } from '../../src/payments/charges.js';
 import { formatTimestamp } from '../../src/platform/time.js';
 import { buildTestApp, type TestApp, type TestProject } from '../helpers/app.js';
 import { createKeyring, type Keyring, parseKeyringSpec } from '../../src/platform/security/keyring.js';
@@ -230,12 +231,121 @@ describe('subscription schedules', () => {
     await armSandboxFault(t.sandboxUrl, 'charge', '500');
     await t.temporal!.skipTime(HOUR_MS + 1000);
     const [first] = await paidCount(project, id, 1);
-    // the 500 was retried by the activity: the period was paid on its second dunning attempt, not a third
-    expect(first).toMatchObject({ period: 1, status: 'paid', attempts: 2, order_id: `${id}-1-r2` });
+    // the 500 was retried by the activity: the period was paid on its second dunning attempt, not a third, under the
+    // period's order_id
+    expect(first).toMatchObject({ period: 1, status: 'paid', attempts: 2, order_id: `${id}-1` });
     const back = await view(project, id);
     expect(back).toMatchObject({ status: 'active', charges_made: 1 });
     expect(distinctHooks(id, 'SUBSCRIPTION_PAST_DUE')).toBe(1);
     await until(async () => (distinctHooks(id, 'SUBSCRIPTION_CHARGED') === 1 ? true : undefined), 'the CHARGED webhook');
+  }, 120_000);
+
+  it("dunning: a retry keeps the period's order_id on its own PG key; its lost answer is re-driven, never charged twice", async () => {
+    const { project, api, key: declining } = await setup('4000000000009995');
+    const created = await create(project, {
+      billing_key: declining,
+      interval: 'day',
+      start_at: new Date(t.clock.now().getTime() + HOUR_MS).toISOString(),
+      retry: { delays: ['PT1H', 'PT1H'] },
+    });
+    const id = created.body.schedule_id as string;
+    const orderId = `${id}-1`;
+    await t.temporal!.skipTime(HOUR_MS + 1000);
+    await until(async () => ((await view(project, id)).status === 'past_due' ? true : undefined), 'past_due');
+    expect((await chargesOf(project, id))[0]).toMatchObject({ order_id: orderId, attempts: 1, status: 'retrying' });
+    const good = await api.issuedKey();
+    await t.deps.database.db.updateTable('schedules').set({ billing_key: good }).where('schedule_id', '=', id).execute();
+    // the PG charges the retry, then its answer is lost (this project's next charge only): the activity's next try
+    // must be the same attempt (same receipt, same PG key), not a new one
+    const armed = await api.post(
+      '/sandbox/v1/faults',
+      { pg: 'sandbox_card', operation: 'charge', fault: 'lost_response', count: 1 },
+      { 'idempotency-key': `lost-retry-${id}` },
+    );
+    expect(armed.status, JSON.stringify(armed.body)).toBe(201);
+    expect((await api.get('/sandbox/v1/faults')).body.list).toHaveLength(1);
+    await t.temporal!.skipTime(HOUR_MS + 1000);
+    const [first] = await eventually(
+      async () => {
+        const list = await chargesOf(project, id);
+        return list[0]?.status === 'paid' ? list : undefined;
+      },
+      'the retry paid',
+      60_000,
+    );
+    expect(first).toMatchObject({ period: 1, status: 'paid', attempts: 2, order_id: orderId });
+    // the retry's first call lost its answer
+    expect((await api.get('/sandbox/v1/faults')).body.list).toEqual([]);
+    // the decline stays under the order_id's first key (the PG would answer it again there); the retry had the next
+    // key, executed once although the activity sent it again after the lost answer
+    expect(await sandboxChargeExecutions(t.sandboxUrl, pgChargeKey(project.applicationId, orderId, 0))).toBe(1);
+    expect(await sandboxChargeExecutions(t.sandboxUrl, pgChargeKey(project.applicationId, orderId, 1))).toBe(1);
+    expect(await sandboxChargeExecutions(t.sandboxUrl, pgChargeKey(project.applicationId, orderId, 2))).toBe(0);
+    const receipts = await t.deps.database.db
+      .selectFrom('receipts')
+      .select(['receipt_id', 'order_id', 'status'])
+      .where('application_id', '=', project.applicationId)
+      .execute();
+    expect(receipts).toEqual([{ receipt_id: first!.receipt_id, order_id: orderId, status: 1 }]);
+    expect(await view(project, id)).toMatchObject({ status: 'active', charges_made: 1 });
+  }, 120_000);
+
+  it("dunning: a retry an earlier version left pending under its own '-r<n>' order_id is re-driven under it, not charged again", async () => {
+    const { project, api, key: declining } = await setup('4000000000009995');
+    const created = await create(project, {
+      billing_key: declining,
+      interval: 'day',
+      start_at: new Date(t.clock.now().getTime() + HOUR_MS).toISOString(),
+      retry: { delays: ['PT1H', 'PT1H'] },
+    });
+    const id = created.body.schedule_id as string;
+    await t.temporal!.skipTime(HOUR_MS + 1000);
+    await until(async () => ((await view(project, id)).status === 'past_due' ? true : undefined), 'past_due');
+    const good = await api.issuedKey();
+    await t.deps.database.db.updateTable('schedules').set({ billing_key: good }).where('schedule_id', '=', id).execute();
+    // what a version that gave each retry its own order_id left when its second attempt lost the PG's answer: the
+    // attempt's pending receipt (still owned by its call, so nothing else settles it first)
+    const legacyOrderId = `${id}-1-r2`;
+    const params = {
+      billingKey: good,
+      orderName: 'Monthly plan',
+      orderId: legacyOrderId,
+      price: 9_900,
+      taxFree: 0,
+      quota: 0,
+      metadata: { schedule_id: id, period: 1 },
+    };
+    const claim = await t.deps.stores.receipts.claimOrder({
+      receiptId: `rcpt-legacy-${randomUUID()}`,
+      applicationId: project.applicationId,
+      orderId: legacyOrderId,
+      orderName: params.orderName,
+      billingKey: good,
+      chargeHash: chargeHash(params),
+      pg: 'sandbox_card',
+      method: KEY_IN_METHOD,
+      methodSymbol: KEY_IN_METHOD_SYMBOL,
+      price: params.price,
+      taxFree: 0,
+      quota: 0,
+      metadata: params.metadata,
+      requestedAt: t.clock.now(),
+      callUntil: new Date(t.clock.now().getTime() + 30 * DAY_MS),
+    });
+    expect(claim.kind).toBe('claimed');
+    await t.temporal!.skipTime(HOUR_MS + 1000);
+    const [first] = await paidCount(project, id, 1);
+    expect(first).toMatchObject({ period: 1, status: 'paid', attempts: 2, order_id: legacyOrderId });
+    expect(first!.receipt_id).toBe(claim.kind === 'claimed' ? claim.receiptId : undefined);
+    expect(await sandboxChargeExecutions(t.sandboxUrl, chargeIdempotencyKey(project.applicationId, legacyOrderId))).toBe(1);
+    expect(await sandboxChargeExecutions(t.sandboxUrl, pgChargeKey(project.applicationId, `${id}-1`, 1))).toBe(0);
+    const paidReceipts = await t.deps.database.db
+      .selectFrom('receipts')
+      .select('order_id')
+      .where('application_id', '=', project.applicationId)
+      .where('status', '=', 1)
+      .execute();
+    expect(paidReceipts).toEqual([{ order_id: legacyOrderId }]);
   }, 120_000);
 
   it('cancel while a charge is in flight: the charge finishes once, the schedule stays cancelled', async () => {

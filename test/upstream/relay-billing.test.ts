@@ -149,6 +149,9 @@ describe('key-in billing relayed to the provider', () => {
     const body = { billing_key: billingKey, order_name: 'August', order_id: 'relay-lost-1', price: 3_300 };
     const first = await merchant.post('/v2/subscribe/payment', body);
     expect(first.status).toBe(502);
+    // no receipt_id to poll: the pending receipt's placeholder id gives way to the provider's once it completes
+    expect(first.body).toMatchObject({ error_code: 'GATEWAY_UNAVAILABLE' });
+    expect(first.body).not.toHaveProperty('receipt_id');
     const pending = await a.deps.database.db
       .selectFrom('receipts')
       .selectAll()

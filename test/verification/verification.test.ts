@@ -445,6 +445,23 @@ describe('POST /v2/authenticate/confirm and GET /v2/certificate/{receipt_id}', (
     // another project's billing receipt: the ownership check comes first
     expectApiError(await otherApi.certificate(paymentReceipt), 403, 1225, 'APP_KEY_CHAIN_SESSION_INVALID');
   });
+
+  it('2064 for the receipt of a billing key issuance, on lookup, confirm and resend; 1225 for another project', async () => {
+    const billing = keyInClient(t, project);
+    const issued = await billing.issue({ subscription_id: 'verif-2064-issuance' });
+    expect(issued.status, JSON.stringify(issued.body)).toBe(200);
+    const issuanceReceipt = issued.body.receipt_id as string;
+    expect(issuanceReceipt).toEqual(expect.any(String));
+    expectApiError(await api.certificate(issuanceReceipt), 400, 2064, 'RC_NOT_AUTH');
+    expectApiError(await api.confirm(issuanceReceipt, '123456'), 400, 2064, 'RC_NOT_AUTH');
+    expectApiError(await api.realarm(issuanceReceipt), 400, 2064, 'RC_NOT_AUTH');
+    // another project learns nothing of what the receipt is: the ownership check comes before the kind
+    expectApiError(await otherApi.certificate(issuanceReceipt), 403, 1225, 'APP_KEY_CHAIN_SESSION_INVALID');
+    expectApiError(await otherApi.confirm(issuanceReceipt, '123456'), 403, 1225, 'APP_KEY_CHAIN_SESSION_INVALID');
+    // the billing key itself stays usable: the lookups changed nothing
+    const paid = await billing.charge(issued.body.billing_key as string, { order_id: 'verif-2064-issuance-charge' });
+    expect(paid.status, JSON.stringify(paid.body)).toBe(200);
+  });
 });
 
 describe('POST /v2/authenticate/realarm', () => {

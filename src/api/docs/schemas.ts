@@ -31,6 +31,12 @@ export const ApiErrorBody = component(
     message: z.string(),
     pg_error_code: z.string().optional().describe("the PG's own code, when the PG refused"),
     payload: z.object({ message: z.string() }).optional().describe('which field or rule failed'),
+    receipt_id: z
+      .string()
+      .optional()
+      .describe(
+        'the receipt a charge or cancel left for paygate to settle (its PG answer was lost, 9502): poll GET /v2/receipt/{receipt_id}',
+      ),
   }),
 );
 

@@ -56,8 +56,9 @@ export async function paymentRoutes(app: FastifyInstance): Promise<void> {
         summary: 'Charge a billing key',
         description:
           'order_id is unique per project (9410 ORDER_ID_DUPLICATED). The PG call carries an idempotency key derived from ' +
-          '(project, order_id): after a PG failure (9502) the receipt stays pending (status 0) and retrying the same charge ' +
-          'with the same order_id completes it without charging twice. ' +
+          '(project, order_id): after a PG failure (9502) the receipt stays pending (status 0), the error carries its ' +
+          'receipt_id to poll with GET /v2/receipt/{receipt_id}, and retrying the same charge with the same order_id ' +
+          'completes it without charging twice. ' +
           'A PG refusal is 9430 PAYMENT_DECLINED with pg_error_code. ' +
           'feedback_url (https to global addresses only, checked before any PG call; loopback, http included, in sandbox ' +
           'mode) receives the receipt once the charge completes, as a ' +
@@ -127,7 +128,9 @@ export async function paymentRoutes(app: FastifyInstance): Promise<void> {
         description:
           'cancel_price omitted = everything that remains; more than remains -> 9424. A repeated cancel_id returns the ' +
           'first result; the same cancel_id with a different cancel_price or cancel_tax_free -> 9422. Fully refunded receipts move to status 20 (결제취소완료); partial refunds keep status 1 and raise ' +
-          "cancelled_price. Unknown receipt 2000, another project's 1225; 9409 while another cancel of the receipt is running.",
+          "cancelled_price. Unknown receipt 2000, another project's 1225; 9409 while another cancel of the receipt is running. " +
+          'A cancel whose PG answer was lost (9502) carries receipt_id: paygate settles it, and GET /v2/receipt/{receipt_id} ' +
+          'shows the refund once recorded.',
         tags: ['billing'],
       },
     },

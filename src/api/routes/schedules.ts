@@ -27,7 +27,8 @@ export async function scheduleRoutes(app: FastifyInstance): Promise<void> {
           '(default now), max_charges?, end_at?, retry?: {delays: [ISO 8601 durations or seconds] (at most 10; default ' +
           'P1D, P3D, P7D), on_exhausted: pause|cancel}, metadata?} -> 201 the schedule. Periods fall on the Asia/Seoul ' +
           'calendar (a monthly anchor day clamped to the month end); each period is charged once with order_id ' +
-          '<schedule_id>-<period>. 9400 naming the field; 2309 / 1225 / 9423 for the key.',
+          '<schedule_id>-<period>, which its dunning retries keep (each on its own PG key). 9400 naming the field; ' +
+          '2309 / 1225 / 9423 for the key.',
       ),
     },
     async (request, reply) => {
@@ -61,7 +62,8 @@ export async function scheduleRoutes(app: FastifyInstance): Promise<void> {
       config: scoped,
       schema: doc(
         "A schedule's periods",
-        '{list: [{period, order_id, due_at, status: paid|failed|retrying|skipped, attempts, receipt_id?, pg_error_code?, charged_at?}]}',
+        '{list: [{period, order_id: <schedule_id>-<period>, due_at, status: paid|failed|retrying|skipped, attempts, ' +
+          'receipt_id?, pg_error_code?, charged_at?}]}',
       ),
     },
     async (request) => services.schedules.charges(request.project, request.params.schedule_id),
