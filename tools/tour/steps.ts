@@ -531,7 +531,7 @@ export const TOUR_STEPS: readonly TourStep[] = [
         body: { billing_key: tour.need('billingKey'), order_name: '12월 구독료', order_id: tour.state.faultOrderId, price: 9900 },
         status: 502,
         fields: { error_code: 'GATEWAY_UNAVAILABLE', code: 9502 },
-        show: ['error_code', 'code', 'message'],
+        show: ['error_code', 'code', 'message', 'receipt_id'],
       });
     },
   },
