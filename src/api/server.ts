@@ -143,6 +143,7 @@ export function buildConfiguredApp(parts: {
       temporal: async () => {
         await temporal.client.connection.workflowService.getSystemInfo({});
       },
+      ...(core.gateways.sandboxReady ? { sandbox: core.gateways.sandboxReady } : {}),
       ...parts.readiness,
     },
   });

@@ -57,8 +57,16 @@ export interface ConfiguredGateways {
   readonly sandboxUrl?: string;
   /** the Bearer token of the sandbox's internal routes (SMS inbox) */
   readonly sandboxToken?: string;
+  /**
+   * A sandbox of its own (SANDBOX_GATEWAY_URL) answers its GET /health: the API's readiness probe, so an API in
+   * sandbox mode whose sandbox is not there (not started, wrong address) says so at /health. Absent otherwise.
+   */
+  readonly sandboxReady?: () => Promise<boolean>;
   close(): Promise<void>;
 }
+
+/** How long the readiness probe of a standalone sandbox waits for its GET /health. */
+const SANDBOX_HEALTH_TIMEOUT_MS = 1_500;
 
 /**
  * The sandbox gateways (served on loopback) when sandbox mode is on, otherwise no local gateways; and in every mode
@@ -106,10 +114,19 @@ async function startLocalGateways(
         'SANDBOX_TOKEN is not set: the sandbox SMS inbox (GET /sandbox/v1/sms) cannot be read from SANDBOX_GATEWAY_URL',
       );
     }
+    const healthUrl = new URL('/health', config.sandboxGatewayUrl);
     return {
       gateways: registry,
       sandboxUrl: config.sandboxGatewayUrl,
       ...(config.sandboxToken ? { sandboxToken: config.sandboxToken } : {}),
+      sandboxReady: () =>
+        fetch(healthUrl, { signal: AbortSignal.timeout(SANDBOX_HEALTH_TIMEOUT_MS) }).then(
+          async (res) => {
+            await res.arrayBuffer();
+            return res.ok;
+          },
+          () => false,
+        ),
       close: () => registry.close(),
     };
   }

@@ -209,6 +209,11 @@ export async function startSandboxGateways(opts: SandboxGatewaysOptions = {}): P
     }
   });
 
+  // Liveness for an orchestrator (docker-compose's healthcheck) and paygate's readiness probe: the journal is
+  // replayed and the routes are registered before the server listens, so an answer means ready. No token: it
+  // tells nothing about the state.
+  app.get('/health', async () => ({ status: 'ok' }));
+
   const closing = new AbortController();
   await app.register(cardPgRoutes, { calls, card, escrow });
   await app.register(identityPgRoutes, { calls, identity });

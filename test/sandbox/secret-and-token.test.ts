@@ -198,6 +198,29 @@ describe('internal routes', () => {
 });
 
 describe('split deployment (SANDBOX_GATEWAY_URL)', () => {
+  it("the API's readiness probe follows the sandbox's GET /health: ready while it answers, not once it is gone", async () => {
+    const standalone = await startSandboxGateways({ token: 'split-sandbox-token-0123456789' });
+    const health = await fetch(new URL('/health', standalone.url));
+    expect(health.status).toBe(200);
+    expect(await health.json()).toEqual({ status: 'ok' });
+    const split = await startConfiguredGateways(
+      parseConfig({ PAYGATE_SANDBOX: 'true', SANDBOX_GATEWAY_URL: standalone.url }),
+      silent,
+    );
+    const inProcessOnly = await inProcess({ DATA_DIR: await tempDir() });
+    try {
+      expect(await split.sandboxReady!()).toBe(true);
+      await standalone.close();
+      expect(await split.sandboxReady!()).toBe(false);
+      // the in-process sandbox lives and dies with the process: no probe of its own
+      expect(inProcessOnly.sandboxReady).toBeUndefined();
+    } finally {
+      await split.close();
+      await inProcessOnly.close();
+      await standalone.close();
+    }
+  });
+
   it('paygate sends SANDBOX_TOKEN to a sandbox of its own; without it the start-up log warns and the inbox is refused', async () => {
     const token = 'split-sandbox-token-0123456789';
     const standalone = await startSandboxGateways({ token });
@@ -272,6 +295,8 @@ describe('standalone sandbox process', () => {
       await expect(fetch(`http://127.0.0.2:${new URL(proc.url).port}/card/v1/billing-keys`)).rejects.toThrow();
       expect(proc.output()).toContain('SANDBOX_TOKEN is not set');
       for (const route of INTERNAL_ROUTES) expect(await call(proc.url, route), route.path).toBe(401);
+      // its health answers without the token (docker-compose's healthcheck asks it)
+      expect(await call(proc.url, { method: 'GET', path: '/health' } as never)).toBe(200);
       expect((await stat(path.join(dataDir, SANDBOX_SECRET_FILE))).mode & 0o777).toBe(0o600);
     } finally {
       proc.kill();

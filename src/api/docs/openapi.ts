@@ -243,8 +243,9 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
 /**
  * The reference UI at /docs. It serves its own script from node_modules (js/scalar.js, under the prefix) and
  * the document it reads (/docs/openapi.json); the configuration turns off everything that would reach the
- * internet: the default fonts, the request proxy, telemetry, the MCP and client buttons, and the "Ask AI" agent
- * (a Scalar cloud service, which Scalar switches on by itself when the page is opened on localhost).
+ * internet: the default fonts, the request proxy, telemetry, the client button, and the "Ask AI" agent (a Scalar
+ * cloud service, which Scalar switches on by itself when the page is opened on localhost). The plugin is held at the
+ * newest release whose dependencies all run on Node 20 (later ones require Node 22).
  */
 /** The policy of what the reference page is not: its script, the document, YAML. */
 const DOCS_OTHER_POLICY = "default-src 'none'; frame-ancestors 'none'";
@@ -330,7 +331,6 @@ export async function registerDocsUi(app: FastifyInstance): Promise<void> {
         proxyUrl: '',
         hideClientButton: true,
         showDeveloperTools: 'never',
-        mcp: { disabled: true },
         agent: { disabled: true },
         favicon: FAVICON_PATH,
         persistAuth: false,
