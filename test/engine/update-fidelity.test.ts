@@ -203,12 +203,13 @@ describe('an update the worker has not accepted when its run closes', () => {
 
   it('goes to the next run when the run is retried: the caller gets its outcome from there', async () => {
     const taskQueue = uniqueId('late-worker');
-    // Each run has 4 s: the worker, built ahead, must come up within the second one.
+    // Each run has 10 s: the worker, built ahead, must come up within the second one (4 s was too short for a
+    // worker starting on a loaded 2-core machine, and the second run timed out under the update)
     await workflowBundle();
     const handle = await env.client.workflow.start(recordsUntilDone, {
       taskQueue,
       workflowId: uniqueId('admitted-then-retried'),
-      workflowRunTimeout: '4s',
+      workflowRunTimeout: '10s',
       // The next attempt would wait an hour; the update starts it at once.
       retry: { maximumAttempts: 2, initialInterval: '1 hour' },
     });
@@ -217,7 +218,11 @@ describe('an update the worker has not accepted when its run closes', () => {
     pending.catch(() => undefined);
     await eventually(() => updateAdmitted(handle, 'moves-on'), 'the update to be admitted');
     // No worker yet: the first run times out and the retry policy starts the next one.
-    await eventually(async () => ((await handle.describe()).runId !== firstRunId ? true : undefined), 'the retry run to start');
+    await eventually(
+      async () => ((await handle.describe()).runId !== firstRunId ? true : undefined),
+      'the retry run to start',
+      30_000,
+    );
     await withWorker(env, { taskQueue }, async () => {
       expect(await bounded(pending, OUTCOME_MS, 'the moved update')).toEqual(['start', 'carried over']);
       expect(await handle.executeUpdate(doneUpdate)).toEqual(['start', 'carried over']);
