@@ -8,13 +8,18 @@ export interface PageOverflow {
   width: number;
   /** up to five elements of main that stick out of the viewport with no scrolling ancestor */
   wide: string[];
+  /** the shown tables (in their .table-scroll; not one in a closed <details>) wider than the space they have: seen
+   * whole only by scrolling them sideways */
+  clipped: string[];
 }
 
 const MEASURE = `(() => {
   const width = window.innerWidth;
   const scrolls = (el) => { for (let p = el.parentElement; p; p = p.parentElement) { const o = getComputedStyle(p).overflowX; if (o === 'auto' || o === 'scroll') return true; } return false; };
   const wide = [...document.querySelectorAll('main *')].filter((el) => el.getBoundingClientRect().right > width + 1 && !scrolls(el));
-  return { scrollWidth: document.documentElement.scrollWidth, width, wide: wide.slice(0, 5).map((el) => el.tagName + '.' + el.className) };
+  const clipped = [...document.querySelectorAll('main .table-scroll')].filter((el) => el.checkVisibility() && el.scrollWidth > el.clientWidth + 1);
+  const name = (el) => el.tagName + '.' + el.className;
+  return { scrollWidth: document.documentElement.scrollWidth, width, wide: wide.slice(0, 5).map(name), clipped: clipped.map((el) => name(el.querySelector('table') ?? el)) };
 })()`;
 
 export async function measureOverflow(page: Page): Promise<PageOverflow> {
