@@ -227,8 +227,10 @@ describe("npm start's process tree", () => {
     return port;
   }
 
+  const ADMIN_TOKEN = 'helper-processes-admin-token-0123456789';
+
   /** src/main.ts as npm start runs it (its own process group), ready when /health answers 200. */
-  async function startPaygate(dataDir: string): Promise<{ child: ChildProcess; output: () => string }> {
+  async function startPaygate(dataDir: string): Promise<{ child: ChildProcess; output: () => string; url: string }> {
     const port = await freePort();
     const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
       cwd: ROOT,
@@ -238,7 +240,7 @@ describe("npm start's process tree", () => {
         DATA_DIR: dataDir,
         PORT: String(port),
         HOST: '127.0.0.1',
-        ADMIN_TOKEN: 'helper-processes-admin-token-0123456789',
+        ADMIN_TOKEN,
         LOG_LEVEL: 'warn',
         LOG_FORMAT: 'json',
       },
@@ -259,7 +261,19 @@ describe("npm start's process tree", () => {
       'npm start to answer /health',
       150_000,
     );
-    return { child, output: () => output };
+    return { child, output: () => output, url: `http://127.0.0.1:${port}` };
+  }
+
+  // biome-ignore lint/suspicious/noExplicitAny: answers are read loosely, field by field
+  async function call(url: string, auth: string, method: string, route: string, body?: unknown): Promise<any> {
+    const res = await fetch(`${url}${route}`, {
+      method,
+      headers: { authorization: auth, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
+    const answer = await res.json();
+    if (res.status !== 200 && res.status !== 201) throw new Error(`${method} ${route}: ${res.status} ${JSON.stringify(answer)}`);
+    return answer;
   }
 
   const helpersOf = async (pid: number) => {
@@ -268,9 +282,49 @@ describe("npm start's process tree", () => {
     return { database: named(/pglite-process-main/), sandbox: named(/sandbox\/child-main/), engine: named(/temporal-devserver/) };
   };
 
-  it('the main process killed with SIGKILL: the database, the sandbox PGs and the engine exit on their own', async () => {
+  it('the sandbox PGs stamp in the sandbox clock: a reserve charged by an advance, a charge after it; SIGKILL to the main process: every helper exits on its own', async () => {
     const dataDir = await tempDir();
-    const { child } = await startPaygate(dataDir);
+    const { child, url } = await startPaygate(dataDir);
+    const admin = `Bearer ${ADMIN_TOKEN}`;
+    const project = await call(url, admin, 'POST', '/admin/v1/projects', { name: 'helpers' });
+    const keys = `Basic ${Buffer.from(`${project.client_key}:${project.secret_key}`).toString('base64')}`;
+    const { billing_key: billingKey } = await call(url, keys, 'POST', '/v2/request/subscribe', {
+      pg: 'sandbox_card',
+      method: '카드자동(REST)',
+      subscription_id: 'helpers-1',
+      order_name: 'helpers',
+      card_no: '4111111111111111',
+      card_pw: '12',
+      card_identity_no: '900101',
+      card_expire_year: '39',
+      card_expire_month: '12',
+    });
+    const day = 86_400_000;
+    const before = new Date((await call(url, keys, 'GET', '/sandbox/v1/clock')).now).getTime();
+    const reserve = await call(url, keys, 'POST', '/v2/subscribe/payment/reserve', {
+      billing_key: billingKey,
+      order_id: 'helpers-reserve',
+      order_name: 'helpers',
+      price: 1_000,
+      reserve_execute_at: new Date(before + day - 60_000).toISOString(),
+    });
+    const advanced = await call(url, admin, 'POST', '/sandbox/v1/clock/advance', { seconds: 86_400 });
+    expect(advanced.settled).toBe(true);
+    // the reserve's charge ran in an activity the advance fired: the sandbox PG stamped it a day ahead
+    const paid = await call(url, keys, 'GET', `/v2/subscribe/payment/reserve/${reserve.reserve_id}`);
+    expect(paid.status).toBe('paid');
+    const reserved = await call(url, keys, 'GET', `/v2/receipt/${paid.receipt_id}`);
+    expect(new Date(reserved.purchased_at).getTime()).toBeGreaterThan(before + day - 120_000);
+    // a charge the API makes after the advance: stamped in the advanced time too
+    const charged = await call(url, keys, 'POST', '/v2/subscribe/payment', {
+      billing_key: billingKey,
+      order_id: 'helpers-charge',
+      order_name: 'helpers',
+      price: 1_000,
+    });
+    const receipt = await call(url, keys, 'GET', `/v2/receipt/${charged.receipt_id}`);
+    expect(new Date(receipt.purchased_at).getTime()).toBeGreaterThan(before + day - 60_000);
+
     const helpers = await helpersOf(child.pid!);
     expect(
       Object.values(helpers).every((pid) => pid !== undefined),

@@ -38,10 +38,12 @@ export interface OpenDatabaseOptions {
 }
 
 /**
- * Connections to the PGlite process. Its one session serves them by turns (pglite-wire-server.ts); several let the
- * next statement wait at PGlite while this process reads the last answer, rather than PGlite wait for it.
+ * Connections to the PGlite process: one. Its one session serves connections by turns anyway
+ * (pglite-wire-server.ts), and with more connections the process spent more CPU per statement for no more
+ * throughput (docs/design/platform.md). As with the in-process dialect's mutex, a transaction must run its
+ * statements on the transaction, never wait on another statement of the pool.
  */
-export const PGLITE_PROCESS_POOL_SIZE = 8;
+export const PGLITE_PROCESS_POOL_SIZE = 1;
 
 const INT8_OID = 20;
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;

@@ -1,12 +1,13 @@
 // PGlite served over the Postgres wire protocol on a unix socket, so the embedded database runs in a process of
 // its own and paygate reaches it with node-postgres, as it reaches a Postgres server.
 //
-// PGlite is one Postgres session. Several client connections share it by turns: a connection that gets the
-// session keeps it until the session's ReadyForQuery says idle ('I'), that is through a whole transaction and a
-// whole extended-protocol exchange (Parse ... Sync), and the next waiting connection gets it then. Messages of
-// other connections wait in their buffers meanwhile, so PGlite always has the next statement at hand while the
-// client process reads the last answer. A connection that closes while it holds the session has its exchange
-// ended and its transaction rolled back before anyone else runs.
+// PGlite is one Postgres session. Connections share it by turns: a connection that gets the session keeps it until
+// the session's ReadyForQuery says idle ('I'), that is through a whole transaction and a whole extended-protocol
+// exchange (Parse ... Sync), and the next waiting connection gets it then; the messages of the others wait in their
+// buffers meanwhile. A connection that closes while it holds the session has its exchange ended and its transaction
+// rolled back before anyone else runs. (@electric-sql/pglite-socket keeps a connection's turn only while a
+// transaction is open, so two connections' extended-protocol messages can interleave; it also has no release for
+// this PGlite version.) paygate keeps one connection (db.ts: PGLITE_PROCESS_POOL_SIZE); more are served correctly.
 //
 // A client that waits inside its transaction for a statement on another connection would wait for ever, as it
 // would on a pool of one connection; paygate's stores run a transaction's statements on the transaction.
