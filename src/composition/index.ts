@@ -46,12 +46,13 @@ export function createClocks(sandboxClock?: Pick<SandboxClock, 'now'>): Clocks {
 
 /**
  * Opens the database the config names: a Postgres server, or PGlite under DATA_DIR in a process of its own (its
- * WebAssembly Postgres off this process's event loop), reached with node-postgres as a server is.
+ * WebAssembly Postgres off this process's event loop), reached with node-postgres as a server is. `inProcess`:
+ * PGlite in this process instead (the admin CLI's --direct: one short command while the server is stopped).
  */
-export function openConfiguredDatabase(config: Config): Promise<Database> {
+export function openConfiguredDatabase(config: Config, opts: { inProcess?: boolean } = {}): Promise<Database> {
   return config.databaseUrl
     ? openDatabase({ databaseUrl: config.databaseUrl })
-    : openDatabase({ dataDir: resolve(config.dataDir, 'pglite'), ownProcess: true });
+    : openDatabase({ dataDir: resolve(config.dataDir, 'pglite'), ownProcess: opts.inProcess !== true });
 }
 
 export interface ConfiguredGateways {
@@ -465,7 +466,7 @@ export async function openDirectServices(
   knownPgs: readonly string[],
 ): Promise<{ readonly services: Services; close(): Promise<void> }> {
   const { keyring } = await loadKeyring(config);
-  const database = await openConfiguredDatabase(config);
+  const database = await openConfiguredDatabase(config, { inProcess: true });
   return {
     services: createServices({
       stores: createStores(database.db, keyring),

@@ -84,12 +84,8 @@ export async function startChild<Ready>(opts: {
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     env: opts.env ?? helperEnvironment(),
   });
+  // A process that exits without stopping its children closes their channel all the same: they close in order then.
   const exited = new Promise<string>((resolve) => child.once('exit', (code, signal) => resolve(describeExit(code, signal))));
-  // Never outlive this process either way: if it exits without stopping its children, they are killed here too
-  // (the channel's close would end them anyway; this is immediate).
-  const killOnExit = () => child.kill('SIGKILL');
-  process.once('exit', killOnExit);
-  void exited.then(() => process.off('exit', killOnExit));
 
   const answers = new Map<number, { resolve: (value: unknown) => void; reject: (err: Error) => void }>();
   let ready: (payload: unknown) => void;

@@ -152,9 +152,10 @@ describe('the embedded database in its own process (npm start on PGlite)', () =>
     expect(notes.rows.map((r) => r.body)).toEqual(['after', 'kept']);
   });
 
-  it('refuses a second process on the same cluster while one serves it', async () => {
+  it('refuses a second database on the same cluster while one serves it: a process, or the admin CLI --direct in its own', async () => {
     await expect(openConfiguredDatabase(config())).rejects.toThrow(/in use by another paygate process/);
-  });
+    await expect(openConfiguredDatabase(config(), { inProcess: true })).rejects.toThrow(/in use by another paygate process/);
+  }, 60_000);
 
   it('killed with SIGKILL: its end is reported, statements fail rather than hang, and what was committed is there after a restart', async () => {
     const { pid, exited } = database.process!;
@@ -282,8 +283,9 @@ describe("npm start's process tree", () => {
     return { database: named(/pglite-process-main/), sandbox: named(/sandbox\/child-main/), engine: named(/temporal-devserver/) };
   };
 
+  let dataDir: string;
   it('the sandbox PGs stamp in the sandbox clock: a reserve charged by an advance, a charge after it; SIGKILL to the main process: every helper exits on its own', async () => {
-    const dataDir = await tempDir();
+    dataDir = await tempDir();
     const { child, url } = await startPaygate(dataDir);
     const admin = `Bearer ${ADMIN_TOKEN}`;
     const project = await call(url, admin, 'POST', '/admin/v1/projects', { name: 'helpers' });
@@ -334,9 +336,11 @@ describe("npm start's process tree", () => {
     for (const [name, pid] of Object.entries(helpers)) await until(async () => !(await alive(pid!)), `${name} to exit`, 20_000);
   }, 240_000);
 
-  it('a helper killed with SIGKILL: npm start shuts the rest down and exits 1', async () => {
-    const dataDir = await tempDir();
-    const { child, output } = await startPaygate(dataDir);
+  it('started again on that DATA_DIR, then a helper killed with SIGKILL: npm start shuts the rest down and exits 1', async () => {
+    const { child, output, url } = await startPaygate(dataDir);
+    // what the first run wrote is there (its database closed itself when its parent was killed)
+    const projects = await call(url, `Bearer ${ADMIN_TOKEN}`, 'GET', '/admin/v1/projects');
+    expect(JSON.stringify(projects)).toContain('helpers');
     const helpers = await helpersOf(child.pid!);
     const code = new Promise<number | null>((resolve) => child.once('exit', (c) => resolve(c)));
     process.kill(helpers.database!, 'SIGKILL');

@@ -9,7 +9,7 @@ import { applyMigrations } from './migrate.js';
 import { migrations, type Tables } from './migrations/index.js';
 import { PGliteDialect } from './pglite-dialect.js';
 import { makeOwnerOnly, openPGliteDirectory } from './pglite-files.js';
-import { type PGliteProcess, SOCKET_PORT, startPGliteProcess } from './pglite-process.js';
+import { type PGliteProcess, refuseIfServed, SOCKET_PORT, startPGliteProcess } from './pglite-process.js';
 
 export type { Tables } from './migrations/index.js';
 
@@ -110,6 +110,8 @@ export async function openDatabase(opts: OpenDatabaseOptions = {}): Promise<Data
     kind = 'pglite';
     let pglite: PGlite;
     if (opts.dataDir && !opts.inMemory) {
+      // not while a database process serves this cluster (npm start running: the admin CLI's --direct)
+      await refuseIfServed(opts.dataDir);
       pglite = await openPGliteDirectory(opts.dataDir);
     } else {
       pglite = new PGlite();

@@ -15,10 +15,12 @@ let pglite: PGlite | undefined;
 const child = runAsChild({
   name: 'paygate database',
   async close() {
-    // every connection's transaction rolled back, then PGlite's own shutdown (a checkpoint), then the file modes
-    await server?.close();
+    // every connection's transaction rolled back, then PGlite's own shutdown (a checkpoint), then the file modes;
+    // the socket goes last: while it answers, no other process opens the cluster
+    await server?.drain();
     if (pglite && !pglite.closed) await pglite.close();
     await makeOwnerOnly(dataDir);
+    await server?.close();
   },
 });
 

@@ -12,6 +12,8 @@ import { type ChildHandle, entryFile, startChild } from '../child-process.js';
 /** node-postgres finds a server's socket as <directory>/.s.PGSQL.<port> */
 export const SOCKET_PORT = 5432;
 const SOCKET_NAME = `.s.PGSQL.${SOCKET_PORT}`;
+/** How long a start waits for another process's database on the same cluster to close. */
+const IN_USE_WAIT_MS = 10_000;
 /** a socket address holds 104 bytes on macOS, 108 on Linux, the terminating NUL included */
 const MAX_SOCKET_PATH_BYTES = 103;
 
@@ -36,18 +38,36 @@ function answers(socketPath: string): Promise<boolean> {
   });
 }
 
+/** Where the database process of the cluster in `dataDir` serves it: beside the cluster. */
+function socketBeside(dataDir: string): string {
+  return path.join(path.dirname(dataDir), `${path.basename(dataDir)}-socket`);
+}
+
+/**
+ * Two processes on one cluster would corrupt it: a socket that answers belongs to a running paygate, or to one
+ * closing after its parent ended (its socket goes last, once PGlite has closed), which is waited for. Throws when
+ * the cluster in `dataDir` stays served.
+ */
+export async function refuseIfServed(dataDir: string): Promise<void> {
+  const socketPath = path.join(socketBeside(dataDir), SOCKET_NAME);
+  const deadline = Date.now() + IN_USE_WAIT_MS;
+  while (await answers(socketPath)) {
+    if (Date.now() > deadline) {
+      throw new Error(`the database in ${dataDir} is in use by another paygate process (its socket answers)`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+}
+
 /** Starts the database process on the PGlite cluster in `dataDir` (created the first time). */
 export async function startPGliteProcess(dataDir: string): Promise<PGliteProcess> {
-  const besideCluster = path.join(path.dirname(dataDir), `${path.basename(dataDir)}-socket`);
+  const besideCluster = socketBeside(dataDir);
   const fits = Buffer.byteLength(path.join(besideCluster, SOCKET_NAME)) <= MAX_SOCKET_PATH_BYTES;
   let socketDir: string;
   if (fits) {
     socketDir = besideCluster;
     await mkdir(socketDir, { recursive: true, mode: 0o700 });
-    // two processes on one cluster would corrupt it: a socket that answers belongs to a running paygate
-    if (await answers(path.join(socketDir, SOCKET_NAME))) {
-      throw new Error(`the database in ${dataDir} is in use by another paygate process (its socket answers)`);
-    }
+    await refuseIfServed(dataDir);
   } else {
     socketDir = await mkdtemp(path.join(tmpdir(), 'paygate-db-'));
   }

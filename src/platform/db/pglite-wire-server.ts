@@ -102,7 +102,12 @@ function lastReadyStatus(response: Uint8Array): number | undefined {
 export interface PGliteWireServer {
   /** connections open now */
   readonly connections: number;
-  /** stops accepting, ends every connection (their transactions rolled back) and waits for the session to be free */
+  /**
+   * Ends every connection (their transactions rolled back) and refuses new ones, once the session is free. The
+   * socket still answers meanwhile, so nobody takes the cluster for free while PGlite closes (pglite-process.ts).
+   */
+  drain(): Promise<void>;
+  /** stops listening: the socket goes */
   close(): Promise<void>;
 }
 
@@ -181,7 +186,12 @@ export async function servePGlite(pglite: PGlite, socketPath: string): Promise<P
       });
   };
 
+  let draining = false;
   const server: Server = createServer((socket) => {
+    if (draining) {
+      socket.destroy();
+      return;
+    }
     const connection = new Connection(socket);
     connections.add(connection);
     socket.setNoDelay(true);
@@ -210,11 +220,18 @@ export async function servePGlite(pglite: PGlite, socketPath: string): Promise<P
     get connections() {
       return connections.size;
     },
-    async close() {
-      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+    async drain() {
+      draining = true;
+      const ended = [...connections].map(
+        (connection) => new Promise<void>((resolve) => connection.socket.once('close', () => resolve())),
+      );
       for (const connection of connections) connection.socket.destroy();
-      await closed;
+      await Promise.all(ended);
+      // the last owner's release runs in the pump, scheduled by its 'close'
       while (running) await running;
+    },
+    async close() {
+      await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
 }
