@@ -30,6 +30,7 @@ export const DATABASE_INDEPENDENT = [
   'test/platform/node-version.test.ts',
   'test/platform/operation-log.test.ts',
   'test/platform/first-run.test.ts',
+  'test/platform/helper-processes.test.ts',
   'test/platform/private-files.test.ts',
   'test/platform/rules.test.ts',
   'test/platform/tour-readme.test.ts',

@@ -1,7 +1,7 @@
 /**
- * Flow benchmark (issue 14): paygate started as `npm start` starts it (src/main.ts: API, worker, in-process sandbox
- * PGs, PGlite under a temporary DATA_DIR — or Postgres with DATABASE_URL — and the embedded engine as its child
- * process) next to the no-orchestration baseline of bench/flows-baseline.ts in a separate process, driven in one run
+ * Flow benchmark (issue 14): paygate started as `npm start` starts it (src/main.ts: API and worker in one process;
+ * PGlite under a temporary DATA_DIR — or Postgres with DATABASE_URL —, the sandbox PGs and the embedded engine in
+ * child processes) next to the no-orchestration baseline of bench/flows-baseline.ts in a separate process, driven in one run
  * with the same callers. For each flow it prints throughput, the ratio to the baseline, p50/p99 latency with one
  * caller and with many, and the CPU each process spent per flow (from /proc).
  *
@@ -345,12 +345,21 @@ try {
     expectOk(await call(baseTarget, 'POST', '/charge', { order_id: randomUUID(), price: 5000 }), 'charge').receipt_id as string;
   baselineReceipt = await chargeOnBase();
 
+  // npm start's processes: the API and the worker in the one started, the engine, the database (PGlite) and the
+  // sandbox PGs beside it
   const enginePid = childOf(paygate.child.pid!, /temporal-devserver/);
+  const databasePid = childOf(paygate.child.pid!, /pglite-process-main/);
+  const sandboxPid = childOf(paygate.child.pid!, /sandbox\/child-main/);
+  const helpers: Record<string, number | undefined> = {
+    ...(databasePid ? { database: databasePid } : {}),
+    ...(sandboxPid ? { sandbox: sandboxPid } : {}),
+    engine: enginePid,
+  };
   const sides: Side[] = [
     {
       name: 'paygate',
       target: paygateTarget,
-      processes: { 'paygate (API+worker+sandbox)': paygate.child.pid, engine: enginePid },
+      processes: { 'paygate (API+worker)': paygate.child.pid, ...helpers },
       prepare: {
         cancel: chargeOnPaygate,
         shipping: async () =>
@@ -385,7 +394,11 @@ try {
   // item 3 of issue 14: every process's RSS idle and after each flow's measurements (run with -n 10000 for the
   // memory after 10,000 of a flow: nothing may grow without bound)
   const rssLine = (when: string) =>
-    `RSS ${when}: paygate ${rssMb(paygate.child.pid)} MB, engine ${rssMb(enginePid)} MB, baseline ${rssMb(base.child.pid)} MB`;
+    `RSS ${when}: paygate ${rssMb(paygate.child.pid)} MB, ` +
+    Object.entries(helpers)
+      .map(([name, pid]) => `${name} ${rssMb(pid)} MB, `)
+      .join('') +
+    `baseline ${rssMb(base.child.pid)} MB`;
   const rssLines = [rssLine('idle')];
   console.log(rssLines[0]);
   for (const name of names) {

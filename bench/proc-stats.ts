@@ -1,11 +1,15 @@
 // What a benchmark reads of a process from /proc (Linux): CPU time, resident memory, its children.
 import { readdirSync, readFileSync } from 'node:fs';
 
-/** CPU time (user + system, all threads) of a process in ms, from /proc/<pid>/stat (clock ticks of 10 ms). */
-export function cpuMs(pid: number | undefined): number {
+/**
+ * CPU time (user + system) in ms, from /proc (clock ticks of 10 ms): of a process, all threads; with `thread`, of that
+ * one thread (a process's main thread has the process's id).
+ */
+export function cpuMs(pid: number | undefined, thread?: number): number {
   if (pid === undefined) return Number.NaN;
   try {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    const stat = thread === undefined ? `/proc/${pid}/stat` : `/proc/${pid}/task/${thread}/stat`;
+    const fields = readFileSync(stat, 'utf8').split(') ')[1]!.split(' ');
     return (Number(fields[11]) + Number(fields[12])) * 10;
   } catch {
     return Number.NaN;

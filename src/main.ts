@@ -1,7 +1,8 @@
-// `npm start`: everything in one command. The API, the Temporal worker, the database (PGlite under
-// DATA_DIR unless DATABASE_URL is set), the sandbox gateways, and — unless TEMPORAL_ADDRESS is set —
-// the embedded Temporal-compatible engine, durable under DATA_DIR.
-import { buildConfiguredApp, exitIfPortInUse, listen } from './api/server.js';
+// `npm start`: everything in one command. The API and the Temporal worker in this process; beside it, in processes
+// of their own that end with it, the database (PGlite under DATA_DIR unless DATABASE_URL is set), the sandbox
+// gateways, and — unless TEMPORAL_ADDRESS is set — the embedded Temporal-compatible engine, durable under DATA_DIR.
+// When one of them dies, the rest shut down.
+import { buildConfiguredApp, exitIfPortInUse, type Listening, listen } from './api/server.js';
 import { checkPortsFree, PortInUseError, startupBanner } from './api/startup.js';
 import { readConfigOrExit } from './platform/config/index.js';
 import { createLogger } from './platform/logger.js';
@@ -17,7 +18,11 @@ import {
   openCore,
   startConfiguredEngine,
   startDeliveryRecovery,
+  syncingSandboxClock,
 } from './composition/index.js';
+
+/** How long the rest may take to shut down after a helper process died. */
+const HELPER_DEATH_GRACE_MS = 10_000;
 
 const config = readConfigOrExit();
 // before the database, the engine and the worker: a taken PORT / ADMIN_PORT is one line and exit 1 within a second
@@ -29,10 +34,21 @@ if (config.temporalMetricsAddress)
   logger.info({ address: config.temporalMetricsAddress }, 'Temporal SDK metrics exporter listening');
 
 const closers: (() => Promise<unknown>)[] = [];
+let shuttingDown = false;
 const closeAll = async () => {
+  shuttingDown = true;
   for (const close of closers.reverse())
     await close().catch((err: unknown) => logger.error({ err }, 'error while shutting down'));
 };
+let listening: Listening | undefined;
+/** A helper process that ends on its own takes the rest down: the shutdown of SIGTERM, then exit 1. */
+const watchHelper = (name: string, exited: Promise<string> | undefined) =>
+  void exited?.then((how) => {
+    if (shuttingDown) return;
+    logger.fatal({ process: name, how }, 'a paygate process ended: shutting down');
+    setTimeout(() => process.exit(1), HELPER_DEATH_GRACE_MS).unref();
+    void (listening ? listening.close() : closeAll()).finally(() => process.exit(1));
+  });
 
 try {
   // Sandbox mode on the embedded engine: one advanceable clock for the engine and the durable processes (the business
@@ -41,6 +57,8 @@ try {
   const clocks = createClocks(sandboxClock);
   const core = await openCore(config, logger, { businessClock: clocks.businessClock });
   closers.push(() => core.close());
+  watchHelper('database', core.database.process?.exited);
+  watchHelper('sandbox PGs', core.gateways.sandboxProcess?.exited);
 
   let engine: EmbeddedEngine | undefined;
   if (!config.temporalAddress) {
@@ -51,6 +69,7 @@ try {
       onOutput: (line) => engineLog.debug(line),
     });
     closers.push(() => engine!.stop());
+    watchHelper('Temporal engine', engine.exited);
     logger.info({ address: engine.address }, 'embedded Temporal engine running');
   }
   const temporalAddress = config.temporalAddress ?? engine!.address;
@@ -60,7 +79,9 @@ try {
   if (sandboxClock) {
     const connected = await sandboxClock.connect(temporalAddress, engine?.transport);
     closers.push(() => connected.close());
-    clock = connected;
+    // the sandbox PGs' process learns each new time before the work that follows it
+    clock = syncingSandboxClock(connected, core.gateways);
+    await core.gateways.syncSandboxClock?.();
   }
 
   const temporal = await connectTemporal(core, temporalAddress, transport);
@@ -91,7 +112,7 @@ try {
     clocks,
     ...(clock ? { sandboxClock: clock } : {}),
   });
-  const listening = await listen(app, config, closeAll);
+  listening = await listen(app, config, closeAll);
   // for the person at the terminal, once: plain text on stderr, beside the admin token (never in the JSON log)
   process.stderr.write(`${startupBanner(config, listening)}\n`);
 } catch (err) {

@@ -14,6 +14,7 @@ import { preparePrivateDataDir, usesDataDir } from '../platform/config/data-dir.
 import { loadEngineToken } from '../platform/config/engine-token.js';
 import { loadKeyring } from '../platform/config/keys.js';
 import { createGatewayRegistry, type GatewayRegistry } from '../gateways/index.js';
+import { entryFile, helperEnvironment, startChild } from '../platform/child-process.js';
 import type { Logger } from '../platform/logger.js';
 import { createMetrics, type Metrics } from '../platform/observability/metrics.js';
 import { observingWorkflowClient } from '../platform/observability/workflow-client.js';
@@ -43,11 +44,15 @@ export function createClocks(sandboxClock?: Pick<SandboxClock, 'now'>): Clocks {
   return { wallClock, businessClock: sandboxClock ? sandboxClock.now : wallClock };
 }
 
-/** Opens the database the config names: a Postgres server, or PGlite under DATA_DIR. */
-export function openConfiguredDatabase(config: Config): Promise<Database> {
+/**
+ * Opens the database the config names: a Postgres server, or PGlite under DATA_DIR in a process of its own (its
+ * WebAssembly Postgres off this process's event loop), reached with node-postgres as a server is. `inProcess`:
+ * PGlite in this process instead (the admin CLI's --direct: one short command while the server is stopped).
+ */
+export function openConfiguredDatabase(config: Config, opts: { inProcess?: boolean } = {}): Promise<Database> {
   return config.databaseUrl
     ? openDatabase({ databaseUrl: config.databaseUrl })
-    : openDatabase({ dataDir: resolve(config.dataDir, 'pglite') });
+    : openDatabase({ dataDir: resolve(config.dataDir, 'pglite'), ownProcess: opts.inProcess !== true });
 }
 
 export interface ConfiguredGateways {
@@ -62,6 +67,13 @@ export interface ConfiguredGateways {
    * sandbox mode whose sandbox is not there (not started, wrong address) says so at /health. Absent otherwise.
    */
   readonly sandboxReady?: () => Promise<boolean>;
+  /** the sandbox PGs' process, when they run in one (`ownProcess`): its pid, and its end, which its parent watches */
+  readonly sandboxProcess?: { readonly pid: number; readonly exited: Promise<string> };
+  /**
+   * Brings the sandbox PGs' process to the business clock's time when it moved (the embedded stack's sandbox clock):
+   * resolves once the process has it. Absent when the PGs read the clock themselves (in this process) or run elsewhere.
+   */
+  readonly syncSandboxClock?: () => Promise<void>;
   close(): Promise<void>;
 }
 
@@ -70,17 +82,19 @@ const SANDBOX_HEALTH_TIMEOUT_MS = 1_500;
 
 /**
  * The sandbox gateways (served on loopback) when sandbox mode is on, otherwise no local gateways; and in every mode
- * the transport to upstream providers. `businessClock`: the in-process sandbox PGs' time (they follow the sandbox
- * clock: OTP sessions, approvals, escrow dates); their notifications are signed and checked on the wall clock.
+ * the transport to upstream providers. `businessClock`: the sandbox PGs' time (they follow the sandbox clock: OTP
+ * sessions, approvals, escrow dates); their notifications are signed and checked on the wall clock. `ownProcess`:
+ * the PGs run in a process of their own (npm start: src/sandbox/child-main.ts), else in this one.
  */
 export async function startConfiguredGateways(
   config: Config,
   logger: Logger,
   businessClock?: () => Date,
+  opts: { ownProcess?: boolean } = {},
 ): Promise<ConfiguredGateways> {
   const providers = createProviderClient({ policy: { sandbox: config.sandbox } });
   try {
-    const local = await startLocalGateways(config, logger, businessClock);
+    const local = await startLocalGateways(config, logger, businessClock, opts.ownProcess === true);
     return {
       ...local,
       providers,
@@ -98,7 +112,8 @@ export async function startConfiguredGateways(
 async function startLocalGateways(
   config: Config,
   logger: Logger,
-  businessClock?: () => Date,
+  businessClock: (() => Date) | undefined,
+  ownProcess: boolean,
 ): Promise<Omit<ConfiguredGateways, 'providers'>> {
   if (!config.sandbox) {
     return { gateways: { get: () => undefined, names: [] }, close: async () => undefined };
@@ -130,6 +145,7 @@ async function startLocalGateways(
       close: () => registry.close(),
     };
   }
+  if (ownProcess) return startSandboxProcess(config, businessClock);
   // Loaded only here: the fake PGs are an HTTP server of their own, not part of paygate's processes.
   const { startSandboxGateways } = await import('../sandbox/server.js');
   const { loadSandboxSecret } = await import('../sandbox/secret.js');
@@ -155,6 +171,76 @@ async function startLocalGateways(
     async close() {
       await registry.close();
       await sandbox.close();
+    },
+  };
+}
+
+/** The sandbox clock's offset may differ this much from what the sandbox process has before it is told again. */
+const CLOCK_SYNC_TOLERANCE_MS = 1;
+
+/**
+ * The sandbox PGs in a process of their own (src/sandbox/child-main.ts), on loopback, with the same secret, state
+ * journal and token rule as in process. With a business clock, `syncSandboxClock` tells the process the clock's
+ * offset from the wall clock whenever it changed.
+ */
+async function startSandboxProcess(
+  config: Config,
+  businessClock: (() => Date) | undefined,
+): Promise<Omit<ConfiguredGateways, 'providers'>> {
+  // the token of the internal routes lives as long as this process unless SANDBOX_TOKEN fixes one
+  const token = config.sandboxToken ?? randomBytes(32).toString('base64url');
+  const child = await startChild<{ url: string }>({
+    name: 'paygate sandbox PGs',
+    entry: entryFile(import.meta.url, '../sandbox/child-main'),
+    env: helperEnvironment({
+      DATA_DIR: resolve(config.dataDir),
+      SANDBOX_TOKEN: token,
+      LOG_LEVEL: config.logLevel,
+      ...(config.logFormat ? { LOG_FORMAT: config.logFormat } : {}),
+      ...(config.sandboxSecret ? { SANDBOX_SECRET: config.sandboxSecret } : {}),
+    }),
+  });
+  const registry = createGatewayRegistry({ sandboxUrl: child.ready.url, sandboxToken: token });
+  let told = 0;
+  const syncSandboxClock = businessClock
+    ? async () => {
+        const offsetMs = businessClock().getTime() - Date.now();
+        if (Math.abs(offsetMs - told) <= CLOCK_SYNC_TOLERANCE_MS) return;
+        told = offsetMs;
+        await child.request({ offsetMs });
+      }
+    : undefined;
+  return {
+    gateways: registry,
+    sandboxUrl: child.ready.url,
+    sandboxToken: token,
+    sandboxProcess: { pid: child.pid, exited: child.exited },
+    ...(syncSandboxClock ? { syncSandboxClock } : {}),
+    async close() {
+      await registry.close();
+      await child.stop();
+    },
+  };
+}
+
+/**
+ * The sandbox clock as the app and the worker use it, when the sandbox PGs run in a process of their own: every
+ * read and advance returns once that process has the new time too (the activities wait for it: createWorker).
+ */
+export function syncingSandboxClock<T extends SandboxClock>(clock: T, gateways: ConfiguredGateways): T {
+  const sync = gateways.syncSandboxClock;
+  if (!sync) return clock;
+  return {
+    ...clock,
+    async read() {
+      const now = await clock.read();
+      await sync();
+      return now;
+    },
+    async advance(target, waitMs) {
+      const advanced = await clock.advance(target, waitMs);
+      await sync();
+      return advanced;
     },
   };
 }
@@ -225,7 +311,10 @@ export interface Core {
   close(): Promise<void>;
 }
 
-/** `businessClock`: the sandbox clock of the embedded stack (the in-process sandbox PGs follow it). */
+/**
+ * `businessClock`: the sandbox clock of the embedded stack (the sandbox PGs follow it). The database (PGlite) and
+ * the local sandbox PGs run in processes of their own, which end with this one (src/platform/child-process.ts).
+ */
 export async function openCore(
   config: Config,
   logger: Logger,
@@ -245,7 +334,7 @@ export async function openCore(
   const database = await openConfiguredDatabase(config);
   let gateways: ConfiguredGateways;
   try {
-    gateways = await startConfiguredGateways(config, logger, opts.businessClock);
+    gateways = await startConfiguredGateways(config, logger, opts.businessClock, { ownProcess: true });
   } catch (err) {
     await database.close();
     throw err;
@@ -377,7 +466,7 @@ export async function openDirectServices(
   knownPgs: readonly string[],
 ): Promise<{ readonly services: Services; close(): Promise<void> }> {
   const { keyring } = await loadKeyring(config);
-  const database = await openConfiguredDatabase(config);
+  const database = await openConfiguredDatabase(config, { inProcess: true });
   return {
     services: createServices({
       stores: createStores(database.db, keyring),
@@ -441,8 +530,29 @@ export function createWorker(
     clientInterceptors: [observingWorkflowClient(core.metrics)],
     ...(core.logger ? { bundlerLogger: createBundlerLogger(core.logger) } : {}),
     ...(core.metrics ? { metrics: core.metrics } : {}),
-    activities: opts.sandboxClock ? followEngineTime(activities, opts.sandboxClock) : activities,
+    activities: opts.sandboxClock
+      ? followEngineTime(awaitingSandboxClock(activities, core.gateways.syncSandboxClock), opts.sandboxClock)
+      : activities,
   });
+}
+
+/**
+ * The activities, each first bringing the sandbox PGs' process to the time followEngineTime just learned (an
+ * activity fired by an advance calls the PGs in the advanced time). Unchanged when the PGs read the clock themselves.
+ */
+function awaitingSandboxClock<T extends object>(activities: T, sync: (() => Promise<void>) | undefined): T {
+  if (!sync) return activities;
+  const wrapped: Record<string, unknown> = {};
+  for (const [name, fn] of Object.entries(activities)) {
+    wrapped[name] =
+      typeof fn === 'function'
+        ? async (...args: unknown[]) => {
+            await sync();
+            return (fn as (...a: unknown[]) => unknown)(...args);
+          }
+        : fn;
+  }
+  return wrapped as T;
 }
 
 /** How often the worker process looks again for webhook deliveries without a run (the first look is at start). */

@@ -1,13 +1,15 @@
-// Opens the system of record: a Postgres server through node-postgres when a URL is given,
-// otherwise embedded PGlite (on disk under dataDir, or in memory). Migrations run at open.
-import { chmod, mkdir, readdir } from 'node:fs/promises';
-import path from 'node:path';
+// Opens the system of record: a Postgres server through node-postgres when a URL is given, otherwise embedded
+// PGlite: on disk under dataDir, served by a process of its own (npm start: pglite-process.ts) and reached with
+// node-postgres as a server is, or in this process (in memory or on disk: tests, the OpenAPI document) through
+// PGliteDialect. Migrations run at open.
 import { PGlite } from '@electric-sql/pglite';
 import { Kysely, PostgresDialect, sql, type Dialect } from 'kysely';
 import pg from 'pg';
 import { applyMigrations } from './migrate.js';
 import { migrations, type Tables } from './migrations/index.js';
 import { PGliteDialect } from './pglite-dialect.js';
+import { makeOwnerOnly, openPGliteDirectory } from './pglite-files.js';
+import { type PGliteProcess, refuseIfServed, SOCKET_PORT, startPGliteProcess } from './pglite-process.js';
 
 export type { Tables } from './migrations/index.js';
 
@@ -15,6 +17,8 @@ export interface Database {
   readonly db: Kysely<Tables>;
   /** 'postgres' for a server, 'pglite' for the embedded engine */
   readonly kind: 'postgres' | 'pglite';
+  /** the embedded database's process (ownProcess): its pid, and its end, which the process that opened it watches */
+  readonly process?: Pick<PGliteProcess, 'pid' | 'exited'>;
   close(): Promise<void>;
 }
 
@@ -25,11 +29,21 @@ export interface OpenDatabaseOptions {
   readonly dataDir?: string;
   /** PGlite in memory (the default when neither databaseUrl nor dataDir is given) */
   readonly inMemory?: boolean;
+  /** PGlite on dataDir served by a process of its own, on a private unix socket (npm start); else in this process */
+  readonly ownProcess?: boolean;
   /** a schema to create and use instead of public (tests isolate themselves with one) */
   readonly schema?: string;
-  /** node-postgres pool size */
+  /** node-postgres pool size (a server's, or the connections that take turns on the PGlite process) */
   readonly poolSize?: number;
 }
+
+/**
+ * Connections to the PGlite process: one. Its one session serves connections by turns anyway
+ * (pglite-wire-server.ts), and with more connections the process spent more CPU per statement for no more
+ * throughput (docs/design/platform.md). As with the in-process dialect's mutex, a transaction must run its
+ * statements on the transaction, never wait on another statement of the pool.
+ */
+export const PGLITE_PROCESS_POOL_SIZE = 1;
 
 const INT8_OID = 20;
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
@@ -53,6 +67,7 @@ export async function openDatabase(opts: OpenDatabaseOptions = {}): Promise<Data
 
   let dialect: Dialect;
   let kind: Database['kind'];
+  let pgliteProcess: PGliteProcess | undefined;
   if (opts.databaseUrl) {
     kind = 'postgres';
     if (schema !== undefined) {
@@ -73,17 +88,35 @@ export async function openDatabase(opts: OpenDatabaseOptions = {}): Promise<Data
       ...(schema !== undefined ? { options: `-c search_path=${schema}` } : {}),
     });
     dialect = new PostgresDialect({ pool });
+  } else if (opts.ownProcess && opts.dataDir && !opts.inMemory) {
+    kind = 'pglite';
+    if (schema !== undefined) throw new Error('a schema of its own is for Postgres and in-process PGlite');
+    pgliteProcess = await startPGliteProcess(opts.dataDir);
+    const pool = new pg.Pool({
+      host: pgliteProcess.socketDir,
+      port: SOCKET_PORT,
+      user: 'postgres',
+      database: 'postgres',
+      ssl: false,
+      max: opts.poolSize ?? PGLITE_PROCESS_POOL_SIZE,
+      types: pgTypes,
+      // the socket is local and the process lives as long as this one: connections are kept, never re-made idle
+      idleTimeoutMillis: 0,
+    });
+    // an idle connection that breaks is dropped by the pool; the process's end is reported by `exited`
+    pool.on('error', () => undefined);
+    dialect = new PostgresDialect({ pool });
   } else {
     kind = 'pglite';
     let pglite: PGlite;
     if (opts.dataDir && !opts.inMemory) {
-      await mkdir(opts.dataDir, { recursive: true, mode: 0o700 });
-      pglite = new PGlite(opts.dataDir);
+      // not while a database process serves this cluster (npm start running: the admin CLI's --direct)
+      await refuseIfServed(opts.dataDir);
+      pglite = await openPGliteDirectory(opts.dataDir);
     } else {
       pglite = new PGlite();
+      await pglite.waitReady;
     }
-    await pglite.waitReady;
-    if (opts.dataDir && !opts.inMemory) await makeOwnerOnly(opts.dataDir);
     if (schema !== undefined) {
       await pglite.exec(`create schema if not exists "${schema}"; set search_path to "${schema}"`);
     }
@@ -95,6 +128,7 @@ export async function openDatabase(opts: OpenDatabaseOptions = {}): Promise<Data
     await applyMigrations(db as unknown as Kysely<unknown>, migrations);
   } catch (err) {
     await db.destroy();
+    await pgliteProcess?.stop();
     throw err;
   }
 
@@ -102,28 +136,17 @@ export async function openDatabase(opts: OpenDatabaseOptions = {}): Promise<Data
   return {
     db,
     kind,
+    ...(pgliteProcess ? { process: { pid: pgliteProcess.pid, exited: pgliteProcess.exited } } : {}),
     async close() {
       if (closed) return;
       closed = true;
       await db.destroy();
+      // the process closes PGlite and sets the modes of what it wrote itself
+      if (pgliteProcess) await pgliteProcess.stop();
       // files PGlite created while running (WAL segments, new relations) carry its own modes too
-      if (kind === 'pglite' && opts.dataDir && !opts.inMemory) await makeOwnerOnly(opts.dataDir);
+      else if (kind === 'pglite' && opts.dataDir && !opts.inMemory) await makeOwnerOnly(opts.dataDir);
     },
   };
-}
-
-/**
- * PGlite's file system layer sets file modes itself (0666 for the initial cluster, whatever the
- * umask): every directory becomes 0700 and every file 0600, so the data (client keys, masked cards,
- * sealed identities) is the owner's alone.
- */
-async function makeOwnerOnly(dir: string): Promise<void> {
-  await chmod(dir, 0o700);
-  for (const entry of await readdir(dir, { withFileTypes: true })) {
-    const full = path.join(dir, entry.name);
-    if (entry.isDirectory()) await makeOwnerOnly(full);
-    else if (entry.isFile()) await chmod(full, 0o600);
-  }
 }
 
 /** Readiness probe: the database answers a trivial query. */

@@ -18,6 +18,8 @@ export interface EmbeddedEngine {
   readonly transport: TemporalTransport;
   /** the engine process (benchmarks read its memory) */
   readonly pid: number | undefined;
+  /** settles when the engine process ends (stop() included), with how: npm start goes down when it dies */
+  readonly exited: Promise<string>;
   stop(): Promise<void>;
 }
 
@@ -88,6 +90,9 @@ export async function startEmbeddedEngine(opts: {
   };
   child.stdout?.on('data', forward);
   child.stderr?.on('data', forward);
+  const exited = new Promise<string>((resolve) =>
+    child.once('exit', (code, signal) => resolve(signal ? `killed by ${signal}` : `exit code ${code}`)),
+  );
   // Never outlive the parent.
   const killOnExit = () => child.kill('SIGKILL');
   process.once('exit', killOnExit);
@@ -103,10 +108,10 @@ export async function startEmbeddedEngine(opts: {
     address: `127.0.0.1:${port}`,
     transport: { engineToken: opts.token },
     pid: child.pid,
+    exited,
     async stop() {
       process.off('exit', killOnExit);
       if (child.exitCode !== null || child.signalCode !== null) return;
-      const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
       child.kill('SIGTERM');
       const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
       await exited;
