@@ -113,6 +113,13 @@ try {
     ...(clock ? { sandboxClock: clock } : {}),
   });
   listening = await listen(app, config, closeAll);
+  // Ctrl-C reaches the whole process group: the engine may end before the shutdown listen() runs has begun (added
+  // only now: a listener of its own would keep a signal from ending the process while it starts)
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.on(signal, () => {
+      shuttingDown = true;
+    });
+  }
   // for the person at the terminal, once: plain text on stderr, beside the admin token (never in the JSON log)
   process.stderr.write(`${startupBanner(config, listening)}\n`);
 } catch (err) {
