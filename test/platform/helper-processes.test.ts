@@ -13,7 +13,6 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openConfiguredDatabase, startConfiguredGateways } from '../../src/composition/index.js';
 import { parseConfig } from '../../src/platform/config/index.js';
-import type { Database } from '../../src/platform/db/db.js';
 import { migrations } from '../../src/platform/db/migrations/index.js';
 import { createLogger } from '../../src/platform/logger.js';
 import { testCard } from '../gateways/fixture.js';
@@ -71,7 +70,7 @@ async function childrenOf(pid: number): Promise<{ pid: number; cmdline: string }
 
 describe('the embedded database in its own process (npm start on PGlite)', () => {
   let dataDir: string;
-  let database: Database;
+  let database: Awaited<ReturnType<typeof openConfiguredDatabase>>;
   const config = () => parseConfig({ DATA_DIR: dataDir });
   const socketDir = () => path.join(dataDir, 'pglite-socket');
 
