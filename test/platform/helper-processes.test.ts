@@ -178,6 +178,26 @@ describe('the embedded database in its own process (npm start on PGlite)', () =>
   });
 });
 
+describe('an existing DATA_DIR', () => {
+  it('a cluster written by PGlite in the process (as earlier releases ran it) opens in the database process', async () => {
+    const dataDir = await tempDir();
+    const config = parseConfig({ DATA_DIR: dataDir });
+    const earlier = await openConfiguredDatabase(config, { inProcess: true });
+    await sql`create table kept (body text not null)`.execute(earlier.db);
+    await sql`insert into kept values ('from before')`.execute(earlier.db);
+    await earlier.close();
+
+    const database = await openConfiguredDatabase(config);
+    try {
+      expect(database.process).toBeDefined();
+      const { rows } = await sql<{ body: string }>`select body from kept`.execute(database.db);
+      expect(rows).toEqual([{ body: 'from before' }]);
+    } finally {
+      await database.close();
+    }
+  }, 120_000);
+});
+
 describe('the sandbox PGs in their own process', () => {
   const silent = createLogger({ level: 'silent' });
 
