@@ -2,48 +2,36 @@ import { configDefaults, defineConfig } from 'vitest/config';
 import { BaseSequencer, type TestSpecification } from 'vitest/node';
 
 /**
- * Test files that never read DATABASE_URL: no storage at all (rules, parsers, the keyring, the sandbox PGs on
- * their own), or storage they always open themselves whatever DATABASE_URL says (PGlite under a temporary
- * DATA_DIR). Run again with DATABASE_URL set they would repeat the PGlite pass word for word, so CI's Postgres
- * pass (PAYGATE_TEST_PASS=postgres) leaves them out. A file that builds a test app (test/helpers/app.ts), opens a
- * database or hands DATABASE_URL to a child process does not belong here: test/platform/test-passes.test.ts
- * checks that each file listed here imports none of the storage helpers.
+ * CI's second pass (PAYGATE_TEST_PASS=postgres, DATABASE_URL on the machine's Postgres) runs these suites only:
+ * the storage suites. The two engines run the same SQL; where they differ is what a server does that embedded PGlite
+ * (one session: every statement in turn) never does: transactions that really run at once (claims, advisory locks,
+ * unique keys raced by concurrent requests), the pool, and the wire types. So the pass takes, for every area with a
+ * store, the suites that drive its store through the real app with concurrent callers, the database's own suite,
+ * the fuzz walk at full size, and the chaos run (split processes on a shared Postgres: it skips without one).
+ * test/platform/test-passes.test.ts checks that each of these reaches DATABASE_URL's database and that every store
+ * module of src/ is covered by one of them.
  */
-export const DATABASE_INDEPENDENT = [
-  'test/api/body-limits.test.ts',
-  'test/api/config.test.ts',
-  'test/api/docs-derived.test.ts',
-  'test/api/request-parsing.test.ts',
-  'test/architecture/imports.test.ts',
-  'test/architecture/map.test.ts',
-  'test/browser/dashboard.test.ts',
-  'test/escrow/workflow.test.ts',
-  'test/gateways/sandbox-card.test.ts',
-  'test/gateways/sandbox-faults.test.ts',
-  'test/gateways/sandbox-identity.test.ts',
-  'test/gateways/sandbox-no-leak.test.ts',
-  'test/payments/rules.test.ts',
-  'test/payments/workflow.test.ts',
-  'test/platform/codec.test.ts',
-  'test/platform/compose-file.test.ts',
-  'test/platform/keyring.test.ts',
-  'test/platform/node-version.test.ts',
-  'test/platform/operation-log.test.ts',
-  'test/platform/first-run.test.ts',
-  'test/platform/helper-processes.test.ts',
-  'test/platform/private-files.test.ts',
-  'test/platform/rules.test.ts',
-  'test/platform/tour-readme.test.ts',
-  'test/platform/transport.test.ts',
-  'test/reserves/workflow.test.ts',
-  'test/sandbox/durable-state.test.ts',
-  'test/sandbox/fake-pg-units.test.ts',
-  'test/sandbox/secret-and-token.test.ts',
-  'test/schedules/rules.test.ts',
-  'test/schedules/workflow.test.ts',
-  'test/verification/workflow.test.ts',
-  'test/webhooks/rules.test.ts',
-  'test/webhooks/workflow.test.ts',
+export const POSTGRES_SUITES = [
+  'test/api/fuzz.test.ts',
+  'test/chaos/chaos.test.ts',
+  'test/payments/reconcile.test.ts',
+  'test/schedules/schedules.test.ts',
+  'test/payments/billing.test.ts',
+  'test/escrow/escrow.test.ts',
+  'test/verification/verification.test.ts',
+  'test/platform/db.test.ts',
+  'test/api/idempotency.test.ts',
+  'test/payments/cancel.test.ts',
+  'test/verification/send-limits.test.ts',
+  'test/verification/windows.test.ts',
+  'test/reserves/reserves.test.ts',
+  'test/schedules/charges-store.test.ts',
+  'test/webhooks/delivery.test.ts',
+  'test/webhooks/api.test.ts',
+  'test/projects/key-rotation.test.ts',
+  'test/projects/token.test.ts',
+  'test/upstream/config.test.ts',
+  'test/browser/dashboard-sessions.test.ts',
 ];
 
 /**
@@ -57,9 +45,6 @@ export const ALWAYS_ON_POSTGRES = [
   'test/webhooks/kill9.test.ts',
   'test/upstream/kill9.test.ts',
 ];
-
-/** The engine's own suites: they never touch paygate's storage. */
-export const ENGINE_SUITES = ['test/engine/**', 'engine/test/**'];
 
 const postgresPass = process.env.PAYGATE_TEST_PASS === 'postgres';
 
@@ -102,11 +87,8 @@ class SlowFirstSequencer extends BaseSequencer {
  */
 const ALONE = ['test/engine/local-activities.test.ts'];
 
-const INCLUDE = ['test/**/*.test.ts', 'engine/test/**/*.test.ts'];
-const EXCLUDE = [
-  ...configDefaults.exclude,
-  ...(postgresPass ? [...ENGINE_SUITES, ...DATABASE_INDEPENDENT, ...ALWAYS_ON_POSTGRES] : []),
-];
+const INCLUDE = postgresPass ? POSTGRES_SUITES : ['test/**/*.test.ts', 'engine/test/**/*.test.ts'];
+const EXCLUDE = configDefaults.exclude;
 
 // Temporal's native worker runtime does not like worker_threads: run test files in forked processes.
 // Most files spend their time waiting (timers, sockets, the engine), so three run at once even on two cores;
@@ -115,14 +97,18 @@ export default defineConfig({
   test: {
     pool: 'forks',
     maxWorkers: Number(process.env.VITEST_MAX_WORKERS ?? 3),
-    // one paygate workflow bundle per run, shared by the files that start a worker (test/helpers/temporal.ts)
+    // what is built once per run (the workflow bundle, a migrated PGlite cluster), shared by the files: run-cache.ts
     globalSetup: ['test/helpers/global-setup.ts'],
     projects: [
       { extends: true, test: { name: 'together', include: INCLUDE, exclude: [...EXCLUDE, ...ALONE] } },
-      {
-        extends: true,
-        test: { name: 'alone', include: ALONE, exclude: EXCLUDE, maxWorkers: 1, sequence: { groupOrder: 1 } },
-      },
+      ...(postgresPass
+        ? []
+        : [
+            {
+              extends: true as const,
+              test: { name: 'alone', include: ALONE, exclude: EXCLUDE, maxWorkers: 1, sequence: { groupOrder: 1 } },
+            },
+          ]),
     ],
     sequence: { sequencer: SlowFirstSequencer },
     testTimeout: 60_000,

@@ -117,7 +117,7 @@ describe.skipIf(!available)('the sandbox dashboard in Chromium', () => {
     receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks/paygate`;
 
     // as `npm start` runs it (tsx src/main.ts), without the variables that would leave sandbox mode or point it at
-    // another database: this file runs on PGlite in every pass (DATABASE_INDEPENDENT, test/platform/test-passes.test.ts)
+    // another database: this file runs on PGlite only
     const stripped = ['DATABASE_URL', 'TEMPORAL_ADDRESS', 'PAYGATE_SANDBOX', 'ADMIN_PORT', 'PUBLIC_BASE_URL'];
     const env: NodeJS.ProcessEnv = Object.fromEntries(Object.entries(process.env).filter(([name]) => !stripped.includes(name)));
     server = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {

@@ -3,16 +3,12 @@
 // it, and a worker running paygate's workflows and its one set of activities (createActivities) over those
 // services and the test's own stores and gateways: the composition root's order.
 import { randomUUID } from 'node:crypto';
-import { existsSync, mkdirSync } from 'node:fs';
-import { readFile, rename, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Client } from '@temporalio/client';
 import { Client as TemporalClient } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { bundleWorkflowCode, DefaultLogger, type LogEntry, Runtime, Worker } from '@temporalio/worker';
-import { inject } from 'vitest';
 import { createActivities } from '../../src/activities/index.js';
 import type { WebhookActivityOptions } from '../../src/activities/webhooks.js';
 import type { GatewayRegistry } from '../../src/gateways/types.js';
@@ -24,6 +20,7 @@ import { paygateWorkerOptions, refusingUnopenedInputs } from '../../src/platform
 import { WORKFLOW_BUNDLER_OPTIONS, WORKFLOWS_PATH } from '../../src/platform/temporal/workflow-bundle.js';
 import type { Metrics } from '../../src/platform/observability/metrics.js';
 import { observingWorkflowClient } from '../../src/platform/observability/workflow-client.js';
+import { sharedRunArtifact } from './run-cache.js';
 
 export const DEVSERVER_PATH = fileURLToPath(new URL('../../bin/temporal-devserver', import.meta.url));
 
@@ -103,48 +100,12 @@ function installCapturingRuntime(): void {
 const buildBundle = () =>
   bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: new DefaultLogger('ERROR'), ...WORKFLOW_BUNDLER_OPTIONS });
 
-const SHARED_BUNDLE_WAIT_MS = 120_000;
-
-/**
- * The bundle of this vitest run (global-setup.ts): the first file to ask builds it and leaves it in the run's
- * directory (`building` taken with an atomic mkdir, the code renamed into place); the others wait for it. A builder
- * that failed leaves `failed`, and each file then builds its own.
- */
-async function sharedBundle(dir: string): Promise<{ code: string }> {
-  const file = join(dir, 'workflows.js');
-  const failed = join(dir, 'failed');
-  try {
-    mkdirSync(join(dir, 'building'));
-  } catch {
-    const deadline = Date.now() + SHARED_BUNDLE_WAIT_MS;
-    while (Date.now() < deadline) {
-      if (existsSync(file)) return { code: await readFile(file, 'utf8') };
-      if (existsSync(failed)) return buildBundle();
-      await new Promise((r) => setTimeout(r, 100));
-    }
-    return buildBundle();
-  }
-  try {
-    const { code } = await buildBundle();
-    await writeFile(`${file}.${process.pid}`, code);
-    await rename(`${file}.${process.pid}`, file);
-    return { code };
-  } catch (err) {
-    await writeFile(failed, String(err)).catch(() => undefined);
-    throw err;
-  }
-}
-
 let bundle: Promise<{ code: string }> | undefined;
-/** paygate's workflow bundle, built once per vitest run (webpack takes a while), or once per process outside one. */
+/** paygate's workflow bundle, built once per vitest run (webpack takes a while: run-cache.ts). */
 export function paygateWorkflowBundle(): Promise<{ code: string }> {
-  let dir: string | undefined;
-  try {
-    dir = inject('workflowBundleDir');
-  } catch {
-    // not in a vitest worker
-  }
-  bundle ??= dir ? sharedBundle(dir) : buildBundle();
+  bundle ??= sharedRunArtifact('workflows.js', async () => (await buildBundle()).code).then((code) => ({
+    code: code.toString('utf8'),
+  }));
   return bundle;
 }
 

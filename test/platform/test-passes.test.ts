@@ -1,35 +1,51 @@
-// CI's Postgres pass leaves out the files of DATABASE_INDEPENDENT and ALWAYS_ON_POSTGRES (vitest.config.ts): each must
-// be one that DATABASE_URL cannot change, or one that runs on CI's Postgres server anyway, or code that stores would
-// run on PGlite alone.
-import { readFileSync } from 'node:fs';
+// CI runs `npm test` on PGlite, then the storage suites (POSTGRES_SUITES, vitest.config.ts) again on the machine's
+// Postgres, and the kill -9 suites (ALWAYS_ON_POSTGRES) on that server in the first pass. These checks keep the
+// lists honest: a suite in the second pass must reach the database DATABASE_URL names (or it repeats the first pass
+// word for word), every store of src/ must be driven by one of them, and the kill -9 suites must be on Postgres.
+import { readdirSync, readFileSync } from 'node:fs';
+import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { POSTGRES_URL } from '../helpers/worker-process.js';
-import { ALWAYS_ON_POSTGRES, DATABASE_INDEPENDENT } from '../../vitest.config.js';
+import { ALWAYS_ON_POSTGRES, POSTGRES_SUITES } from '../../vitest.config.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
-/** What opens the database named by DATABASE_URL, or hands it on: a file that imports or does this runs on both engines. */
+/** What opens the database named by DATABASE_URL, or hands it on. */
 const STORAGE_REACHES = [
-  { what: 'builds a test app (its database follows DATABASE_URL)', pattern: /from\s+['"][./]*helpers\/app\.js['"]/ },
-  { what: 'starts the kill -9 stack (Postgres)', pattern: /from\s+['"][./]*helpers\/worker-process\.js['"]/ },
-  { what: 'opens a database itself', pattern: /from\s+['"][./]*src\/platform\/db\/db\.js['"]/ },
-  { what: 'makes stores over a database', pattern: /from\s+['"][./]*src\/composition\/stores\.js['"]/ },
-  { what: 'reads DATABASE_URL', pattern: /process\.env\.DATABASE_URL|process\.env\[['"]DATABASE_URL['"]\]/ },
-  { what: 'hands its whole environment to a child process', pattern: /\.\.\.process\.env\b/ },
+  /from\s+['"][./]*helpers\/app\.js['"]/, // builds a test app (its database follows DATABASE_URL)
+  /process\.env\.DATABASE_URL|process\.env\[['"]DATABASE_URL['"]\]/, // reads DATABASE_URL
 ];
 
-describe('the files CI runs on PGlite only', () => {
-  it.each(DATABASE_INDEPENDENT)('%s never reaches the database DATABASE_URL names', (file) => {
-    const text = readFileSync(`${ROOT}${file}`, 'utf8');
-    const reaches = STORAGE_REACHES.filter(({ pattern }) => pattern.test(text)).map(({ what }) => what);
-    expect(reaches).toEqual([]);
+function filesUnder(dir: string, match: RegExp): string[] {
+  return readdirSync(join(ROOT, dir), { recursive: true, encoding: 'utf8' })
+    .map((f) => relative(ROOT, join(ROOT, dir, f)))
+    .filter((f) => match.test(f));
+}
+
+/** src/<area>/store.ts, src/<area>/x-store.ts: the modules that hold SQL (src/composition/stores.ts only assembles). */
+const STORE_MODULES = filesUnder('src', /(^|[/-])store\.ts$/).filter((f) => f !== 'src/composition/stores.ts');
+
+describe('the storage suites of the Postgres pass', () => {
+  it.each(POSTGRES_SUITES)('%s reaches the database DATABASE_URL names', (file) => {
+    const text = readFileSync(join(ROOT, file), 'utf8');
+    expect(STORAGE_REACHES.some((pattern) => pattern.test(text))).toBe(true);
+  });
+
+  it('leave out the kill -9 suites, which run on Postgres in the first pass', () => {
+    expect(POSTGRES_SUITES.filter((f) => ALWAYS_ON_POSTGRES.includes(f))).toEqual([]);
+  });
+
+  it.each(STORE_MODULES)('drive %s (a storage suite in the test folder of its area)', (store) => {
+    const area = store.split('/')[1];
+    const suites = POSTGRES_SUITES.filter((f) => f.startsWith(`test/${area}/`));
+    expect(suites.length, `no storage suite in test/${area}/`).toBeGreaterThan(0);
   });
 });
 
 describe('the files CI runs on Postgres in its PGlite pass', () => {
   it.each(ALWAYS_ON_POSTGRES)('%s runs on the worker-process stack (Postgres)', (file) => {
-    const text = readFileSync(`${ROOT}${file}`, 'utf8');
+    const text = readFileSync(join(ROOT, file), 'utf8');
     expect(text).toMatch(/from\s+['"][./]*helpers\/worker-process\.js['"]/);
     // a test app there is given the stack's database; one of its own would follow DATABASE_URL
     const apps = text.match(/buildTestApp\(/g) ?? [];
@@ -38,7 +54,7 @@ describe('the files CI runs on Postgres in its PGlite pass', () => {
   });
 
   it("that stack's server, without DATABASE_URL, is the one .ci/run gives the Postgres pass", () => {
-    const ci = readFileSync(`${ROOT}.ci/run`, 'utf8');
+    const ci = readFileSync(join(ROOT, '.ci/run'), 'utf8');
     const url = process.env.DATABASE_URL ?? POSTGRES_URL;
     expect(ci).toContain(`PG_URL="${url}"`);
   });

@@ -7,9 +7,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chargeIdempotencyKey } from '../../src/payments/billing-rules.js';
 import { createGatewayRegistry } from '../../src/gateways/index.js';
-import { type Database, openDatabase } from '../../src/platform/db/db.js';
+import type { Database } from '../../src/platform/db/db.js';
 import { type SandboxGateways, startSandboxGateways } from '../../src/sandbox/server.js';
-import { buildTestApp, TEST_SANDBOX_TOKEN, type TestApp } from '../helpers/app.js';
+import { buildTestApp, openTestPGlite, TEST_SANDBOX_TOKEN, type TestApp } from '../helpers/app.js';
 import { openWorkerProcessStack, postgresReachable, type WorkerProcessStack } from '../helpers/worker-process.js';
 import { armSandboxFault, keyInClient, sandboxChargeExecutions } from '../payments/key-in-fixtures.js';
 import { eventually } from '../webhooks/fixtures.js';
@@ -26,7 +26,7 @@ describe.skipIf(!(await postgresReachable()))("the relay's worker killed -9 duri
 
   beforeAll(async () => {
     // B is another system: a database of its own (in memory), not the stack's
-    bDatabase = await openDatabase({ inMemory: true });
+    bDatabase = await openTestPGlite();
     b = await buildTestApp({ database: bDatabase });
     bUrl = await b.app.listen({ host: '127.0.0.1', port: 0 });
     stack = await openWorkerProcessStack('upstream-kill9');

@@ -5,9 +5,9 @@
 // A is two apps on one database: `charging` has no engine (a lost answer stays pending, as when a process died
 // before its reconcile started), `notified` runs the engine and worker and takes the notifications.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Database, openDatabase } from '../../src/platform/db/db.js';
+import type { Database } from '../../src/platform/db/db.js';
 import { createKeyring, generateKeyringSpec, parseKeyringSpec } from '../../src/platform/security/keyring.js';
-import { buildTestApp, type TestApp, type TestProject } from '../helpers/app.js';
+import { buildTestApp, openTestPGlite, type TestApp, type TestProject } from '../helpers/app.js';
 import { keyInClient } from '../payments/key-in-fixtures.js';
 import { eventually } from '../webhooks/fixtures.js';
 import { armProviderFault, routeToProvider } from './fixtures.js';
@@ -26,7 +26,7 @@ beforeAll(async () => {
   const bUrl = await b.app.listen({ host: '127.0.0.1', port: 0 });
   atB = await b.createProject();
   otherAtB = await b.createProject({ name: 'another merchant at B' });
-  database = await openDatabase({ inMemory: true });
+  database = await openTestPGlite();
   const keyring = createKeyring(parseKeyringSpec(generateKeyringSpec('test')));
   charging = await buildTestApp({ database, keyring });
   notified = await buildTestApp({ database, keyring, withTemporal: true });
