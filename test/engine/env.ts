@@ -28,12 +28,12 @@ import { TestWorkflowEnvironment } from '@temporalio/testing';
 import {
   bundleWorkflowCode,
   DefaultLogger,
-  Runtime,
   Worker,
   type WorkerOptions,
   type WorkflowBundleWithSourceMap,
 } from '@temporalio/worker';
 import { INT_KEY, KEYWORD_KEY } from './search-attributes.js';
+import { installTestRuntime } from '../helpers/runtime.js';
 
 /** ENGINE_DEVSERVER_PATH swaps in another launcher, e.g. one that runs the engine under `node --cpu-prof`. */
 export const DEVSERVER_PATH =
@@ -48,28 +48,12 @@ export { INT_KEY, KEYWORD_KEY };
 
 export type EnvMode = 'time-skipping' | 'dev-server';
 
-let runtimeInstalled = false;
-function installQuietRuntime(): void {
-  if (runtimeInstalled) return;
-  runtimeInstalled = true;
-  try {
-    // The default runtime logs every workflow-task failure at WARN; failing tasks on purpose is part of the suite.
-    const level = process.env.ENGINE_TEST_LOG_LEVEL === 'DEBUG' ? 'DEBUG' : 'ERROR';
-    Runtime.install({
-      logger: new DefaultLogger(level),
-      telemetryOptions: { logging: { filter: { core: level, other: level } } },
-    });
-  } catch {
-    // Already installed by another helper in this process.
-  }
-}
-
 /**
  * Creates the environment of one test file. Against the engine every call launches its own
  * server process, so files (and `describe` blocks) never share server state.
  */
 export async function createEnv(mode: EnvMode = 'time-skipping'): Promise<TestWorkflowEnvironment> {
-  installQuietRuntime();
+  installTestRuntime();
   if (realServerAddress !== undefined) {
     return TestWorkflowEnvironment.createFromExistingServer({
       address: realServerAddress,

@@ -8,7 +8,7 @@ import type { Client } from '@temporalio/client';
 import { Client as TemporalClient } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
-import { bundleWorkflowCode, DefaultLogger, type LogEntry, Runtime, Worker } from '@temporalio/worker';
+import { bundleWorkflowCode, DefaultLogger, Worker } from '@temporalio/worker';
 import { createActivities } from '../../src/activities/index.js';
 import type { WebhookActivityOptions } from '../../src/activities/webhooks.js';
 import type { GatewayRegistry } from '../../src/gateways/types.js';
@@ -21,6 +21,9 @@ import { WORKFLOW_BUNDLER_OPTIONS, WORKFLOWS_PATH } from '../../src/platform/tem
 import type { Metrics } from '../../src/platform/observability/metrics.js';
 import { observingWorkflowClient } from '../../src/platform/observability/workflow-client.js';
 import { sharedRunArtifact } from './run-cache.js';
+import { installTestRuntime } from './runtime.js';
+
+export { workerLogs } from './runtime.js';
 
 export const DEVSERVER_PATH = fileURLToPath(new URL('../../bin/temporal-devserver', import.meta.url));
 
@@ -68,35 +71,6 @@ const SETUP_TIMEOUT_MS = 60_000;
 const SKIP_TIMEOUT_MS = 30_000;
 const CLOSE_TIMEOUT_MS = 15_000;
 
-const workerLogLines: string[] = [];
-const MAX_WORKER_LOG_LINES = 20_000;
-
-/** Everything the Temporal SDK (worker, activities, workflows) logged in this process, one JSON line per entry. */
-export function workerLogs(): string {
-  return workerLogLines.join('\n');
-}
-
-let runtimeInstalled = false;
-function installCapturingRuntime(): void {
-  if (runtimeInstalled) return;
-  runtimeInstalled = true;
-  try {
-    Runtime.install({
-      logger: new DefaultLogger('DEBUG', (entry: LogEntry) => {
-        workerLogLines.push(
-          JSON.stringify({ level: entry.level, message: entry.message, meta: entry.meta }, (_key, v: unknown) =>
-            typeof v === 'bigint' ? v.toString() : v instanceof Error ? { name: v.name, message: v.message, stack: v.stack } : v,
-          ),
-        );
-        if (workerLogLines.length > MAX_WORKER_LOG_LINES) workerLogLines.shift();
-        if (entry.level === 'ERROR') process.stderr.write(`[worker] ${entry.message}\n`);
-      }),
-    });
-  } catch {
-    // another helper of this process installed it first
-  }
-}
-
 const buildBundle = () =>
   bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: new DefaultLogger('ERROR'), ...WORKFLOW_BUNDLER_OPTIONS });
 
@@ -119,7 +93,7 @@ export function bounded<T>(promise: Promise<T>, ms: number, what: string): Promi
 }
 
 export async function startTestTemporal(deps: TestTemporalDeps): Promise<TestTemporal> {
-  installCapturingRuntime();
+  installTestRuntime();
   const env = await bounded(
     TestWorkflowEnvironment.createTimeSkipping({ server: { executable: { type: 'existing-path', path: DEVSERVER_PATH } } }),
     SETUP_TIMEOUT_MS,

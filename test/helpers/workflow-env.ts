@@ -13,11 +13,12 @@ import {
 } from '@temporalio/client';
 import { ApplicationFailure, type Workflow } from '@temporalio/common';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
-import { DefaultLogger, Runtime, Worker } from '@temporalio/worker';
+import { Worker } from '@temporalio/worker';
 import { createKeyring, generateKeyringSpec, type Keyring, parseKeyringSpec } from '../../src/platform/security/keyring.js';
 import { paygateClientOptions } from '../../src/platform/temporal/client.js';
 import { paygateWorkerOptions, refusingUnopenedInputs } from '../../src/platform/temporal/worker.js';
 import { bounded, DEVSERVER_PATH, type HistoryEvent, paygateWorkflowBundle } from './temporal.js';
+import { installTestRuntime } from './runtime.js';
 
 const SETUP_TIMEOUT_MS = 60_000;
 const SKIP_TIMEOUT_MS = 30_000;
@@ -123,23 +124,8 @@ export interface WorkflowTestEnv {
   close(): Promise<void>;
 }
 
-let runtimeInstalled = false;
-function installQuietRuntime(): void {
-  if (runtimeInstalled) return;
-  runtimeInstalled = true;
-  try {
-    // activities failing on purpose are what these tests are about: the SDK's warnings about them are noise
-    Runtime.install({
-      logger: new DefaultLogger('ERROR'),
-      telemetryOptions: { logging: { filter: { core: 'ERROR', other: 'ERROR' } } },
-    });
-  } catch {
-    // another helper of this process installed it first
-  }
-}
-
 export async function startWorkflowTestEnv(): Promise<WorkflowTestEnv> {
-  installQuietRuntime();
+  installTestRuntime();
   const keyring = createKeyring(parseKeyringSpec(generateKeyringSpec('test')));
   // the bundle builds while the engine starts
   const bundle = paygateWorkflowBundle();

@@ -12,7 +12,7 @@ import path from 'node:path';
 import { Client, Connection, WorkflowUpdateFailedError, WorkflowUpdateStage } from '@temporalio/client';
 import { defaultPayloadConverter } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
-import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
+import { NativeConnection, Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createActivities } from '../../src/activities/index.js';
 import { UPDATE_NOT_AUTHORIZED, confirmOtpUpdate, verificationWorkflowId } from '../../src/verification/contract.js';
@@ -27,6 +27,7 @@ import { startEmbeddedEngine, type EmbeddedEngine } from '../../src/platform/tem
 import { temporalTransportOptions } from '../../src/platform/temporal/transport.js';
 import { freshPhone, verificationClient, type VerificationClient } from '../verification/fixtures.js';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
+import { installTestRuntime } from '../helpers/runtime.js';
 import { bounded, eventTypeNames, paygateWorkflowBundle, type HistoryEvent } from '../helpers/temporal.js';
 
 const NAMESPACE = 'default';
@@ -73,12 +74,8 @@ async function stopWorker(w: { worker: Worker; running: Promise<void> } | undefi
 }
 
 beforeAll(async () => {
-  // the refused forgeries make the SDK warn about failed workflow tasks; errors only
-  try {
-    Runtime.install({ logger: new DefaultLogger('ERROR') });
-  } catch {
-    // installed already in this process
-  }
+  // the refused forgeries make the SDK warn about failed workflow tasks: the test runtime prints errors only
+  installTestRuntime();
   dataDir = await mkdtemp(path.join(tmpdir(), 'paygate-trust-'));
   engine = await startEmbeddedEngine({ dataDir, namespace: NAMESPACE, token: randomBytes(24).toString('base64url') });
   // the forger is a holder of the engine's token: the codec, not the credential, is what this file tests

@@ -12,10 +12,13 @@ import { temporalTransportOptions } from '../../src/platform/temporal/transport.
 import { openCore, startConfiguredEngine } from '../../src/composition/index.js';
 
 let root: string;
+// this file sets the umask, and openCore does: the files that run after it in this process get theirs back
+const umaskBefore = process.umask();
 beforeAll(async () => {
   root = await mkdtemp(path.join(tmpdir(), 'paygate-files-'));
 });
 afterAll(async () => {
+  process.umask(umaskBefore);
   if (root) await rm(root, { recursive: true, force: true });
 });
 
