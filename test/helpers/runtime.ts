@@ -29,5 +29,7 @@ export function installTestRuntime(): void {
       if (workerLogLines.length > MAX_WORKER_LOG_LINES + 1_000) workerLogLines.splice(0, 1_000);
       if (printAll || entry.level === 'ERROR') process.stderr.write(`[worker] ${entry.level} ${entry.message}\n`);
     }),
+    // the SDK core's own lines (Rust) come here too, kept and printed by the same rule, not written to stderr
+    telemetryOptions: { logging: { filter: { core: 'WARN', other: 'WARN' }, forward: {} } },
   });
 }
