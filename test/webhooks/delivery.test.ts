@@ -3,7 +3,7 @@
 // while disabled, manual retry and replay since a time, and receivers that hang or stream forever.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createWebhookActivities } from '../../src/activities/webhooks.js';
-import { createDeliveryAttempts } from '../../src/webhooks/index.js';
+import { createDeliveryAttempts, createDeliveryDispatcher } from '../../src/webhooks/index.js';
 import { MESSAGE_EVENTS, type OutboundEvent } from '../../src/webhooks/rules.js';
 import { buildTestApp, type TestApp, type TestProject } from '../helpers/app.js';
 import {
@@ -353,5 +353,43 @@ describe('receivers that hang or never stop talking', () => {
     expect(attempt!.http_status).toBe(500);
     expect(attempt!.response_body).toHaveLength(2048);
     expect(attempt!.duration_ms).toBeLessThan(1000);
+  });
+});
+
+describe('dispatchers of several workers on one database', () => {
+  let t: TestApp;
+  let receiver: Receiver;
+  let project: TestProject;
+  beforeAll(async () => {
+    // no engine, and the app's own dispatcher not started: as an API process, it only saves the rows
+    t = await buildTestApp();
+    ({ project, receiver } = await setup(t));
+  });
+  afterAll(async () => {
+    await receiver?.close();
+    await t?.close();
+  });
+
+  it('claim each due delivery once (SKIP LOCKED): every event sent once, each attempt recorded once', async () => {
+    const ref = { kind: 'message' as const, applicationId: project.applicationId };
+    const ids: string[] = [];
+    for (let i = 0; i < 150; i++)
+      ids.push((await t.app.deps.services.webhooks.deliver(messageEvent(301, `many-${i}`), ref))!.delivery_id);
+    expect(receiver.requests).toHaveLength(0);
+    const worker = () =>
+      createDeliveryDispatcher({
+        store: t.app.deps.stores.webhooks,
+        attempts: { sandbox: true },
+        businessClock: () => new Date(),
+      });
+    const [a, b, c] = [worker(), worker(), worker()];
+    const sent = await Promise.all([a.runDue(), b.runDue(), c.runDue()]);
+    expect(sent.reduce((x, y) => x + y, 0)).toBe(ids.length);
+    expect(receiver.requests.map((r) => r.headers['webhook-id']).sort()).toEqual([...ids].sort());
+    for (const id of ids.slice(0, 10)) expect((await attemptRows(t, id)).map((r) => r.attempt)).toEqual([1]);
+    const rows = await t.deps.database.db.selectFrom('webhook_deliveries').select(['status', 'claimed_until']).execute();
+    expect(rows.every((r) => r.status === 'done' && r.claimed_until === null)).toBe(true);
+    // nothing is due any more
+    expect(await a.runDue()).toBe(0);
   });
 });
