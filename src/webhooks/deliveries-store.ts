@@ -203,13 +203,20 @@ export function createDeliveryStore(db: Kysely<Tables>, cipher: FieldCipher): De
     async claimDue(now, limit, leaseMs) {
       // one statement: pick (skipping rows another dispatcher holds), claim, and read each row's endpoint
       const { rows } = await sql<DeliveryRow & EndpointColumns>`
-        with due as (
+        with waiting as (
           select delivery_id from webhook_deliveries
-          where (status = 'ready' and next_attempt_at is not null and next_attempt_at <= ${now})
-             or (status = 'doing' and next_attempt_at is not null and claimed_until < now())
+          where status = 'ready' and next_attempt_at is not null and next_attempt_at <= ${now}
           order by next_attempt_at
           limit ${limit}
           for update skip locked),
+        lapsed as (
+          select delivery_id from webhook_deliveries
+          where status = 'doing' and next_attempt_at is not null and claimed_until < now()
+          order by claimed_until
+          limit ${limit}
+          for update skip locked),
+        -- each question on its own partial index: done and failed rows (nearly all of them) are never read
+        due as (select delivery_id from lapsed union all select delivery_id from waiting limit ${limit}),
         claimed as (
           update webhook_deliveries d
           set status = 'doing', claimed_until = now() + ${leaseMs} * interval '1 millisecond', updated_at = now()
