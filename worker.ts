@@ -11,7 +11,7 @@ import {
   createCoreServices,
   createWorker,
   openCore,
-  startDeliveryRecovery,
+  startWorkerLoops,
 } from './src/composition/index.js';
 
 const config = readConfigOrExit();
@@ -36,13 +36,13 @@ if (config.workerMetrics) {
 const temporal = await connectTemporal(core, config.temporalAddress);
 const services = createCoreServices(core, temporal, logger);
 const worker = await createWorker(core, services, config.temporalAddress);
-// deliveries an API process saved but did not get to start (it died in between) get their runs here
-const stopRecovery = startDeliveryRecovery(core, services, logger);
+// the webhook dispatcher (it sends every delivery, the API processes' too) and the reconcile sweep
+const stopLoops = startWorkerLoops(core, services, logger);
 
 closeWithGrace({ delay: 30_000 }, async ({ signal, err }) => {
   if (err) logger.error({ err }, 'worker shutting down after a fatal error');
   else logger.info({ signal }, 'worker shutting down');
-  stopRecovery();
+  await stopLoops();
   await worker.shutdown();
   await metricsListener?.close();
 });
@@ -51,7 +51,7 @@ logger.info({ taskQueue: config.taskQueue, address: config.temporalAddress }, 'w
 try {
   await worker.run();
 } finally {
-  stopRecovery();
+  await stopLoops();
   await temporal.close();
   await core.close();
 }

@@ -33,7 +33,7 @@ const options = {
   kills,
   seed,
   concurrency: int(values.concurrency, 12, 'concurrency'),
-  // a delivery saved by an API that died before starting its run waits for the worker's recovery sweep (every 5 min)
+  // reconciles need the 45 s call window and the 15 s sweep; a delivery claimed by a killed worker waits out its 60 s lease
   settleMs: int(values.settle, 420, 'settle') * 1000,
   hardTimeoutMs: int(values.timeout, 3600, 'timeout') * 1000,
   flakyFraction: Number(values.flaky ?? 0.2),

@@ -15,9 +15,10 @@ import {
   createClocks,
   createCoreServices,
   createWorker,
+  deliveringOnAdvance,
   openCore,
   startConfiguredEngine,
-  startDeliveryRecovery,
+  startWorkerLoops,
   syncingSandboxClock,
 } from './composition/index.js';
 
@@ -99,9 +100,10 @@ try {
     logger.fatal({ err }, 'the Temporal worker stopped');
     process.kill(process.pid, 'SIGTERM');
   });
-  // the sweep judges each record by the clock that wrote it (call windows: business; Idempotency-Keys: wall)
-  const stopRecovery = startDeliveryRecovery(core, services, logger, clocks);
-  closers.push(async () => stopRecovery());
+  // the webhook dispatcher (retries wait on the business clock) and the reconcile sweep (it judges each record by the
+  // clock that wrote it: call windows business, Idempotency-Keys wall)
+  const stopLoops = startWorkerLoops(core, services, logger, clocks);
+  closers.push(stopLoops);
 
   const app = await buildConfiguredApp({
     core,
@@ -110,7 +112,8 @@ try {
     services,
     readiness: { worker: () => worker.worker.getState() === 'RUNNING' },
     clocks,
-    ...(clock ? { sandboxClock: clock } : {}),
+    // an advance answers once the webhook retries it made due are sent, as it did when they were workflow timers
+    ...(clock ? { sandboxClock: deliveringOnAdvance(clock, services.webhookDispatcher) } : {}),
   });
   listening = await listen(app, config, closeAll);
   // Ctrl-C reaches the whole process group: the engine may end before the shutdown listen() runs has begun (added

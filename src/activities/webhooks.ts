@@ -1,29 +1,21 @@
+// The attempt activity of the `delivery:<id>` workflow (src/workflows/webhooks.ts). Deliveries no longer start that
+// workflow (the worker's dispatcher sends them: src/webhooks/dispatcher.ts); the workflow and this activity stay
+// registered so runs of an earlier release still in flight finish. A row the dispatcher owns (next_attempt_at set:
+// adopted as an orphan, or retried by hand) is never sent by a run: the run ends.
 import { ApplicationFailure } from '@temporalio/common';
 import { type AttemptOutcome, DELIVERY_NOT_FOUND } from '../webhooks/contract.js';
-import { checkWebhookUrl, parseRetryAfter, type DeliveryState, type UrlPolicy } from '../webhooks/rules.js';
+import type { DeliveryState } from '../webhooks/rules.js';
 import {
+  createDeliveryAttempts,
   type DeliveryRow,
   type SigningSecrets,
+  type WebhookAttemptOptions,
   type WebhookStore,
-  createWebhookHttpClient,
-  type Resolver,
-  signedHeaders,
 } from '../webhooks/index.js';
-import type { Metrics, WebhookAttemptOutcome } from '../platform/observability/metrics.js';
+import type { Metrics } from '../platform/observability/metrics.js';
 
-export interface WebhookActivityOptions {
-  /** sandbox mode: http to loopback receivers is allowed; production: https to global addresses only */
-  readonly sandbox: boolean;
-  /** the DNS lookup of the connect-time guard (tests inject one) */
-  readonly resolve?: Resolver;
-  /** one attempt's whole exchange; 15 s unless a test shortens it */
-  readonly attemptTimeoutMs?: number;
-  /**
-   * The time of attempts, of the `webhook-timestamp` header and of the secrets' overlap: the wall clock (Clocks.wallClock),
-   * never the sandbox clock, or receivers' timestamp checks refuse real deliveries (tests follow the engine's virtual time)
-   */
-  readonly clock?: () => Date;
-}
+/** How attempts reach receivers (the dispatcher's options too: the composition root gives both the same). */
+export type WebhookActivityOptions = WebhookAttemptOptions;
 
 export interface WebhookActivityDeps {
   readonly webhooks: WebhookStore;
@@ -32,13 +24,8 @@ export interface WebhookActivityDeps {
 }
 
 export function createWebhookActivities({ webhooks, options, metrics }: WebhookActivityDeps) {
-  const policy: UrlPolicy = { sandbox: options.sandbox };
-  const clock = options.clock ?? (() => new Date());
-  const http = createWebhookHttpClient({
-    policy,
-    ...(options.resolve ? { resolve: options.resolve } : {}),
-    ...(options.attemptTimeoutMs !== undefined ? { timeoutMs: options.attemptTimeoutMs } : {}),
-  });
+  const attempts = createDeliveryAttempts({ store: webhooks, options, metrics });
+  const clock = attempts.clock;
 
   /** The attempt's checks one by one: a recorded attempt, an ended delivery, a disabled endpoint, no secret. */
   const claimSlowly = async (
@@ -55,6 +42,8 @@ export function createWebhookActivities({ webhooks, options, metrics }: WebhookA
       };
     }
     if (delivery.status === 'done' || delivery.status === 'failed') return { state: delivery.status };
+    // the dispatcher's now: the run ends without sending or writing (the row's state is the dispatcher's to say)
+    if (delivery.next_attempt_at !== null) return { state: 'failed' };
 
     const endpoint = await webhooks.findEndpointById(delivery.endpoint_id);
     // a charge's feedback_url is sent whatever the project's webhook_url endpoint's switch says
@@ -71,6 +60,8 @@ export function createWebhookActivities({ webhooks, options, metrics }: WebhookA
     }
     if (!(await webhooks.markDoing(deliveryId))) {
       const now = await webhooks.findDelivery(deliveryId);
+      // handed to the dispatcher meanwhile: not this run's to send
+      if (now && now.next_attempt_at !== null) return { state: 'failed' };
       return { state: (now?.status as DeliveryState | undefined) ?? 'failed' };
     }
 
@@ -91,33 +82,7 @@ export function createWebhookActivities({ webhooks, options, metrics }: WebhookA
         ? { delivery: claimed.delivery, secrets: webhooks.signingSecrets(claimed.signing, clock())! }
         : await claimSlowly(deliveryId, attempt);
       if ('state' in ready) return ready;
-      const { delivery, secrets } = ready;
-
-      const attemptedAt = clock();
-      const body = webhooks.deliveryBody(delivery);
-      // the rules of the current mode apply at every send, not only when the URL was saved
-      const checked = checkWebhookUrl(delivery.url, policy);
-      const sent =
-        'reason' in checked
-          ? { httpStatus: null, responseBody: null, error: `refused: ${checked.reason}`, retryAfter: undefined, durationMs: 0 }
-          : await http.post(
-              delivery.url,
-              { 'content-type': delivery.content_type, ...signedHeaders(secrets, deliveryId, attemptedAt, body) },
-              body,
-            );
-      const retryAfterMs = sent.httpStatus !== null ? parseRetryAfter(sent.retryAfter, attemptedAt) : undefined;
-      metrics?.webhookAttempt(attemptOutcome('reason' in checked, sent.httpStatus), sent.durationMs / 1000);
-      const result = await webhooks.recordAttempt(deliveryId, {
-        attempt,
-        lastAttempt,
-        attemptedAt,
-        durationMs: sent.durationMs,
-        httpStatus: sent.httpStatus,
-        responseBody: sent.responseBody,
-        error: sent.error,
-        retryAfterMs: retryAfterMs ?? null,
-      });
-      if (result.endpointDisabled) metrics?.webhookEndpointAutoDisabled();
+      const result = await attempts.send({ delivery: ready.delivery, secrets: ready.secrets, attempt, lastAttempt });
       return {
         state: result.state,
         ...(result.retryAfterMs !== null ? { retryAfterMs: result.retryAfterMs } : {}),
@@ -125,13 +90,6 @@ export function createWebhookActivities({ webhooks, options, metrics }: WebhookA
       };
     },
   };
-}
-
-/** How an attempt ended, as the metrics count it. */
-function attemptOutcome(refused: boolean, httpStatus: number | null): WebhookAttemptOutcome {
-  if (refused) return 'refused';
-  if (httpStatus === null) return 'network_error';
-  return httpStatus >= 200 && httpStatus < 300 ? 'success' : 'http_error';
 }
 
 export type WebhookActivities = ReturnType<typeof createWebhookActivities>;

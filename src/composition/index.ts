@@ -25,7 +25,7 @@ import { type OperationLog, pinoStyleLog } from '../platform/operation-log.js';
 import { type Clocks, wallClock } from '../platform/time.js';
 import { createServices, type ServiceDeps, type Services } from './services.js';
 import { createStores, type Stores } from './stores.js';
-import { countPendingDeliveries } from '../webhooks/index.js';
+import { countPendingDeliveries, type DeliveryDispatcher } from '../webhooks/index.js';
 import { connectTemporalClient, type TemporalClient } from '../platform/temporal/client.js';
 import { type EmbeddedEngine, startEmbeddedEngine } from '../platform/temporal/embedded-engine.js';
 import { createBundlerLogger } from '../platform/temporal/runtime.js';
@@ -246,6 +246,21 @@ export function syncingSandboxClock<T extends SandboxClock>(clock: T, gateways: 
 }
 
 /**
+ * The sandbox clock as the app advances it: after the engine's advance, the webhook retries it made due are sent
+ * before the advance answers (they wait on rows, not on the engine's timers, since deliveries stopped being workflows).
+ */
+export function deliveringOnAdvance<T extends SandboxClock>(clock: T, dispatcher: Pick<DeliveryDispatcher, 'runDue'>): T {
+  return {
+    ...clock,
+    async advance(target, waitMs) {
+      const advanced = await clock.advance(target, waitMs);
+      await dispatcher.runDue();
+      return advanced;
+    },
+  };
+}
+
+/**
  * Prints a generated ADMIN_TOKEN once, to the terminal (stderr), never into the JSON log: logs are
  * shipped and kept; the log only says that a token was generated.
  */
@@ -393,6 +408,8 @@ export interface ServiceParts {
   readonly sandboxToken?: string;
   /** the DNS lookup of the webhook URL check at save (tests inject one) */
   readonly webhookResolve?: ServiceDeps['webhookResolve'];
+  /** how the webhook dispatcher's attempts connect (tests inject a resolver, a short timeout) */
+  readonly webhookAttempts?: ServiceDeps['webhookAttempts'];
   /** the transport to upstream providers (ConfiguredGateways.providers) */
   readonly providers?: ServiceDeps['providers'];
 }
@@ -402,7 +419,7 @@ export { publicBaseUrlOf };
 
 /**
  * The process's use cases, built once: the app's routes and dashboard get them through its deps, the worker's
- * activities through createActivities, the sweeps from startDeliveryRecovery. Build the Temporal client first.
+ * activities through createActivities, the loops from startWorkerLoops. Build the Temporal client first.
  */
 export function buildServices(parts: ServiceParts): Services {
   const { config } = parts;
@@ -418,6 +435,7 @@ export function buildServices(parts: ServiceParts): Services {
     ...(config.sandbox && parts.sandboxUrl ? { sandboxUrl: parts.sandboxUrl } : {}),
     ...(config.sandbox && parts.sandboxToken ? { sandboxToken: parts.sandboxToken } : {}),
     ...(parts.webhookResolve ? { webhookResolve: parts.webhookResolve } : {}),
+    ...(parts.webhookAttempts ? { webhookAttempts: parts.webhookAttempts } : {}),
     publicBaseUrl: publicBaseUrlOf(config),
     logger: activityOrProcessLog(parts.logger),
     ...(parts.providers ? { providers: parts.providers } : {}),
@@ -555,32 +573,23 @@ function awaitingSandboxClock<T extends object>(activities: T, sync: (() => Prom
   return wrapped as T;
 }
 
-/** How often the worker process looks again for webhook deliveries without a run (the first look is at start). */
-export const DELIVERY_RECOVERY_INTERVAL_MS = 5 * 60_000;
-
 /**
- * Starts the run of every webhook delivery a process saved but did not get to start (it died in between),
- * and of deliveries left 'doing' by a run that ended: now, then every few minutes. A run that exists is
- * left alone. Returns the function that stops the timer.
+ * The worker process's loops beside its Temporal worker: the webhook dispatcher (it sends every delivery, polls for
+ * rows other processes saved and retries come due, takes over claims of a dispatcher that died, and adopts an earlier
+ * release's deliveries left without a workflow run) and the reconcile sweep. Returns the function that stops both
+ * (it waits for the attempts in flight).
  */
-export function startDeliveryRecovery(
+export function startWorkerLoops(
   core: Core,
-  services: Pick<Services, 'reconcile' | 'webhooks'>,
+  services: Pick<Services, 'reconcile' | 'webhookDispatcher'>,
   logger: Logger,
   clocks: Clocks = createClocks(),
-): () => void {
+): () => Promise<void> {
   const stopReconcile = startReconcileSweep(core, services, logger, clocks);
-  const sweep = () =>
-    services.webhooks.recoverOrphans().then(
-      (n) => (n > 0 ? logger.info({ deliveries: n }, 'webhook deliveries without a run were started') : undefined),
-      (err: unknown) => logger.warn({ err }, 'the webhook delivery recovery sweep failed; it runs again later'),
-    );
-  void sweep();
-  const timer = setInterval(sweep, DELIVERY_RECOVERY_INTERVAL_MS);
-  timer.unref();
-  return () => {
-    clearInterval(timer);
+  services.webhookDispatcher.start();
+  return async () => {
     stopReconcile();
+    await services.webhookDispatcher.stop();
   };
 }
 

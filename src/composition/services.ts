@@ -25,11 +25,14 @@ import {
 import { createEscrowService, escrowDataLookup, type EscrowService } from '../escrow/index.js';
 import type { OperationLog } from '../platform/operation-log.js';
 import {
+  createDeliveryDispatcher,
+  type DeliveryDispatcher,
   createMessageService,
   type MessageService,
   createWebhookService,
   type WebhookService,
   type Resolver,
+  type WebhookAttemptOptions,
 } from '../webhooks/index.js';
 import { createReserveService, type ReserveService } from '../reserves/index.js';
 import { createScheduleService, type ScheduleService } from '../schedules/index.js';
@@ -48,6 +51,11 @@ export interface Services {
   readonly receipts: ReceiptService;
   readonly verifications: VerificationService;
   readonly webhooks: WebhookService;
+  /**
+   * Sends the webhook deliveries (the rows `webhooks.deliver` saves): built in every process, started only by the
+   * worker's (startWorkerLoops); a process that does not run it leaves its rows to the worker's poll.
+   */
+  readonly webhookDispatcher: DeliveryDispatcher;
   readonly messages: MessageService;
   readonly escrow: EscrowService;
   readonly reserves: ReserveService;
@@ -103,7 +111,9 @@ export interface ServiceDeps {
   readonly sandboxToken?: string;
   /** the DNS lookup of the webhook URL check at save (tests inject one) */
   readonly webhookResolve?: Resolver;
-  /** where a use case reports what happened outside a request (a delivery saved but not queued yet) */
+  /** how the dispatcher's attempts connect (tests inject a resolver, a short timeout); sandbox and wall clock from here */
+  readonly webhookAttempts?: Pick<WebhookAttemptOptions, 'resolve' | 'attemptTimeoutMs'>;
+  /** where a use case reports what happened outside a request (a webhook attempt that could not be completed) */
   readonly logger?: Pick<OperationLog, 'warn'>;
   /** {base_url}: where escrow PGs are told to send their notifications */
   readonly publicBaseUrl?: string;
@@ -120,14 +130,21 @@ export function createServices(deps: ServiceDeps): Services {
   // which use case reads which clock: docs/design/sandbox.md ("Which clock")
   const clock = deps.businessClock;
   const metrics = deps.metrics ? { metrics: deps.metrics } : {};
+  // attempts are made and signed on the wall clock; the ladder waits on the business clock (an advance moves it)
+  const webhookDispatcher = createDeliveryDispatcher({
+    store: stores.webhooks,
+    attempts: { sandbox: deps.sandbox === true, clock: wallClock, ...deps.webhookAttempts },
+    businessClock: clock,
+    ...metrics,
+    ...(deps.logger ? { logger: deps.logger } : {}),
+  });
   const webhooks = createWebhookService({
     stores,
     clock: wallClock,
+    businessClock: clock,
     sandbox: deps.sandbox === true,
-    ...(deps.workflows ? { workflows: deps.workflows } : {}),
-    ...(deps.workflowCallTimeoutMs !== undefined ? { workflowCallTimeoutMs: deps.workflowCallTimeoutMs } : {}),
+    dispatch: webhookDispatcher,
     ...(deps.webhookResolve ? { resolve: deps.webhookResolve } : {}),
-    ...(deps.logger ? { logger: deps.logger } : {}),
   });
   // a charge or cancel that lost its PG answer is handed to its reconcile workflow (the worker's sweep without an engine)
   const reconcile = deps.workflows ? { reconcile: createReconcileStarter(deps.workflows) } : {};
@@ -212,6 +229,7 @@ export function createServices(deps: ServiceDeps): Services {
       deps.metrics,
     ),
     webhooks,
+    webhookDispatcher,
     messages: createMessageService({ stores, webhooks, clock: wallClock }),
     escrow,
     reserves: createReserveService({

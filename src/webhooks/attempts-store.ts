@@ -1,7 +1,7 @@
 // Webhook attempts: an attempt is claimed (the delivery ready/doing -> doing) and recorded once per (delivery,
 // attempt number), together with the delivery's new state and the endpoint's health, in one statement (a 2xx) or
 // one transaction — so a retried attempt activity changes nothing twice.
-import { sql, type Kysely } from 'kysely';
+import { sql, type Kysely, type Transaction } from 'kysely';
 import { AUTO_DISABLE_AFTER_FAILURES, type DeliveryState, stateAfterAttempt } from './rules.js';
 import type { Tables } from '../platform/db/db.js';
 import type { AttemptResult, AttemptRow, ClaimedDelivery, RecordedAttempt } from './records.js';
@@ -23,6 +23,33 @@ export interface AttemptStore {
   recordAttempt(deliveryId: string, result: AttemptResult): Promise<RecordedAttempt>;
 }
 
+/**
+ * The delivery after a recorded attempt that was not a 2xx: its state and retry count, the claim released, and — when
+ * it waits and the dispatcher made the attempt — when the next one is due, with the wait kept on the attempt's row.
+ */
+async function settle(trx: Transaction<Tables>, deliveryId: string, r: AttemptResult, state: DeliveryState): Promise<void> {
+  const waits = state === 'ready' && r.next !== undefined;
+  await trx
+    .updateTable('webhook_deliveries')
+    .set({
+      status: state,
+      retry_count: sql<number>`greatest(retry_count, ${r.attempt})`,
+      claimed_until: null,
+      ...(waits ? { next_attempt_at: r.next!.at } : {}),
+      updated_at: sql<Date>`now()`,
+    })
+    .where('delivery_id', '=', deliveryId)
+    .execute();
+  if (waits) {
+    await trx
+      .updateTable('webhook_attempts')
+      .set({ retry_in_ms: r.next!.inMs })
+      .where('delivery_id', '=', deliveryId)
+      .where('attempt', '=', r.attempt)
+      .execute();
+  }
+}
+
 export function createAttemptStore(db: Kysely<Tables>): AttemptStore {
   return {
     async findAttempt(deliveryId, attempt) {
@@ -42,6 +69,8 @@ export function createAttemptStore(db: Kysely<Tables>): AttemptStore {
         .whereRef('e.endpoint_id', '=', 'd.endpoint_id')
         .where('d.delivery_id', '=', deliveryId)
         .where('d.status', 'in', ['ready', 'doing'])
+        // a row the dispatcher owns is not this run's to send
+        .where('d.next_attempt_at', 'is', null)
         .where('e.secret_sealed', 'is not', null)
         .where((eb) =>
           eb.or([eb('e.enabled', '=', true), eb('d.destination', '=', 'feedback'), eb('d.sends_when_disabled', '=', true)]),
@@ -91,7 +120,7 @@ export function createAttemptStore(db: Kysely<Tables>): AttemptStore {
             returning delivery_id),
           d as (
             update webhook_deliveries
-            set status = 'done', retry_count = greatest(retry_count, ${r.attempt}), updated_at = now()
+            set status = 'done', retry_count = greatest(retry_count, ${r.attempt}), claimed_until = null, updated_at = now()
             where delivery_id = ${deliveryId} and exists (select 1 from ins)
             returning endpoint_id, destination),
           e as (
@@ -145,11 +174,7 @@ export function createAttemptStore(db: Kysely<Tables>): AttemptStore {
         if (delivery.destination === 'feedback') {
           // a charge's feedback_url is not the endpoint: its answers leave the endpoint's health alone
           const state = stateAfterAttempt({ succeeded, attempt: r.attempt, lastAttempt: r.lastAttempt, endpointGone: gone });
-          await trx
-            .updateTable('webhook_deliveries')
-            .set({ status: state, retry_count: sql<number>`greatest(retry_count, ${r.attempt})`, updated_at: sql<Date>`now()` })
-            .where('delivery_id', '=', deliveryId)
-            .execute();
+          await settle(trx, deliveryId, r, state);
           return { state, retryAfterMs: r.retryAfterMs, stoppedDeliveryIds: [] };
         }
         const endpoint = await trx
@@ -183,15 +208,7 @@ export function createAttemptStore(db: Kysely<Tables>): AttemptStore {
                 lastAttempt: r.lastAttempt,
                 endpointGone: gone || (!endpointEnabled && !delivery.sends_when_disabled),
               });
-        await trx
-          .updateTable('webhook_deliveries')
-          .set({
-            status: state,
-            retry_count: sql<number>`greatest(retry_count, ${r.attempt})`,
-            updated_at: sql<Date>`now()`,
-          })
-          .where('delivery_id', '=', deliveryId)
-          .execute();
+        await settle(trx, deliveryId, r, state);
         return { state, retryAfterMs: r.retryAfterMs, stoppedDeliveryIds, endpointDisabled: disableNow };
       });
     },

@@ -2,6 +2,8 @@
 // composition root) may use of it. Its pure rules (rules.ts, retry-ladder.ts) and workflow contract
 // (contract.ts) are imported where they stand: they are workflow-safe, and this module pulls in the stores,
 // the services and the HTTP client.
+export { createDeliveryAttempts, type DeliveryAttempts, type WebhookAttemptOptions } from './attempt.js';
+export { createDeliveryDispatcher, type DeliveryDispatcher } from './dispatcher.js';
 export { checkHostAddresses, createGuardedLookup, createWebhookHttpClient, type Resolver } from './http-client.js';
 export { createMessageService, type MessageService } from './messages.js';
 export { createMessageStore, type MessageStore } from './messages-store.js';

@@ -8,10 +8,11 @@ import type {
   WebhookEndpointsTable,
 } from '../platform/db/migrations/0005_webhooks.js';
 import type { DeliveryDestinationColumns } from '../platform/db/migrations/0006_messages.js';
+import type { AttemptScheduleColumns, DeliveryDispatchColumns } from '../platform/db/migrations/0018_delivery_dispatch.js';
 
 export type EndpointRow = Selectable<WebhookEndpointsTable>;
-export type DeliveryRow = Selectable<WebhookDeliveriesTable & DeliveryDestinationColumns>;
-export type AttemptRow = Selectable<WebhookAttemptsTable>;
+export type DeliveryRow = Selectable<WebhookDeliveriesTable & DeliveryDestinationColumns & DeliveryDispatchColumns>;
+export type AttemptRow = Selectable<WebhookAttemptsTable & AttemptScheduleColumns>;
 
 /** 'message': the messaging sub-service's webhook; 'project': the project's webhook_url (payments, escrow) */
 export type EndpointKind = 'message' | 'project';
@@ -29,6 +30,8 @@ export interface NewDelivery {
   readonly body: string;
   readonly sendsWhenDisabled: boolean;
   readonly createdAt: Date;
+  /** when the dispatcher makes the first attempt (now, on the business clock) */
+  readonly firstAttemptAt: Date;
   /** a charge's feedback_url instead of the endpoint's URL: signed with the endpoint's secret, not counted in its health */
   readonly feedbackUrl?: string;
   /** application/json unless said otherwise */
@@ -51,6 +54,11 @@ export interface AttemptResult {
   readonly responseBody: string | null;
   readonly error: string | null;
   readonly retryAfterMs: number | null;
+  /**
+   * The dispatcher's: when the next attempt is due if this one leaves the delivery waiting, and the wait that makes
+   * it. Absent from a `delivery:<id>` workflow's attempt (its run keeps the row and waits on its own timer).
+   */
+  readonly next?: { readonly at: Date; readonly inMs: number };
 }
 
 /** An endpoint's signing columns: what signingSecrets reads. */
@@ -63,6 +71,12 @@ export type SigningColumns = Pick<
 export interface ClaimedDelivery {
   readonly delivery: DeliveryRow;
   readonly signing: SigningColumns;
+}
+
+/** A delivery the dispatcher claimed, with what its attempt checks of the endpoint (absent: the endpoint is gone). */
+export interface DueDelivery {
+  readonly delivery: DeliveryRow;
+  readonly endpoint?: SigningColumns & { readonly enabled: boolean };
 }
 
 export interface RecordedAttempt {

@@ -3,7 +3,7 @@
 // API) — and `deliver`, the one entry every producer of outbound events goes through. Producers call
 // `deliverMessageEvent` (message events), `deliverToProject` (payment / escrow / recurring events to the
 // project's webhook_url) or `deliverFeedback` (a charge's receipt to its feedback_url). The engine under them
-// (a delivery row and its workflow, requeue, recovery of orphans) is delivery-engine.ts.
+// (a delivery row due at once, requeue) is delivery-engine.ts; the worker's dispatcher sends the rows (dispatcher.ts).
 import { assertOwnedBy } from '../projects/access.js';
 import { ApiError } from '../platform/errors.js';
 import { newId } from '../platform/ids.js';
@@ -22,16 +22,19 @@ import {
 } from './rules.js';
 import type { Project, ProjectWebhooks } from '../projects/index.js';
 import type { DeliveryRow, EndpointKind } from './store.js';
-import { createDeliveryEngine, type DeliverOptions, type EndpointRef, type Requeued } from './delivery-engine.js';
+import {
+  createDeliveryEngine,
+  type DeliverOptions,
+  type DispatchSignal,
+  type EndpointRef,
+  type Requeued,
+} from './delivery-engine.js';
 
 import { checkDestination, type Resolver } from './http-client.js';
 import { newSigningSecret } from './signing.js';
-import type { OperationLog } from '../platform/operation-log.js';
-import type { WorkflowRuntime } from '../platform/temporal/workflow-calls.js';
 import type { WebhookStore } from './store.js';
 
-export type { DeliverOptions, EndpointRef, Requeued } from './delivery-engine.js';
-export { ORPHAN_AFTER_MS, STUCK_DOING_AFTER_MS } from './delivery-engine.js';
+export type { DeliverOptions, DispatchSignal, EndpointRef, Requeued } from './delivery-engine.js';
 
 /** At most this many failed deliveries are re-sent by one replay call; calling again continues. */
 export const MAX_REPLAY = 1000;
@@ -53,7 +56,7 @@ export interface WebhookService extends ProjectWebhooks {
   /** Every failed delivery created since `body.since` (at most MAX_REPLAY per call), sent again. */
   replay(project: Project, body: unknown): Promise<Requeued[]>;
   /**
-   * The delivery engine's one entry: records a delivery of `event` to the endpoint and starts its workflow.
+   * The delivery engine's one entry: records a delivery of `event` to the endpoint, due now (the dispatcher sends it).
    * Undefined when the endpoint has no URL, is disabled, or is not subscribed to the event (unless `regardless`).
    */
   deliver(event: OutboundEvent, endpoint: EndpointRef, opts?: DeliverOptions): Promise<DeliveryRow | undefined>;
@@ -80,30 +83,25 @@ export interface WebhookService extends ProjectWebhooks {
    */
   projectDeliveries(applicationId: string, query: ProjectDeliveryQuery): Promise<{ rows: DeliveryView[]; count: number }>;
   /**
-   * One more attempt of a failed project or feedback delivery now: a new run of `delivery:<id>`, the same
+   * One more attempt of a failed project or feedback delivery now (the dispatcher sends it), the same
    * webhook-id. 9426 for no project, 9428 for a delivery that is not the project's (a message delivery
    * included), 9427 when it has not failed.
    */
   retryProjectDelivery(applicationId: string, deliveryId: string): Promise<Requeued>;
-
-  /**
-   * Starts the run of every delivery that may have none (see WebhookStore.possiblyOrphaned); a run that
-   * exists is left alone (same workflow id). Returns how many were looked at.
-   */
-  recoverOrphans(): Promise<number>;
 }
 
 export function createWebhookService(deps: {
   readonly stores: { readonly webhooks: WebhookStore };
+  /** the wall clock: deliveries' created_at, secrets' overlap */
   readonly clock: () => Date;
+  /** the retry ladder's clock (Clocks.businessClock): when a delivery or a manual retry is due; `clock` when absent */
+  readonly businessClock?: () => Date;
   /** sandbox mode: http to loopback receivers is allowed */
   readonly sandbox: boolean;
-  readonly workflows?: WorkflowRuntime;
-  readonly workflowCallTimeoutMs?: number;
   /** the save-time DNS lookup (tests inject one) */
   readonly resolve?: Resolver;
-  /** where a producer's delivery that could not be queued yet is reported */
-  readonly logger?: Pick<OperationLog, 'warn'>;
+  /** the dispatcher of this process (the worker's), woken when a delivery is due now */
+  readonly dispatch?: DispatchSignal;
 }): WebhookService {
   const store = deps.stores.webhooks;
   const policy: UrlPolicy = { sandbox: deps.sandbox };
@@ -111,11 +109,10 @@ export function createWebhookService(deps: {
   const engine = createDeliveryEngine({
     store,
     clock: deps.clock,
-    ...(deps.workflows ? { workflows: deps.workflows } : {}),
-    ...(deps.workflowCallTimeoutMs !== undefined ? { workflowCallTimeoutMs: deps.workflowCallTimeoutMs } : {}),
-    ...(deps.logger ? { logger: deps.logger } : {}),
+    businessClock: deps.businessClock ?? deps.clock,
+    ...(deps.dispatch ? { dispatch: deps.dispatch } : {}),
   });
-  const { requeue, tellStopped } = engine;
+  const { requeue } = engine;
 
   const service: WebhookService = {
     async config(project) {
@@ -135,7 +132,8 @@ export function createWebhookService(deps: {
         newSigningSecret(),
         newId(),
       );
-      if (disabled) await tellStopped(await store.stopPending(endpoint.endpoint_id));
+      // its waiting deliveries end failed (a row in flight is settled by its attempt's record)
+      if (disabled) await store.stopPending(endpoint.endpoint_id);
       return store.configView(endpoint);
     },
 
@@ -194,15 +192,11 @@ export function createWebhookService(deps: {
     },
 
     deliverMessageEvent(applicationId, event) {
-      return service.deliver(event, { kind: MESSAGE, applicationId }, { keepIfNotStarted: true });
+      return service.deliver(event, { kind: MESSAGE, applicationId });
     },
 
     deliverToProject(applicationId, event, deliveryId) {
-      return service.deliver(
-        event,
-        { kind: PROJECT, applicationId },
-        { keepIfNotStarted: true, ...(deliveryId !== undefined ? { deliveryId } : {}) },
-      );
+      return service.deliver(event, { kind: PROJECT, applicationId }, deliveryId !== undefined ? { deliveryId } : {});
     },
 
     async deliverFeedback(applicationId, target, event, deliveryId) {
@@ -211,7 +205,7 @@ export function createWebhookService(deps: {
       const row = await service.deliver(
         event,
         { kind: PROJECT, applicationId },
-        { feedback: target, keepIfNotStarted: true, ...(deliveryId !== undefined ? { deliveryId } : {}) },
+        { feedback: target, ...(deliveryId !== undefined ? { deliveryId } : {}) },
       );
       if (!row) throw new Error('the project endpoint vanished while a feedback delivery was being saved');
       return row;
@@ -265,10 +259,6 @@ export function createWebhookService(deps: {
       // another project's delivery, or this project's messaging webhook's, is not found here
       if (!row || !endpoint || row.endpoint_id !== endpoint.endpoint_id) throw new ApiError('WEBHOOK_DELIVERY_NOT_FOUND');
       return requeue(row);
-    },
-
-    recoverOrphans() {
-      return engine.recoverOrphans();
     },
   };
   return service;

@@ -11,8 +11,8 @@ const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const DATABASE_URL = process.env.DATABASE_URL;
 const FLOWS = 100;
 const KILLS = 6;
-// Typically 1.5 minutes. The settle bound covers the worst case: a webhook delivery saved by an API killed before it
-// started the delivery's run waits for the worker's recovery sweep (every 5 minutes, README "Message webhooks").
+// Typically 1.5 minutes. The settle bound covers the worst cases with room under load: a charge's reconcile (the 45 s
+// call window and the 15 s sweep), a webhook delivery claimed by a worker killed mid attempt (its 60 s lease).
 // The driver stops itself at RUN_TIMEOUT_S; the group is killed a little later whatever happens.
 const SETTLE_S = 330;
 const RUN_TIMEOUT_S = 480;

@@ -196,13 +196,22 @@ export async function buildTestApp(overrides: TestAppOverrides = {}): Promise<Te
       providers,
       ...(withTemporal && sandboxUrl ? { sandboxUrl, sandboxToken: TEST_SANDBOX_TOKEN } : {}),
     };
+    // the dispatcher's attempts connect as the worker's activities do (a test's resolver, a short timeout)
+    const attempts = webhookActivities
+      ? {
+          webhookAttempts: {
+            ...(webhookActivities.resolve ? { resolve: webhookActivities.resolve } : {}),
+            ...(webhookActivities.attemptTimeoutMs !== undefined ? { attemptTimeoutMs: webhookActivities.attemptTimeoutMs } : {}),
+          },
+        }
+      : {};
     let deps: TestApp['deps'];
     if (withTemporal) {
       const started = await startTestTemporal({
         stores: base.stores,
         gateways,
         keyring,
-        services: (runtime) => buildServices({ ...base, temporal: runtime }),
+        services: (runtime) => buildServices({ ...base, temporal: runtime, ...attempts }),
         businessClock: now,
         webhooks: { sandbox: config.sandbox, clock: wall, ...webhookActivities },
         // one registry for the API and the worker, as in one paygate process
@@ -217,11 +226,13 @@ export async function buildTestApp(overrides: TestAppOverrides = {}): Promise<Te
         async skipTime(ms) {
           await started.skipTime(ms);
           await follow();
+          // retries wait on rows, due by the test clock just moved: the dispatcher looks now rather than at its poll
+          started.services.webhookDispatcher.wake();
         },
       };
       deps = { ...base, temporal: { client: started.client, taskQueue: started.taskQueue }, services: started.services };
     } else {
-      deps = { ...base, services: buildServices(base) };
+      deps = { ...base, services: buildServices({ ...base, ...attempts }) };
     }
     const app = await buildApp(deps);
     cleanups.push(() => app.close());

@@ -7,7 +7,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createActivities } from '../../src/activities/index.js';
-import { createClocks } from '../../src/composition/index.js';
+import { createClocks, deliveringOnAdvance } from '../../src/composition/index.js';
 import { createKeyring, generateKeyringSpec, parseKeyringSpec } from '../../src/platform/security/keyring.js';
 import { connectTemporalClient } from '../../src/platform/temporal/client.js';
 import { startConfiguredEngine } from '../../src/composition/index.js';
@@ -41,10 +41,12 @@ export async function openSandboxClockStack(label: string): Promise<SandboxClock
     keyring,
   });
   const taskQueue = `${label}-${randomUUID()}`;
-  const t = await buildTestApp({
+  // an advance answers once the webhook retries it made due are sent (src/main.ts)
+  const dispatcher = { runDue: () => t.deps.services.webhookDispatcher.runDue() };
+  const t: TestApp = await buildTestApp({
     // the process's clocks as npm start builds them: the business clock is the sandbox clock's, the wall clock real
     ...clocks,
-    sandboxClock: clock,
+    sandboxClock: deliveringOnAdvance(clock, dispatcher),
     keyring,
     temporal: { client: temporal.client, taskQueue },
   });
@@ -68,8 +70,11 @@ export async function openSandboxClockStack(label: string): Promise<SandboxClock
     ),
   });
   const running = worker.run();
+  // the worker process's webhook dispatcher (src/composition/index.ts startWorkerLoops)
+  t.deps.services.webhookDispatcher.start();
 
   const close = async (): Promise<void> => {
+    await bounded(t.deps.services.webhookDispatcher.stop(), 15_000, 'the webhook dispatcher to stop').catch(() => undefined);
     await bounded(worker.shutdown(), 15_000, 'the worker to stop').catch(() => undefined);
     await running.catch(() => undefined);
     await t.close();

@@ -149,6 +149,8 @@ export async function startTestTemporal(deps: TestTemporalDeps): Promise<TestTem
       running.catch((err: unknown) => process.stderr.write(`test worker stopped: ${String(err)}\n`));
     };
     await startWorker();
+    // the worker process's webhook dispatcher, on the services' clocks (the test clock follows the engine's time)
+    services.webhookDispatcher.start();
 
     const rawClient = new TemporalClient({ connection: env.connection, namespace });
     const now = async () => new Date(await env.currentTimeMs());
@@ -171,6 +173,9 @@ export async function startTestTemporal(deps: TestTemporalDeps): Promise<TestTem
         await startWorker();
       },
       async close() {
+        await bounded(services.webhookDispatcher.stop(), CLOSE_TIMEOUT_MS, 'the webhook dispatcher to stop').catch(
+          () => undefined,
+        );
         await stopWorker();
         await bounded(env.teardown(), CLOSE_TIMEOUT_MS, 'the engine to stop').catch(() => undefined);
       },

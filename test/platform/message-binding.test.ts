@@ -18,8 +18,13 @@ import { eventTypeNames, type HistoryEvent, workerLogs } from '../helpers/tempor
 import { keyInClient } from '../payments/key-in-fixtures.js';
 import { freshPhone, verificationClient } from '../verification/fixtures.js';
 import { MESSAGE_EVENTS } from '../../src/webhooks/rules.js';
-import { deliveryWorkflowId } from '../../src/webhooks/contract.js';
-import { deliveryRow, eventually, startReceiver, untilDelivery, webhookClient } from '../webhooks/fixtures.js';
+import {
+  DELIVERY_WORKFLOW_TYPE,
+  type DeliveryWorkflow,
+  deliveryWorkflowId,
+  endpointDisabledSignal,
+} from '../../src/webhooks/contract.js';
+import { attemptRows, deliveryRow, eventually, startReceiver, untilDelivery, webhookClient } from '../webhooks/fixtures.js';
 import { createEscrowProject, escrowClient, startEscrowApp } from '../escrow/fixtures.js';
 
 type Payload = temporal.api.common.v1.IPayload;
@@ -367,41 +372,58 @@ describe('a plain, empty, garbage or cross-workflow message is dropped with a re
     expect((await s.cancel()).status).toBe('cancelled');
   });
 
-  it('endpointDisabled (signal) to a delivery waiting on its ladder', async () => {
+  it("endpointDisabled (signal) to an earlier release's delivery run waiting on its ladder", async () => {
     const project = await t.createProject();
     const receiver = await startReceiver();
     try {
       const api = webhookClient(t, project);
       expect((await api.put({ url: receiver.url })).status).toBe(200);
       receiver.answer({ status: 500 });
-      const deliver = (ref: string) => {
+      const store = t.app.deps.stores.webhooks;
+      const endpoint = (await store.findEndpoint(project.applicationId, 'message'))!;
+      // deliveries no longer start a workflow: a row and its run as an earlier release saved and started them
+      const legacyRun = async (ref: string) => {
         const tags = [`rcpt_${ref}`, ref];
-        return t.app.deps.services.webhooks.deliver(
-          {
-            event: MESSAGE_EVENTS[302],
-            eventCode: 302,
-            tags,
-            payload: { event: MESSAGE_EVENTS[302], event_code: 302, ref_id: ref, tags, created_at: '2026-01-01T00:00:00+09:00' },
-          },
-          { kind: 'message', applicationId: project.applicationId },
-        );
+        const id = `${ref}_${randomUUID()}`;
+        await store.createDelivery({
+          deliveryId: id,
+          endpoint,
+          event: MESSAGE_EVENTS[302],
+          eventCode: 302,
+          tags,
+          body: JSON.stringify({ event: MESSAGE_EVENTS[302], event_code: 302, ref_id: ref, tags }),
+          sendsWhenDisabled: false,
+          createdAt: t.clock.now(),
+          firstAttemptAt: t.clock.now(),
+        });
+        await t.deps.database.db
+          .updateTable('webhook_deliveries')
+          .set({ next_attempt_at: null, last_attempt: null })
+          .where('delivery_id', '=', id)
+          .execute();
+        await t.temporal!.client.workflow.start<DeliveryWorkflow>(DELIVERY_WORKFLOW_TYPE, {
+          workflowId: deliveryWorkflowId(id),
+          taskQueue: t.temporal!.taskQueue,
+          args: [{ deliveryId: id, firstAttempt: 1, lastAttempt: 10 }],
+        });
+        return id;
       };
-      const sibling = (await deliver('sibling'))!.delivery_id;
-      const id = (await deliver('waiting'))!.delivery_id;
+      const sibling = await legacyRun('sibling');
+      const id = await legacyRun('waiting');
       await untilDelivery(t, id, 'ready', 1);
       const workflowId = deliveryWorkflowId(id);
       await forgeSignals(workflowId, 'endpointDisabled', {}, startInput(await history(deliveryWorkflowId(sibling))));
       // still waiting on its ladder: the row ready, the run running
       expect((await deliveryRow(t, id))!.status).toBe('ready');
       expect((await t.temporal!.client.workflow.getHandle(workflowId).describe()).status.name).toBe('RUNNING');
-      // the genuine stop: disabling the endpoint ends the run and the row as failed
-      expect((await api.put({ enabled: false })).body.enabled).toBe(false);
-      expect((await deliveryRow(t, id))!.status).toBe('failed');
+      // the genuine signal ends the run at once; the row says what the attempt left
+      await t.temporal!.client.workflow.getHandle(workflowId).signal(endpointDisabledSignal);
       await eventually(
         async () =>
           (await t.temporal!.client.workflow.getHandle(workflowId).describe()).status.name === 'COMPLETED' ? true : undefined,
         'the stopped run to end',
       );
+      expect((await attemptRows(t, id)).length).toBe(1);
     } finally {
       await receiver.close();
     }

@@ -1,8 +1,9 @@
-// The delivery engine end to end: the retry ladder under time skipping (timers read from the engine's
-// history), Retry-After, 3xx, 410, auto-disable after 10 failed sends in a row and re-enable, test sends
+// The delivery engine end to end: the retry ladder under time skipping (the waits the dispatcher chose, read from
+// the attempts' rows), Retry-After, 3xx, 410, auto-disable after 10 failed sends in a row and re-enable, test sends
 // while disabled, manual retry and replay since a time, and receivers that hang or stream forever.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createWebhookActivities } from '../../src/activities/webhooks.js';
+import { createDeliveryAttempts, createDeliveryDispatcher } from '../../src/webhooks/index.js';
 import { MESSAGE_EVENTS, type OutboundEvent } from '../../src/webhooks/rules.js';
 import { buildTestApp, type TestApp, type TestProject } from '../helpers/app.js';
 import {
@@ -41,17 +42,14 @@ async function setup(t: TestApp): Promise<{ project: TestProject; api: WebhookCl
   return { project, api, receiver };
 }
 
-/** The waits the delivery workflow set, in milliseconds, from the engine's own history. */
-async function timerDelaysMs(t: TestApp, deliveryId: string): Promise<number[]> {
-  const events = await t.temporal!.rawHistory(`delivery:${deliveryId}`);
-  return events.flatMap((e) => {
-    const d = e.timerStartedEventAttributes?.startToFireTimeout;
-    return d ? [Number(d.seconds ?? 0) * 1000 + Math.round((d.nanos ?? 0) / 1e6)] : [];
-  });
+/** The waits the dispatcher chose after each failed attempt that left the delivery waiting, in milliseconds. */
+async function retryWaitsMs(t: TestApp, deliveryId: string): Promise<number[]> {
+  return (await attemptRows(t, deliveryId)).flatMap((a) => (a.retry_in_ms === null ? [] : [Number(a.retry_in_ms)]));
 }
 
-async function workflowStatus(t: TestApp, deliveryId: string): Promise<string> {
-  return (await t.temporal!.client.workflow.getHandle(`delivery:${deliveryId}`).describe()).status.name;
+/** No delivery:<id> workflow was started: deliveries are the dispatcher's rows. */
+async function expectNoWorkflow(t: TestApp, deliveryId: string): Promise<void> {
+  await expect(t.temporal!.client.workflow.getHandle(`delivery:${deliveryId}`).describe()).rejects.toThrow(/not found/i);
 }
 
 const within20 = (actual: number | undefined, rung: number) => {
@@ -93,7 +91,7 @@ describe('delivery ladder', () => {
     await t.temporal!.skipTime(2.4 * HOUR);
     await untilDelivery(t, id, 'failed', 5);
 
-    const delays = await timerDelaysMs(t, id);
+    const delays = await retryWaitsMs(t, id);
     expect(delays).toHaveLength(4);
     within20(delays[0], 5 * SECOND);
     within20(delays[1], 5 * MINUTE);
@@ -110,7 +108,7 @@ describe('delivery ladder', () => {
     expect(record).toMatchObject({ delivery_id: id, status: 'failed', retry_count: 5, max_retry: 5, event_code: 302 });
     expect(record.tags).toEqual(['rcpt_ladder', 'ladder', 'TEMPLATE_A']);
     expect((await api.config()).body.consecutive_failures).toBe(5);
-    expect(await workflowStatus(t, id)).toBe('COMPLETED');
+    await expectNoWorkflow(t, id);
   });
 
   it('honours Retry-After, capped at twice the next rung, and a success ends the delivery as done', async () => {
@@ -132,7 +130,7 @@ describe('delivery ladder', () => {
     await untilDelivery(t, id, 'ready', 2);
     await t.temporal!.skipTime(10 * MINUTE + SECOND);
     await untilDelivery(t, id, 'done', 3);
-    expect(await timerDelaysMs(t, id)).toEqual([1000, 10 * MINUTE]);
+    expect(await retryWaitsMs(t, id)).toEqual([1000, 10 * MINUTE]);
     const config = (await api.config()).body;
     expect(config.consecutive_failures).toBe(0);
     expect(config.last_status).toBe(200);
@@ -148,11 +146,25 @@ describe('delivery ladder', () => {
     }))!.delivery_id;
     await untilDelivery(t, id, 'ready', 1);
     const tables = await webhookTables(t);
-    // what Temporal does after a worker died between the send and reporting it: the same input again
+    // a dispatcher whose lease lapsed mid attempt sends it again, and its record of the same number changes nothing
+    const attempts = createDeliveryAttempts({ store: t.app.deps.stores.webhooks, options: { sandbox: true } });
+    const row = (await deliveryRow(t, id))!;
+    const endpoint = (await t.app.deps.stores.webhooks.findEndpointById(row.endpoint_id))!;
+    const again = await attempts.send({
+      delivery: row,
+      secrets: attempts.signingSecrets(endpoint, new Date())!,
+      attempt: 1,
+      lastAttempt: 10,
+      nextAttempt: () => ({ at: new Date(0), inMs: 0 }),
+    });
+    expect(again.state).toBe('ready');
+    expect(receiver.requests.map((r) => r.headers['webhook-id'])).toEqual([id, id]);
+    expect(await webhookTables(t)).toEqual(tables);
+    // an earlier release's delivery workflow retried for the row: not its to send (the dispatcher owns it)
     const activities = createWebhookActivities({ webhooks: t.app.deps.stores.webhooks, options: { sandbox: true } });
-    const outcome = await activities.attemptDelivery({ deliveryId: id, attempt: 1, lastAttempt: 10 });
-    expect(outcome.state).toBe('ready');
-    expect(receiver.requests).toHaveLength(1);
+    const outcome = await activities.attemptDelivery({ deliveryId: id, attempt: 2, lastAttempt: 10 });
+    expect(outcome.state).toBe('failed');
+    expect(receiver.requests).toHaveLength(2);
     expect(await webhookTables(t)).toEqual(tables);
   });
 
@@ -185,11 +197,9 @@ describe('delivery ladder', () => {
     expect(config.auto_disabled_at).toMatch(/\+09:00$/);
     expect(config.last_status).toBe(410);
     expect((await deliveryRow(t, waiting))!.status).toBe('failed');
-    // the waiting run was told, not left sleeping until its next rung
-    await eventually(
-      async () => ((await workflowStatus(t, waiting)) === 'COMPLETED' ? true : undefined),
-      'the stopped run to end',
-    );
+    // past its next rung, the stopped delivery is not sent again
+    await t.temporal!.skipTime(10 * SECOND);
+    await t.app.deps.services.webhookDispatcher.runDue();
     expect((await attemptRows(t, waiting)).length).toBe(1);
     // disabled: a new event is not queued
     expect(await t.app.deps.services.webhooks.deliver(messageEvent(302, 'after'), ref)).toBeUndefined();
@@ -226,9 +236,11 @@ describe('auto-disable, re-enable, test sends while disabled, manual retry and r
     const config = (await api.config()).body;
     expect(config).toMatchObject({ enabled: false, consecutive_failures: 10, last_status: 500 });
     expect(config.auto_disabled_at).toMatch(/\+09:00$/);
-    for (const id of failedIds) {
-      await eventually(async () => ((await workflowStatus(t, id)) === 'COMPLETED' ? true : undefined), `run of ${id} to end`);
-    }
+    // past their next rung, none is sent again
+    const sent = receiver.requests.length;
+    await t.temporal!.skipTime(10 * SECOND);
+    await t.app.deps.services.webhookDispatcher.runDue();
+    expect(receiver.requests).toHaveLength(sent);
     expect(await t.app.deps.services.webhooks.deliver(messageEvent(302, 'while-disabled'), ref())).toBeUndefined();
   });
 
@@ -296,7 +308,9 @@ describe('auto-disable, re-enable, test sends while disabled, manual retry and r
     await untilDelivery(t, id, 'ready', 1);
     expect((await api.put({ enabled: false })).body.enabled).toBe(false);
     expect((await deliveryRow(t, id))!.status).toBe('failed');
-    await eventually(async () => ((await workflowStatus(t, id)) === 'COMPLETED' ? true : undefined), 'the stopped run to end');
+    await t.temporal!.skipTime(10 * SECOND);
+    await t.app.deps.services.webhookDispatcher.runDue();
+    expect((await attemptRows(t, id)).length).toBe(1);
     expect((await api.config()).body.auto_disabled_at).toBeNull();
   });
 });
@@ -339,5 +353,43 @@ describe('receivers that hang or never stop talking', () => {
     expect(attempt!.http_status).toBe(500);
     expect(attempt!.response_body).toHaveLength(2048);
     expect(attempt!.duration_ms).toBeLessThan(1000);
+  });
+});
+
+describe('dispatchers of several workers on one database', () => {
+  let t: TestApp;
+  let receiver: Receiver;
+  let project: TestProject;
+  beforeAll(async () => {
+    // no engine, and the app's own dispatcher not started: as an API process, it only saves the rows
+    t = await buildTestApp();
+    ({ project, receiver } = await setup(t));
+  });
+  afterAll(async () => {
+    await receiver?.close();
+    await t?.close();
+  });
+
+  it('claim each due delivery once (SKIP LOCKED): every event sent once, each attempt recorded once', async () => {
+    const ref = { kind: 'message' as const, applicationId: project.applicationId };
+    const ids: string[] = [];
+    for (let i = 0; i < 150; i++)
+      ids.push((await t.app.deps.services.webhooks.deliver(messageEvent(301, `many-${i}`), ref))!.delivery_id);
+    expect(receiver.requests).toHaveLength(0);
+    const worker = () =>
+      createDeliveryDispatcher({
+        store: t.app.deps.stores.webhooks,
+        attempts: { sandbox: true },
+        businessClock: () => new Date(),
+      });
+    const [a, b, c] = [worker(), worker(), worker()];
+    const sent = await Promise.all([a.runDue(), b.runDue(), c.runDue()]);
+    expect(sent.reduce((x, y) => x + y, 0)).toBe(ids.length);
+    expect(receiver.requests.map((r) => r.headers['webhook-id']).sort()).toEqual([...ids].sort());
+    for (const id of ids.slice(0, 10)) expect((await attemptRows(t, id)).map((r) => r.attempt)).toEqual([1]);
+    const rows = await t.deps.database.db.selectFrom('webhook_deliveries').select(['status', 'claimed_until']).execute();
+    expect(rows.every((r) => r.status === 'done' && r.claimed_until === null)).toBe(true);
+    // nothing is due any more
+    expect(await a.runDue()).toBe(0);
   });
 });

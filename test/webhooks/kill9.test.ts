@@ -1,8 +1,10 @@
 // kill -9 of the worker mid attempt: the real standalone worker (worker.ts) runs as a child process against
-// the embedded engine (time-skipping) and a Postgres schema of its own; the API (in this process) saves
-// sandbox messages whose events are delivered to a receiver that holds every request open. The worker is
-// killed with SIGKILL while all of them are in flight, a new one is started, and every event reaches the
-// receiver — deduplicated by webhook-id, none lost — with each attempt recorded once.
+// the embedded engine (time-skipping) and a Postgres schema of its own; the API (in this process, which runs no
+// dispatcher, as a split API) saves sandbox messages whose events the worker's dispatcher finds at its poll and
+// sends to a receiver that holds every request open. The worker is killed with SIGKILL while all of them are in
+// flight, a new one is started, takes the claims over when their lease lapses, and every event reaches the
+// receiver — deduplicated by webhook-id, none lost — with each attempt recorded once. Two workers run at the end,
+// so the claim's SKIP LOCKED is what keeps a row from being sent by both.
 // Needs Postgres (DATABASE_URL, or the machine's server at 127.0.0.1:5432): PGlite cannot be shared by two processes.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
@@ -70,9 +72,17 @@ describe.skipIf(!(await postgresReachable()))('the worker killed -9 mid attempt 
       .execute();
     expect(doing.map((r) => r.status)).toEqual(deliveryIds.map(() => 'doing'));
 
+    const leases = await t.deps.database.db
+      .selectFrom('webhook_deliveries')
+      .select('claimed_until')
+      .where('delivery_id', 'in', deliveryIds)
+      .execute();
+    expect(leases.every((r) => r.claimed_until !== null)).toBe(true);
+
+    // two dispatchers now: each row is claimed by one of them once its dead claimer's lease (60 s, the database's
+    // clock) has lapsed
     await startWorker();
-    // The engine retries the killed attempts once their 1-minute start-to-close timeout has passed. That is
-    // wall time: activity tasks in flight hold the time-skipping clock still, as in Temporal's test server.
+    await startWorker();
     await eventually(
       async () => {
         const rows = await t.deps.database.db
@@ -104,6 +114,7 @@ describe.skipIf(!(await postgresReachable()))('the worker killed -9 mid attempt 
         .where('delivery_id', '=', id)
         .executeTakeFirstOrThrow();
       expect(row.retry_count).toBe(1);
+      expect(row.claimed_until).toBeNull();
       // a request that reached the receiver before the kill was sent again after it, never a third time
       expect(receiver.requests.filter((r) => r.headers['webhook-id'] === id).length).toBeLessThanOrEqual(2);
     }

@@ -1,8 +1,8 @@
 // The producers of the one delivery engine, over HTTP with real receivers on loopback: sandbox messages
 // (events 300/301/302/304 to the messaging webhook), the project's webhook_url with its own secret (admin
 // API: issued once, rotated with 24 h dual signing), a charge's feedback_url (the receipt, as JSON or a
-// form body, signed with the project's secret, outside the endpoint's health), and the recovery of
-// deliveries saved without a run.
+// form body, signed with the project's secret, outside the endpoint's health), and the adoption of an earlier
+// release's deliveries left without a workflow run.
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newId } from '../../src/platform/ids.js';
@@ -332,7 +332,7 @@ describe('the project webhook_url and a charge feedback_url', () => {
   });
 });
 
-describe('deliveries saved without a run are recovered', () => {
+describe("an earlier release's deliveries left without a workflow run are adopted by the dispatcher", () => {
   let t: TestApp;
   let receiver: Receiver;
   beforeAll(async () => {
@@ -344,82 +344,78 @@ describe('deliveries saved without a run are recovered', () => {
     await t?.close();
   });
 
-  it('a ready row with no run, and a doing row whose run ended, are started once and end done', async () => {
+  /** A row as an earlier release saved it: its `delivery:<id>` workflow owns it (no next_attempt_at). */
+  const legacyRow = async (project: TestProject, id: string, createdAt: Date) => {
+    const store = t.app.deps.stores.webhooks;
+    const endpoint = (await store.findEndpoint(project.applicationId, 'message'))!;
+    await store.createDelivery({
+      deliveryId: id,
+      endpoint,
+      event: 'alimtalk.send.succeeded',
+      eventCode: 301,
+      tags: ['r', 'f', 't'],
+      body: JSON.stringify({ event_code: 301, id }),
+      sendsWhenDisabled: false,
+      createdAt,
+      firstAttemptAt: createdAt,
+    });
+    await t.deps.database.db
+      .updateTable('webhook_deliveries')
+      .set({ next_attempt_at: null, last_attempt: null })
+      .where('delivery_id', '=', id)
+      .execute();
+    return (await deliveryRow(t, id))!;
+  };
+  const dispatcher = () => t.app.deps.services.webhookDispatcher;
+
+  it('a ready row with no run, and a doing row whose run ended, are adopted once and end done', async () => {
     const project = await t.createProject();
     await webhookClient(t, project).put({ url: receiver.url });
     const store = t.app.deps.stores.webhooks;
-    const endpoint = (await store.findEndpoint(project.applicationId, 'message'))!;
     const old = new Date(t.clock.now().getTime() - 5 * 60_000);
-    const saved = async (id: string) =>
-      store.createDelivery({
-        deliveryId: id,
-        endpoint,
-        event: 'alimtalk.send.succeeded',
-        eventCode: 301,
-        tags: ['r', 'f', 't'],
-        body: JSON.stringify({ event_code: 301, id }),
-        sendsWhenDisabled: false,
-        createdAt: old,
-      });
     // the API died between saving and starting
-    const orphan = await saved(`orphan_${newId()}`);
+    const orphan = await legacyRow(project, `orphan_${newId()}`, old);
     // an attempt was in flight when its run ended (the row still says doing, nothing recorded)
-    const stuck = await saved(`stuck_${newId()}`);
-    await store.markDoing(stuck.delivery_id);
+    const stuck = await legacyRow(project, `stuck_${newId()}`, old);
+    expect(await store.markDoing(stuck.delivery_id)).toBe(true);
     await t.deps.database.db
       .updateTable('webhook_deliveries')
       .set({ updated_at: new Date(t.clock.now().getTime() - 60 * 60_000) })
       .where('delivery_id', '=', stuck.delivery_id)
       .execute();
     // a fresh ready row is not touched (its run may still be starting)
-    const fresh = await store.createDelivery({
-      deliveryId: `fresh_${newId()}`,
-      endpoint,
-      event: 'alimtalk.send.succeeded',
-      eventCode: 301,
-      tags: [],
-      body: '{}',
-      sendsWhenDisabled: false,
-      createdAt: t.clock.now(),
-    });
+    const fresh = await legacyRow(project, `fresh_${newId()}`, t.clock.now());
+    // the dispatcher never claims a row a workflow owns
+    await dispatcher().runDue();
+    expect((await deliveryRow(t, orphan.delivery_id))?.status).toBe('ready');
 
-    expect(await t.app.deps.services.webhooks.recoverOrphans()).toBe(2);
+    expect(await dispatcher().adoptOrphans()).toBe(2);
+    await dispatcher().runDue();
     await untilDelivery(t, orphan.delivery_id, 'done', 1);
     await untilDelivery(t, stuck.delivery_id, 'done', 1);
     expect((await deliveryRow(t, fresh.delivery_id))?.status).toBe('ready');
-    // a second sweep finds nothing left to start, so nothing is sent twice
-    expect(await t.app.deps.services.webhooks.recoverOrphans()).toBe(0);
+    // a second sweep finds nothing left to adopt, so nothing is sent twice
+    expect(await dispatcher().adoptOrphans()).toBe(0);
     expect(requestsWithId(receiver, orphan.delivery_id)).toHaveLength(1);
     expect(requestsWithId(receiver, stuck.delivery_id)).toHaveLength(1);
   });
 
-  it('under a clock moved a month ahead (the sandbox clock), a new orphan is still started and an attempt in progress is not', async () => {
+  it('under a clock moved a month ahead (the sandbox clock), a new orphan is still adopted and an attempt in progress is not', async () => {
     const project = await t.createProject();
     await webhookClient(t, project).put({ url: receiver.url });
     const store = t.app.deps.stores.webhooks;
-    const endpoint = (await store.findEndpoint(project.applicationId, 'message'))!;
     const month = 30 * 24 * 3_600_000;
     t.clock.advance(month);
     try {
-      const row = (id: string, createdAt: Date) =>
-        store.createDelivery({
-          deliveryId: id,
-          endpoint,
-          event: 'alimtalk.send.succeeded',
-          eventCode: 301,
-          tags: [],
-          body: JSON.stringify({ event_code: 301, id }),
-          sendsWhenDisabled: false,
-          createdAt,
-        });
       // saved on the advanced clock five minutes ago by a process that died before starting its run
-      const orphan = await row(`orphan_${newId()}`, new Date(t.clock.now().getTime() - 5 * 60_000));
+      const orphan = await legacyRow(project, `orphan_${newId()}`, new Date(t.clock.now().getTime() - 5 * 60_000));
       // an attempt another process is making right now: updated_at is the database's now(), not the advanced clock
-      const inProgress = await row(`busy_${newId()}`, new Date(t.clock.now().getTime() - 5 * 60_000));
+      const inProgress = await legacyRow(project, `busy_${newId()}`, new Date(t.clock.now().getTime() - 5 * 60_000));
       await store.markDoing(inProgress.delivery_id);
 
-      // (the previous test's fresh row is a month old now and is started too)
-      expect(await t.app.deps.services.webhooks.recoverOrphans()).toBeGreaterThanOrEqual(1);
+      // (the previous test's fresh row is a month old now and is adopted too)
+      expect(await dispatcher().adoptOrphans()).toBeGreaterThanOrEqual(1);
+      await dispatcher().runDue();
       await untilDelivery(t, orphan.delivery_id, 'done', 1);
       expect((await deliveryRow(t, inProgress.delivery_id))?.status).toBe('doing');
       expect(requestsWithId(receiver, inProgress.delivery_id)).toHaveLength(0);

@@ -17,6 +17,7 @@ import { migration as upstreams } from './0014_upstreams.js';
 import { migration as viaUpstream } from './0015_via_upstream.js';
 import { migration as dashboardSessions } from './0016_dashboard_sessions.js';
 import { migration as verificationSends } from './0017_verification_sends.js';
+import { migration as deliveryDispatch } from './0018_delivery_dispatch.js';
 
 export const migrations = [
   platform,
@@ -35,6 +36,7 @@ export const migrations = [
   viaUpstream,
   dashboardSessions,
   verificationSends,
+  deliveryDispatch,
 ] as const;
 
 type UnionToIntersection<U> = (U extends unknown ? (k: U) => void : never) extends (k: infer I) => void ? I : never;

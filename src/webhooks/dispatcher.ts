@@ -1,0 +1,204 @@
+// The delivery dispatcher: the worker process's loop that sends webhook deliveries. The delivery row is the job
+// (an outbox): `deliver` saves it due now and wakes the dispatcher of its process; the dispatcher claims due rows
+// (FOR UPDATE SKIP LOCKED, so dispatchers of several workers on one database never claim one row at once), makes each
+// attempt, and a failed attempt only writes when the next is due on the ladder. No workflow, no timer per delivery:
+// a waiting retry is a row and nothing else. A poll every `pollMs` is the safety net (a row saved by another process,
+// a retry come due); a claim whose dispatcher died is taken again when its lease lapses, and the attempt number is
+// recorded once, so a crash sends an attempt at most once more under the same webhook-id (Standard Webhooks' at least
+// once). The sweep also adopts rows of an earlier release's `delivery:<id>` workflows that were left without a run.
+import type { Metrics } from '../platform/observability/metrics.js';
+import type { OperationLog } from '../platform/operation-log.js';
+import { createDeliveryAttempts, type WebhookAttemptOptions } from './attempt.js';
+import type { DueDelivery } from './records.js';
+import { retryDelayMs } from './retry-ladder.js';
+import type { WebhookStore } from './store.js';
+
+/** How often a running dispatcher looks for due rows when nothing woke it. */
+export const DISPATCH_POLL_MS = 1_000;
+/**
+ * A claim's lease: past it, another dispatcher takes the row again. Well over an attempt (15 s at most) and the
+ * writes around it, so a live dispatcher's attempt is not sent twice.
+ */
+export const CLAIM_LEASE_MS = 60_000;
+/** How often the sweep looks for an earlier release's rows left without a run (the first look is at start). */
+export const ORPHAN_SWEEP_MS = 5 * 60_000;
+/** An earlier release's row saved at least this long ago without an attempt may have no run. */
+export const ORPHAN_AFTER_MS = 60_000;
+/** 'doing' this long means the earlier release's run that made the attempt is gone (an attempt takes 15 s at most). */
+export const STUCK_DOING_AFTER_MS = 10 * 60_000;
+const MAX_ORPHANS_PER_SWEEP = 500;
+/** attempts in flight at once, per dispatcher */
+const MAX_IN_FLIGHT = 64;
+
+export interface DeliveryDispatcher {
+  /** Starts the loop in this process: a round now, then on every wake and poll, and the orphan sweep. */
+  start(): void;
+  /** Stops claiming and waits for the attempts in flight. */
+  stop(): Promise<void>;
+  /** A delivery was saved or reopened, or the business clock moved: a round soon (nothing when not started). */
+  wake(): void;
+  /**
+   * Claims everything due now and waits until those attempts are recorded; how many it sent. The sandbox clock's
+   * advance waits on it (retries it made due are sent before the advance answers); tests call it too.
+   */
+  runDue(): Promise<number>;
+  /** Hands an earlier release's rows left without a run to the dispatcher (see WebhookStore.adoptOrphans). */
+  adoptOrphans(): Promise<number>;
+}
+
+export interface DispatcherDeps {
+  readonly store: WebhookStore;
+  readonly attempts: WebhookAttemptOptions;
+  /**
+   * The ladder's time (Clocks.businessClock): when a retry is due. The sandbox clock in `npm start`'s sandbox mode, so
+   * an advance brings retries forward as it fired the workflows' timers; tests pass the engine-following test clock.
+   * Attempts and their signatures stay on `attempts.clock` (the wall clock).
+   */
+  readonly businessClock: () => Date;
+  readonly metrics?: Pick<Metrics, 'webhookAttempt' | 'webhookEndpointAutoDisabled'>;
+  readonly logger?: Pick<OperationLog, 'warn'>;
+  readonly pollMs?: number;
+  readonly leaseMs?: number;
+}
+
+export function createDeliveryDispatcher(deps: DispatcherDeps): DeliveryDispatcher {
+  const { store, businessClock, logger } = deps;
+  const attempts = createDeliveryAttempts({ store, options: deps.attempts, metrics: deps.metrics });
+  const pollMs = deps.pollMs ?? DISPATCH_POLL_MS;
+  const leaseMs = deps.leaseMs ?? CLAIM_LEASE_MS;
+  const wallClock = attempts.clock;
+
+  const inFlight = new Set<Promise<void>>();
+  let started = false;
+  let stopped = false;
+  let round: Promise<void> | undefined;
+  let again = false;
+  let poll: NodeJS.Timeout | undefined;
+  let sweep: NodeJS.Timeout | undefined;
+
+  /** One claimed delivery: the checks of its endpoint, then its attempt. Never throws. */
+  const attempt = async ({ delivery, endpoint }: DueDelivery): Promise<void> => {
+    const deliveryId = delivery.delivery_id;
+    try {
+      // a charge's feedback_url, a test send and a manual retry are sent whatever the endpoint's switch says
+      const stoppedByEndpoint = delivery.destination === 'endpoint' && !delivery.sends_when_disabled;
+      const secrets = endpoint ? attempts.signingSecrets(endpoint, wallClock()) : undefined;
+      // no endpoint (its project is gone), a disabled one, or no secret (nothing unsigned ever leaves): it ends failed
+      if (!endpoint || (!endpoint.enabled && stoppedByEndpoint) || secrets === undefined) {
+        await store.markFailed(deliveryId);
+        return;
+      }
+      const number = delivery.retry_count + 1;
+      await attempts.send({
+        delivery,
+        secrets,
+        attempt: number,
+        lastAttempt: Math.max(delivery.last_attempt ?? delivery.max_retry, number),
+        nextAttempt: (retryAfterMs) => {
+          const inMs = retryDelayMs(number + 1, Math.random(), retryAfterMs);
+          return { at: new Date(businessClock().getTime() + inMs), inMs };
+        },
+      });
+    } catch (err) {
+      // the row stays claimed: it is taken again when the lease lapses (the same attempt number, the same webhook-id)
+      logger?.warn({ err, delivery_id: deliveryId }, 'a webhook attempt could not be completed; it is made again later');
+    }
+  };
+
+  /** Claims what is due (up to the free slots) and starts each attempt; true when more may be due. */
+  const claimOnce = async (): Promise<boolean> => {
+    const free = MAX_IN_FLIGHT - inFlight.size;
+    if (free <= 0) return false;
+    const due = await store.claimDue(businessClock(), free, leaseMs);
+    for (const d of due) {
+      const running: Promise<void> = attempt(d).finally(() => {
+        inFlight.delete(running);
+        // a slot freed while rows may still be waiting for one
+        if (due.length === free) wake();
+      });
+      inFlight.add(running);
+    }
+    return due.length === free;
+  };
+
+  const runRound = async (): Promise<void> => {
+    do {
+      again = false;
+      try {
+        if (await claimOnce()) again = true;
+      } catch (err) {
+        logger?.warn({ err }, 'the webhook dispatcher could not claim deliveries; it tries again shortly');
+        return;
+      }
+    } while (again && !stopped);
+  };
+
+  const wake = (): void => {
+    if (!started || stopped) return;
+    if (round) {
+      again = true;
+      return;
+    }
+    round = new Promise<void>((resolve) => setImmediate(resolve)).then(runRound).finally(() => {
+      round = undefined;
+    });
+  };
+
+  const adoptOrphans = async (): Promise<number> => {
+    // created_at is the wall clock's, updated_at the database's now(): each compared with the clock that wrote it
+    return store.adoptOrphans(
+      new Date(wallClock().getTime() - ORPHAN_AFTER_MS),
+      new Date(Date.now() - STUCK_DOING_AFTER_MS),
+      businessClock(),
+      MAX_ORPHANS_PER_SWEEP,
+    );
+  };
+
+  const sweepOrphans = () =>
+    void adoptOrphans().then(
+      (n) => {
+        if (n === 0) return;
+        logger?.warn({ deliveries: n }, 'webhook deliveries of an earlier release without a run were handed to the dispatcher');
+        wake();
+      },
+      (err: unknown) => logger?.warn({ err }, 'the webhook orphan sweep failed; it runs again later'),
+    );
+
+  return {
+    start() {
+      if (started) return;
+      started = true;
+      poll = setInterval(wake, pollMs);
+      poll.unref();
+      sweep = setInterval(sweepOrphans, ORPHAN_SWEEP_MS);
+      sweep.unref();
+      sweepOrphans();
+      wake();
+    },
+
+    async stop() {
+      stopped = true;
+      clearInterval(poll);
+      clearInterval(sweep);
+      await round;
+      await Promise.all([...inFlight]);
+    },
+
+    wake,
+
+    async runDue() {
+      let sent = 0;
+      for (;;) {
+        const due = await store.claimDue(businessClock(), MAX_IN_FLIGHT, leaseMs);
+        await Promise.all(due.map(attempt));
+        sent += due.length;
+        if (due.length < MAX_IN_FLIGHT || stopped) break;
+      }
+      // and what the loop already has in flight
+      await Promise.all([...inFlight]);
+      return sent;
+    },
+
+    adoptOrphans,
+  };
+}
