@@ -20,6 +20,7 @@ export function installTestRuntime(): void {
   installed = true;
   Runtime.install({
     logger: new DefaultLogger('DEBUG', (entry: LogEntry) => {
+      if (printAll || entry.level === 'ERROR') process.stderr.write(`[worker] ${entry.level} ${entry.message}\n`);
       workerLogLines.push(
         JSON.stringify({ level: entry.level, message: entry.message, meta: entry.meta }, (_key, v: unknown) =>
           typeof v === 'bigint' ? v.toString() : v instanceof Error ? { name: v.name, message: v.message, stack: v.stack } : v,
@@ -27,9 +28,8 @@ export function installTestRuntime(): void {
       );
       // dropped by the thousand: shifting one line off a full array per entry costs the array's length each time
       if (workerLogLines.length > MAX_WORKER_LOG_LINES + 1_000) workerLogLines.splice(0, 1_000);
-      if (printAll || entry.level === 'ERROR') process.stderr.write(`[worker] ${entry.level} ${entry.message}\n`);
     }),
-    // the SDK core's own lines (Rust) come here too, kept and printed by the same rule, not written to stderr
-    telemetryOptions: { logging: { filter: { core: 'WARN', other: 'WARN' }, forward: {} } },
+    // The SDK core's own lines (Rust) stay on stderr at WARN: forwarded here they arrive in batches, after the
+    // test that caused them has read the log.
   });
 }
