@@ -1,15 +1,4 @@
-import {
-  type ActivityOptions,
-  ApplicationFailure,
-  allHandlersFinished,
-  condition,
-  type LocalActivityOptions,
-  patched,
-  proxyActivities,
-  proxyLocalActivities,
-  setHandler,
-  sleep,
-} from '@temporalio/workflow';
+import { ApplicationFailure, allHandlersFinished, condition, proxyActivities, setHandler, sleep } from '@temporalio/workflow';
 import type { VerificationActivities } from '../activities/verification.js';
 import type { VerifiedPerson } from '../verification/rules.js';
 import { declinedBy, GATEWAY_DECLINED } from '../gateways/declined.js';
@@ -35,7 +24,7 @@ import {
 //   send OTP -> [resend]* -> confirm (<= 30 min after the request) -> lookup window (30 min) -> purge.
 // The API answers every HTTP call from an update's outcome; the database is written only by activities.
 
-const GATEWAY_CALL = {
+const gateway = proxyActivities<VerificationActivities>({
   startToCloseTimeout: '10 seconds',
   retry: {
     initialInterval: '500 milliseconds',
@@ -44,19 +33,7 @@ const GATEWAY_CALL = {
     maximumAttempts: 3,
     nonRetryableErrorTypes: [GATEWAY_DECLINED],
   },
-} satisfies ActivityOptions & LocalActivityOptions;
-
-const gateway = proxyActivities<VerificationActivities>(GATEWAY_CALL);
-
-// Each step's activity (send, resend, confirm) runs as a local activity in runs that reach a step since LOCAL_STEPS:
-// in the workflow task of the update that asked for it, so the update is answered from that one task instead of two
-// (its acceptance, then the task after an activity task). The same timeout and retries, now inside the task (the
-// SDK heartbeats the task while they run): a PG that hangs or fails ends in the same catalog error after the same
-// three attempts. A worker that dies mid-call leaves no marker, so the step runs again: the request and each resend
-// under the same idempotency key (nothing sent twice), the confirm as a repeated confirm the PG answers alike.
-const gatewayInTask = proxyLocalActivities<VerificationActivities>(GATEWAY_CALL);
-/** Steps recorded before it replay as the activity tasks they were (the marker is in the histories after). */
-const LOCAL_STEPS = 'verification-local-steps';
+});
 
 const store = proxyActivities<VerificationActivities>({
   startToCloseTimeout: '10 seconds',
@@ -181,10 +158,6 @@ export async function verificationWorkflow(input: VerificationInput): Promise<vo
   const { receiptId } = input;
   // a third fewer workflow tasks per verification; see VerificationInput.oneActivityPerStep
   const oneActivityPerStep = input.oneActivityPerStep === true;
-  /** Where a step's one activity runs; asked at each step, so a step recorded before the patch replays as it ran. */
-  const stepActivities = () => (patched(LOCAL_STEPS) ? gatewayInTask : gateway);
-  // a local attempt's info carries the worker's clock: the sandbox clock follows the workflow's (followEngineTime)
-  const stamp = () => ({ workflowTimeMs: Date.now() });
   // sent by the project's upstream provider: its resends and confirms go there too (never a local PG's tid there)
   const atProvider = input.sentTid !== undefined ? { upstreamProject: input.merchantId } : {};
 
@@ -219,12 +192,7 @@ export async function verificationWorkflow(input: VerificationInput): Promise<vo
           let recorded = false;
           try {
             if (oneActivityPerStep) {
-              ({ recorded } = await stepActivities().resendVerificationOtp({
-                ...resend,
-                receiptId,
-                numberOfRealarms: attempt,
-                ...stamp(),
-              }));
+              ({ recorded } = await gateway.resendVerificationOtp({ ...resend, receiptId, numberOfRealarms: attempt }));
             } else {
               await store.recordVerificationRealarm({ receiptId, numberOfRealarms: attempt });
               recorded = true;
@@ -266,14 +234,7 @@ export async function verificationWorkflow(input: VerificationInput): Promise<vo
           let confirmed: { authenticatedAt: string; person?: VerifiedPerson };
           try {
             if (oneActivityPerStep) {
-              confirmed = await stepActivities().confirmVerificationOtp({
-                receiptId,
-                pg: input.pg,
-                ...atProvider,
-                tid: v.tid!,
-                otp,
-                ...stamp(),
-              });
+              confirmed = await gateway.confirmVerificationOtp({ receiptId, pg: input.pg, ...atProvider, tid: v.tid!, otp });
             } else {
               const person = await gateway.confirmIdentityOtp({ pg: input.pg, ...atProvider, tid: v.tid!, otp });
               confirmed = { authenticatedAt: new Date().toISOString(), person };
@@ -330,7 +291,7 @@ export async function verificationWorkflow(input: VerificationInput): Promise<vo
         siteUrl: input.siteUrl,
       };
       const { tid, recorded } = oneActivityPerStep
-        ? await stepActivities().sendVerificationOtp({ ...send, ...stamp() })
+        ? await gateway.sendVerificationOtp(send)
         : { ...(await gateway.requestIdentityOtp(send)), recorded: false };
       if (!recorded) await store.recordVerificationOtpSent({ receiptId, tid });
       v.tid = tid;
