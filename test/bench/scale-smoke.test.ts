@@ -1,0 +1,34 @@
+// The scale benchmark's harness keeps working: `npm run bench:scale` with a few flows starts the split deployment
+// (engine, sandbox PGs, one then two APIs and workers) on DATABASE_URL's Postgres, drives the charge and the
+// verification through every API, prints a row per flow and N, and finds every order charged exactly once. Figures
+// are not judged (a benchmark prints them). The split processes share a Postgres (PGlite cannot be shared): without
+// DATABASE_URL it skips; CI's Postgres pass runs it.
+import { expect, it } from 'vitest';
+import { runBench } from './run-bench.js';
+
+const DATABASE_URL = process.env.DATABASE_URL;
+
+it.skipIf(!DATABASE_URL)(
+  DATABASE_URL
+    ? 'bench:scale runs charge and verification on 1 and 2 API + worker processes and finds nothing charged twice'
+    : 'bench:scale: skipped, DATABASE_URL is not set (the split processes need a shared Postgres)',
+  async () => {
+    const { code, output } = await runBench(
+      'bench/scale.ts',
+      ['-n', '3', '--callers', '2', '--processes', '1,2'],
+      { ...process.env, DATABASE_URL },
+      280_000,
+    );
+    expect(code, output).toBe(0);
+    for (const flow of ['charge', 'verification']) {
+      for (const n of [1, 2]) {
+        // throughput and latency as numbers, not dashes
+        expect(output, output).toMatch(new RegExp(`^\\| ${flow} \\| ${n} \\| [\\d.]+ \\| [\\d.]+ / [\\d.]+ \\|`, 'm'));
+      }
+    }
+    // 3 measured + warm-ups (2 at N=1, 3 at N=2, capped at -n): 3 + 2 + 3 + 3
+    expect(output).toContain('charges: 11 orders, 11 receipts, 11 PG charge executions');
+    expect(output).toContain('nothing charged twice: every order has one paid receipt and one PG charge');
+  },
+  300_000,
+);
