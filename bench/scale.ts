@@ -7,7 +7,9 @@
  * p50/p99 and the CPU each kind of process spent per flow, a table of every N side by side, then proves nothing was
  * charged twice: every order has exactly one paid receipt in paygate's database and the sandbox PG executed each
  * order's charge exactly once (its own record, asked by the charge's PG idempotency key), and every verification
- * ended verified.
+ * ended verified. Before the load it runs one flow of each kind (charge, verification, escrow shipping start, webhook
+ * test until delivered) on the fresh engine and prints what each added to the engine's histories: workflow starts,
+ * workflow tasks, activities, local activities, timers, updates and signals (the Temporal actions a cluster bills).
  *
  *   npm run bench:scale                                  # N = 1 then 2, 200 flows per measurement, 32 callers
  *   npm run bench:scale -- --processes 1,2,3 -n 500 --callers 48
@@ -16,8 +18,12 @@
  * Prints figures; never a test (test/bench/scale-smoke.test.ts runs it with -n 3 to keep the harness working).
  * Postgres's own CPU is not counted: the server is shared and not a child of this run.
  */
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { parseArgs } from 'node:util';
+import { Client as TemporalClient, Connection } from '@temporalio/client';
+import proto from '@temporalio/proto';
 import pg from 'pg';
 import { Pool } from 'undici';
 import { Stack } from '../chaos/stack.js';
@@ -111,6 +117,124 @@ async function measure(flow: Flow, targets: Target[], count: number, callers: nu
 
 const fmt = (n: number, digits = 0) => (Number.isFinite(n) ? n.toFixed(digits) : '-');
 
+// ---- Temporal actions per flow: what one flow adds to every history in the namespace ---------------------------
+
+const EventType = proto.temporal.api.enums.v1.EventType;
+const ACTIONS = {
+  'workflow starts': [EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED],
+  'workflow tasks': [EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED],
+  activities: [EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED],
+  'local activities': [], // markers named core_local_activity, counted below
+  timers: [EventType.EVENT_TYPE_TIMER_STARTED],
+  updates: [EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED],
+  signals: [EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED],
+  'history events': [],
+} as const satisfies Record<string, readonly number[]>;
+type Action = keyof typeof ACTIONS;
+
+/** Every history's event counts by action, summed over the namespace's workflows. */
+async function actionTotals(client: TemporalClient): Promise<Record<Action, number>> {
+  const totals = Object.fromEntries(Object.keys(ACTIONS).map((a) => [a, 0])) as Record<Action, number>;
+  for await (const execution of client.workflow.list()) {
+    const history = await client.workflow.getHandle(execution.workflowId, execution.runId).fetchHistory();
+    for (const event of history.events ?? []) {
+      totals['history events']++;
+      for (const [action, types] of Object.entries(ACTIONS) as [Action, readonly number[]][])
+        if (types.includes(event.eventType as number)) totals[action]++;
+      if (/local_activity/.test(event.markerRecordedEventAttributes?.markerName ?? '')) totals['local activities']++;
+    }
+  }
+  return totals;
+}
+
+/** What `flow` added to the histories, once the engine has settled (two equal readings 500 ms apart). */
+async function actionsOf(client: TemporalClient, flow: () => Promise<unknown>): Promise<Record<Action, number>> {
+  const settled = async () => {
+    let last = JSON.stringify(await actionTotals(client));
+    for (let i = 0; i < 20; i++) {
+      await new Promise((r) => setTimeout(r, 500));
+      const now = JSON.stringify(await actionTotals(client));
+      if (now === last) break;
+      last = now;
+    }
+    return JSON.parse(last) as Record<Action, number>;
+  };
+  const before = await settled();
+  await flow();
+  const after = await settled();
+  return Object.fromEntries(Object.keys(ACTIONS).map((a) => [a, after[a as Action] - before[a as Action]])) as Record<
+    Action,
+    number
+  >;
+}
+
+/** One flow of each kind on a quiet engine, and what each added to its histories. */
+async function printActionsPerFlow(target: Target): Promise<void> {
+  const arrived = new Set<string>();
+  const receiver = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      arrived.add(String(req.headers['webhook-id'] ?? ''));
+      res.writeHead(200).end('ok');
+    });
+  });
+  await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+  const connection = await Connection.connect({ address: stack.engineAddress });
+  try {
+    const client = new TemporalClient({ connection, namespace: 'default' });
+    const url = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
+    expectOk(await call(target, 'PUT', '/message/alimtalk/webhook', { url }), 'webhook config');
+    const escrowPayment = async () =>
+      expectOk(
+        await call(
+          target,
+          'POST',
+          '/sandbox/v1/payments',
+          { pg: 'sandbox_escrow_b', price: 10_000, order_id: `scale-${randomUUID()}`, order_name: 'bench', escrow: true },
+          { 'idempotency-key': randomUUID() },
+        ),
+        'escrow payment',
+      ).receipt_id as string;
+    const receiptToShip = await escrowPayment();
+    const rows: [string, Record<Action, number>][] = [
+      ['charge', await actionsOf(client, () => charge(target, billingKey, `scale-actions-${randomUUID()}`))],
+      ['verification (five calls)', await actionsOf(client, () => verification(target))],
+      [
+        'escrow shipping start',
+        await actionsOf(client, async () =>
+          expectOk(
+            await call(target, 'PUT', `/v2/escrow/shipping/start/${receiptToShip}`, {
+              tracking_number: `T${randomBytes(5).toString('hex')}`,
+              delivery_corp: 'CJ대한통운',
+            }),
+            'shipping start',
+          ),
+        ),
+      ],
+      [
+        'webhook test until delivered',
+        await actionsOf(client, async () => {
+          const sent = expectOk(await call(target, 'POST', '/message/alimtalk/webhook/test'), 'webhook test');
+          for (let i = 0; i < 600 && !arrived.has(sent.delivery_id as string); i++) await new Promise((r) => setTimeout(r, 100));
+          if (!arrived.has(sent.delivery_id as string)) throw new Error('the test webhook did not arrive within 60 s');
+        }),
+      ],
+    ];
+    console.log('Temporal actions per flow (one flow of each on a quiet engine, from its histories):');
+    console.log(`| flow | ${Object.keys(ACTIONS).join(' | ')} |`);
+    console.log(
+      `|---|${Object.keys(ACTIONS)
+        .map(() => '---|')
+        .join('')}`,
+    );
+    for (const [name, counts] of rows) console.log(`| ${name} | ${Object.values(counts).join(' | ')} |`);
+    console.log('');
+  } finally {
+    await connection.close();
+    await new Promise((resolve) => receiver.close(resolve));
+  }
+}
+
 try {
   await stack.start('engine');
   await stack.start('sandbox');
@@ -141,6 +265,7 @@ try {
       applicationId = project.application_id as string;
       auth = `Basic ${Buffer.from(`${project.client_key as string}:${project.secret_key as string}`).toString('base64')}`;
       billingKey = await issueBillingKey({ pool: pools.get(0)!, auth });
+      await printActionsPerFlow({ pool: pools.get(0)!, auth });
     }
     const targets = Array.from({ length: n }, (_, i) => ({ pool: pools.get(i)!, auth }));
     const measured: Record<string, Measured> = {};

@@ -1,6 +1,7 @@
 // The scale benchmark's harness keeps working: `npm run bench:scale` with a few flows starts the split deployment
 // (engine, sandbox PGs, one then two APIs and workers) on DATABASE_URL's Postgres, drives the charge and the
-// verification through every API, prints a row per flow and N, and finds every order charged exactly once. Figures
+// verification through every API, prints a row per flow and N and the Temporal actions of one flow of each kind,
+// and finds every order charged exactly once. Figures
 // are not judged (a benchmark prints them). The split processes share a Postgres (PGlite cannot be shared): without
 // DATABASE_URL it skips; CI's Postgres pass runs it.
 import { expect, it } from 'vitest';
@@ -26,6 +27,9 @@ it.skipIf(!DATABASE_URL)(
         expect(output, output).toMatch(new RegExp(`^\\| ${flow} \\| ${n} \\| [\\d.]+ \\| [\\d.]+ / [\\d.]+ \\|`, 'm'));
       }
     }
+    // one flow of each kind on the fresh engine, and what it added to the histories: counts, not dashes
+    for (const flow of ['charge', 'verification \\(five calls\\)', 'escrow shipping start', 'webhook test until delivered'])
+      expect(output).toMatch(new RegExp(`^\\| ${flow} \\|( \\d+ \\|){8}$`, 'm'));
     // 3 measured + warm-ups (2 at N=1, 3 at N=2, capped at -n): 3 + 2 + 3 + 3
     expect(output).toContain('charges: 11 orders, 11 receipts, 11 PG charge executions');
     expect(output).toContain('nothing charged twice: every order has one paid receipt and one PG charge');
