@@ -270,8 +270,9 @@ try {
     const targets = Array.from({ length: n }, (_, i) => ({ pool: pools.get(i)!, auth }));
     const measured: Record<string, Measured> = {};
     for (const [name, { flow, callers }] of Object.entries(flows)) {
-      // warm-up: every API and worker has loaded its code paths and its workflow bundle's cache
-      await measure(flow, targets, Math.min(2 * n, FLOWS), 2 * n, n);
+      // warm-up, 50 flows per API (the measured -n at most): a process started for this N has compiled its hot
+      // paths (V8 optimises a function after many calls) before its CPU is counted
+      await measure(flow, targets, Math.min(50 * n, FLOWS), Math.min(callers, 4 * n), n);
       const m = await measure(flow, targets, FLOWS, callers, n);
       measured[name] = m;
       console.log(

@@ -30,8 +30,8 @@ it.skipIf(!DATABASE_URL)(
     // one flow of each kind on the fresh engine, and what it added to the histories: counts, not dashes
     for (const flow of ['charge', 'verification \\(five calls\\)', 'escrow shipping start', 'webhook test until delivered'])
       expect(output).toMatch(new RegExp(`^\\| ${flow} \\|( \\d+ \\|){8}$`, 'm'));
-    // 3 measured + warm-ups (2 at N=1, 3 at N=2, capped at -n): 3 + 2 + 3 + 3
-    expect(output).toContain('charges: 11 orders, 11 receipts, 11 PG charge executions');
+    // at each N, 3 measured and 3 of warm-up (capped at -n)
+    expect(output).toContain('charges: 12 orders, 12 receipts, 12 PG charge executions');
     expect(output).toContain('nothing charged twice: every order has one paid receipt and one PG charge');
   },
   300_000,
