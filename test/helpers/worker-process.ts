@@ -114,7 +114,9 @@ export async function openWorkerProcessStack(label: string): Promise<WorkerProce
       }),
     );
     workers.push(worker);
-    await until(() => /worker running/.test(worker.text()), 'the worker to run', 60_000).catch((err: Error) => {
+    // worker.ts bundles paygate's workflows before it runs: a minute and more when the kill -9 suites start theirs
+    // together with the first files of a run (CI's first wave)
+    await until(() => /worker running/.test(worker.text()), 'the worker to run', 120_000).catch((err: Error) => {
       throw new Error(`${err.message}; worker output:\n${worker.text()}`);
     });
     return worker;
