@@ -1,5 +1,5 @@
-// The Temporal SDK's runtime for every test file: one per process, whichever helper starts a worker first installs
-// it (files share processes: vitest.config.ts `isolate: false`). It keeps what the SDK logs (worker, activities,
+// The Temporal SDK's runtime for every test file: one per process (files share processes: vitest.config.ts
+// `isolate: false`), installed before any file by setup-runtime.ts; the helpers call it too, for use outside vitest. It keeps what the SDK logs (worker, activities,
 // workflows, at every level) for the tests that read it (`workerLogs`: nothing sensitive in it, a refusal logged
 // at debug) and prints errors only: failing activities and workflow tasks on purpose is what many tests do.
 // ENGINE_TEST_LOG_LEVEL=DEBUG prints everything, for a test being debugged.
