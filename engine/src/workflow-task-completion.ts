@@ -51,7 +51,14 @@ export const respondWorkflowTaskCompleted: Rpc<'RespondWorkflowTaskCompleted'> =
     // would leave its cached run closed, so it would send the same closing command again and lose what arrived.
     throw invalid('UnhandledCommand');
   }
-  if (s.wft.speculativeFrom !== null && onlyRejections(commands, messages) && s.buffered.length === 0) {
+  // A heartbeat (forceCreateNewWorkflowTask: the SDK keeps the task while a local activity runs) is kept even on a
+  // speculative task with nothing in it, as Temporal keeps it: dropping it left the worker without its next task.
+  if (
+    !r.forceCreateNewWorkflowTask &&
+    s.wft.speculativeFrom !== null &&
+    onlyRejections(commands, messages) &&
+    s.buffered.length === 0
+  ) {
     discardSpeculativeTask(core, ex, r, messages);
     const workflowTask = newWorkflowTaskFor(core, ex, r);
     await core.commit();

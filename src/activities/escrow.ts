@@ -12,6 +12,7 @@ import { PROJECT_EVENTS } from '../webhooks/rules.js';
 import type { EscrowGateway, GatewayRegistry } from '../gateways/index.js';
 import { type CancelService, type ReceiptService, receiptResponse } from '../payments/index.js';
 import type { UpstreamGateways } from '../upstream/index.js';
+import type { WorkflowTimeStamp } from '../platform/temporal/sandbox-clock.js';
 import { type OperationLog, pinoStyleLog } from '../platform/operation-log.js';
 import type { WebhookService } from '../webhooks/index.js';
 import type { Stores } from '../composition/stores.js';
@@ -61,13 +62,15 @@ export function createEscrowActivities(deps: EscrowActivityDeps) {
   };
 
   return {
-    async startEscrowShipping(input: {
-      receiptId: string;
-      attempt: number;
-      pg: string;
-      gatewayTid: string;
-      shipment: ResolvedShipment;
-    }) {
+    async startEscrowShipping(
+      input: WorkflowTimeStamp & {
+        receiptId: string;
+        attempt: number;
+        pg: string;
+        gatewayTid: string;
+        shipment: ResolvedShipment;
+      },
+    ) {
       const escrow = await escrowGateway(input.pg, input.receiptId);
       return callGateway(() =>
         escrow.startShipping({
@@ -114,10 +117,12 @@ export function createEscrowActivities(deps: EscrowActivityDeps) {
      * Records one event of the order; a transition also gets its ESCROW_STATUS_CHANGED delivery (when the
      * project has a webhook_url), saved once under an id derived from the order and the sequence number.
      */
-    async recordEscrowEvent(input: {
-      transition: EscrowTransition;
-      tracking?: { trackingNumber: string; deliveryCorp: string };
-    }): Promise<{ deliveryId?: string }> {
+    async recordEscrowEvent(
+      input: WorkflowTimeStamp & {
+        transition: EscrowTransition;
+        tracking?: { trackingNumber: string; deliveryCorp: string };
+      },
+    ): Promise<{ deliveryId?: string }> {
       const { transition } = input;
       const recorded = await stores.escrow.record(transition, input.tracking, clock());
       if (recorded.event.to_status === null) return {};

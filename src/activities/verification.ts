@@ -3,6 +3,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import type { VerifiedPerson } from '../verification/rules.js';
 import type { GatewayRegistry, IdentityGateway } from '../gateways/index.js';
 import type { UpstreamGateways } from '../upstream/index.js';
+import type { WorkflowTimeStamp } from '../platform/temporal/sandbox-clock.js';
 import type { VerificationPerson, VerificationRecords } from '../verification/contract.js';
 import { callGateway } from './failures.js';
 
@@ -56,20 +57,22 @@ export function createVerificationActivities({
     // One activity per step (runs started since the one-activity-per-step patch): the gateway call and its write.
 
     /** Sends the OTP (idempotent by the receipt's key) and stores the tid. */
-    async sendVerificationOtp(input: SendOtpInput): Promise<{ tid: string } & StepRecorded> {
+    async sendVerificationOtp(input: SendOtpInput & WorkflowTimeStamp): Promise<{ tid: string } & StepRecorded> {
       const { tid } = await activities.requestIdentityOtp(input);
       return { tid, recorded: await recordAfter(() => verifications.markOtpSent(input.receiptId, tid)) };
     },
 
     /** Stores the resend count first (it counts a resend that then fails), then resends. */
-    async resendVerificationOtp(input: {
-      receiptId: string;
-      numberOfRealarms: number;
-      pg: string;
-      upstreamProject?: string;
-      tid: string;
-      idempotencyKey: string;
-    }): Promise<StepRecorded> {
+    async resendVerificationOtp(
+      input: WorkflowTimeStamp & {
+        receiptId: string;
+        numberOfRealarms: number;
+        pg: string;
+        upstreamProject?: string;
+        tid: string;
+        idempotencyKey: string;
+      },
+    ): Promise<StepRecorded> {
       const recorded = await recordAfter(() => verifications.setRealarmCount(input.receiptId, input.numberOfRealarms));
       await activities.resendIdentityOtp(input);
       return { recorded };
@@ -80,13 +83,15 @@ export function createVerificationActivities({
      * failed (the workflow then writes it); a retry after a lost answer confirms again, and the PG answers a repeated
      * confirm with the same person, whose write is then a no-op.
      */
-    async confirmVerificationOtp(input: {
-      receiptId: string;
-      pg: string;
-      upstreamProject?: string;
-      tid: string;
-      otp: string;
-    }): Promise<{ authenticatedAt: string } & ({ recorded: true } | { recorded: false; person: VerifiedPerson })> {
+    async confirmVerificationOtp(
+      input: WorkflowTimeStamp & {
+        receiptId: string;
+        pg: string;
+        upstreamProject?: string;
+        tid: string;
+        otp: string;
+      },
+    ): Promise<{ authenticatedAt: string } & ({ recorded: true } | { recorded: false; person: VerifiedPerson })> {
       const person = await activities.confirmIdentityOtp(input);
       const authenticatedAt = clock();
       return (await recordAfter(() => verifications.markConfirmed(input.receiptId, person, authenticatedAt)))

@@ -9,10 +9,14 @@ export interface GatewayDeclinedDetails {
   readonly pgMessage: string;
 }
 
-/** The gateway's refusal, if that is what made the activity fail. */
+/**
+ * The gateway's refusal, if that is what made the activity fail: an activity task's failure wraps it (ActivityFailure),
+ * a local activity's reaches the workflow as the activity threw it.
+ */
 export function declinedBy(err: unknown): GatewayDeclinedDetails | undefined {
-  if (err instanceof ActivityFailure && err.cause instanceof ApplicationFailure && err.cause.type === GATEWAY_DECLINED) {
-    return err.cause.details?.[0] as GatewayDeclinedDetails | undefined;
+  const failure = err instanceof ActivityFailure ? err.cause : err;
+  if (failure instanceof ApplicationFailure && failure.type === GATEWAY_DECLINED) {
+    return failure.details?.[0] as GatewayDeclinedDetails | undefined;
   }
   return undefined;
 }

@@ -69,8 +69,9 @@ export interface VerificationInput {
   readonly person: VerificationPerson;
   /**
    * paygate's caps for this run. Absent in runs started before the caps existed: those keep their
-   * recorded behaviour, so their histories replay unchanged. Carried in the (sealed) input rather than
-   * behind patched(), whose marker would be the one payload in a history the codec does not seal.
+   * recorded behaviour, so their histories replay unchanged. Carried in the (sealed) input: chosen when a
+   * verification's history was to hold no plain payload at all; the SDK's patch markers (a name only) are allowed
+   * since the steps became local activities (the workflow's LOCAL_STEPS).
    */
   readonly caps?: VerificationCaps;
   /**

@@ -1,10 +1,13 @@
 import {
+  type ActivityOptions,
   ApplicationFailure,
   allHandlersFinished,
   condition,
   continueAsNew,
+  type LocalActivityOptions,
   patched,
   proxyActivities,
+  proxyLocalActivities,
   setHandler,
   workflowInfo,
 } from '@temporalio/workflow';
@@ -43,7 +46,7 @@ import {
 // MAX_SHIPPING_ATTEMPTS accepted), and a notification's redeliveries (the service keeps an id's copies out of
 // the workflow once the order's events hold it twice; `recorded` marks a redelivery the run no longer remembers).
 
-const gateway = proxyActivities<EscrowActivities>({
+const GATEWAY_CALL = {
   startToCloseTimeout: '15 seconds',
   retry: {
     initialInterval: '500 milliseconds',
@@ -52,13 +55,26 @@ const gateway = proxyActivities<EscrowActivities>({
     maximumAttempts: 3,
     nonRetryableErrorTypes: [GATEWAY_DECLINED],
   },
-});
+} satisfies ActivityOptions & LocalActivityOptions;
+const gateway = proxyActivities<EscrowActivities>(GATEWAY_CALL);
 
 // Recording and refunding must happen: retried without a cap (a database or PG outage delays, never loses them).
-const durable = proxyActivities<EscrowActivities>({
+const DURABLE = {
   startToCloseTimeout: '30 seconds',
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '5 minutes' },
-});
+} satisfies ActivityOptions & LocalActivityOptions;
+const durable = proxyActivities<EscrowActivities>(DURABLE);
+
+// A shipping start (the PG's registration, then its record) runs as local activities in the workflow task of the
+// update, in runs that reach one since SHIPPING_IN_TASK: the update is answered from that one task instead of three
+// (its acceptance, then one after each activity task). The same timeouts and retries, inside the task (the SDK
+// heartbeats it; the record's waits past a minute become timers): a PG that hangs or refuses ends in the same
+// catalog error. A worker that dies mid-call leaves no marker, so the call runs again under the same idempotency key
+// (the attempt's, replayed from the history) and the record under the same sequence number: nothing twice.
+const gatewayInTask = proxyLocalActivities<EscrowActivities>(GATEWAY_CALL);
+const durableInTask = proxyLocalActivities<EscrowActivities>(DURABLE);
+/** Shipping starts recorded before it replay as the activity tasks they were (the marker is in the histories after). */
+const SHIPPING_IN_TASK = 'escrow-shipping-local-activities';
 
 const MIN_NONCE_LENGTH = 16;
 const HOUR_MS = 60 * 60 * 1000;
@@ -110,9 +126,12 @@ export async function escrowWorkflow(input: EscrowInput): Promise<void> {
     occurredAt: string,
     extra: { note?: string; notificationId?: string; confirmUrl?: string } = {},
     tracking?: { trackingNumber: string; deliveryCorp: string },
+    via: typeof durable = durable,
   ): Promise<void> => {
     const fromStatus = status;
-    await durable.recordEscrowEvent({
+    await via.recordEscrowEvent({
+      // a local attempt's info carries the worker's clock: the sandbox clock follows the workflow's (followEngineTime)
+      ...(via === durable ? {} : { workflowTimeMs: Date.now() }),
       transition: {
         receiptId,
         seq: ++seq,
@@ -159,10 +178,12 @@ export async function escrowWorkflow(input: EscrowInput): Promise<void> {
       spentNonces.add(args.nonce);
       assertReady();
       shipping = true;
+      const inTask = patched(SHIPPING_IN_TASK);
       try {
         let confirmUrl: string | undefined;
         try {
-          ({ confirmUrl } = await gateway.startEscrowShipping({
+          ({ confirmUrl } = await (inTask ? gatewayInTask : gateway).startEscrowShipping({
+            ...(inTask ? { workflowTimeMs: Date.now() } : {}),
             receiptId,
             attempt: ++shippingAttempts,
             pg: input.pg,
@@ -185,6 +206,7 @@ export async function escrowWorkflow(input: EscrowInput): Promise<void> {
           at,
           confirmUrl !== undefined ? { confirmUrl } : {},
           { trackingNumber: args.shipment.trackingNumber, deliveryCorp: args.shipment.deliveryCorp },
+          inTask ? durableInTask : durable,
         );
         return { shippingStartedAt: at };
       } finally {

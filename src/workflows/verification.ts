@@ -1,4 +1,15 @@
-import { ApplicationFailure, allHandlersFinished, condition, proxyActivities, setHandler, sleep } from '@temporalio/workflow';
+import {
+  type ActivityOptions,
+  ApplicationFailure,
+  allHandlersFinished,
+  condition,
+  type LocalActivityOptions,
+  patched,
+  proxyActivities,
+  proxyLocalActivities,
+  setHandler,
+  sleep,
+} from '@temporalio/workflow';
 import type { VerificationActivities } from '../activities/verification.js';
 import type { VerifiedPerson } from '../verification/rules.js';
 import { declinedBy, GATEWAY_DECLINED } from '../gateways/declined.js';
@@ -24,7 +35,7 @@ import {
 //   send OTP -> [resend]* -> confirm (<= 30 min after the request) -> lookup window (30 min) -> purge.
 // The API answers every HTTP call from an update's outcome; the database is written only by activities.
 
-const gateway = proxyActivities<VerificationActivities>({
+const GATEWAY_CALL = {
   startToCloseTimeout: '10 seconds',
   retry: {
     initialInterval: '500 milliseconds',
@@ -33,7 +44,19 @@ const gateway = proxyActivities<VerificationActivities>({
     maximumAttempts: 3,
     nonRetryableErrorTypes: [GATEWAY_DECLINED],
   },
-});
+} satisfies ActivityOptions & LocalActivityOptions;
+
+const gateway = proxyActivities<VerificationActivities>(GATEWAY_CALL);
+
+// Each step's activity (send, resend, confirm) runs as a local activity in runs that reach a step since LOCAL_STEPS:
+// in the workflow task of the update that asked for it, so the update is answered from that one task instead of two
+// (its acceptance, then the task after an activity task). The same timeout and retries, now inside the task (the
+// SDK heartbeats the task while they run): a PG that hangs or fails ends in the same catalog error after the same
+// three attempts. A worker that dies mid-call leaves no marker, so the step runs again: the request and each resend
+// under the same idempotency key (nothing sent twice), the confirm as a repeated confirm the PG answers alike.
+const gatewayInTask = proxyLocalActivities<VerificationActivities>(GATEWAY_CALL);
+/** Steps recorded before it replay as the activity tasks they were (the marker is in the histories after). */
+const LOCAL_STEPS = 'verification-local-steps';
 
 const store = proxyActivities<VerificationActivities>({
   startToCloseTimeout: '10 seconds',
@@ -158,6 +181,10 @@ export async function verificationWorkflow(input: VerificationInput): Promise<vo
   const { receiptId } = input;
   // a third fewer workflow tasks per verification; see VerificationInput.oneActivityPerStep
   const oneActivityPerStep = input.oneActivityPerStep === true;
+  /** Where a step's one activity runs; asked at each step, so a step recorded before the patch replays as it ran. */
+  const stepActivities = () => (patched(LOCAL_STEPS) ? gatewayInTask : gateway);
+  // a local attempt's info carries the worker's clock: the sandbox clock follows the workflow's (followEngineTime)
+  const stamp = () => ({ workflowTimeMs: Date.now() });
   // sent by the project's upstream provider: its resends and confirms go there too (never a local PG's tid there)
   const atProvider = input.sentTid !== undefined ? { upstreamProject: input.merchantId } : {};
 
@@ -192,7 +219,12 @@ export async function verificationWorkflow(input: VerificationInput): Promise<vo
           let recorded = false;
           try {
             if (oneActivityPerStep) {
-              ({ recorded } = await gateway.resendVerificationOtp({ ...resend, receiptId, numberOfRealarms: attempt }));
+              ({ recorded } = await stepActivities().resendVerificationOtp({
+                ...resend,
+                receiptId,
+                numberOfRealarms: attempt,
+                ...stamp(),
+              }));
             } else {
               await store.recordVerificationRealarm({ receiptId, numberOfRealarms: attempt });
               recorded = true;
@@ -234,7 +266,14 @@ export async function verificationWorkflow(input: VerificationInput): Promise<vo
           let confirmed: { authenticatedAt: string; person?: VerifiedPerson };
           try {
             if (oneActivityPerStep) {
-              confirmed = await gateway.confirmVerificationOtp({ receiptId, pg: input.pg, ...atProvider, tid: v.tid!, otp });
+              confirmed = await stepActivities().confirmVerificationOtp({
+                receiptId,
+                pg: input.pg,
+                ...atProvider,
+                tid: v.tid!,
+                otp,
+                ...stamp(),
+              });
             } else {
               const person = await gateway.confirmIdentityOtp({ pg: input.pg, ...atProvider, tid: v.tid!, otp });
               confirmed = { authenticatedAt: new Date().toISOString(), person };
@@ -291,7 +330,7 @@ export async function verificationWorkflow(input: VerificationInput): Promise<vo
         siteUrl: input.siteUrl,
       };
       const { tid, recorded } = oneActivityPerStep
-        ? await gateway.sendVerificationOtp(send)
+        ? await stepActivities().sendVerificationOtp({ ...send, ...stamp() })
         : { ...(await gateway.requestIdentityOtp(send)), recorded: false };
       if (!recorded) await store.recordVerificationOtpSent({ receiptId, tid });
       v.tid = tid;

@@ -23,7 +23,14 @@ import {
   withWorker,
   type HistoryEvent,
 } from './env.js';
-import { longLocalActivities, longLocalActivityWithMessages, noteSignal, noteUpdate } from './workflows.js';
+import {
+  idleThenLongLocalActivityUpdate,
+  localActivitiesUnderLoad,
+  longLocalActivities,
+  longLocalActivityWithMessages,
+  noteSignal,
+  noteUpdate,
+} from './workflows.js';
 
 const EventType = temporal.api.enums.v1.EventType;
 const EVENT_TYPES = EventType as unknown as Record<number, string>;
@@ -212,6 +219,87 @@ describe('a local activity longer than the workflow task timeout (SDK worker)', 
   });
 });
 
+describe("an update's local activity longer than the workflow task timeout, on an idle run (SDK worker)", () => {
+  // The update comes to a run that waits: its task is speculative. The SDK heartbeats it while the handler's local
+  // activity runs; the engine dropped such a task when the heartbeat carried no command (Temporal keeps a heartbeat's
+  // task and schedules the next), so the worker lost its task and the run stalled until something else woke it.
+  it('answers the update from the heartbeat tasks, the history keeps every task', { timeout: 60_000 }, async () => {
+    await withWorker(env, { activities }, async (taskQueue) => {
+      const handle = await env.client.workflow.start(idleThenLongLocalActivityUpdate, {
+        taskQueue,
+        workflowId: uniqueId('idle-long-update'),
+        args: [2],
+        workflowTaskTimeout: WFT_TIMEOUT,
+      });
+      // the first task completes with nothing to do: the run is idle
+      await eventually(
+        async () => (typesOf(await historyEvents(handle)).includes('WORKFLOW_TASK_COMPLETED') ? true : undefined),
+        'the first workflow task to complete',
+      );
+      for (const ms of [String(LOCAL_ACTIVITY_MS), '3500']) {
+        const startedAt = Date.now();
+        expect(await bounded(handle.executeUpdate(noteUpdate, { args: [ms] }), 30_000, `the update of ${ms} ms`)).toBe(
+          `noted ${ms}`,
+        );
+        const elapsed = Date.now() - startedAt;
+        expect(elapsed, `took ${elapsed} ms`).toBeLessThan(Number(ms) + 3_000);
+      }
+      expect(await bounded(handle.result(), 30_000, 'the workflow result')).toEqual(['activity', 'activity']);
+      const events = await historyEvents(handle);
+      const types = typesOf(events);
+      expectOnlyCompletedWorkflowTasks(types);
+      expect(localActivityMarkers(events)).toHaveLength(2);
+      expect(types.filter((t) => t === 'WORKFLOW_EXECUTION_UPDATE_COMPLETED')).toHaveLength(2);
+      await expectReplays(handle);
+    });
+  });
+});
+
+describe('local activities under load (SDK worker)', () => {
+  // Many runs at once on a worker with few task slots, few local-activity slots and a small cache, with 1-second
+  // workflow tasks: local activities wait for slots inside held tasks (heartbeats), runs are evicted and replayed,
+  // updates arrive on idle runs (speculative tasks) and on busy ones. Every run must finish: a task the engine drops
+  // or never hands out again shows as a run that never completes. (Tasks may time out on a loaded machine: the SDK
+  // heartbeats at 80 % of the timeout from when it got the task; a timed-out task is retried, not lost.)
+  it('every run finishes, no workflow task fails', { timeout: 240_000 }, async () => {
+    const runs = 24;
+    const ms = (max: number) => Math.floor(Math.random() * max);
+    await withWorker(
+      env,
+      { activities, maxConcurrentWorkflowTaskExecutions: 4, maxConcurrentLocalActivityExecutions: 6, maxCachedWorkflows: 8 },
+      async (taskQueue) => {
+        const loaded = Array.from({ length: runs }, async (_, i) => {
+          const handle = await env.client.workflow.start(localActivitiesUnderLoad, {
+            taskQueue,
+            workflowId: uniqueId(`under-load-${i}`),
+            args: [[ms(1_500), ms(300), ms(2_500)]],
+            workflowTaskTimeout: '1s',
+          });
+          await handle.executeUpdate(noteUpdate, { args: [String(ms(1_200))] });
+          return { handle, result: await handle.result() };
+        });
+        const idle = Array.from({ length: runs }, async (_, i) => {
+          const handle = await env.client.workflow.start(idleThenLongLocalActivityUpdate, {
+            taskQueue,
+            workflowId: uniqueId(`idle-under-load-${i}`),
+            args: [2],
+            workflowTaskTimeout: '1s',
+          });
+          for (let u = 0; u < 2; u++) await handle.executeUpdate(noteUpdate, { args: [String(ms(2_000))] });
+          return { handle, result: (await handle.result()).length };
+        });
+        const finished = await bounded(Promise.all([...loaded, ...idle]), 200_000, 'every run to finish');
+        expect(finished.map((f) => f.result)).toEqual([...loaded.map(() => 4), ...idle.map(() => 2)]);
+        for (const { handle } of finished) {
+          const types = typesOf(await historyEvents(handle));
+          expect(types, handle.workflowId).not.toContain('WORKFLOW_TASK_FAILED');
+        }
+      },
+      230_000,
+    );
+  });
+});
+
 describe('RespondWorkflowTaskCompleted with returnNewWorkflowTask (protocol)', () => {
   const identity = 'raw-heartbeating-worker';
 
@@ -359,6 +447,105 @@ describe('RespondWorkflowTaskCompleted with returnNewWorkflowTask (protocol)', (
     expect(await bounded(query, 10_000, 'the query answer')).toBe('answered by the heartbeat task');
     expect(await bounded(update, 10_000, 'the update outcome')).toBe('rejected: not now');
     expect(await bounded(handle.result(), 10_000, 'the workflow result')).toBe('done');
+  });
+
+  it("a heartbeat of an update's speculative task keeps it and returns the next, as Temporal does", {
+    timeout: 60_000,
+  }, async () => {
+    // Temporal writes a heartbeat's WorkflowTaskCompleted even for a speculative task with no command or message
+    // (skipWorkflowTaskCompletedEvent is false when ForceCreateNewWorkflowTask is set) and schedules a normal task;
+    // the engine took it for an update task whose updates were all rejected and dropped it, with no next task.
+    const taskQueue = uniqueId('tq');
+    const stickyQueue = uniqueId('sticky');
+    const handle = await env.client.workflow.start('rawHeartbeats', {
+      taskQueue,
+      workflowId: uniqueId('raw-speculative-heartbeat'),
+      workflowTaskTimeout: '10s',
+    });
+    const first = await poll(taskQueue, TaskQueueKind.TASK_QUEUE_KIND_NORMAL);
+    // the run has nothing to do: no command, no next task
+    const idle = await env.connection.workflowService.respondWorkflowTaskCompleted({
+      namespace: namespaceOf(env),
+      taskToken: first.taskToken,
+      identity,
+      commands: [],
+      stickyAttributes: sticky(stickyQueue),
+      returnNewWorkflowTask: true,
+    });
+    expect(idle.workflowTask?.taskToken?.length ?? 0).toBe(0);
+
+    // an update to the idle run: its task is speculative, polled from the sticky queue
+    const updateId = uniqueId('update');
+    const update = handle.executeUpdate('note', { args: ['u1'], updateId }).then(
+      (result) => `completed: ${String(result)}`,
+      (err: unknown) => `error: ${String(err)}`,
+    );
+    const speculative = await poll(stickyQueue, TaskQueueKind.TASK_QUEUE_KIND_STICKY);
+    expect(speculative.messages ?? []).toHaveLength(1);
+    const [request] = speculative.messages ?? [];
+
+    // the handler's local activity outlives the task: the SDK heartbeats it before accepting anything
+    const beat = await heartbeat(speculative.taskToken, stickyQueue);
+    const next = beat.workflowTask;
+    expect(next?.taskToken?.length ?? 0, 'a next task for the heartbeat').toBeGreaterThan(0);
+    expect(Number(beat.resetHistoryEventId ?? 0)).toBe(0);
+    // the update already delivered is not sent again on a heartbeat's task
+    expect(next?.messages ?? []).toHaveLength(0);
+    // since the speculative task (now kept in the history): its completion and the next task
+    expect(next?.previousStartedEventId?.toString()).toBe(speculative.startedEventId?.toString());
+    expect(eventTypes(next)).toEqual(['WORKFLOW_TASK_COMPLETED', 'WORKFLOW_TASK_SCHEDULED', 'WORKFLOW_TASK_STARTED']);
+
+    // then the handler accepts and completes the update in the next task
+    const acceptance = temporal.api.update.v1.Acceptance.encode({
+      acceptedRequestMessageId: request?.id,
+      acceptedRequestSequencingEventId: request?.eventId,
+      acceptedRequest: temporal.api.update.v1.Request.decode(request?.body?.value ?? new Uint8Array()),
+    }).finish();
+    const response = temporal.api.update.v1.Response.encode({
+      meta: { updateId },
+      outcome: { success: { payloads: [defaultPayloadConverter.toPayload('noted u1')] } },
+    }).finish();
+    await env.connection.workflowService.respondWorkflowTaskCompleted({
+      namespace: namespaceOf(env),
+      taskToken: next?.taskToken,
+      identity,
+      messages: [
+        {
+          id: `${updateId}/accept`,
+          protocolInstanceId: updateId,
+          body: { type_url: 'type.googleapis.com/temporal.api.update.v1.Acceptance', value: acceptance },
+        },
+        {
+          id: `${updateId}/complete`,
+          protocolInstanceId: updateId,
+          body: { type_url: 'type.googleapis.com/temporal.api.update.v1.Response', value: response },
+        },
+      ],
+      commands: [
+        {
+          commandType: CommandType.COMMAND_TYPE_PROTOCOL_MESSAGE,
+          protocolMessageCommandAttributes: { messageId: `${updateId}/accept` },
+        },
+        {
+          commandType: CommandType.COMMAND_TYPE_PROTOCOL_MESSAGE,
+          protocolMessageCommandAttributes: { messageId: `${updateId}/complete` },
+        },
+      ],
+      stickyAttributes: sticky(stickyQueue),
+    });
+    expect(await bounded(update, 10_000, 'the update outcome')).toBe('completed: noted u1');
+    const types = typesOf(await historyEvents(handle));
+    expect(types.slice(-8)).toEqual([
+      'WORKFLOW_TASK_SCHEDULED',
+      'WORKFLOW_TASK_STARTED',
+      'WORKFLOW_TASK_COMPLETED',
+      'WORKFLOW_TASK_SCHEDULED',
+      'WORKFLOW_TASK_STARTED',
+      'WORKFLOW_TASK_COMPLETED',
+      'WORKFLOW_EXECUTION_UPDATE_ACCEPTED',
+      'WORKFLOW_EXECUTION_UPDATE_COMPLETED',
+    ]);
+    await env.client.workflow.getHandle(handle.workflowId).terminate('done');
   });
 
   it('without returnNewWorkflowTask the forced task goes to the sticky queue', { timeout: 60_000 }, async () => {

@@ -11,7 +11,7 @@ import { escrowWorkflowId, MAX_SHIPPING_ATTEMPTS } from '../../src/escrow/contra
 import { createKeyring, type Keyring, parseKeyringSpec } from '../../src/platform/security/keyring.js';
 import { paygateWorkerOptions } from '../../src/platform/temporal/worker.js';
 import type { TestApp } from '../helpers/app.js';
-import { bounded, eventTypeNames, type HistoryEvent, paygateWorkflowBundle } from '../helpers/temporal.js';
+import { activitiesRun, bounded, eventTypeNames, type HistoryEvent, paygateWorkflowBundle } from '../helpers/temporal.js';
 import { type HistoryCapsStack, openHistoryCapsStack } from '../helpers/history-caps-stack.js';
 import { TEST_ADMIN_TOKEN, TEST_SANDBOX_TOKEN } from '../helpers/app.js';
 import { BUYER, createEscrowProject, escrowClient, MERCHANT, sendSignedNotification, startEscrowApp } from './fixtures.js';
@@ -615,6 +615,20 @@ describe('escrow: replay of a history recorded before continue-as-new and the ca
     expect(names).not.toContain('WORKFLOW_EXECUTION_CONTINUED_AS_NEW');
     expect(events.some((e) => e.workflowTaskStartedEventAttributes?.suggestContinueAsNew)).toBe(true);
     await replay(history, createKeyring(parseKeyringSpec(FIXTURE_KEYRING)), 'escrow:pre-caps');
+  });
+});
+
+describe('escrow: replay of a history recorded before the shipping start ran in its workflow task', () => {
+  // Recorded on the workflow code before SHIPPING_IN_TASK: an order paid and shipped (the PG's registration and its
+  // record each an activity task, three workflow tasks for the update), waiting for its buyer; sealed with the key
+  // below for its workflow id. patched() answers false on it, so the shipping start replays as it ran.
+  const FIXTURE_KEYRING = `replay-fixture:${Buffer.alloc(32, 7).toString('base64')}`;
+
+  it('replays: the shipping start was two activity tasks', async () => {
+    const encoded = await readFile(new URL('./escrow-history-before-local-shipping.b64', import.meta.url), 'utf8');
+    const history = proto.api.history.v1.History.decode(Buffer.from(encoded.trim(), 'base64'));
+    expect(activitiesRun(history.events ?? [])).toEqual(['startEscrowShipping', 'recordEscrowEvent']);
+    await replay(history, createKeyring(parseKeyringSpec(FIXTURE_KEYRING)), 'escrow:302bda10e79fd09b36823ce5');
   });
 });
 

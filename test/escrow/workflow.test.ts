@@ -106,11 +106,24 @@ describe('escrow workflow (stub activities)', () => {
       const started = await handle.executeUpdate(shippingStartUpdate, { args: [shipping()] });
       expect(started).toEqual({ shippingStartedAt: expect.any(String) });
       expect(await handle.query(escrowStatusQuery)).toBe(EscrowStatus.ShippingStarted);
+      // the shipping start's PG call and record run as local activities, carrying the workflow's time (sandbox clock)
       expect(stubs.inputsOf('startEscrowShipping')).toEqual([
-        { receiptId: args.receiptId, attempt: 1, pg: 'sandbox_escrow_a', gatewayTid: 'pg-tid-1', shipment: SHIPMENT },
+        {
+          receiptId: args.receiptId,
+          attempt: 1,
+          pg: 'sandbox_escrow_a',
+          gatewayTid: 'pg-tid-1',
+          shipment: SHIPMENT,
+          workflowTimeMs: expect.any(Number),
+        },
+      ]);
+      expect(stubs.calls.map((c) => [c.name, c.local])).toEqual([
+        ['startEscrowShipping', true],
+        ['recordEscrowEvent', true],
       ]);
       expect(stubs.inputsOf('recordEscrowEvent')).toEqual([
         {
+          workflowTimeMs: expect.any(Number),
           transition: {
             receiptId: args.receiptId,
             seq: 1,

@@ -35,6 +35,25 @@ export function eventTypeNames(events: readonly HistoryEvent[]): string[] {
   return events.map((e) => (names[e.eventType ?? 0] ?? `UNKNOWN_${e.eventType}`).replace(/^EVENT_TYPE_/, ''));
 }
 
+/** The SDK's marker of a local activity (its `data` detail is the SDK's own plain JSON; the result is sealed). */
+export const LOCAL_ACTIVITY_MARKER = 'core_local_activity';
+
+/**
+ * The activities a history ran, in order: an activity task by its scheduled event, a local activity by its marker
+ * (`local:` before the name). Read from the marker's `data`, which the SDK keeps plain (type, attempt, times).
+ */
+export function activitiesRun(events: readonly HistoryEvent[]): string[] {
+  return events.flatMap((e) => {
+    const scheduled = e.activityTaskScheduledEventAttributes?.activityType?.name;
+    if (scheduled) return [scheduled];
+    const marker = e.markerRecordedEventAttributes;
+    if (marker?.markerName !== LOCAL_ACTIVITY_MARKER) return [];
+    const data = marker.details?.data?.payloads?.[0]?.data;
+    const type = data ? (JSON.parse(Buffer.from(data).toString('utf8')) as { activity_type?: string }).activity_type : undefined;
+    return [`local:${type ?? '?'}`];
+  });
+}
+
 export interface TestTemporal {
   readonly env: TestWorkflowEnvironment;
   /** paygate's client: payloads sealed by the codec (what the API uses) */

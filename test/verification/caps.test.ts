@@ -10,7 +10,7 @@ import { MAX_RESENDS, MAX_WRONG_OTPS, verificationWorkflowId } from '../../src/v
 import { createKeyring, parseKeyringSpec } from '../../src/platform/security/keyring.js';
 import { paygateWorkerOptions } from '../../src/platform/temporal/worker.js';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
-import { bounded, eventTypeNames, paygateWorkflowBundle } from '../helpers/temporal.js';
+import { activitiesRun, bounded, eventTypeNames, paygateWorkflowBundle } from '../helpers/temporal.js';
 import { sandboxGet } from '../payments/key-in-fixtures.js';
 import { expectApiError, verificationClient, type VerificationClient } from './fixtures.js';
 
@@ -146,17 +146,52 @@ describe('replay compatibility', () => {
     );
   });
 
-  it('a new run carries the caps in its (sealed) input, records no marker but the bound-messages patch, and its history replays', async () => {
+  it('a history recorded before the steps ran as local activities replays: each step an activity task', async () => {
+    // Recorded on the workflow code before LOCAL_STEPS (request, a wrong OTP, a resend, the right OTP; the run then
+    // waits in its lookup window), sealed with the key above for its workflow id. patched() answers false on it, so
+    // each step replays as the activity task it was: two workflow tasks per update.
+    const encoded = await readFile(new URL('./verification-history-before-local-activities.b64', import.meta.url), 'utf8');
+    const history = proto.api.history.v1.History.decode(Buffer.from(encoded.trim(), 'base64'));
+    expect(activitiesRun(history.events ?? [])).toEqual([
+      'sendVerificationOtp',
+      'confirmVerificationOtp',
+      'resendVerificationOtp',
+      'confirmVerificationOtp',
+    ]);
+    expect(eventTypeNames(history.events ?? []).filter((n) => n === 'WORKFLOW_TASK_COMPLETED')).toHaveLength(8);
+    await bounded(
+      Worker.runReplayHistory(
+        {
+          workflowBundle: await paygateWorkflowBundle(),
+          ...paygateWorkerOptions(createKeyring(parseKeyringSpec(FIXTURE_KEYRING))),
+        },
+        history,
+        'verification:cbd688ee2f7608e82981a9f2',
+      ),
+      30_000,
+      'replay',
+    );
+  });
+
+  it('a new run carries the caps in its (sealed) input, its markers are the two patches and one local activity per step reaching the PG, and its history replays', async () => {
     const { receiptId, phone } = await api.requested();
     const otp = await api.latestOtp(phone);
     for (let i = 0; i < MAX_RESENDS + 1; i++) await api.realarm(receiptId);
     for (let i = 0; i < MAX_WRONG_OTPS + 1; i++) await api.confirm(receiptId, otp === '000000' ? '000001' : '000000');
     const history = await historyOf(receiptId);
-    // no local activity marker: the only marker is the SDK's patch marker of bound messages, which holds only its name
-    const markers = (history.events ?? []).filter((e) => e.markerRecordedEventAttributes);
-    expect(markers.map((e) => e.markerRecordedEventAttributes!.markerName)).toEqual(['core_patch']);
-    const patchData = markers[0]!.markerRecordedEventAttributes!.details!['patch-data']!.payloads![0]!.data!;
-    expect(JSON.parse(Buffer.from(patchData).toString('utf8'))).toMatchObject({ id: 'paygate-bound-messages' });
+    // the SDK's patch markers (bound messages, the steps as local activities) hold only their names; the capped
+    // resend and confirm were refused by the validators, so they left no marker
+    const markers = (history.events ?? []).flatMap((e) => e.markerRecordedEventAttributes ?? []);
+    const patches = markers.filter((m) => m.markerName === 'core_patch');
+    expect(
+      patches.map((m) => JSON.parse(Buffer.from(m.details!['patch-data']!.payloads![0]!.data!).toString('utf8')).id),
+    ).toEqual(['paygate-bound-messages', 'verification-local-steps']);
+    expect(activitiesRun(history.events ?? [])).toEqual([
+      'local:sendVerificationOtp',
+      ...Array.from({ length: MAX_RESENDS }, () => 'local:resendVerificationOtp'),
+      ...Array.from({ length: MAX_WRONG_OTPS }, () => 'local:confirmVerificationOtp'),
+    ]);
+    expect(markers).toHaveLength(2 + 1 + MAX_RESENDS + MAX_WRONG_OTPS);
     const started = await t.temporal!.client.workflow.getHandle(verificationWorkflowId(receiptId)).describe();
     expect(started.status.name).toBe('RUNNING');
     expect((await row(receiptId)).number_of_realarms).toBe(MAX_RESENDS);

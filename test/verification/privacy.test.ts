@@ -100,18 +100,50 @@ function payloadsOf(value: unknown, found: Payload[] = [], seen = new Set<unknow
   return found;
 }
 
+/** What the SDK writes in a local activity's marker as `data`, plain: its own bookkeeping, nothing of the activity's. */
+const LOCAL_ACTIVITY_MARKER_DATA = [
+  'activity_id',
+  'activity_type',
+  'attempt',
+  'backoff',
+  'complete_time',
+  'original_schedule_time',
+  'seq',
+];
+
 /**
- * The history's payloads but a patch's marker and its TemporalChangeVersion search attribute: the SDK writes those
- * itself, plain, and they hold only the patch's name (the workflows' interceptors mark each run started since
- * messages are bound).
+ * The privacy rule for a history: every payload carrying merchant or personal data is sealed by the codec. The SDK
+ * writes three things itself, plain, that carry none: a patch's marker (the patch's name), its TemporalChangeVersion
+ * search attribute, and a local activity marker's `data` (activity type, id, attempt, times). Everything else of a
+ * local activity's marker — its result, its failure's details — is the activity's own and must be sealed.
  */
 function sealablePayloadsOf(events: HistoryEvent[]): Payload[] {
-  const patchOnly = (e: HistoryEvent) => {
-    if (e.markerRecordedEventAttributes?.markerName === 'core_patch') return true;
+  const kept: unknown[] = [];
+  for (const e of events) {
+    const marker = e.markerRecordedEventAttributes;
+    if (marker?.markerName === 'core_patch') continue;
     const fields = e.upsertWorkflowSearchAttributesEventAttributes?.searchAttributes?.indexedFields;
-    return fields != null && Object.keys(fields).every((name) => name === 'TemporalChangeVersion');
-  };
-  return payloadsOf(events.filter((e) => !patchOnly(e)));
+    if (fields != null && Object.keys(fields).every((name) => name === 'TemporalChangeVersion')) continue;
+    if (marker?.markerName === 'core_local_activity') {
+      const { data: _sdkOwn, ...activityOwn } = marker.details ?? {};
+      kept.push({ ...e, markerRecordedEventAttributes: { ...marker, details: activityOwn } });
+      continue;
+    }
+    kept.push(e);
+  }
+  return payloadsOf(kept);
+}
+
+/** The `data` of each local activity marker, parsed: what the rule above leaves plain. */
+function localActivityMarkerData(events: HistoryEvent[]): Record<string, unknown>[] {
+  return events.flatMap((e) => {
+    const marker = e.markerRecordedEventAttributes;
+    if (marker?.markerName !== 'core_local_activity') return [];
+    const payloads = marker.details?.data?.payloads ?? [];
+    expect(payloads).toHaveLength(1);
+    expect(Buffer.from(payloads[0]!.metadata!.encoding!).toString()).toBe('json/plain');
+    return [JSON.parse(Buffer.from(payloads[0]!.data!).toString('utf8')) as Record<string, unknown>];
+  });
 }
 
 /**
@@ -143,6 +175,10 @@ describe('raw workflow history', () => {
   it('holds only sealed payloads (AES-GCM codec, key id in metadata) and none of the personal data in plain text', async () => {
     for (const receiptId of receiptIds) {
       const events = await t.temporal!.rawHistory(verificationWorkflowId(receiptId));
+      // each step reaching the PG ran as a local activity; what its marker keeps plain is the SDK's bookkeeping only
+      const markerData = localActivityMarkerData(events);
+      expect(markerData.length).toBeGreaterThanOrEqual(receiptId === receiptIds[0] ? 4 : 2);
+      for (const data of markerData) expect(Object.keys(data).sort()).toEqual(LOCAL_ACTIVITY_MARKER_DATA);
       const payloads = sealablePayloadsOf(events);
       // the person (workflow input), the OTP (update argument) and the gateway's answer all travel as payloads
       expect(payloads.length).toBeGreaterThanOrEqual(5);

@@ -10,7 +10,7 @@ import { verificationWorkflowId, confirmOtpUpdate, resendOtpUpdate } from '../..
 import { buildTestApp, type TestApp, type TestProject } from '../helpers/app.js';
 import { Worker } from '@temporalio/worker';
 import { paygateWorkerOptions } from '../../src/platform/temporal/worker.js';
-import { bounded, eventTypeNames, paygateWorkflowBundle, type TestTemporal } from '../helpers/temporal.js';
+import { activitiesRun, bounded, eventTypeNames, paygateWorkflowBundle, type TestTemporal } from '../helpers/temporal.js';
 import { expectApiError, verificationClient, type VerificationClient } from './fixtures.js';
 
 /** paygate's update proof (UpdateProof): a fresh nonce, sealed by the codec like every argument */
@@ -94,11 +94,16 @@ describe('one workflow per verification', () => {
     expect(description.status.name).toBe('RUNNING'); // the lookup window's timer
 
     const events = await temporal.rawHistory(verificationWorkflowId(receiptId));
-    const activities = events.flatMap((e) => e.activityTaskScheduledEventAttributes?.activityType?.name ?? []);
-    // one activity per step: the gateway call and its write together
-    expect(activities).toEqual(['sendVerificationOtp', 'resendVerificationOtp', 'confirmVerificationOtp']);
+    // one local activity per step: the gateway call and its write together, in the update's workflow task
+    expect(activitiesRun(events)).toEqual([
+      'local:sendVerificationOtp',
+      'local:resendVerificationOtp',
+      'local:confirmVerificationOtp',
+    ]);
     const updates = events.flatMap((e) => e.workflowExecutionUpdateAcceptedEventAttributes?.acceptedRequest?.input?.name ?? []);
     expect(updates).toEqual(['otpSent', 'resendOtp', 'confirmOtp']);
+    // one workflow task per update: the start's (which sends and answers otpSent), the resend's, the confirm's
+    expect(eventTypeNames(events).filter((n) => n === 'WORKFLOW_TASK_COMPLETED')).toHaveLength(3);
   });
 });
 
@@ -134,13 +139,12 @@ describe("a step's write that fails after its gateway call", () => {
       expect((await api.certificate(receiptId)).status).toBe(200);
 
       const events = await temporal.rawHistory(verificationWorkflowId(receiptId));
-      const activities = events.flatMap((e) => e.activityTaskScheduledEventAttributes?.activityType?.name ?? []);
-      expect(activities).toEqual([
-        'sendVerificationOtp',
+      expect(activitiesRun(events)).toEqual([
+        'local:sendVerificationOtp',
         'recordVerificationOtpSent',
-        'resendVerificationOtp',
+        'local:resendVerificationOtp',
         'recordVerificationRealarm',
-        'confirmVerificationOtp',
+        'local:confirmVerificationOtp',
         'recordVerificationConfirmed',
       ]);
     } finally {
