@@ -7,13 +7,15 @@ import { BaseSequencer, type TestSpecification } from 'vitest/node';
  * (one session: every statement in turn) never does: transactions that really run at once (claims, advisory locks,
  * unique keys raced by concurrent requests), the pool, and the wire types. So the pass takes, for every area with a
  * store, the suites that drive its store through the real app with concurrent callers, the database's own suite,
- * the fuzz walk at full size, and the chaos run (split processes on a shared Postgres: it skips without one).
+ * the fuzz walk at full size, the chaos run and the scale bench's smoke run (split processes on a shared Postgres:
+ * they skip without one).
  * test/platform/test-passes.test.ts checks that each of these reaches DATABASE_URL's database and that every store
  * module of src/ is covered by one of them.
  */
 export const POSTGRES_SUITES = [
   'test/api/fuzz.test.ts',
   'test/chaos/chaos.test.ts',
+  'test/bench/scale-smoke.test.ts',
   'test/payments/reconcile.test.ts',
   'test/schedules/schedules.test.ts',
   'test/payments/billing.test.ts',

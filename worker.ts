@@ -1,6 +1,7 @@
 // The Temporal worker as a process of its own (production): runs paygate's workflows and activities
 // against TEMPORAL_ADDRESS. `npm start` (src/main.ts) runs the same worker in-process instead.
 import closeWithGrace from 'close-with-grace';
+import { exitWhenHelperEnds } from './src/platform/child-process.js';
 import { readConfigOrExit } from './src/platform/config/index.js';
 import { createLogger } from './src/platform/logger.js';
 import { startMetricsListener } from './src/platform/observability/metrics-listener.js';
@@ -10,6 +11,7 @@ import {
   connectTemporal,
   createCoreServices,
   createWorker,
+  helperProcesses,
   openCore,
   startWorkerLoops,
 } from './src/composition/index.js';
@@ -25,6 +27,11 @@ if (config.temporalMetricsAddress)
   logger.info({ address: config.temporalMetricsAddress }, 'Temporal SDK metrics exporter listening');
 
 const core = await openCore(config, logger);
+// on PGlite the database (and the sandbox PGs) run in processes of this one: when one dies, so does the worker
+let closing = false;
+let stopWork: (() => Promise<void>) | undefined;
+for (const helper of helperProcesses(core))
+  exitWhenHelperEnds(helper, { logger, shuttingDown: () => closing, shutdown: () => (stopWork ? stopWork() : core.close()) });
 // webhook attempts, schedule and reserve charges happen in this process: its own registry gets a listener
 let metricsListener: Awaited<ReturnType<typeof startMetricsListener>> | undefined;
 if (config.workerMetrics) {
@@ -38,8 +45,13 @@ const services = createCoreServices(core, temporal, logger);
 const worker = await createWorker(core, services, config.temporalAddress);
 // the webhook dispatcher (it sends every delivery, the API processes' too) and the reconcile sweep
 const stopLoops = startWorkerLoops(core, services, logger);
+stopWork = async () => {
+  await stopLoops();
+  await worker.shutdown();
+};
 
 closeWithGrace({ delay: 30_000 }, async ({ signal, err }) => {
+  closing = true;
   if (err) logger.error({ err }, 'worker shutting down after a fatal error');
   else logger.info({ signal }, 'worker shutting down');
   await stopLoops();
@@ -51,6 +63,7 @@ logger.info({ taskQueue: config.taskQueue, address: config.temporalAddress }, 'w
 try {
   await worker.run();
 } finally {
+  closing = true;
   await stopLoops();
   await temporal.close();
   await core.close();

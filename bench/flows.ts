@@ -22,6 +22,7 @@ import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { Pool } from 'undici';
 import { freePort, startProcess } from '../tools/child-processes.js';
+import { call, charge, expectOk, issueBillingKey, percentile, randomPhone, type Target, verification } from './paygate-calls.js';
 import { childOf, cpuMs, rssMb } from './proc-stats.js';
 
 const { values } = parseArgs({
@@ -36,48 +37,6 @@ const CALLERS = Number(values.callers ?? 32);
 if (!Number.isInteger(FLOWS) || FLOWS < 1) throw new Error('-n must be a positive integer');
 if (!Number.isInteger(CALLERS) || CALLERS < 1) throw new Error('--callers must be a positive integer');
 const ADMIN_TOKEN = `bench-admin-${randomBytes(12).toString('hex')}`;
-
-// ---- processes -------------------------------------------------------------------------------------------------
-
-// ---- HTTP ------------------------------------------------------------------------------------------------------
-
-interface Target {
-  readonly pool: Pool;
-  readonly auth: string;
-}
-
-interface Answer {
-  readonly status: number;
-  readonly body: Record<string, unknown>;
-}
-
-async function call(
-  target: Target,
-  method: 'GET' | 'POST' | 'PUT',
-  path: string,
-  body?: unknown,
-  headers: Record<string, string> = {},
-): Promise<Answer> {
-  const res = await target.pool.request({
-    method,
-    path,
-    headers: {
-      authorization: target.auth,
-      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-      ...headers,
-    },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  const text = await res.body.text();
-  return { status: res.statusCode, body: text ? (JSON.parse(text) as Record<string, unknown>) : {} };
-}
-
-function expectOk(answer: Answer, what: string): Record<string, unknown> {
-  if (answer.status !== 200 && answer.status !== 201) {
-    throw new Error(`${what}: HTTP ${answer.status} ${JSON.stringify(answer.body).slice(0, 300)}`);
-  }
-  return answer.body;
-}
 
 // ---- the webhook receiver: resolves the waiter of each webhook-id ----------------------------------------------
 
@@ -121,47 +80,13 @@ interface Side {
 
 type Flow = (side: Side, input: string) => Promise<void>;
 
-const phone = () => `010${String(20_000_000 + Math.floor(Math.random() * 70_000_000))}`;
-
 const paygateFlows: Record<string, Flow> = {
   health: async (s) => void expectOk(await call(s.target, 'GET', '/health'), 'health'),
-  charge: async (s) => {
-    const orderId = `bench-${randomUUID()}`;
-    expectOk(
-      await call(s.target, 'POST', '/v2/subscribe/payment', {
-        billing_key: billingKey,
-        order_name: 'bench',
-        order_id: orderId,
-        price: 1000,
-      }),
-      'charge',
-    );
-  },
+  charge: async (s) => void (await charge(s.target, billingKey, `bench-${randomUUID()}`)),
   receipt: async (s) => void expectOk(await call(s.target, 'GET', `/v2/receipt/${lookupReceipt}`), 'receipt'),
   cancel: async (s, receiptId) =>
     void expectOk(await call(s.target, 'POST', '/v2/cancel', { receipt_id: receiptId, cancel_price: 1000 }), 'cancel'),
-  verification: async (s) => {
-    const to = phone();
-    const requested = expectOk(
-      await call(s.target, 'POST', '/v2/request/authentication', {
-        pg: 'sandbox_identity',
-        method: '본인인증',
-        order_name: 'bench',
-        authentication_id: `bench-${randomUUID()}`,
-        username: '홍길동',
-        identity_no: '9001011',
-        phone: to,
-        carrier: 'SKT',
-      }),
-      'verification request',
-    );
-    const receiptId = requested.receipt_id as string;
-    expectOk(await call(s.target, 'POST', '/v2/authenticate/realarm', { receipt_id: receiptId }), 'resend');
-    const inbox = expectOk(await call(s.target, 'GET', `/sandbox/v1/sms?phone=${to}`), 'inbox');
-    const otp = (inbox.list as { otp: string }[])[0]!.otp; // newest first: the resent code
-    expectOk(await call(s.target, 'POST', '/v2/authenticate/confirm', { receipt_id: receiptId, otp }), 'confirm');
-    expectOk(await call(s.target, 'GET', `/v2/certificate/${receiptId}`), 'lookup');
-  },
+  verification: async (s) => void (await verification(s.target)),
   shipping: async (s, receiptId) =>
     void expectOk(
       await call(s.target, 'PUT', `/v2/escrow/shipping/start/${receiptId}`, {
@@ -183,7 +108,7 @@ const baselineFlows: Record<string, Flow> = {
   cancel: async (s, receiptId) =>
     void expectOk(await call(s.target, 'POST', '/cancel', { receipt_id: receiptId, cancel_price: 1000 }), 'cancel'),
   verification: async (s) => {
-    const to = phone();
+    const to = randomPhone();
     const requested = expectOk(await call(s.target, 'POST', '/auth/request', { phone: to }), 'request');
     const receiptId = requested.receipt_id as string;
     expectOk(await call(s.target, 'POST', '/auth/realarm', { receipt_id: receiptId }), 'resend');
@@ -204,9 +129,6 @@ interface Measured {
   /** CPU ms per flow, per process */
   readonly cpu: Record<string, number>;
 }
-
-const percentile = (sorted: number[], p: number) =>
-  sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN;
 
 async function measure(side: Side, name: string, flow: Flow, flows: number, callers: number): Promise<Measured> {
   const prepared: string[] = [];
@@ -309,33 +231,10 @@ try {
     pool: paygatePool,
     auth: `Basic ${Buffer.from(`${project.client_key as string}:${project.secret_key as string}`).toString('base64')}`,
   };
-  const issued = expectOk(
-    await call(paygateTarget, 'POST', '/v2/request/subscribe', {
-      pg: 'sandbox_card',
-      method: '카드자동(REST)',
-      subscription_id: `bench-${randomUUID()}`,
-      order_name: 'bench',
-      card_no: '4111111111111111',
-      card_pw: '12',
-      card_identity_no: '900101',
-      card_expire_year: '30',
-      card_expire_month: '12',
-    }),
-    'billing key',
-  );
-  billingKey = issued.billing_key as string;
+  billingKey = await issueBillingKey(paygateTarget);
   expectOk(await call(paygateTarget, 'PUT', '/message/alimtalk/webhook', { url: receiverUrl }), 'webhook config');
 
-  const chargeOnPaygate = async () =>
-    expectOk(
-      await call(paygateTarget, 'POST', '/v2/subscribe/payment', {
-        billing_key: billingKey,
-        order_name: 'bench',
-        order_id: `bench-${randomUUID()}`,
-        price: 5000,
-      }),
-      'charge',
-    ).receipt_id as string;
+  const chargeOnPaygate = () => charge(paygateTarget, billingKey, `bench-${randomUUID()}`, 5000);
   lookupReceipt = await chargeOnPaygate();
   const baseTarget: Target = {
     pool: basePool,

@@ -2,6 +2,8 @@
 // started again on the same port (clients reconnect to the same address): the engine (bin/temporal-devserver
 // with its journal under the run's directory), the sandbox PGs (src/sandbox/main.ts, state under its DATA_DIR),
 // the API (src/api/server.ts) and the worker (worker.ts), the last two on a Postgres schema of the run's own.
+// The chaos suite runs one of each; bench/scale.ts runs several APIs and workers (instances 0..N-1, each API on a
+// port of its own) against the one engine, sandbox and schema.
 import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
@@ -18,27 +20,43 @@ export interface StackOptions {
   readonly postgresUrl: string;
   /** environment merged over every paygate process's (API and worker) */
   readonly extraEnv?: Record<string, string>;
+  /** names the run's schema, directory and tokens (default `chaos`) */
+  readonly label?: string;
 }
 
+/** A process of the stack: its name and which copy (the engine and the sandbox run once: instance 0). */
+const keyOf = (name: ProcessName, instance: number) => (instance === 0 ? name : `${name}#${instance}`);
+
 export class Stack {
-  readonly adminToken = `chaos-admin-${randomBytes(12).toString('hex')}`;
-  readonly sandboxToken = `chaos-sandbox-${randomBytes(12).toString('hex')}`;
-  readonly schema = `chaos_${randomBytes(5).toString('hex')}`;
+  readonly adminToken: string;
+  readonly sandboxToken: string;
+  readonly schema: string;
   readonly starts: Record<ProcessName, number> = { engine: 0, sandbox: 0, api: 0, worker: 0 };
-  private readonly children = new Map<ProcessName, ChildProcess>();
+  /** the running process of each name#instance */
+  private readonly children = new Map<string, ChildProcess>();
+  /** what restartExited starts again: every name#instance started once */
+  private readonly everStarted = new Map<string, { name: ProcessName; instance: number }>();
   /** every child ever started: close() SIGKILLs whatever of them still runs */
   private readonly everyChild = new Set<ChildProcess>();
-  private readonly lastOutput = new Map<ProcessName, string[]>();
+  private readonly lastOutput = new Map<string, string[]>();
+  /** the port of each API instance, kept across restarts (instance 0: ports.api) */
+  private readonly apiPorts = new Map<number, number>();
   private closed = false;
 
   private constructor(
     readonly options: StackOptions,
     readonly dir: string,
     readonly ports: Record<'engine' | 'sandbox' | 'api', number>,
-  ) {}
+  ) {
+    const label = options.label ?? 'chaos';
+    this.adminToken = `${label}-admin-${randomBytes(12).toString('hex')}`;
+    this.sandboxToken = `${label}-sandbox-${randomBytes(12).toString('hex')}`;
+    this.schema = `${label}_${randomBytes(5).toString('hex')}`;
+    this.apiPorts.set(0, ports.api);
+  }
 
   static async open(options: StackOptions): Promise<Stack> {
-    const dir = await mkdtemp(join(tmpdir(), 'paygate-chaos-'));
+    const dir = await mkdtemp(join(tmpdir(), `paygate-${options.label ?? 'chaos'}-`));
     const ports = { engine: await freePort(), sandbox: await freePort(), api: await freePort() };
     const stack = new Stack(options, dir, ports);
     const admin = new pg.Client({ connectionString: options.postgresUrl });
@@ -54,6 +72,10 @@ export class Stack {
   get apiUrl(): string {
     return `http://127.0.0.1:${this.ports.api}`;
   }
+  /** the address of one API instance (started, or about to be) */
+  apiUrlOf(instance: number): string {
+    return `http://127.0.0.1:${this.apiPorts.get(instance) ?? Number.NaN}`;
+  }
   get sandboxUrl(): string {
     return `http://127.0.0.1:${this.ports.sandbox}`;
   }
@@ -66,17 +88,17 @@ export class Stack {
     return `${url}${url.includes('?') ? '&' : '?'}options=${encodeURIComponent(`-c search_path=${this.schema}`)}`;
   }
 
-  pid(name: ProcessName): number | undefined {
-    return this.children.get(name)?.pid;
+  pid(name: ProcessName, instance = 0): number | undefined {
+    return this.children.get(keyOf(name, instance))?.pid;
   }
 
-  private paygateEnv(name: 'api' | 'worker'): NodeJS.ProcessEnv {
+  private paygateEnv(name: 'api' | 'worker', instance: number): NodeJS.ProcessEnv {
     return {
       PATH: process.env.PATH ?? '',
       HOME: process.env.HOME ?? '',
-      PORT: String(this.ports.api),
+      PORT: String(this.apiPorts.get(instance) ?? this.ports.api),
       HOST: '127.0.0.1',
-      DATA_DIR: join(this.dir, name),
+      DATA_DIR: join(this.dir, keyOf(name, instance)),
       DATABASE_URL: this.databaseUrl,
       TEMPORAL_ADDRESS: this.engineAddress,
       TEMPORAL_NAMESPACE: 'default',
@@ -94,10 +116,14 @@ export class Stack {
   private readonly encryptionKeys = `chaos:${randomBytes(32).toString('base64')}`;
   private readonly sandboxSecret = randomBytes(24).toString('base64url');
 
-  /** Starts one process (on its fixed port) and waits until it is ready. */
-  async start(name: ProcessName): Promise<void> {
+  /** Starts one process (on its fixed port) and waits until it is ready; `instance` > 0: another API or worker. */
+  async start(name: ProcessName, instance = 0): Promise<void> {
     if (this.closed) throw new Error('the stack is closed');
-    const dataDir = join(this.dir, name);
+    if (instance !== 0 && name !== 'api' && name !== 'worker') throw new Error(`one ${name} per stack`);
+    const key = keyOf(name, instance);
+    if (name === 'api' && !this.apiPorts.has(instance)) this.apiPorts.set(instance, await freePort());
+    const apiPort = this.apiPorts.get(instance) ?? this.ports.api;
+    const dataDir = join(this.dir, key);
     await mkdir(dataDir, { recursive: true, mode: 0o700 });
     let started: Awaited<ReturnType<typeof startProcess>>;
     // killAll reaches a process that is still starting too
@@ -146,37 +172,45 @@ export class Stack {
       started = await startProcess(
         'src/api/server.ts',
         [],
-        this.paygateEnv('api'),
+        this.paygateEnv('api', instance),
         async () => {
           // listening is enough: /health also asks the engine, which may be the one being restarted
-          return portOpen(this.ports.api);
+          return portOpen(apiPort);
         },
         { timeoutMs, onSpawn },
       );
     } else {
-      started = await startProcess('worker.ts', [], { ...this.paygateEnv('worker'), LOG_LEVEL: 'info' }, /worker running/, {
-        timeoutMs,
-        onSpawn,
-      });
+      started = await startProcess(
+        'worker.ts',
+        [],
+        { ...this.paygateEnv('worker', instance), LOG_LEVEL: 'info' },
+        /worker running/,
+        {
+          timeoutMs,
+          onSpawn,
+        },
+      );
     }
-    this.children.set(name, started.child);
-    this.lastOutput.set(name, started.output);
+    this.children.set(key, started.child);
+    this.lastOutput.set(key, started.output);
+    this.everStarted.set(key, { name, instance });
     this.starts[name]++;
   }
 
   /** SIGKILLs one process and waits until it is gone. */
-  async kill9(name: ProcessName): Promise<void> {
-    const child = this.children.get(name);
-    this.children.delete(name);
+  async kill9(name: ProcessName, instance = 0): Promise<void> {
+    const key = keyOf(name, instance);
+    const child = this.children.get(key);
+    this.children.delete(key);
     if (!child || child.exitCode !== null || child.signalCode !== null) return;
     const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
     child.kill('SIGKILL');
     await exited;
   }
 
-  /** The processes that exited without being killed by the run (a crash is a finding). */
-  crashed(): { name: ProcessName; code: number | null; output: string }[] {
-    const out: { name: ProcessName; code: number | null; output: string }[] = [];
+  /** The processes that exited without being killed by the run (a crash is a finding); name: name#instance. */
+  crashed(): { name: string; code: number | null; output: string }[] {
+    const out: { name: string; code: number | null; output: string }[] = [];
     for (const [name, child] of this.children) {
       if (child.exitCode !== null || child.signalCode !== null) {
         out.push({ name, code: child.exitCode, output: (this.lastOutput.get(name) ?? []).join('').slice(-2000) });
@@ -186,13 +220,13 @@ export class Stack {
   }
 
   /** Starts again every process that is not running (one that crashed on its own). */
-  async restartExited(): Promise<ProcessName[]> {
-    const restarted: ProcessName[] = [];
-    for (const name of PROCESS_NAMES) {
-      const child = this.children.get(name);
+  async restartExited(): Promise<string[]> {
+    const restarted: string[] = [];
+    for (const [key, { name, instance }] of this.everStarted) {
+      const child = this.children.get(key);
       if (child && child.exitCode === null && child.signalCode === null) continue;
-      await this.start(name);
-      restarted.push(name);
+      await this.start(name, instance);
+      restarted.push(key);
     }
     return restarted;
   }

@@ -5,6 +5,7 @@
 import { buildConfiguredApp, exitIfPortInUse, type Listening, listen } from './api/server.js';
 import { checkPortsFree, PortInUseError, startupBanner } from './api/startup.js';
 import { readConfigOrExit } from './platform/config/index.js';
+import { exitWhenHelperEnds } from './platform/child-process.js';
 import { createLogger } from './platform/logger.js';
 import type { EmbeddedEngine } from './platform/temporal/embedded-engine.js';
 import { createSandboxClock, type SandboxClock } from './platform/temporal/sandbox-clock.js';
@@ -16,14 +17,12 @@ import {
   createCoreServices,
   createWorker,
   deliveringOnAdvance,
+  helperProcesses,
   openCore,
   startConfiguredEngine,
   startWorkerLoops,
   syncingSandboxClock,
 } from './composition/index.js';
-
-/** How long the rest may take to shut down after a helper process died. */
-const HELPER_DEATH_GRACE_MS = 10_000;
 
 const config = readConfigOrExit();
 // before the database, the engine and the worker: a taken PORT / ADMIN_PORT is one line and exit 1 within a second
@@ -43,12 +42,11 @@ const closeAll = async () => {
 };
 let listening: Listening | undefined;
 /** A helper process that ends on its own takes the rest down: the shutdown of SIGTERM, then exit 1. */
-const watchHelper = (name: string, exited: Promise<string> | undefined) =>
-  void exited?.then((how) => {
-    if (shuttingDown) return;
-    logger.fatal({ process: name, how }, 'a paygate process ended: shutting down');
-    setTimeout(() => process.exit(1), HELPER_DEATH_GRACE_MS).unref();
-    void (listening ? listening.close() : closeAll()).finally(() => process.exit(1));
+const watchHelper = (helper: { name: string; exited: Promise<string> }) =>
+  exitWhenHelperEnds(helper, {
+    logger,
+    shuttingDown: () => shuttingDown,
+    shutdown: () => (listening ? listening.close() : closeAll()),
   });
 
 try {
@@ -58,8 +56,7 @@ try {
   const clocks = createClocks(sandboxClock);
   const core = await openCore(config, logger, { businessClock: clocks.businessClock });
   closers.push(() => core.close());
-  watchHelper('database', core.database.process?.exited);
-  watchHelper('sandbox PGs', core.gateways.sandboxProcess?.exited);
+  for (const helper of helperProcesses(core)) watchHelper(helper);
 
   let engine: EmbeddedEngine | undefined;
   if (!config.temporalAddress) {
@@ -70,7 +67,7 @@ try {
       onOutput: (line) => engineLog.debug(line),
     });
     closers.push(() => engine!.stop());
-    watchHelper('Temporal engine', engine.exited);
+    watchHelper({ name: 'Temporal engine', exited: engine.exited });
     logger.info({ address: engine.address }, 'embedded Temporal engine running');
   }
   const temporalAddress = config.temporalAddress ?? engine!.address;

@@ -12,7 +12,15 @@ import { createLogger, type Logger } from '../platform/logger.js';
 import type { TemporalClient } from '../platform/temporal/client.js';
 import type { SandboxClock } from '../platform/temporal/sandbox-clock.js';
 import type { Clocks } from '../platform/time.js';
-import { announceAdminToken, connectTemporal, createCoreServices, openCore, type Core } from '../composition/index.js';
+import {
+  announceAdminToken,
+  connectTemporal,
+  createCoreServices,
+  helperProcesses,
+  openCore,
+  type Core,
+} from '../composition/index.js';
+import { exitWhenHelperEnds } from '../platform/child-process.js';
 import type { Services } from '../composition/services.js';
 import { buildApp, type ReadinessProbe } from './app.js';
 import { ApiError } from '../platform/errors.js';
@@ -172,13 +180,25 @@ export async function startApiServer(): Promise<FastifyInstance> {
   await checkPortsFree(config).catch(exitIfPortInUse);
   announceAdminToken(config, logger);
   const core = await openCore(config, logger);
+  // on PGlite the database (and the sandbox PGs) run in processes of this one: when one dies, so does the API
+  let closing = false;
+  let listening: Listening | undefined;
+  for (const helper of helperProcesses(core))
+    exitWhenHelperEnds(helper, {
+      logger,
+      shuttingDown: () => closing,
+      shutdown: () => (listening ? listening.close() : core.close()),
+    });
   const temporal = await connectTemporal(core, config.temporalAddress);
   const services = createCoreServices(core, temporal, logger);
   const app = await buildConfiguredApp({ core, logger, temporal, services });
-  await listen(app, config, async () => {
+  listening = await listen(app, config, async () => {
+    closing = true;
     await temporal.close();
     await core.close();
   });
+  // Ctrl-C reaches the helpers too: one that ends before the shutdown reached it is part of that shutdown
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => (closing = true));
   return app;
 }
 

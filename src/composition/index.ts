@@ -371,6 +371,14 @@ export async function openCore(
   };
 }
 
+/** The helper processes openCore started (PGlite's database process, the sandbox PGs' process), by name. */
+export function helperProcesses(core: Core): { readonly name: string; readonly exited: Promise<string> }[] {
+  return [
+    ...(core.database.process ? [{ name: 'database', exited: core.database.process.exited }] : []),
+    ...(core.gateways.sandboxProcess ? [{ name: 'sandbox PGs', exited: core.gateways.sandboxProcess.exited }] : []),
+  ];
+}
+
 /**
  * The services' logger: while an activity runs, the activity's own logger (a use case an activity calls logs
  * there, with the activity's ids, as when each activity built its own services); everywhere else the process's.

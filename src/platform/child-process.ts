@@ -8,6 +8,8 @@
 //   even by SIGKILL (the kernel closes the parent's end), so no helper outlives the process that started it.
 //   A signal from the terminal (Ctrl-C reaches the whole process group) does not stop it at once: the parent stops
 //   its helpers in order after its own work, so the child waits for that, 10 s at most.
+// And the parent's rule for a helper that ends on its own (`exitWhenHelperEnds`): every entry point that has helpers
+// (npm start, the standalone API and worker on PGlite) shuts down and exits 1.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createRequire } from 'node:module';
 import path from 'node:path';
@@ -19,6 +21,8 @@ export const CHILD_READY_TIMEOUT_MS = 120_000;
 export const CHILD_STOP_TIMEOUT_MS = 15_000;
 /** How long a child that got SIGINT / SIGTERM waits for its parent to stop it. */
 const CHILD_SIGNAL_GRACE_MS = 10_000;
+/** How long the parent may take to shut down after a helper died, before it exits all the same. */
+const HELPER_DEATH_GRACE_MS = 10_000;
 
 type ParentMessage = { readonly type: 'request'; readonly id: number; readonly body: unknown };
 type ChildMessage =
@@ -193,4 +197,29 @@ export function runAsChild(opts: {
       );
   });
   return { ready: (payload) => send({ type: 'ready', payload }) };
+}
+
+/**
+ * A helper process that ends while its parent is not shutting down (killed, crashed) takes the parent down: one
+ * fatal log line naming it, then `shutdown` (the parent's own, bounded by HELPER_DEATH_GRACE_MS), then exit 1. A
+ * parent without its database or its sandbox PGs would answer every call with an error for ever instead.
+ */
+export function exitWhenHelperEnds(
+  helper: { readonly name: string; readonly exited: Promise<string> },
+  parent: {
+    readonly logger: { fatal(obj: object, msg: string): void };
+    /** true once the parent's own shutdown began: its helpers end as part of it */
+    readonly shuttingDown: () => boolean;
+    readonly shutdown: () => Promise<unknown>;
+  },
+): void {
+  void helper.exited.then((how) => {
+    if (parent.shuttingDown()) return;
+    parent.logger.fatal({ process: helper.name, how }, 'a paygate process ended: shutting down');
+    setTimeout(() => process.exit(1), HELPER_DEATH_GRACE_MS).unref();
+    void parent
+      .shutdown()
+      .catch(() => undefined)
+      .finally(() => process.exit(1));
+  });
 }

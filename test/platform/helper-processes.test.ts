@@ -4,7 +4,7 @@
 // main process leaves no helper behind, a killed helper takes the rest down.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtemp, readdir, readFile, rm, stat } from 'node:fs/promises';
-import { createServer } from 'node:net';
+import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -66,6 +66,29 @@ async function childrenOf(pid: number): Promise<{ pid: number; cmdline: string }
     });
   }
   return found;
+}
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
+  const { port } = server.address() as { port: number };
+  await new Promise<void>((done) => server.close(() => done()));
+  return port;
+}
+
+/** node with `args` in a process group of its own (afterAll SIGKILLs the group), its output collected. */
+function spawnInGroup(args: string[], env: Record<string, string>): { child: ChildProcess; output: () => string } {
+  const child = spawn(process.execPath, args, {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
+  });
+  spawned.push(child);
+  let output = '';
+  child.stdout!.on('data', (d: Buffer) => (output += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => (output += d.toString()));
+  return { child, output: () => output };
 }
 
 describe('the embedded database in its own process (npm start on PGlite)', () => {
@@ -239,41 +262,22 @@ describe('the sandbox PGs in their own process', () => {
 });
 
 describe("npm start's process tree", () => {
-  async function freePort(): Promise<number> {
-    const server = createServer();
-    await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
-    const { port } = server.address() as { port: number };
-    await new Promise<void>((done) => server.close(() => done()));
-    return port;
-  }
-
   const ADMIN_TOKEN = 'helper-processes-admin-token-0123456789';
 
   /** src/main.ts as npm start runs it (its own process group), ready when /health answers 200. */
   async function startPaygate(dataDir: string): Promise<{ child: ChildProcess; output: () => string; url: string }> {
     const port = await freePort();
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-      cwd: ROOT,
-      env: {
-        PATH: process.env.PATH ?? '',
-        HOME: process.env.HOME ?? '',
-        DATA_DIR: dataDir,
-        PORT: String(port),
-        HOST: '127.0.0.1',
-        ADMIN_TOKEN,
-        LOG_LEVEL: 'warn',
-        LOG_FORMAT: 'json',
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
-      detached: true,
+    const { child, output } = spawnInGroup(['--import', 'tsx', 'src/main.ts'], {
+      DATA_DIR: dataDir,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      ADMIN_TOKEN,
+      LOG_LEVEL: 'warn',
+      LOG_FORMAT: 'json',
     });
-    spawned.push(child);
-    let output = '';
-    child.stdout!.on('data', (d: Buffer) => (output += d.toString()));
-    child.stderr!.on('data', (d: Buffer) => (output += d.toString()));
     await until(
       async () => {
-        if (child.exitCode !== null) throw new Error(`npm start exited (${child.exitCode}):\n${output.slice(-3000)}`);
+        if (child.exitCode !== null) throw new Error(`npm start exited (${child.exitCode}):\n${output().slice(-3000)}`);
         const res = await fetch(`http://127.0.0.1:${port}/health`).catch(() => undefined);
         await res?.arrayBuffer();
         return res?.status === 200;
@@ -281,7 +285,7 @@ describe("npm start's process tree", () => {
       'npm start to answer /health',
       150_000,
     );
-    return { child, output: () => output, url: `http://127.0.0.1:${port}` };
+    return { child, output, url: `http://127.0.0.1:${port}` };
   }
 
   // biome-ignore lint/suspicious/noExplicitAny: answers are read loosely, field by field
@@ -361,10 +365,90 @@ describe("npm start's process tree", () => {
     const projects = await call(url, `Bearer ${ADMIN_TOKEN}`, 'GET', '/admin/v1/projects');
     expect(JSON.stringify(projects)).toContain('helpers');
     const helpers = await helpersOf(child.pid!);
-    const code = new Promise<number | null>((resolve) => child.once('exit', (c) => resolve(c)));
+    const code = new Promise<number | null>((resolve) => child.once('close', (c) => resolve(c)));
     process.kill(helpers.database!, 'SIGKILL');
     expect(await code).toBe(1);
     expect(output()).toContain('a paygate process ended: shutting down');
     for (const [name, pid] of Object.entries(helpers)) await until(async () => !(await alive(pid!)), `${name} to exit`, 20_000);
   }, 240_000);
+});
+
+describe('the standalone API and worker on PGlite (npm run api, npm run worker)', () => {
+  let temporalAddress: string;
+
+  beforeAll(async () => {
+    const dir = await tempDir();
+    const port = await freePort();
+    const { child, output } = spawnInGroup(
+      [
+        'bin/temporal-devserver',
+        ...['server', 'start-dev', '--port', String(port), '--ip', '127.0.0.1', '--namespace', 'default'],
+        ...['--db-filename', path.join(dir, 'temporal.db'), '--headless'],
+      ],
+      {},
+    );
+    const listening = () =>
+      new Promise<boolean>((resolve) => {
+        const socket = connect(port, '127.0.0.1');
+        socket.once('connect', () => {
+          socket.destroy();
+          resolve(true);
+        });
+        socket.once('error', () => resolve(false));
+      });
+    await until(
+      async () => {
+        if (child.exitCode !== null) throw new Error(`the engine exited (${child.exitCode}):\n${output().slice(-3000)}`);
+        return listening();
+      },
+      'the engine to listen',
+      120_000,
+    );
+    temporalAddress = `127.0.0.1:${port}`;
+  }, 150_000);
+
+  it.each([
+    { entry: 'src/api/server.ts', running: 'paygate API listening' },
+    { entry: 'worker.ts', running: 'worker running' },
+  ])(
+    '$entry: its database process killed with SIGKILL, it says so in one line, its sandbox PGs end, and it exits 1',
+    async ({ entry, running }) => {
+      const { child, output } = spawnInGroup(['--import', 'tsx', entry], {
+        DATA_DIR: await tempDir(),
+        PORT: String(await freePort()),
+        HOST: '127.0.0.1',
+        TEMPORAL_ADDRESS: temporalAddress,
+        PAYGATE_SANDBOX: 'true',
+        ADMIN_TOKEN: 'helper-processes-admin-token-0123456789',
+        LOG_LEVEL: 'info',
+        LOG_FORMAT: 'json',
+      });
+      // 'close': its exit code once its output (and its helpers', which share the pipe) has all been read
+      const code = new Promise<number | null>((resolve) => child.once('close', (c) => resolve(c)));
+      await until(
+        async () => {
+          if (child.exitCode !== null) throw new Error(`${entry} exited (${child.exitCode}):\n${output().slice(-3000)}`);
+          return output().includes(running);
+        },
+        `${entry} to run`,
+        180_000,
+      );
+      const children = await childrenOf(child.pid!);
+      const database = children.find((c) => /pglite-process-main/.test(c.cmdline))?.pid;
+      const sandbox = children.find((c) => /sandbox\/child-main/.test(c.cmdline))?.pid;
+      expect(database && sandbox, JSON.stringify(children)).toBeTruthy();
+
+      process.kill(database!, 'SIGKILL');
+      // the shutdown is bounded by 10 s (src/platform/child-process.ts), then exit 1 all the same
+      const exited = await Promise.race([
+        code,
+        new Promise<'still running'>((r) => setTimeout(() => r('still running'), 45_000)),
+      ]);
+      const said = output().match(/"msg":"a paygate process ended: shutting down"/g)?.length ?? 0;
+      expect({ exited, said }, output().slice(-3000)).toEqual({ exited: 1, said: 1 });
+      expect(output()).toMatch(/"process":"database","how":"killed by SIGKILL"/);
+      await until(async () => !(await alive(sandbox!)), 'the sandbox PGs to exit', 20_000);
+    },
+    240_000,
+  );
 });

@@ -110,6 +110,9 @@ export async function openDatabase(opts: OpenDatabaseOptions = {}): Promise<Data
     });
     // an idle connection that breaks is dropped by the pool; the process's end is reported by `exited`
     pool.on('error', () => undefined);
+    // so is one in use (the pool stops listening while a connection is checked out): its statement fails, it is
+    // dropped when released, and the process's death is reported once, by `exited`, not as an uncaught error
+    pool.on('connect', (client) => client.on('error', () => undefined));
     dialect = new PostgresDialect({ pool });
   } else {
     kind = 'pglite';
