@@ -1,22 +1,24 @@
 // Payload trust through the real embedded engine (bin/temporal-devserver, launched as `npm start` does):
 // whoever reaches the Temporal frontend without paygate's keyring cannot drive a verification. A
-// codec-less client's confirmOtp update (with the right OTP) is rejected before it is accepted, and a
-// codec-less poller that takes the confirmVerificationOtp task and answers with a made-up person gets its
-// result refused by the workflow, which asks the activity again and goes on with the genuine answer. Neither
-// forgery changes the database or fails a workflow task. (The forger here holds the engine's token, as an
-// operator of a real cluster with write access would: test/platform/engine-credential.test.ts covers those without.)
+// codec-less client's confirmOtp update (with the right OTP) is rejected before it is accepted; the steps that
+// reach the PG run as local activities inside paygate's workflow task, so a codec-less poller on the activity
+// queue never sees them; and a regular activity's result answered by such a poller is refused by the workflow,
+// which asks the activity again and goes on with the genuine answer. No forgery changes the database or fails a
+// workflow task. (The forger here holds the engine's token, as an operator of a real cluster with write access
+// would: test/platform/engine-credential.test.ts covers those without.)
 import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { Client, Connection, WorkflowUpdateFailedError, WorkflowUpdateStage } from '@temporalio/client';
+import { Client, Connection, WorkflowUpdateFailedError } from '@temporalio/client';
 import { defaultPayloadConverter } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createActivities } from '../../src/activities/index.js';
-import { UPDATE_NOT_AUTHORIZED, confirmOtpUpdate, verificationWorkflowId } from '../../src/verification/contract.js';
+import { UPDATE_NOT_AUTHORIZED, verificationWorkflowId } from '../../src/verification/contract.js';
 import { createGatewayRegistry } from '../../src/gateways/registry.js';
+import { SANDBOX_PHONES } from '../../src/sandbox/identity-pg.js';
 import { startSandboxGateways, type SandboxGateways } from '../../src/sandbox/server.js';
 import { createKeyring, generateKeyringSpec, parseKeyringSpec } from '../../src/platform/security/keyring.js';
 import { paygateClientOptions } from '../../src/platform/temporal/client.js';
@@ -48,21 +50,20 @@ let activityWorker: { worker: Worker; running: Promise<void> } | undefined;
 /** what the workflows reported refusing, as the worker's sink received it */
 const refusals: RefusalRecord[] = [];
 
-// Two workers on paygate's queue, so the test can leave the activity side to an impostor.
+// Two workers on paygate's queue, so the test can leave the activity queue to an impostor. The workflows' worker
+// holds the activities too (local activities run where the workflow task runs) but does not poll the activity queue.
 async function startWorker(kind: 'workflows' | 'activities') {
+  const activities = refusingUnopenedInputs(
+    createActivities({ stores: t.deps.stores, services: t.deps.services, gateways: t.deps.gateways }),
+  );
   const worker = await Worker.create({
     connection: native,
     namespace: NAMESPACE,
     taskQueue: TASK_QUEUE,
     ...paygateWorkerOptions(keyring, { onRefusal: (refusal) => refusals.push(refusal) }),
     shutdownGraceTime: '1s',
-    ...(kind === 'workflows'
-      ? { workflowBundle: await paygateWorkflowBundle() }
-      : {
-          activities: refusingUnopenedInputs(
-            createActivities({ stores: t.deps.stores, services: t.deps.services, gateways: t.deps.gateways }),
-          ),
-        }),
+    activities,
+    ...(kind === 'workflows' ? { workflowBundle: await paygateWorkflowBundle(), enableNonLocalActivities: false } : {}),
   });
   return { worker, running: worker.run() };
 }
@@ -159,69 +160,82 @@ describe('payloads not sealed by paygate are refused', () => {
     expect(confirmed.body.status).toBe(12);
   });
 
-  it('a forged confirmVerificationOtp result from a codec-less poller is refused: the activity is asked again, no task fails', async () => {
+  it('the confirm runs inside the workflow task: a codec-less poller on the activity queue gets no task of it', async () => {
     const { receiptId, otp } = await requestedWithOtp();
     const workflowId = verificationWorkflowId(receiptId);
     // leave the activity queue to the impostor
     await stopWorker(activityWorker);
     activityWorker = undefined;
-    const before = await row(receiptId);
-    const completedBefore = count(await history(workflowId), 'WORKFLOW_EXECUTION_UPDATE_COMPLETED');
+    const service = connection.workflowService;
+    const stopPolling = new AbortController();
+    const impostorPoll = connection
+      .withAbortSignal(stopPolling.signal, () =>
+        service.pollActivityTaskQueue({ namespace: NAMESPACE, taskQueue: { name: TASK_QUEUE }, identity: 'impostor' }),
+      )
+      .then(
+        (task) => ({ task }),
+        (err: unknown) => ({ err }),
+      );
+    try {
+      // paygate's own (sealed) confirm verifies with no worker on the activity queue
+      const confirmed = await api.confirm(receiptId, otp);
+      expect(confirmed.status, JSON.stringify(confirmed.body)).toBe(200);
+      expect(confirmed.body.status).toBe(12);
+    } finally {
+      stopPolling.abort();
+    }
+    // the impostor's poll ended by its own abort, with no task: nothing of the confirm was offered to it
+    const polled = await bounded(impostorPoll, 10_000, "the impostor's poll to end");
+    expect('task' in polled ? (polled.task.taskToken?.length ?? 0) : 0).toBe(0);
+    expect((await row(receiptId)).status).toBe(12);
+    const events = await history(workflowId);
+    expect(eventTypeNames(events)).not.toContain('ACTIVITY_TASK_SCHEDULED');
+    expect(count(events, 'MARKER_RECORDED')).toBeGreaterThanOrEqual(2);
+    activityWorker = await startWorker('activities');
+  });
 
-    // paygate's own (sealed) confirm: the workflow accepts it and schedules the gateway call
-    const confirm = await t.deps
-      .temporal!.client.workflow.getHandle(workflowId)
-      .startUpdate(confirmOtpUpdate, { args: [{ nonce: randomUUID(), otp }], waitForStage: WorkflowUpdateStage.ACCEPTED });
+  it('a forged result of a regular activity from a codec-less poller is refused: the activity is asked again, no task fails', async () => {
+    // the sandbox PG cannot deliver this phone's SMS: the workflow records the failure with a regular activity
+    await stopWorker(activityWorker);
+    activityWorker = undefined;
+    const phone = SANDBOX_PHONES.sendFails;
+    const requested = api.request({ phone });
 
     const service = connection.workflowService;
     const task = await bounded(
       service.pollActivityTaskQueue({ namespace: NAMESPACE, taskQueue: { name: TASK_QUEUE }, identity: 'impostor' }),
       30_000,
-      'the confirmVerificationOtp task',
+      'the recordVerificationRequestFailed task',
     );
-    expect(task.activityType?.name).toBe('confirmVerificationOtp');
-    expect(task.workflowExecution?.workflowId).toBe(workflowId);
-    const forgedPerson = {
-      name: 'Mallory',
-      phone: '01099999999',
-      birth: '19700101',
-      gender: 1,
-      foreigner: '0',
-      carrier: 'SKT',
-      ci: 'forged-ci',
-      di: 'forged-di',
-    };
+    expect(task.activityType?.name).toBe('recordVerificationRequestFailed');
+    const workflowId = task.workflowExecution!.workflowId!;
+    const receiptId = workflowId.slice(verificationWorkflowId('').length);
+    const before = await row(receiptId);
+    const refusedBefore = refusals.filter((r) => r.kind === 'activity-result').length;
+    // "the failure is recorded": a workflow that believed it would tell the caller of a write that never happened
     await service.respondActivityTaskCompleted({
       namespace: NAMESPACE,
       taskToken: task.taskToken,
       identity: 'impostor',
-      // "the write failed, here is the person": a workflow that believed it would store the forgery itself
-      result: {
-        payloads: [
-          defaultPayloadConverter.toPayload({ authenticatedAt: new Date().toISOString(), recorded: false, person: forgedPerson }),
-        ],
-      },
+      result: { payloads: [defaultPayloadConverter.toPayload(null)] },
     });
     // the workflow reports the refusal and waits before it asks again: nothing written meanwhile
     const deadline = Date.now() + 30_000;
-    while (!refusals.some((r) => r.kind === 'activity-result') && Date.now() < deadline) {
+    while (refusals.filter((r) => r.kind === 'activity-result').length === refusedBefore && Date.now() < deadline) {
       await new Promise((r) => setTimeout(r, 100));
     }
-    expect(refusals).toContainEqual({ kind: 'activity-result', name: 'confirmVerificationOtp', reason: 'not-sealed' });
-    const meanwhile = await row(receiptId);
-    expect(meanwhile).toEqual(before);
-    expect(meanwhile.status).toBe(51);
-    expect(count(await history(workflowId), 'WORKFLOW_EXECUTION_UPDATE_COMPLETED')).toBe(completedBefore);
+    expect(refusals).toContainEqual({ kind: 'activity-result', name: 'recordVerificationRequestFailed', reason: 'not-sealed' });
+    expect(await row(receiptId)).toEqual(before);
 
-    // activities back: the workflow asks again and the genuine answer verifies the person the PG named
+    // activities back: the workflow asks again, the genuine activity records the failure and the caller gets it
     activityWorker = await startWorker('activities');
-    await bounded(confirm.result(), 30_000, 'the confirm after the refused result');
+    const res = await bounded(requested, 30_000, 'the request after the refused result');
+    expect(res.status, JSON.stringify(res.body)).not.toBe(200);
+    expect(JSON.stringify(res.body)).toContain('AUTH_CONFIRM_READY_FAILED');
     const after = await row(receiptId);
-    expect(after.status).toBe(12);
-    const events = await history(workflowId);
-    expect(eventTypeNames(events)).not.toContain('WORKFLOW_TASK_FAILED');
-    const verified = await api.certificate(receiptId);
-    expect(JSON.stringify(verified.body)).not.toContain('Mallory');
+    expect(after).not.toEqual(before);
+    expect(after.failure_error_name).toBe('AUTH_CONFIRM_READY_FAILED');
+    expect(eventTypeNames(await history(workflowId))).not.toContain('WORKFLOW_TASK_FAILED');
   });
 });
 
