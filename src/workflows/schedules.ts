@@ -22,7 +22,7 @@ import {
   type ScheduleWorkflow,
 } from '../schedules/contract.js';
 import { UPDATE_NOT_AUTHORIZED } from '../verification/contract.js';
-import { dueAt, isPastEnd, type ScheduleStatus } from '../schedules/rules.js';
+import { dueAt, isPastEnd, type ScheduleStatus } from '../schedules/calendar-rules.js';
 
 // One subscription schedule: sleep to each period's due time, charge it once through the charge service
 // (order_id <schedule_id>-<period> for every attempt, chosen by the activity), walk the dunning ladder on a decline (past_due, retried after each delay,
