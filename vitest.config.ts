@@ -13,7 +13,9 @@ import { BaseSequencer, type TestSpecification } from 'vitest/node';
  * module of src/ is covered by one of them.
  */
 export const POSTGRES_SUITES = [
-  'test/api/fuzz.test.ts',
+  'test/api/fuzz-1.test.ts',
+  'test/api/fuzz-2.test.ts',
+  'test/api/fuzz-3.test.ts',
   'test/chaos/chaos.test.ts',
   'test/bench/scale-smoke.test.ts',
   'test/payments/reconcile.test.ts',
@@ -56,7 +58,9 @@ const postgresPass = process.env.PAYGATE_TEST_PASS === 'postgres';
  * durations (CI's fresh clone) files would start largest first, which puts the fuzz walk past the middle.
  */
 const SLOW_FIRST = [
-  'test/api/fuzz.test.ts',
+  'test/api/fuzz-1.test.ts',
+  'test/api/fuzz-2.test.ts',
+  'test/api/fuzz-3.test.ts',
   'test/chaos/chaos.test.ts',
   'test/payments/reconcile.test.ts',
   'test/webhooks/kill9.test.ts',

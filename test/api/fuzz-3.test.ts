@@ -1,0 +1,4 @@
+// Part 3 of the fuzz walk of every route: test/api/fuzz-walk.ts.
+import { fuzzWalk } from './fuzz-walk.js';
+
+await fuzzWalk(3);
