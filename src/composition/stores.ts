@@ -1,7 +1,7 @@
 // Every repository over one database, built once per process. Repositories are object factories over
 // a Kysely handle (and a field cipher where a column is sealed); nothing above the store sees SQL.
 import type { Kysely } from 'kysely';
-import { createFieldCipher } from '../platform/security/field-cipher.js';
+import { createFieldCipher, type FieldCipher } from '../platform/security/field-cipher.js';
 import type { Keyring } from '../platform/security/keyring.js';
 import { createAccessTokenStore, type AccessTokenStore, createProjectStore, type ProjectStore } from '../projects/index.js';
 import { createBillingKeyStore, type BillingKeyStore, createReceiptStore, type ReceiptStore } from '../payments/index.js';
@@ -37,11 +37,20 @@ export interface Stores {
   readonly upstreams: UpstreamStore;
   /** the sandbox dashboard's sessions (the dashboard signs in through it; key rotations end them through the projects' port) */
   readonly dashboardSessions: DashboardSessionStore;
+  /**
+   * One unit of work: `work` gets these repositories over one transaction, committed when it resolves and rolled back
+   * when it throws. Inside one already, `work` joins it. Where a change and the event that tells of it must be written
+   * together (a charge's completion and its feedback delivery: the outbox), the producer writes both through it.
+   */
+  transaction<T>(work: (tx: Stores) => Promise<T>): Promise<T>;
 }
 
 export function createStores(db: Kysely<Tables>, keyring: Keyring): Stores {
-  const cipher = createFieldCipher(keyring);
-  return {
+  return storesOver(db, keyring, createFieldCipher(keyring));
+}
+
+function storesOver(db: Kysely<Tables>, keyring: Keyring, cipher: FieldCipher): Stores {
+  const stores: Stores = {
     projects: createProjectStore(db),
     accessTokens: createAccessTokenStore(db),
     idempotency: createIdempotencyStore(db),
@@ -56,5 +65,8 @@ export function createStores(db: Kysely<Tables>, keyring: Keyring): Stores {
     schedules: createScheduleStore(db),
     upstreams: createUpstreamStore(db, cipher),
     dashboardSessions: createDashboardSessionStore(db, keyring),
+    transaction: (work) =>
+      db.isTransaction ? work(stores) : db.transaction().execute((trx) => work(storesOver(trx, keyring, cipher))),
   };
+  return stores;
 }

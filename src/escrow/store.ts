@@ -1,5 +1,6 @@
 // Escrow orders and their events history. A transition is recorded once per workflow sequence number and
 // guarded by the status it leaves, so an activity retried after a crash changes nothing the second time.
+import { transactionally } from '../platform/db/transaction.js';
 import type { Kysely, Selectable } from 'kysely';
 import type { EscrowTransition } from './contract.js';
 import { EscrowStatus, type PaymentBuyer } from './rules.js';
@@ -79,7 +80,7 @@ export function createEscrowStore(db: Kysely<Tables>, cipher: FieldCipher): Escr
   const byId = (receiptId: string) => db.selectFrom('escrow_orders').selectAll().where('receipt_id', '=', receiptId);
   return {
     async insertPayment(p) {
-      return db.transaction().execute(async (trx) => {
+      return transactionally(db, async (trx) => {
         const receipt = await trx
           .insertInto('receipts')
           .values({
@@ -165,7 +166,7 @@ export function createEscrowStore(db: Kysely<Tables>, cipher: FieldCipher): Escr
     },
 
     async record(t, tracking, now) {
-      return db.transaction().execute(async (trx) => {
+      return transactionally(db, async (trx) => {
         const inserted = await trx
           .insertInto('escrow_events')
           .values({
@@ -243,7 +244,7 @@ export function createEscrowStore(db: Kysely<Tables>, cipher: FieldCipher): Escr
     },
 
     async appendIgnored(e, now) {
-      await db.transaction().execute(async (trx) => {
+      await transactionally(db, async (trx) => {
         const order = await trx
           .updateTable('escrow_orders')
           .set((eb) => ({ last_seq: eb('last_seq', '+', 1) }))

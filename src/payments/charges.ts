@@ -26,7 +26,7 @@ import type { ReceiptRow } from './receipts-store.js';
 import { findUsableBillingKey } from './usable-billing-key.js';
 import type { OperationLog } from '../platform/operation-log.js';
 import { PG_CALL_WINDOW_MS, ReconcileLater, type ReconcileStarter, receiptResponse } from './receipts.js';
-import type { WebhookService } from '../webhooks/index.js';
+import type { OutboxTransaction, WebhookService } from '../webhooks/index.js';
 import type { Metrics } from '../platform/observability/metrics.js';
 import { bindLogIds } from '../platform/observability/log-context.js';
 import type { IdempotencyKeyProof } from '../platform/idempotency.js';
@@ -101,15 +101,25 @@ export interface ChargeService {
   settle(receiptId: string): Promise<ChargeSettlement>;
 }
 
+/** What a charge writes in one transaction: its completion and its feedback delivery (the outbox row). */
+interface ChargeCompletion extends OutboxTransaction {
+  readonly receipts: ReceiptStore;
+}
+
 export function createChargeService(deps: {
-  readonly stores: { readonly receipts: ReceiptStore; readonly billingKeys: BillingKeyStore } & Partial<{
+  readonly stores: {
+    readonly receipts: ReceiptStore;
+    readonly billingKeys: BillingKeyStore;
+    /** the unit of work (Stores.transaction) */
+    transaction<T>(work: (tx: ChargeCompletion) => Promise<T>): Promise<T>;
+  } & Partial<{
     readonly projects: ProjectStore;
   }>;
   readonly gateways: GatewayRegistry;
   /** the projects' upstream providers: a key issued at one is charged there */
   readonly upstream?: UpstreamGateways;
   /** posts a completed charge's receipt to its feedback_url */
-  readonly webhooks?: Pick<WebhookService, 'deliverFeedback'>;
+  readonly webhooks?: Pick<WebhookService, 'deliverFeedback' | 'dispatchNow'>;
   readonly logger?: Pick<OperationLog, 'warn'> & { readonly error?: OperationLog['warn'] };
   readonly metrics?: Pick<Metrics, 'charge'>;
   /** starts the reconcile workflow of a charge that lost its answer; without it, the worker's sweep does */
@@ -118,6 +128,29 @@ export function createChargeService(deps: {
 }): ChargeService {
   const { receipts, billingKeys } = deps.stores;
   const clock = deps.clock ?? (() => new Date());
+
+  /**
+   * Records the PG's approval; with a feedback_url, the receipt's delivery there is written in the same transaction
+   * (an outbox row): a process that dies right after the commit leaves both, and the worker's dispatcher sends it.
+   */
+  const complete = async (
+    project: Project,
+    receiptId: string,
+    result: ChargeResult,
+    feedback: FeedbackTarget | undefined,
+  ): Promise<ReceiptRow> => {
+    const maskedNumber = enforceMasked(result.card.maskedNumber);
+    const webhooks = feedback ? deps.webhooks : undefined;
+    if (!feedback || !webhooks) return receipts.completeCharge(receiptId, result, maskedNumber);
+    const completed = await deps.stores.transaction(async (tx) => {
+      const row = await tx.receipts.completeCharge(receiptId, result, maskedNumber);
+      const event = receiptFeedbackEvent({ ...receiptResponse(row, project) });
+      await webhooks.deliverFeedback(project.application_id, feedback, event, undefined, tx);
+      return row;
+    });
+    webhooks.dispatchNow();
+    return completed;
+  };
 
   /**
    * The call ended without a final answer: the reconcile workflow owns the charge from now. The call window stays
@@ -234,25 +267,13 @@ export function createChargeService(deps: {
       }
       let completed: ReceiptRow;
       try {
-        completed = await receipts.completeCharge(receiptId, result, enforceMasked(result.card.maskedNumber));
+        completed = await complete(project, receiptId, result, feedback);
       } catch (err) {
-        // the PG charged and we could not record it: the reconcile workflow will
+        // the PG charged and we could not record it: the reconcile workflow will (with the feedback, when there is one)
         await handOver(receiptId, err);
         throw pendingChargeError(err, receiptId, key.via_upstream);
       }
       deps.metrics?.charge('paid', key.pg);
-      if (feedback && deps.webhooks) {
-        try {
-          await deps.webhooks.deliverFeedback(
-            project.application_id,
-            feedback,
-            receiptFeedbackEvent({ ...receiptResponse(completed, project) }),
-          );
-        } catch (err) {
-          // the charge happened and its answer must reach the merchant; the lost feedback is logged, not thrown
-          deps.logger?.warn({ receipt_id: completed.receipt_id, err }, 'the feedback_url delivery could not be saved');
-        }
-      }
       return completed;
     },
 

@@ -1,4 +1,5 @@
 // Payment receipts and their cancels.
+import { transactionally } from '../platform/db/transaction.js';
 import { sql, type Kysely, type Selectable } from 'kysely';
 import {
   PAYMENT_CANCELLED,
@@ -192,7 +193,7 @@ export function createReceiptStore(db: Kysely<Tables>): ReceiptStore {
     },
 
     async declinePendingCharge(receiptId) {
-      await db.transaction().execute(async (trx) => {
+      await transactionally(db, async (trx) => {
         const dropped = await trx
           .deleteFrom('receipts')
           .where('receipt_id', '=', receiptId)
@@ -370,7 +371,7 @@ export function createReceiptStore(db: Kysely<Tables>): ReceiptStore {
 
     async recordCancel(cancel, render) {
       const { receipt, plan } = cancel;
-      return db.transaction().execute(async (trx) => {
+      return transactionally(db, async (trx) => {
         const updated = await trx
           .updateTable('receipts')
           .set({

@@ -1,5 +1,6 @@
 // Projects: a merchant application with its keys (stored as hashes) and settings. The rules for
 // creating and changing them live in src/projects/service.ts.
+import { transactionally } from '../platform/db/transaction.js';
 import type { Insertable, Kysely, Selectable, Updateable } from 'kysely';
 import type { RotatingKey } from './key-rotation.js';
 import type { Tables } from '../platform/db/migrations/index.js';
@@ -136,7 +137,7 @@ export function createProjectStore(db: Kysely<Tables>): ProjectStore {
     async rotateKeys(applicationId, rotation) {
       const graced = rotation.previousKeysExpireAt !== null;
       return forgetAround(() =>
-        db.transaction().execute(async (trx) => {
+        transactionally(db, async (trx) => {
           // right-hand sides read the row as it was, so the previous keys are the ones being replaced
           const row = await trx
             .updateTable('projects')

@@ -1,5 +1,6 @@
 // Reserved charges. Every change is guarded by the status it leaves (reserved -> executing | revoked,
 // executing -> paid | failed), so an activity run again after a crash changes nothing the second time.
+import { transactionally } from '../platform/db/transaction.js';
 import type { Kysely, Selectable } from 'kysely';
 import type { ReserveStatus, ReserveView } from './rules.js';
 import type { FieldCipher } from '../platform/security/field-cipher.js';
@@ -58,7 +59,7 @@ export function createReserveStore(db: Kysely<Tables>, cipher: FieldCipher): Res
   const byId = (reserveId: string) => db.selectFrom('reserves').selectAll().where('reserve_id', '=', reserveId);
   return {
     async insert(r) {
-      return db.transaction().execute(async (trx) => {
+      return transactionally(db, async (trx) => {
         const receipt = await trx
           .selectFrom('receipts')
           .select('receipt_id')

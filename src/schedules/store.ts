@@ -1,5 +1,6 @@
 // Subscription schedules. After creation only the schedule's workflow writes (through its activities), and
 // every write is guarded by the state it leaves, so an activity run again after a crash changes nothing twice.
+import { transactionally } from '../platform/db/transaction.js';
 import { type Kysely, type Selectable, sql } from 'kysely';
 import type {
   ScheduleChargeStatus,
@@ -260,7 +261,7 @@ export function createScheduleStore(db: Kysely<Tables>): ScheduleStore {
     },
 
     async skipPeriods(row, periods) {
-      await db.transaction().execute(async (trx) => {
+      await transactionally(db, async (trx) => {
         await trx
           .updateTable('schedule_charges')
           .set({ status: 'failed' })

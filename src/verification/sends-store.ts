@@ -3,7 +3,8 @@
 // stored. Check and count are one transaction under an advisory lock on the project, so concurrent requests cannot
 // both take the last send of a window (on Postgres; PGlite runs one transaction at a time anyway). Windows are on the
 // database's wall clock (clock_timestamp()), never the sandbox clock, and the same for every API process.
-import { sql, type Kysely, type Transaction } from 'kysely';
+import { transactionally } from '../platform/db/transaction.js';
+import { sql, type Kysely } from 'kysely';
 import { UnknownKeyError, type Keyring } from '../platform/security/keyring.js';
 import type { Tables } from '../platform/db/db.js';
 import { retentionOf, type SendLimit, type SendLimitHit, type SendLimits } from './send-limit-rules.js';
@@ -50,7 +51,7 @@ export function createVerificationSendStore(db: Kysely<Tables>, keyring: Keyring
 
   /** The sends of a limit's window: the newest `max`-th one (if there are `max`) says when the next may pass. */
   const checkLimit = async (
-    trx: Transaction<Tables>,
+    trx: Kysely<Tables>,
     scope: SendLimitHit['scope'],
     limit: SendLimit,
     applicationId: string,
@@ -88,7 +89,7 @@ export function createVerificationSendStore(db: Kysely<Tables>, keyring: Keyring
           .where('sent_at', '<', sql<Date>`clock_timestamp() - make_interval(secs => ${retentionSeconds})`)
           .execute();
       }
-      return db.transaction().execute(async (trx): Promise<SendReservation> => {
+      return transactionally(db, async (trx): Promise<SendReservation> => {
         // one project's sends are counted one at a time, in every API process
         await sql`select pg_advisory_xact_lock(hashtextextended(${`paygate:verification-sends:${send.applicationId}`}, 0))`.execute(
           trx,

@@ -1,7 +1,8 @@
 // Webhook attempts: an attempt is claimed (the delivery ready/doing -> doing) and recorded once per (delivery,
 // attempt number), together with the delivery's new state and the endpoint's health, in one statement (a 2xx) or
 // one transaction — so a retried attempt activity changes nothing twice.
-import { sql, type Kysely, type Transaction } from 'kysely';
+import { transactionally } from '../platform/db/transaction.js';
+import { sql, type Kysely } from 'kysely';
 import { AUTO_DISABLE_AFTER_FAILURES, type DeliveryState, stateAfterAttempt } from './rules.js';
 import type { Tables } from '../platform/db/db.js';
 import type { AttemptResult, AttemptRow, ClaimedDelivery, RecordedAttempt } from './records.js';
@@ -27,7 +28,7 @@ export interface AttemptStore {
  * The delivery after a recorded attempt that was not a 2xx: its state and retry count, the claim released, and — when
  * it waits and the dispatcher made the attempt — when the next one is due, with the wait kept on the attempt's row.
  */
-async function settle(trx: Transaction<Tables>, deliveryId: string, r: AttemptResult, state: DeliveryState): Promise<void> {
+async function settle(trx: Kysely<Tables>, deliveryId: string, r: AttemptResult, state: DeliveryState): Promise<void> {
   const waits = state === 'ready' && r.next !== undefined;
   await trx
     .updateTable('webhook_deliveries')
@@ -132,7 +133,7 @@ export function createAttemptStore(db: Kysely<Tables>): AttemptStore {
         if (Number(rows[0]?.inserted) === 1) return { state: 'done', retryAfterMs: r.retryAfterMs, stoppedDeliveryIds: [] };
         // recorded by an earlier execution of this attempt: the transaction below reports what it left
       }
-      return db.transaction().execute(async (trx) => {
+      return transactionally(db, async (trx) => {
         const inserted = await trx
           .insertInto('webhook_attempts')
           .values({

@@ -1,6 +1,7 @@
 // Webhook endpoints: one per (project, kind), created with defaults on first save, their signing secrets sealed
 // (bound to the endpoint and to which secret they are) and, after a rotation, the previous one kept for its overlap.
-import { sql, type Kysely, type Transaction } from 'kysely';
+import { transactionally } from '../platform/db/transaction.js';
+import { sql, type Kysely } from 'kysely';
 import { DEFAULT_MAX_ATTEMPTS, DEFAULT_MESSAGE_EVENTS, type WebhookConfigView } from './rules.js';
 import type { FieldCipher } from '../platform/security/field-cipher.js';
 import type { Tables } from '../platform/db/db.js';
@@ -46,7 +47,7 @@ export function createEndpointStore(db: Kysely<Tables>, cipher: FieldCipher): En
 
   /** The endpoint row locked for this transaction, created with defaults when missing. */
   const lockedEndpoint = async (
-    trx: Transaction<Tables>,
+    trx: Kysely<Tables>,
     applicationId: string,
     kind: EndpointKind,
     endpointId: string,
@@ -104,7 +105,7 @@ export function createEndpointStore(db: Kysely<Tables>, cipher: FieldCipher): En
     },
 
     async saveEndpoint(applicationId, kind, change, newSecret, endpointId) {
-      return db.transaction().execute(async (trx) => {
+      return transactionally(db, async (trx) => {
         const current = await lockedEndpoint(trx, applicationId, kind, endpointId);
         const id = current.endpoint_id;
         const reEnable = change.enabled === true;
@@ -133,7 +134,7 @@ export function createEndpointStore(db: Kysely<Tables>, cipher: FieldCipher): En
     },
 
     async rotateSecret(applicationId, kind, newSecret, previousUntil, endpointId) {
-      return db.transaction().execute(async (trx) => {
+      return transactionally(db, async (trx) => {
         const current = await lockedEndpoint(trx, applicationId, kind, endpointId);
         const id = current.endpoint_id;
         const previous = openSecret(id, 'current', current.secret_sealed);

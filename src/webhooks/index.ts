@@ -8,6 +8,6 @@ export { checkHostAddresses, createGuardedLookup, createWebhookHttpClient, type 
 export { createMessageService, type MessageService } from './messages.js';
 export { createMessageStore, type MessageStore } from './messages-store.js';
 export { countPendingDeliveries } from './pending-deliveries.js';
-export { createWebhookService, type WebhookService } from './service.js';
+export { createWebhookService, type OutboxTransaction, type WebhookService } from './service.js';
 export { signedHeaders } from './signing.js';
 export { createWebhookStore, type DeliveryRow, type SigningSecrets, type WebhookStore } from './store.js';

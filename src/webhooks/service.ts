@@ -67,9 +67,19 @@ export interface WebhookService extends ProjectWebhooks {
   deliverToProject(applicationId: string, event: OutboundEvent, deliveryId?: string): Promise<DeliveryRow | undefined>;
   /**
    * A charge's receipt to its feedback_url, signed with the project's webhook secret (issued now if it has none).
-   * With a `deliveryId` (a reserve's result), a second call returns the delivery saved by the first.
+   * With a `deliveryId` (a reserve's result), a second call returns the delivery saved by the first. With `within`,
+   * the delivery is written by the producer's unit of work (Stores.transaction): it exists exactly when the
+   * producer's change does (an outbox row), and is sent once the producer calls `dispatchNow` after its commit.
    */
-  deliverFeedback(applicationId: string, target: FeedbackTarget, event: OutboundEvent, deliveryId?: string): Promise<DeliveryRow>;
+  deliverFeedback(
+    applicationId: string,
+    target: FeedbackTarget,
+    event: OutboundEvent,
+    deliveryId?: string,
+    within?: OutboxTransaction,
+  ): Promise<DeliveryRow>;
+  /** Wakes this process's dispatcher: deliveries written in a producer's transaction are due once it has committed. */
+  dispatchNow(): void;
   /**
    * Save-time check of a charge's or a reserve's feedback_url, by the rule every delivery connects under: the URL
    * rules of the mode, then every address its host resolves to (global unicast; loopback too in sandbox mode).
@@ -90,6 +100,11 @@ export interface WebhookService extends ProjectWebhooks {
   retryProjectDelivery(applicationId: string, deliveryId: string): Promise<Requeued>;
 }
 
+/** A producer's unit of work (Stores.transaction) as the webhooks area writes in it. */
+export interface OutboxTransaction {
+  readonly webhooks: WebhookStore;
+}
+
 export function createWebhookService(deps: {
   readonly stores: { readonly webhooks: WebhookStore };
   /** the wall clock: deliveries' created_at, secrets' overlap */
@@ -106,12 +121,8 @@ export function createWebhookService(deps: {
   const store = deps.stores.webhooks;
   const policy: UrlPolicy = { sandbox: deps.sandbox };
 
-  const engine = createDeliveryEngine({
-    store,
-    clock: deps.clock,
-    businessClock: deps.businessClock ?? deps.clock,
-    ...(deps.dispatch ? { dispatch: deps.dispatch } : {}),
-  });
+  const clocks = { clock: deps.clock, businessClock: deps.businessClock ?? deps.clock };
+  const engine = createDeliveryEngine({ store, ...clocks, ...(deps.dispatch ? { dispatch: deps.dispatch } : {}) });
   const { requeue } = engine;
 
   const service: WebhookService = {
@@ -199,16 +210,21 @@ export function createWebhookService(deps: {
       return service.deliver(event, { kind: PROJECT, applicationId }, deliveryId !== undefined ? { deliveryId } : {});
     },
 
-    async deliverFeedback(applicationId, target, event, deliveryId) {
+    async deliverFeedback(applicationId, target, event, deliveryId, within) {
       // a project without a webhook_url still signs: its endpoint row is created with a secret (rotate shows it)
-      await store.saveEndpoint(applicationId, PROJECT, {}, newSigningSecret(), newId());
-      const row = await service.deliver(
+      await (within?.webhooks ?? store).saveEndpoint(applicationId, PROJECT, {}, newSigningSecret(), newId());
+      // in the producer's transaction the dispatcher is not woken: the row is not there for it before the commit
+      const row = await (within ? createDeliveryEngine({ store: within.webhooks, ...clocks }) : engine).deliver(
         event,
         { kind: PROJECT, applicationId },
         { feedback: target, ...(deliveryId !== undefined ? { deliveryId } : {}) },
       );
       if (!row) throw new Error('the project endpoint vanished while a feedback delivery was being saved');
       return row;
+    },
+
+    dispatchNow() {
+      deps.dispatch?.wake();
     },
 
     async checkProjectUrl(url) {

@@ -3,6 +3,7 @@
 // settled by its reconcile workflow without the merchant, with exactly one PG execution, and the merchant is
 // told through feedback_url and the project webhook. A process that died mid call is found by the sweep.
 // A declined order_id's next attempt gets its own PG key; a "key reused" PG answer is never a card decline.
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { pgChargeKey } from '../../src/payments/charges.js';
 import { PG_CALL_WINDOW_MS, sweepUnsettled } from '../../src/payments/receipts.js';
@@ -130,6 +131,53 @@ describe('a charge whose PG answer is lost', () => {
     const again = await client.post('/v2/subscribe/payment', body);
     expect(again.status).toBe(200);
     expect(await sandboxChargeExecutions(t.sandboxUrl, pgChargeKey(project.applicationId, orderId, 0))).toBe(1);
+  }, 60_000);
+});
+
+describe('a charge with a feedback_url: its completion and its feedback delivery are one transaction (an outbox)', () => {
+  it('when the delivery cannot be written the charge is not recorded paid without it: its reconcile settles it and tells the feedback_url', async () => {
+    const orderId = 'outbox-1';
+    const refusedUrl = `${feedback.url}?outbox=refused`;
+    const db = t.deps.database.db;
+    // the database refuses this feedback delivery's row, as a full disk or a lost connection would at that statement
+    await sql`create function refuse_outbox_row() returns trigger language plpgsql as $$
+      begin
+        if new.url like '%outbox=refused%' then raise exception 'test: this delivery row is refused'; end if;
+        return new;
+      end $$`.execute(db);
+    await sql`create trigger refuse_outbox_row before insert on webhook_deliveries
+      for each row execute function refuse_outbox_row()`.execute(db);
+    let first: Awaited<ReturnType<typeof client.post>>;
+    try {
+      first = await client.post('/v2/subscribe/payment', {
+        billing_key: billingKey,
+        order_name: 'Outbox',
+        order_id: orderId,
+        price: 5_100,
+        feedback_url: refusedUrl,
+      });
+    } finally {
+      await sql`drop trigger refuse_outbox_row on webhook_deliveries`.execute(db);
+      await sql`drop function refuse_outbox_row()`.execute(db);
+    }
+    // the PG charged and paygate could not record both: no receipt paid without its feedback; the answer names it
+    const pending = await receiptRow(orderId);
+    expect(pending?.status).toBe(0);
+    expect(first.status, JSON.stringify(first.body)).toBe(500);
+    expect(first.body).toMatchObject({ code: 9500, receipt_id: pending!.receipt_id });
+    const receiptId = pending!.receipt_id;
+    expect(await db.selectFrom('webhook_deliveries').select('delivery_id').where('url', '=', refusedUrl).execute()).toEqual([]);
+
+    // its reconcile workflow asks the PG, records the charge and the feedback together: the merchant is told once
+    const told = await eventually(
+      async () => feedback.requests.find((r) => r.body.includes(receiptId)),
+      'the feedback_url delivery after the reconcile',
+    );
+    expect(JSON.parse(told.body)).toMatchObject({ receipt_id: receiptId, order_id: orderId, status: 1 });
+    expect((await receiptRow(orderId))?.status).toBe(1);
+    expect(await sandboxChargeExecutions(t.sandboxUrl, pgChargeKey(project.applicationId, orderId, 0))).toBe(1);
+    const rows = await db.selectFrom('webhook_deliveries').select('delivery_id').where('url', '=', refusedUrl).execute();
+    expect(rows).toHaveLength(1);
   }, 60_000);
 });
 
