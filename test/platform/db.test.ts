@@ -4,10 +4,18 @@ import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { sql } from 'kysely';
+import { type Kysely, sql } from 'kysely';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { applyMigrations, defineMigration } from '../../src/platform/db/migrate.js';
-import { dropSchema, openDatabase, pingDatabase, type Database, type OpenDatabaseOptions } from '../../src/platform/db/db.js';
+import {
+  dropSchema,
+  openDatabase,
+  pingDatabase,
+  type Database,
+  type OpenDatabaseOptions,
+  type Tables,
+} from '../../src/platform/db/db.js';
 import { migrations } from '../../src/platform/db/migrations/index.js';
 
 const databaseUrl = process.env.DATABASE_URL;
@@ -247,4 +255,39 @@ describe('isolation', () => {
   it('refuses a schema name that is not a plain identifier', async () => {
     await expect(openDatabase({ ...freshOptions(), schema: 'x"; drop table y; --' })).rejects.toThrow('invalid schema name');
   });
+});
+
+describe('a Postgres server that ends a connection', () => {
+  const backendPid = async (db: Kysely<Tables>) =>
+    (await sql<{ pid: number }>`select pg_backend_pid() as pid`.execute(db)).rows[0]!.pid;
+  const settle = () => new Promise((resolve) => setTimeout(resolve, 300));
+
+  it.skipIf(!databaseUrl)(
+    'idle in the pool or inside a transaction: nothing is thrown uncaught, the next statement gets a new connection',
+    async () => {
+      const database = await openDatabase(freshOptions());
+      const admin = new pg.Client({ connectionString: databaseUrl });
+      await admin.connect();
+      try {
+        // an idle connection ended by the server (a restart or a failover does the same to every one)
+        const idle = await backendPid(database.db);
+        await admin.query('select pg_terminate_backend($1)', [idle]);
+        await settle();
+        // one ended between two statements of a transaction: that transaction fails, and only it
+        const inTransaction = database.db.transaction().execute(async (trx) => {
+          await admin.query('select pg_terminate_backend($1)', [await backendPid(trx)]);
+          await settle();
+          await sql`select 1`.execute(trx);
+        });
+        await expect(inTransaction).rejects.toThrow();
+        await settle();
+        const fresh = await backendPid(database.db);
+        expect(fresh).not.toBe(idle);
+        await pingDatabase(database);
+      } finally {
+        await admin.end();
+        await database.close();
+      }
+    },
+  );
 });

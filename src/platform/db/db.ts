@@ -92,6 +92,12 @@ export async function openDatabase(opts: OpenDatabaseOptions = {}): Promise<Data
       connectionTimeoutMillis: 10_000,
       ...(schema !== undefined ? { options: `-c search_path=${schema}` } : {}),
     });
+    // A server that ends a connection (a restart, a failover, pg_terminate_backend, an idle timeout) emits an 'error'
+    // on it. Without these listeners node-postgres throws it uncaught and the process dies: an idle connection is
+    // dropped by the pool, and one in use fails its statement (its transaction is rolled back by the server) and is
+    // dropped when released; the next statement gets a new connection.
+    pool.on('error', () => undefined);
+    pool.on('connect', (client) => client.on('error', () => undefined));
     dialect = new PostgresDialect({ pool });
   } else if (opts.ownProcess && opts.dataDir && !opts.inMemory) {
     kind = 'pglite';
