@@ -31,6 +31,7 @@ export const POSTGRES_SUITES = [
   'test/reserves/reserves.test.ts',
   'test/schedules/charges-store.test.ts',
   'test/webhooks/delivery.test.ts',
+  'test/webhooks/split-processes.test.ts',
   'test/webhooks/api.test.ts',
   'test/projects/key-rotation.test.ts',
   'test/projects/token.test.ts',

@@ -420,6 +420,8 @@ export interface ServiceParts {
   readonly webhookAttempts?: ServiceDeps['webhookAttempts'];
   /** the transport to upstream providers (ConfiguredGateways.providers) */
   readonly providers?: ServiceDeps['providers'];
+  /** the database's LISTEN/NOTIFY (Database.notifications: Postgres only) */
+  readonly databaseNotifications?: ServiceDeps['databaseNotifications'];
 }
 
 /** {base_url} as the outside world reaches this process (src/platform/config). */
@@ -449,6 +451,7 @@ export function buildServices(parts: ServiceParts): Services {
     ...(parts.providers ? { providers: parts.providers } : {}),
     ...(parts.metrics ? { metrics: parts.metrics } : {}),
     verificationSendLimits: sendLimitsOf(config),
+    ...(parts.databaseNotifications ? { databaseNotifications: parts.databaseNotifications } : {}),
   });
 }
 
@@ -479,6 +482,7 @@ export function createCoreServices(
     ...(core.gateways.sandboxUrl ? { sandboxUrl: core.gateways.sandboxUrl } : {}),
     ...(core.gateways.sandboxToken ? { sandboxToken: core.gateways.sandboxToken } : {}),
     providers: core.gateways.providers,
+    ...(core.database.notifications ? { databaseNotifications: core.database.notifications } : {}),
   });
 }
 

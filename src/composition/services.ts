@@ -1,5 +1,6 @@
 // Every use case, built once per process from the stores and gateways. Routes and activities call
 // these; neither holds a use case of its own.
+import type { DatabaseNotifications } from '../platform/db/notifications.js';
 import { type GatewayRegistry, createSandboxFaultService, type SandboxFaultService } from '../gateways/index.js';
 import type { Stores } from './stores.js';
 import {
@@ -123,6 +124,8 @@ export interface ServiceDeps {
   readonly providers?: ProviderClient;
   /** caps on verification OTP sends per phone and per project; the verification area's defaults where absent */
   readonly verificationSendLimits?: SendLimits;
+  /** the database's LISTEN/NOTIFY (Postgres): a delivery saved by an API process wakes the worker's dispatcher */
+  readonly databaseNotifications?: DatabaseNotifications;
 }
 
 export function createServices(deps: ServiceDeps): Services {
@@ -137,6 +140,7 @@ export function createServices(deps: ServiceDeps): Services {
     businessClock: clock,
     ...metrics,
     ...(deps.logger ? { logger: deps.logger } : {}),
+    ...(deps.databaseNotifications ? { notifications: deps.databaseNotifications } : {}),
   });
   const webhooks = createWebhookService({
     stores,

@@ -1,11 +1,13 @@
 // The delivery dispatcher: the worker process's loop that sends webhook deliveries. The delivery row is the job
-// (an outbox): `deliver` saves it due now and wakes the dispatcher of its process; the dispatcher claims due rows
+// (an outbox): `deliver` saves it due now and wakes the dispatcher of its process, or on Postgres, where this process
+// runs none (an API process of a split deployment), notifies the worker's; the dispatcher claims due rows
 // (FOR UPDATE SKIP LOCKED, so dispatchers of several workers on one database never claim one row at once), makes each
 // attempt, and a failed attempt only writes when the next is due on the ladder. No workflow, no timer per delivery:
 // a waiting retry is a row and nothing else. A poll every `pollMs` is the safety net (a row saved by another process,
 // a retry come due); a claim whose dispatcher died is taken again when its lease lapses, and the attempt number is
 // recorded once, so a crash sends an attempt at most once more under the same webhook-id (Standard Webhooks' at least
 // once). The sweep also adopts rows of an earlier release's `delivery:<id>` workflows that were left without a run.
+import type { DatabaseNotifications } from '../platform/db/notifications.js';
 import type { Metrics } from '../platform/observability/metrics.js';
 import type { OperationLog } from '../platform/operation-log.js';
 import { createDeliveryAttempts, type WebhookAttemptOptions } from './attempt.js';
@@ -35,7 +37,10 @@ export interface DeliveryDispatcher {
   start(): void;
   /** Stops claiming and waits for the attempts in flight. */
   stop(): Promise<void>;
-  /** A delivery was saved or reopened, or the business clock moved: a round soon (nothing when not started). */
+  /**
+   * A delivery was saved or reopened, or the business clock moved: a round soon; where it is not started, the
+   * started one of another process is told through the database's notifications (Postgres).
+   */
   wake(): void;
   /**
    * Claims everything due now and waits until those attempts are recorded; how many it sent. The sandbox clock's
@@ -59,7 +64,15 @@ export interface DispatcherDeps {
   readonly logger?: Pick<OperationLog, 'warn'>;
   readonly pollMs?: number;
   readonly leaseMs?: number;
+  /**
+   * The database's notifications (Postgres): a process that saves a delivery without running the dispatcher (an API
+   * process of a split deployment) tells the worker's at once instead of leaving the row to its next poll.
+   */
+  readonly notifications?: DatabaseNotifications;
 }
+
+/** The notification channel of due deliveries. */
+export const DELIVERY_DUE_CHANNEL = 'paygate_delivery_due';
 
 export function createDeliveryDispatcher(deps: DispatcherDeps): DeliveryDispatcher {
   const { store, businessClock, logger } = deps;
@@ -133,8 +146,18 @@ export function createDeliveryDispatcher(deps: DispatcherDeps): DeliveryDispatch
     } while (again && !stopped);
   };
 
+  const { notifications } = deps;
+  let listening: Promise<{ close(): Promise<void> } | undefined> | undefined;
+
   const wake = (): void => {
-    if (!started || stopped) return;
+    if (!started) {
+      // saved here, sent by the dispatcher of another process: tell it (its poll finds the row if this fails)
+      notifications?.notify(DELIVERY_DUE_CHANNEL).catch((err: unknown) => {
+        logger?.warn({ err }, 'the worker could not be told of a due webhook delivery; its next poll sends it');
+      });
+      return;
+    }
+    if (stopped) return;
     if (round) {
       again = true;
       return;
@@ -174,12 +197,17 @@ export function createDeliveryDispatcher(deps: DispatcherDeps): DeliveryDispatch
       sweep.unref();
       sweepOrphans();
       wake();
+      listening = notifications?.listen(DELIVERY_DUE_CHANNEL, wake).catch((err: unknown) => {
+        logger?.warn({ err }, 'the webhook dispatcher cannot listen for due deliveries; it polls every second');
+        return undefined;
+      });
     },
 
     async stop() {
       stopped = true;
       clearInterval(poll);
       clearInterval(sweep);
+      await (await listening)?.close();
       await round;
       await Promise.all([...inFlight]);
     },

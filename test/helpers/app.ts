@@ -195,6 +195,8 @@ export async function buildTestApp(overrides: TestAppOverrides = {}): Promise<Te
       metrics: overrides.metrics ?? createMetrics({ processMetrics: false }),
       providers,
       ...(withTemporal && sandboxUrl ? { sandboxUrl, sandboxToken: TEST_SANDBOX_TOKEN } : {}),
+      // on Postgres, deliveries saved where no dispatcher runs notify the one that does, as in a split deployment
+      ...(database.notifications ? { databaseNotifications: database.notifications } : {}),
     };
     // the dispatcher's attempts connect as the worker's activities do (a test's resolver, a short timeout)
     const attempts = webhookActivities

@@ -9,6 +9,7 @@ import { applyMigrations } from './migrate.js';
 import { migrations, type Tables } from './migrations/index.js';
 import { PGliteDialect } from './pglite-dialect.js';
 import { makeOwnerOnly, openPGliteDirectory } from './pglite-files.js';
+import { createDatabaseNotifications, type DatabaseNotifications } from './notifications.js';
 import { type PGliteProcess, refuseIfServed, SOCKET_PORT, startPGliteProcess } from './pglite-process.js';
 
 export type { Tables } from './migrations/index.js';
@@ -19,6 +20,8 @@ export interface Database {
   readonly kind: 'postgres' | 'pglite';
   /** the embedded database's process (ownProcess): its pid, and its end, which the process that opened it watches */
   readonly process?: Pick<PGliteProcess, 'pid' | 'exited'>;
+  /** LISTEN/NOTIFY between the deployment's processes: on a Postgres server only */
+  readonly notifications?: DatabaseNotifications;
   close(): Promise<void>;
 }
 
@@ -73,6 +76,7 @@ export async function openDatabase(opts: OpenDatabaseOptions = {}): Promise<Data
   let dialect: Dialect;
   let kind: Database['kind'];
   let pgliteProcess: PGliteProcess | undefined;
+  let notifications: DatabaseNotifications | undefined;
   if (opts.databaseUrl) {
     kind = 'postgres';
     if (schema !== undefined) {
@@ -98,6 +102,7 @@ export async function openDatabase(opts: OpenDatabaseOptions = {}): Promise<Data
     // dropped when released; the next statement gets a new connection.
     pool.on('error', () => undefined);
     pool.on('connect', (client) => client.on('error', () => undefined));
+    notifications = createDatabaseNotifications(pool, { connectionString: opts.databaseUrl }, schema);
     dialect = new PostgresDialect({ pool });
   } else if (opts.ownProcess && opts.dataDir && !opts.inMemory) {
     kind = 'pglite';
@@ -151,6 +156,7 @@ export async function openDatabase(opts: OpenDatabaseOptions = {}): Promise<Data
     db,
     kind,
     ...(pgliteProcess ? { process: { pid: pgliteProcess.pid, exited: pgliteProcess.exited } } : {}),
+    ...(notifications ? { notifications } : {}),
     async close() {
       if (closed) return;
       closed = true;
