@@ -2,10 +2,10 @@
 // does and the baseline, drives two flows against both, and prints their rows. Figures are not judged here (a
 // benchmark prints them; these machines are shared and noisy), only that every flow ran and answered.
 import { expect, it } from 'vitest';
-import { runBench } from './run-bench.js';
+import { runScript } from '../helpers/script-process.js';
 
 it('bench:flows runs charge and receipt lookup against paygate and the baseline and prints their rows', async () => {
-  const { code, output } = await runBench(
+  const { code, output } = await runScript(
     'bench/flows.ts',
     ['-n', '3', '--callers', '2', '--only', 'charge,receipt'],
     { ...process.env, LOG_LEVEL: 'warn' },

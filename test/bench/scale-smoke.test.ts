@@ -5,7 +5,7 @@
 // are not judged (a benchmark prints them). The split processes share a Postgres (PGlite cannot be shared): without
 // DATABASE_URL it skips; CI's Postgres pass runs it.
 import { expect, it } from 'vitest';
-import { runBench } from './run-bench.js';
+import { runScript } from '../helpers/script-process.js';
 
 const DATABASE_URL = process.env.DATABASE_URL;
 
@@ -14,7 +14,7 @@ it.skipIf(!DATABASE_URL)(
     ? 'bench:scale runs charge and verification on 1 and 2 API + worker processes and finds nothing charged twice'
     : 'bench:scale: skipped, DATABASE_URL is not set (the split processes need a shared Postgres)',
   async () => {
-    const { code, output } = await runBench(
+    const { code, output } = await runScript(
       'bench/scale.ts',
       ['-n', '3', '--callers', '2', '--processes', '1,2'],
       { ...process.env, DATABASE_URL },

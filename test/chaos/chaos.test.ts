@@ -3,11 +3,9 @@
 // refunds and webhooks matching, no failed workflow. The split processes share Postgres (PGlite cannot be shared),
 // so it runs only with DATABASE_URL (CI's second pass). The driver runs in a process group of its own, killed
 // with SIGKILL at the hard timeout, so a hung run cannot hang the suite or leave processes behind.
-import { spawn } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { expect, it } from 'vitest';
+import { runScript } from '../helpers/script-process.js';
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const DATABASE_URL = process.env.DATABASE_URL;
 const FLOWS = 100;
 const KILLS = 6;
@@ -25,12 +23,9 @@ const title = DATABASE_URL
 it.skipIf(!DATABASE_URL)(
   title,
   async () => {
-    const child = spawn(
-      process.execPath,
+    const { code, output } = await runScript(
+      'chaos/run.ts',
       [
-        '--import',
-        'tsx',
-        'chaos/run.ts',
         '--flows',
         String(FLOWS),
         '--kills',
@@ -42,26 +37,9 @@ it.skipIf(!DATABASE_URL)(
         '--timeout',
         String(RUN_TIMEOUT_S),
       ],
-      { cwd: ROOT, env: { ...process.env }, stdio: ['ignore', 'pipe', 'pipe'], detached: true },
+      { ...process.env },
+      TEST_TIMEOUT_MS - 10_000,
     );
-    let output = '';
-    child.stdout.on('data', (c: Buffer) => (output += c.toString()));
-    child.stderr.on('data', (c: Buffer) => (output += c.toString()));
-    const killGroup = () => {
-      try {
-        process.kill(-child.pid!, 'SIGKILL');
-      } catch {
-        // already gone
-      }
-    };
-    const timer = setTimeout(killGroup, TEST_TIMEOUT_MS - 10_000);
-    let code: number | null;
-    try {
-      code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
-    } finally {
-      clearTimeout(timer);
-      killGroup();
-    }
     const count = (label: string): number => {
       const match = new RegExp(`\\| ${label.replace(/[()]/g, '\\$&')}[^|]* \\| (\\d+) \\|`).exec(output);
       if (!match) throw new Error(`no "${label}" row in the chaos output:\n${output.slice(-4000)}`);

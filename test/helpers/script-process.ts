@@ -1,13 +1,13 @@
-// A bench script run as `npm run bench:*` runs it, for the smoke tests that keep each harness working: in a
-// process group of its own, so the stack it starts dies with it whatever happens (SIGKILL to the group at the end
-// and at the bound).
+// A script of the repository (a bench, the chaos driver) run as `npm run ...` runs it, for the tests that drive one:
+// in a process group of its own, so the stack it starts dies with it whatever happens (SIGKILL to the group at the
+// end and at the bound).
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
 /** Runs `entry` with `args`; resolves with its exit code and its stdout and stderr together. */
-export async function runBench(
+export async function runScript(
   entry: string,
   args: readonly string[],
   env: NodeJS.ProcessEnv,
