@@ -4,7 +4,7 @@
 // pending gauge read from the database). The endpoint wants the admin token; the worker process's own listener
 // does too; the real worker.ts (Postgres) serves its registry and the Temporal SDK's exporter on the configured
 // ports, with JSON logs free of the bundle report; the metrics variables are parsed with the others.
-import { createServer } from 'node:net';
+import { freePort } from '../../tools/child-processes.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, parseConfig } from '../../src/platform/config/index.js';
 import { DELIVERY_WORKFLOW_TYPE } from '../../src/webhooks/contract.js';
@@ -203,15 +203,6 @@ describe("the worker process's metrics listener", () => {
     }
   });
 });
-
-/** A port nothing listens on right now (the kernel's pick, released for the child to bind). */
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((ready) => server.listen(0, '127.0.0.1', () => ready()));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((done) => server.close(() => done()));
-  return port;
-}
 
 describe.skipIf(!(await postgresReachable()))('the standalone worker process (worker.ts, Postgres)', () => {
   let stack: WorkerProcessStack | undefined;

@@ -8,10 +8,11 @@
 //
 // Chromium is Debian's (/usr/bin/chromium; `.ci/run` installs it when missing). Without it the test is skipped
 // outside CI and fails in CI. The server's process group is killed with SIGKILL at the end or on any timeout.
+import { freePort } from '../../tools/child-processes.js';
 import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
-import { type AddressInfo, createServer as createNetServer } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { type Browser, chromium, type Page } from 'playwright-core';
@@ -27,14 +28,6 @@ const START_TIMEOUT_MS = 240_000;
 
 const available = existsSync(CHROMIUM);
 if (!available && process.env.CI) throw new Error(`${CHROMIUM} is missing: .ci/run installs it (apt-get install chromium)`);
-
-async function freePort(): Promise<number> {
-  const server = createNetServer();
-  await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((done) => server.close(() => done()));
-  return port;
-}
 
 const sleep = (ms: number) => new Promise((done) => setTimeout(done, ms));
 

@@ -1,9 +1,9 @@
 // kill -9 durability of `bin/temporal-devserver server start-dev --db-filename F`: workflows caught mid-flight
 // (timer pending, activity scheduled, activity running on a worker that dies too, waiting for a signal,
 // already completed) all carry on after the server restarts on the same file.
+import { freePort } from '../../tools/child-processes.js';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -62,18 +62,6 @@ class Child {
       timeoutMs,
     );
   }
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address !== null ? address.port : 0;
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 let workDir: string;

@@ -3,9 +3,9 @@
 // the work of the previous one settled), answer once nothing is outstanding, never move time back, and the
 // offset is journaled: after kill -9 and a restart on the same --db-filename the clock carries on from there.
 // Engine-specific (a real Temporal has no advanceable dev-server clock): it launches bin/temporal-devserver itself.
+import { freePort } from '../../tools/child-processes.js';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
@@ -24,18 +24,6 @@ let dbFile: string;
 let port: number;
 let server: ChildProcess | undefined;
 const connections: Connection[] = [];
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const address = s.address();
-      const p = typeof address === 'object' && address !== null ? address.port : 0;
-      s.close(() => resolve(p));
-    });
-  });
-}
 
 function startServer(clockControl = true): ChildProcess {
   const args = ['server', 'start-dev', '--port', String(port), '--namespace', 'default', '--ip', '127.0.0.1'];

@@ -1,8 +1,6 @@
 // Shared helpers of the escrow tests: a listening app (the sandbox PGs notify it over HTTP), the escrow
 // routes over inject(), and the sandbox's own view of what it received.
 import { createHmac } from 'node:crypto';
-import { createServer } from 'node:net';
-import type { AddressInfo } from 'node:net';
 import { notificationKey } from '../../src/gateways/sandbox-escrow-notifications.js';
 import { buildTestApp, TEST_SANDBOX_TOKEN, type TestApp, type TestProject } from '../helpers/app.js';
 import type { ProjectCreateInput } from '../../src/projects/service.js';
@@ -23,14 +21,9 @@ export const BUYER = {
   zipcode: '48000',
 };
 
-/** A port free right now on loopback (the app listens on it so PGs can call back). */
-export async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
+import { freePort } from '../../tools/child-processes.js';
+
+export { freePort };
 
 /** The real app with the engine and a worker, listening on loopback so the sandbox PGs' notifications reach it. */
 export async function startEscrowApp(): Promise<TestApp> {

@@ -1,9 +1,9 @@
 // The platform's edges: a generated ADMIN_TOKEN goes to the terminal and never into the JSON log, a
 // forced sandbox is announced loudly, the engine listens on loopback in both launch forms, and
 // gateway_url never comes from the request's Host header.
+import { freePort } from '../../tools/child-processes.js';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -19,17 +19,6 @@ afterAll(async () => {
   for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
   for (const dir of dirs) await rm(dir, { recursive: true, force: true });
 });
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 /** Runs a process, collecting its output, until `done(stdout, stderr)` holds or `ms` pass; always SIGKILLed at the end. */
 async function runUntil(

@@ -1,6 +1,7 @@
 // What a first `npm start` shows (src/main.ts as a child process, as `npm start` runs it): a banner when ready with the
 // addresses, the admin token's whereabouts and the next command, on stderr and never in the JSON log; and a taken
 // PORT / ADMIN_PORT found before anything starts, as one line with a hint and exit 1, with nothing left running.
+import { freePort } from '../../tools/child-processes.js';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { createServer, type Server } from 'node:net';
@@ -42,14 +43,6 @@ async function occupy(): Promise<number> {
   held.push(server);
   await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
   return (server.address() as { port: number }).port;
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((done) => server.close(() => done()));
-  return port;
 }
 
 /** The processes whose command line names `text` (Linux /proc). */

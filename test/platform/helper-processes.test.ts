@@ -2,9 +2,10 @@
 // over a private unix socket (src/platform/db/pglite-process.ts, pglite-wire-server.ts) as openConfiguredDatabase
 // opens it, the sandbox PGs in theirs following the sandbox clock, and the process tree of src/main.ts: a killed
 // main process leaves no helper behind, a killed helper takes the rest down.
+import { freePort } from '../../tools/child-processes.js';
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtemp, readdir, readFile, rm, stat } from 'node:fs/promises';
-import { connect, createServer } from 'node:net';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -66,14 +67,6 @@ async function childrenOf(pid: number): Promise<{ pid: number; cmdline: string }
     });
   }
   return found;
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((done) => server.close(() => done()));
-  return port;
 }
 
 /** node with `args` in a process group of its own (afterAll SIGKILLs the group), its output collected. */

@@ -2,22 +2,11 @@
 // killed with SIGKILL and started again on the same --db-filename, and the SDK's client and worker connect to it
 // like to any Temporal. Every wait is bounded; kill9() is what afterAll calls, so nothing outlives the test.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createServer } from 'node:net';
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { bounded, DEVSERVER_PATH, eventually, uniqueId, workflowBundle } from '../env.js';
 
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address !== null ? address.port : 0;
-      server.close(() => resolve(port));
-    });
-  });
-}
+export { freePort } from '../../../tools/child-processes.js';
 
 export interface DevServerProcessOptions {
   port: number;
