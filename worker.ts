@@ -6,15 +6,8 @@ import { readConfigOrExit } from './src/platform/config/index.js';
 import { createLogger } from './src/platform/logger.js';
 import { startMetricsListener } from './src/platform/observability/metrics-listener.js';
 import { installTemporalLogger } from './src/platform/temporal/runtime.js';
-import {
-  announceAdminToken,
-  connectTemporal,
-  createCoreServices,
-  createWorker,
-  helperProcesses,
-  openCore,
-  startWorkerLoops,
-} from './src/composition/index.js';
+import { announceAdminToken, connectTemporal, createCoreServices, helperProcesses, openCore } from './src/composition/index.js';
+import { createWorker, startWorkerLoops } from './src/composition/worker-process.js';
 
 const config = readConfigOrExit();
 const logger = createLogger({ level: config.logLevel, format: config.logFormat }).child({ component: 'worker' });

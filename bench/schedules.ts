@@ -39,11 +39,11 @@ import {
   type Core,
   createClocks,
   createCoreServices,
-  createWorker,
   startConfiguredEngine,
   startConfiguredGateways,
   syncingSandboxClock,
 } from '../src/composition/index.js';
+import { createWorker } from '../src/composition/worker-process.js';
 import { cpuMs, memoryOf } from './proc-stats.js';
 
 const { values } = parseArgs({

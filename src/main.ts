@@ -15,14 +15,13 @@ import {
   connectTemporal,
   createClocks,
   createCoreServices,
-  createWorker,
   deliveringOnAdvance,
   helperProcesses,
   openCore,
   startConfiguredEngine,
-  startWorkerLoops,
   syncingSandboxClock,
 } from './composition/index.js';
+import { createWorker, startWorkerLoops } from './composition/worker-process.js';
 
 const config = readConfigOrExit();
 // before the database, the engine and the worker: a taken PORT / ADMIN_PORT is one line and exit 1 within a second

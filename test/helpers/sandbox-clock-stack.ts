@@ -1,6 +1,6 @@
 // The stack `npm start` runs in sandbox mode, for tests that drive the sandbox clock over HTTP: the embedded engine
 // in dev-server mode with its journal, --clock-control and its token (DATA_DIR/engine-token, started by
-// startConfiguredEngine as src/main.ts starts it), the real worker whose activities (as src/composition/index.ts's
+// startConfiguredEngine as src/main.ts starts it), the real worker whose activities (as src/composition/worker-process.ts's
 // createWorker builds them) stamp on the one sandbox clock, and the test app on the same clocks and engine.
 import { randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -70,7 +70,7 @@ export async function openSandboxClockStack(label: string): Promise<SandboxClock
     ),
   });
   const running = worker.run();
-  // the worker process's webhook dispatcher (src/composition/index.ts startWorkerLoops)
+  // the worker process's webhook dispatcher (src/composition/worker-process.ts startWorkerLoops)
   t.deps.services.webhookDispatcher.start();
 
   const close = async (): Promise<void> => {
