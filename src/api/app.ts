@@ -139,7 +139,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     requestIdHeader: false,
     genReqId: () => randomUUID(),
     // a socket idle this long is dropped: longer than the longest answer a handler waits for (workflow updates
-    // and a clock advance, 60 s), which would otherwise lose its documented 2401 / 9503 / `settled: false`
+    // and a clock advance, 60 s; two upstream provider calls in a row, 2 x MAX_UPSTREAM_DEADLINE_MS), which would
+    // otherwise lose its documented 2401 / 9503 / 9504 / `settled: false`
     connectionTimeout: CONNECTION_IDLE_TIMEOUT_MS,
     keepAliveTimeout: 65_000,
     requestTimeout: 60_000,

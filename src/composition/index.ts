@@ -88,7 +88,7 @@ export async function startConfiguredGateways(
   businessClock?: () => Date,
   opts: { ownProcess?: boolean } = {},
 ): Promise<ConfiguredGateways> {
-  const providers = createProviderClient({ policy: { sandbox: config.sandbox } });
+  const providers = createProviderClient({ policy: { sandbox: config.sandbox }, deadlines: config.upstreamDeadlines });
   try {
     const local = await startLocalGateways(config, logger, businessClock, opts.ownProcess === true);
     return {

@@ -18,6 +18,11 @@ interface FailureCodes {
   /** the refusal's catalog error and the sentence before the PG's own text; absent: the caller handles declines */
   readonly declined?: { readonly error: ErrorName; readonly refused: string };
   readonly unavailable: { readonly error: ErrorName; readonly message: (cause: string) => string };
+  /**
+   * a call cut at its deadline (an unknown outcome: the PG may have done it); absent: as `unavailable`. The message
+   * says how the merchant learns the outcome.
+   */
+  readonly deadlineMissed?: { readonly error: ErrorName; readonly message: (cause: string) => string };
 }
 
 const FAILURES: Readonly<Record<GatewayOperation, FailureCodes>> = {
@@ -28,10 +33,20 @@ const FAILURES: Readonly<Record<GatewayOperation, FailureCodes>> = {
   charge: {
     declined: { error: 'PAYMENT_DECLINED', refused: 'The PG refused the payment' },
     unavailable: { error: 'GATEWAY_UNAVAILABLE', message: (cause) => `${cause}. Retry with the same order_id.` },
+    deadlineMissed: {
+      error: 'GATEWAY_TIMEOUT',
+      message: (cause) =>
+        `${cause}. The charge may have been made; paygate settles it by itself. Retry with the same order_id (and Idempotency-Key) to learn its outcome: it is never charged twice.`,
+    },
   },
   cancel: {
     declined: { error: 'RECEIPT_NOT_CANCELLABLE', refused: 'The PG refused the cancel' },
     unavailable: { error: 'GATEWAY_UNAVAILABLE', message: (cause) => `${cause}. Retry the same cancel.` },
+    deadlineMissed: {
+      error: 'GATEWAY_TIMEOUT',
+      message: (cause) =>
+        `${cause}. The cancel may have been made; paygate settles it by itself. Look up the receipt, or retry the same cancel (same cancel_id): it is never applied twice.`,
+    },
   },
   destroy: {
     unavailable: { error: 'GATEWAY_UNAVAILABLE', message: (cause) => `${cause}. Retry the destroy.` },
@@ -52,7 +67,8 @@ export function gatewayFailure(operation: GatewayOperation, err: unknown): unkno
   // the PG saw our key with another request: never the card's answer, and nothing the merchant did wrong
   if (err instanceof GatewayKeyReusedError) return new ApiError('PG_KEY_REUSED', { cause: err });
   if (err instanceof GatewayUnavailableError) {
-    return new ApiError(codes.unavailable.error, { message: codes.unavailable.message(err.message), cause: err });
+    const failure = (err.deadlineMissed ? codes.deadlineMissed : undefined) ?? codes.unavailable;
+    return new ApiError(failure.error, { message: failure.message(err.message), cause: err });
   }
   return err;
 }

@@ -212,8 +212,11 @@ export class GatewayRelayedError extends GatewayDeclinedError {
 /** The gateway could not be reached or answered 5xx / garbage. Retryable with the same idempotency key. */
 export class GatewayUnavailableError extends Error {
   override readonly name = 'GatewayUnavailableError';
-  constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options);
+  /** the call was cut at its deadline: the PG may have received it and may still act on it (an unknown outcome) */
+  readonly deadlineMissed: boolean;
+  constructor(message: string, options?: { cause?: unknown; deadlineMissed?: boolean }) {
+    super(message, options?.cause === undefined ? undefined : { cause: options.cause });
+    this.deadlineMissed = options?.deadlineMissed === true;
   }
 }
 

@@ -106,7 +106,7 @@ export function createBillingKeyService(deps: {
           ...(err.pgErrorCode === undefined ? {} : { pgErrorCode: err.pgErrorCode }),
         });
       }
-      if (err instanceof ApiError && err.errorCode === 'GATEWAY_UNAVAILABLE') {
+      if (err instanceof ApiError && (err.errorCode === 'GATEWAY_UNAVAILABLE' || err.errorCode === 'GATEWAY_TIMEOUT')) {
         throw new ApiError('SUBSCRIBE_REQUEST_FAILED', { message: `The verification charge failed: ${err.message}`, cause: err });
       }
       throw err;

@@ -77,7 +77,8 @@ export interface ReceiptStore {
   find(receiptId: string): Promise<ReceiptRow | undefined>;
   /**
    * A refund an upstream provider made outside paygate (its console, another integration), as its receipt shows it:
-   * the cancelled amounts move up to the provider's, never down; the receipt as it is afterwards.
+   * the cancelled amounts move up to the provider's, never down, and not while a cancel of ours is pending (its
+   * reconcile records it); the receipt as it is afterwards.
    */
   applyProviderCancel(
     receiptId: string,
@@ -283,6 +284,9 @@ export function createReceiptStore(db: Kysely<Tables>): ReceiptStore {
         .where('receipt_id', '=', receiptId)
         .where('status', '=', PAYMENT_COMPLETE)
         .where('cancelled_price', '<', state.cancelledPrice)
+        // a cancel of ours that lost its answer may be what the provider shows: its reconcile records it (counted
+        // here too, the refund would be recorded twice)
+        .where('cancel_pending', 'is', null)
         .execute();
       return byId(receiptId).executeTakeFirst();
     },

@@ -1,17 +1,19 @@
 // The HTTP client of upstream providers: the spec's wire format, as the API family's official Node client speaks
 // it. Every call carries `Authorization: Basic base64(client_key:secret_key)` (spec "Authentication" 1, no token
 // exchange) and, on a POST, the caller's Idempotency-Key, derived from the operation's business key so that the
-// same operation sent again is the same request to the provider. One dedicated undici Agent, bounded connect /
-// headers / body timeouts, no redirects, a bounded response body; in production mode a host name is resolved and
-// refused at every connection when it points at a non-public address.
+// same operation sent again is the same request to the provider. Each call has one deadline for the whole of it
+// (connect, headers and every byte of the body: a provider that trickles its answer is cut there, not after its
+// silences add up), set per operation (UPSTREAM_DEADLINE_MS, UPSTREAM_DEADLINES_MS); a call cut at it is an unknown
+// outcome (GatewayUnavailableError with deadlineMissed), handled as a lost answer. One dedicated undici Agent, no
+// redirects, a bounded response body; in production mode a host name is resolved and refused at every connection
+// when it points at a non-public address.
 import { Agent, request } from 'undici';
 import ipaddr from 'ipaddr.js';
 import { describeTransportError, GatewayUnavailableError, readBounded } from '../gateways/index.js';
 import { createGuardedLookup, type Resolver } from '../webhooks/index.js';
 import { blockedAddressReason, unbracketed } from '../webhooks/rules.js';
 import { parseProviderError, type ProviderErrorBody, type UpstreamUrlPolicy } from './rules.js';
-
-export const DEFAULT_PROVIDER_TIMEOUT_MS = 10_000;
+import { DEFAULT_UPSTREAM_DEADLINE_MS, type UpstreamDeadlines, type UpstreamOperation } from '../platform/config/index.js';
 
 /** The provider answered with a catalog error (at any HTTP status): the provider's own answer, final for this call. */
 export class ProviderRefusedError extends Error {
@@ -22,6 +24,28 @@ export class ProviderRefusedError extends Error {
   ) {
     super(`the provider refused: ${body.error_code}${body.code !== undefined ? ` (${body.code})` : ''}`);
   }
+}
+
+/** Which provider operation a call is, for its deadline (UPSTREAM_DEADLINES_MS) and its metrics. */
+export function providerOperation(method: string, path: string): UpstreamOperation {
+  if (method === 'GET') return 'lookup';
+  if (method === 'DELETE' && path.startsWith('/v2/subscribe/billing_key/')) return 'destroy_billing_key';
+  if (method === 'PUT' && path.startsWith('/v2/escrow/shipping/start/')) return 'shipping_start';
+  const byPath: Readonly<Record<string, UpstreamOperation>> = {
+    '/v2/request/subscribe': 'issue_billing_key',
+    '/v2/subscribe/payment': 'charge',
+    '/v2/cancel': 'cancel',
+    '/v2/request/authentication': 'request_verification',
+    '/v2/authenticate/realarm': 'resend_otp',
+    '/v2/authenticate/confirm': 'confirm_otp',
+  };
+  // a call paygate does not make today gets the deadline of the operation that moves money: the strictest reading
+  return byPath[path] ?? 'charge';
+}
+
+/** The whole-call deadline of one provider call. */
+export function providerDeadlineMs(deadlines: UpstreamDeadlines, operation: UpstreamOperation): number {
+  return deadlines.byOperation[operation] ?? deadlines.defaultMs;
 }
 
 export interface ProviderEndpoint {
@@ -52,19 +76,22 @@ export interface ProviderClient {
 
 export function createProviderClient(opts: {
   readonly policy: UpstreamUrlPolicy;
-  readonly timeoutMs?: number;
+  /** each call's whole deadline; unset: DEFAULT_UPSTREAM_DEADLINE_MS for every operation */
+  readonly deadlines?: UpstreamDeadlines;
   /** the DNS lookup of the production-mode address check (tests inject one) */
   readonly resolve?: Resolver;
 }): ProviderClient {
-  const timeoutMs = opts.timeoutMs ?? DEFAULT_PROVIDER_TIMEOUT_MS;
+  const deadlines: UpstreamDeadlines = opts.deadlines ?? { defaultMs: DEFAULT_UPSTREAM_DEADLINE_MS, byOperation: {} };
+  // the Agent's own bounds are only a backstop: the deadline below is what ends a call
+  const longest = Math.max(deadlines.defaultMs, ...Object.values(deadlines.byOperation));
   const agent = new Agent({
     connect: {
-      timeout: timeoutMs,
+      timeout: longest,
       // sandbox mode talks to a provider on this machine; production only to public addresses
       ...(opts.policy.sandbox ? {} : { lookup: createGuardedLookup({ sandbox: false }, opts.resolve) as never }),
     },
-    headersTimeout: timeoutMs,
-    bodyTimeout: timeoutMs,
+    headersTimeout: longest,
+    bodyTimeout: longest,
     connections: 32,
     keepAliveTimeout: 4_000,
   });
@@ -91,6 +118,10 @@ export function createProviderClient(opts: {
       if (req.body !== undefined) headers['content-type'] = 'application/json';
       if (req.idempotencyKey !== undefined) headers['idempotency-key'] = req.idempotencyKey;
 
+      const operation = providerOperation(req.method, req.path);
+      const deadlineMs = providerDeadlineMs(deadlines, operation);
+      const deadline = new AbortController();
+      const timer = setTimeout(() => deadline.abort(), deadlineMs);
       let statusCode: number;
       let text: string;
       try {
@@ -99,11 +130,20 @@ export function createProviderClient(opts: {
           headers,
           body: req.body === undefined ? null : JSON.stringify(req.body),
           dispatcher: agent,
+          signal: deadline.signal,
         });
         statusCode = res.statusCode;
         text = await readBounded(res.body);
       } catch (err) {
+        if (deadline.signal.aborted) {
+          throw new GatewayUnavailableError(`upstream provider: no complete answer to the ${operation} within ${deadlineMs} ms`, {
+            cause: err,
+            deadlineMissed: true,
+          });
+        }
         throw unavailable(describeTransportError(err), err);
+      } finally {
+        clearTimeout(timer);
       }
 
       let parsed: unknown;

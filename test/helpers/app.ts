@@ -96,7 +96,12 @@ export function basicAuthHeader(clientKey: string, secretKey: string): string {
 
 export async function buildTestApp(overrides: TestAppOverrides = {}): Promise<TestApp> {
   const config: Config = {
-    ...parseConfig({ ADMIN_TOKEN: TEST_ADMIN_TOKEN, LOG_LEVEL: 'info', ...overrides.env }),
+    ...parseConfig({
+      ADMIN_TOKEN: TEST_ADMIN_TOKEN,
+      LOG_LEVEL: 'info',
+      UPSTREAM_DEADLINE_MS: String(TEST_GATEWAY_TIMEOUT_MS),
+      ...overrides.env,
+    }),
     ...overrides.config,
   };
 
@@ -165,7 +170,7 @@ export async function buildTestApp(overrides: TestAppOverrides = {}): Promise<Te
     }
 
     // the transport to upstream providers (another paygate in the connector's tests), as the composition builds it
-    const providers = createProviderClient({ policy: { sandbox: config.sandbox }, timeoutMs: TEST_GATEWAY_TIMEOUT_MS });
+    const providers = createProviderClient({ policy: { sandbox: config.sandbox }, deadlines: config.upstreamDeadlines });
     cleanups.push(() => providers.close());
 
     let temporal: TestTemporal | undefined;

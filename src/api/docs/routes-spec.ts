@@ -247,6 +247,7 @@ export const specRouteDocs: RouteDocs = {
       'IDEMPOTENCY_IN_PROGRESS',
       'IDEMPOTENCY_KEY_REUSED',
       'GATEWAY_UNAVAILABLE',
+      'GATEWAY_TIMEOUT',
     ],
   },
   'POST /v2/request/authentication': {

@@ -63,6 +63,53 @@ const sendLimitList = z
     return limits;
   });
 
+/**
+ * The upstream provider calls whose deadline can be set on its own: `providerOperation` (src/upstream/rules.ts) names
+ * each call paygate makes to a provider with one of these.
+ */
+export const UPSTREAM_OPERATIONS = [
+  'issue_billing_key',
+  'charge',
+  'cancel',
+  'destroy_billing_key',
+  'lookup',
+  'request_verification',
+  'resend_otp',
+  'confirm_otp',
+  'shipping_start',
+] as const;
+export type UpstreamOperation = (typeof UPSTREAM_OPERATIONS)[number];
+/** A whole provider call (connect, headers and body) fits a card charge's answer time. */
+export const DEFAULT_UPSTREAM_DEADLINE_MS = 15_000;
+/**
+ * At most this per call: a merchant request makes at most two provider calls in a row (a relayed escrow payment's
+ * lookup and its shipping start), so its answer stays under the API's socket idle timeout (75 s, src/api/app.ts).
+ */
+export const MAX_UPSTREAM_DEADLINE_MS = 30_000;
+const upstreamDeadlineMs = z.coerce.number().int().min(100).max(MAX_UPSTREAM_DEADLINE_MS);
+
+/** `<operation>=<ms>[,...]`, e.g. `charge=20000,lookup=5000`: deadlines that differ from UPSTREAM_DEADLINE_MS. */
+const upstreamDeadlineList = z
+  .string()
+  .trim()
+  .transform((v, ctx): Partial<Record<UpstreamOperation, number>> => {
+    const deadlines: Partial<Record<UpstreamOperation, number>> = {};
+    for (const part of v.split(',').map((p) => p.trim())) {
+      const m = /^([a-z_]+)=(\d{1,6})$/.exec(part);
+      const operation = m?.[1] as UpstreamOperation | undefined;
+      const ms = Number(m?.[2]);
+      if (!m || !UPSTREAM_OPERATIONS.includes(operation!) || !upstreamDeadlineMs.safeParse(ms).success) {
+        ctx.addIssue({
+          code: 'custom',
+          message: `expected <operation>=<ms>[,...] with an operation of ${UPSTREAM_OPERATIONS.join(', ')} and 100..${MAX_UPSTREAM_DEADLINE_MS} ms; got '${part.slice(0, 40)}'`,
+        });
+        return z.NEVER;
+      }
+      deadlines[operation!] = ms;
+    }
+    return deadlines;
+  });
+
 const postgresUrl = z
   .string()
   .trim()
@@ -127,6 +174,8 @@ const envSchema = z.object({
   ENGINE_TOKEN: z.string().trim().min(16, 'must be at least 16 characters').optional(),
   VERIFICATION_SEND_LIMITS_PER_PHONE: sendLimitList.optional(),
   VERIFICATION_SEND_LIMITS_PER_PROJECT: sendLimitList.optional(),
+  UPSTREAM_DEADLINE_MS: upstreamDeadlineMs.default(DEFAULT_UPSTREAM_DEADLINE_MS),
+  UPSTREAM_DEADLINES_MS: upstreamDeadlineList.optional(),
 });
 
 export interface Config {
@@ -186,6 +235,13 @@ export interface Config {
     readonly perPhone: readonly SendLimit[] | undefined;
     readonly perProject: readonly SendLimit[] | undefined;
   };
+  /** the whole-call deadline of each upstream provider call: UPSTREAM_DEADLINE_MS, and UPSTREAM_DEADLINES_MS per operation */
+  readonly upstreamDeadlines: UpstreamDeadlines;
+}
+
+export interface UpstreamDeadlines {
+  readonly defaultMs: number;
+  readonly byOperation: Partial<Record<UpstreamOperation, number>>;
 }
 
 export interface TemporalTlsConfig {
@@ -270,6 +326,7 @@ export function parseConfig(env: Env): Config {
       perPhone: e.VERIFICATION_SEND_LIMITS_PER_PHONE,
       perProject: e.VERIFICATION_SEND_LIMITS_PER_PROJECT,
     },
+    upstreamDeadlines: { defaultMs: e.UPSTREAM_DEADLINE_MS, byOperation: e.UPSTREAM_DEADLINES_MS ?? {} },
   };
 }
 
