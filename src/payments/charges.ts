@@ -8,7 +8,13 @@ import { chargeHash, chargeIdempotencyKey, KEY_IN_METHOD, KEY_IN_METHOD_SYMBOL, 
 import { enforceMasked } from './card.js';
 import { ApiError, RelayedApiError } from '../platform/errors.js';
 import { newId } from '../platform/ids.js';
-import { PAYMENT_COMPLETE, PAYMENT_PENDING } from './receipt-rules.js';
+import {
+  type AnswerDisagreement,
+  answerMismatchMessage,
+  PAYMENT_COMPLETE,
+  PAYMENT_PENDING,
+  type ReceiptAttention,
+} from './receipt-rules.js';
 import { type FeedbackTarget, receiptFeedbackEvent } from '../webhooks/rules.js';
 import {
   type ChargeRequest,
@@ -53,6 +59,15 @@ function pendingChargeError(err: unknown, receiptId: string, viaUpstream: boolea
   if (viaUpstream) return err;
   if (err instanceof ApiError) return err.withReceipt(receiptId);
   return new ApiError('INTERNAL_ERROR', { cause: err, receiptId });
+}
+
+/** The answer to a charge whose provider charged something else (9480), naming the receipt as the provider made it. */
+function answerMismatchError(receipt: ReceiptRow): ApiError {
+  const attention = receipt.attention as ReceiptAttention;
+  return new ApiError('UPSTREAM_ANSWER_MISMATCH', {
+    message: answerMismatchMessage(attention.fields),
+    receiptId: receipt.receipt_id,
+  });
 }
 
 /** How a reconcile workflow left a pending charge. */
@@ -168,6 +183,15 @@ export function createChargeService(deps: {
     }
   };
 
+  /** A provider charged something other than what was asked: the log line and the metric an operator sees. */
+  const noteDisagreement = (receipt: ReceiptRow, disagreement: AnswerDisagreement): void => {
+    deps.metrics?.charge('answer_mismatch', receipt.pg);
+    deps.logger?.warn(
+      { receipt_id: receipt.receipt_id, order_id: receipt.order_id, fields: disagreement.fields },
+      "the upstream provider's answer does not match the charge asked for: recorded as the provider made it, marked for attention",
+    );
+  };
+
   /** The charge a pending receipt asked its PG for, under the same key: what a re-sent call (the inquiry of a PG without one) sends. */
   const chargeOf = (row: ReceiptRow, key: BillingKeyRow): ChargeRequest => ({
     idempotencyKey: pgChargeKey(row.application_id, row.order_id, row.pg_key_attempt),
@@ -218,6 +242,8 @@ export function createChargeService(deps: {
       const row = claimed.row;
       if (row.charge_hash !== hash) break;
       if (row.status === PAYMENT_COMPLETE) {
+        // the provider charged something other than this request: every ask of it says so, never a plain receipt
+        if (row.attention !== null) throw answerMismatchError(row);
         const sameKey =
           idempotencyKey !== undefined && row.idempotency_key_mac !== null && idempotencyKey.matches(row.idempotency_key_mac);
         if (row.reconciled_at !== null || sameKey) return { answer: row };
@@ -273,6 +299,10 @@ export function createChargeService(deps: {
         await handOver(receiptId, err);
         throw pendingChargeError(err, receiptId, key.via_upstream);
       }
+      if (result.disagreement) {
+        noteDisagreement(completed, result.disagreement);
+        throw answerMismatchError(completed);
+      }
       deps.metrics?.charge('paid', key.pg);
       return completed;
     },
@@ -317,6 +347,7 @@ export function createChargeService(deps: {
       if (inquiry.state === 'executed') {
         const result = inquiry.result;
         const completed = await receipts.completeCharge(receiptId, result, enforceMasked(result.card.maskedNumber), now);
+        if (result.disagreement) noteDisagreement(completed, result.disagreement);
         return { outcome: 'completed', receipt: completed, project };
       }
       if (inquiry.state === 'refused') {

@@ -55,6 +55,45 @@ export interface ChargeApproval {
   readonly approvalNo: string;
   readonly card: MaskedCard;
   readonly quota: number;
+  /**
+   * Where the PG's answer disagrees with what was asked (an upstream provider's defect): the receipt records the PG's
+   * amounts, never the request's as if they were the answer, and is marked for attention. Absent: it charged what was
+   * asked.
+   */
+  readonly disagreement?: AnswerDisagreement;
+}
+
+/** One field of a PG's answer that is not what was asked. */
+export interface FieldDisagreement {
+  readonly asked: string | number;
+  /** null: the answer left the field out */
+  readonly answered: string | number | null;
+}
+
+export interface AnswerDisagreement {
+  /** the amounts the PG says it charged, which the receipt records (the request's where the PG's are unusable) */
+  readonly price: number;
+  readonly taxFree: number;
+  /** by the spec's field name: order_id, price, tax_free, pg, billing_key */
+  readonly fields: Readonly<Record<string, FieldDisagreement>>;
+}
+
+/** Why a receipt needs an operator's attention, as stored on it and shown by the dashboard. */
+export interface ReceiptAttention {
+  readonly kind: 'answer_mismatch';
+  readonly operation: 'charge';
+  /** ISO 8601 */
+  readonly at: string;
+  readonly fields: Readonly<Record<string, FieldDisagreement>>;
+}
+
+/** The error a charge whose PG answer disagreed with the request answers with, every time it is asked again. */
+export function answerMismatchMessage(fields: Readonly<Record<string, FieldDisagreement>>): string {
+  const parts = Object.entries(fields).map(
+    ([field, { asked, answered }]) =>
+      `${field}: asked ${String(asked)}, answered ${answered === null ? 'nothing' : String(answered)}`,
+  );
+  return `The provider's answer does not match the request (${parts.join('; ')}). The payment is recorded as the provider made it and marked for attention: look up the receipt, and cancel it if it is wrong.`;
 }
 
 export interface ReceiptView {

@@ -8,8 +8,10 @@ import {
   type CancelPlan,
   type ChargeApproval,
   type ReceiptView,
+  type ReceiptAttention,
   type RecordedCancel,
 } from './receipt-rules.js';
+import { formatTimestamp } from '../platform/time.js';
 import type { Tables } from '../platform/db/db.js';
 import type { PendingCancel } from '../platform/db/migrations/0011_reconcile.js';
 
@@ -264,6 +266,19 @@ export function createReceiptStore(db: Kysely<Tables>): ReceiptStore {
           purchased_at: result.approvedAt,
           pg_call_until: null,
           reconciled_at: reconciledAt ?? null,
+          // what the PG says it charged, where it is not what was asked: recorded as such, and marked
+          ...(result.disagreement
+            ? {
+                price: result.disagreement.price,
+                tax_free: result.disagreement.taxFree,
+                attention: JSON.stringify({
+                  kind: 'answer_mismatch',
+                  operation: 'charge',
+                  at: formatTimestamp(reconciledAt ?? result.approvedAt),
+                  fields: result.disagreement.fields,
+                } satisfies ReceiptAttention),
+              }
+            : {}),
         })
         .where('receipt_id', '=', receiptId)
         .where('status', '=', PAYMENT_PENDING)

@@ -45,6 +45,8 @@
 //   9477 UPSTREAM_NOT_CONFIGURED  the project has no upstream provider (its configuration, its notifications)
 //   9478 UPSTREAM_KEYS_REFUSED    the upstream provider refused the project's keys there (1204 / 1216): fix the configuration
 //   9479 VERIFICATION_SEND_LIMIT  a verification SMS / resend over paygate's per-phone or per-project cap; Retry-After says when
+//   9480 UPSTREAM_ANSWER_MISMATCH the upstream provider answered something other than what was asked (another price, order_id,
+//                                 PG or billing key): recorded as the provider made it, marked for attention; receipt_id carried
 //   9500 INTERNAL_ERROR
 //   9502 GATEWAY_UNAVAILABLE      the PG could not be reached or answered garbage
 //   9503 SERVICE_UNAVAILABLE
@@ -187,6 +189,12 @@ export const errorCatalog = {
     code: 9479,
     status: 429,
     message: 'Too many verification messages; retry after the Retry-After seconds.',
+  },
+  UPSTREAM_ANSWER_MISMATCH: {
+    code: 9480,
+    status: 502,
+    message:
+      "The provider's answer does not match the request. The payment is recorded as the provider made it and marked for attention: look up the receipt, and cancel it if it is wrong.",
   },
   INTERNAL_ERROR: { code: 9500, status: 500, message: 'An internal error occurred.' },
   GATEWAY_UNAVAILABLE: { code: 9502, status: 502, message: 'The PG could not be reached. Retry with the same Idempotency-Key.' },

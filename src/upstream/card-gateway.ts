@@ -15,7 +15,7 @@ import {
 } from '../gateways/index.js';
 import type { ProviderRequest } from './client.js';
 import { ProviderRefusedError } from './client.js';
-import { cardTypeOf, providerBillingKey, providerOutcome, providerReceipt } from './rules.js';
+import { cardTypeOf, chargeAnswerDisagreement, providerBillingKey, providerOutcome, providerReceipt } from './rules.js';
 
 /** One call to the project's provider with the project's keys there (UpstreamService.call, bound to the project). */
 export type ProviderCall = (req: ProviderRequest) => Promise<unknown>;
@@ -105,7 +105,13 @@ export function createUpstreamCardGateway(call: ProviderCall, pg: string): CardB
         throw new GatewayUnavailableError(`the upstream provider answered the charge with status ${receipt.status}`);
       }
       const card = receipt.card_data;
+      // the provider's receipt is the truth about the money: checked against what was asked, never replaced by it
+      const disagreement = chargeAnswerDisagreement(
+        { orderId: req.orderId, price: req.amount, taxFree: req.taxFree, pg, billingKey: req.gatewayBillingKey },
+        receipt,
+      );
       return {
+        ...(disagreement ? { disagreement } : {}),
         receiptId: receipt.receipt_id,
         gatewayTid: receipt.receipt_id,
         approvedAt: receipt.purchased_at ?? new Date(),

@@ -7,6 +7,7 @@ import { ApiError } from '../platform/errors.js';
 import { validate } from '../platform/validation.js';
 import { blockedAddressReason, MAX_URL_LENGTH, unbracketed } from '../webhooks/rules.js';
 import { type Carrier, CARRIERS } from '../verification/rules.js';
+import type { AnswerDisagreement, FieldDisagreement } from '../payments/receipt-rules.js';
 
 /** Where a provider posts its notifications for a project: `{PUBLIC_BASE_URL}/upstream/v1/notifications/{application_id}`. */
 export const UPSTREAM_NOTIFICATION_PATH = '/upstream/v1/notifications';
@@ -253,7 +254,49 @@ export const providerReceipt = z.object({
   tax_free: z.number().int().min(0).optional(),
   pg: z.string().max(100).optional(),
   requested_at: providerTime.optional(),
+  // a billing payment's key, when the provider names it (its webhook payloads do; null for another payment)
+  billing_key: z.string().max(200).nullish(),
 });
+
+/** What paygate asked the provider to charge: what its answer is checked against. */
+export interface AskedCharge {
+  readonly orderId: string;
+  readonly price: number;
+  readonly taxFree: number;
+  readonly pg: string;
+  /** the provider's billing key the charge was sent with */
+  readonly billingKey: string;
+}
+
+/**
+ * Where a provider's paid receipt disagrees with the charge paygate asked for: undefined when it is that charge. The
+ * provider's receipt is the truth about the money: the amounts to record are its own (the request's only where its are
+ * missing or impossible: not a positive price, or tax_free outside 0..price). A field the answer leaves out counts
+ * only where the charge cannot be checked without it (order_id, price, and tax_free when some was asked).
+ */
+export function chargeAnswerDisagreement(
+  asked: AskedCharge,
+  answer: z.output<typeof providerReceipt>,
+): AnswerDisagreement | undefined {
+  const fields: Record<string, FieldDisagreement> = {};
+  const check = (field: string, wanted: string | number, got: string | number | null | undefined, required: boolean) => {
+    if (got === undefined || got === null) {
+      if (required) fields[field] = { asked: wanted, answered: null };
+    } else if (got !== wanted) {
+      fields[field] = { asked: wanted, answered: got };
+    }
+  };
+  check('order_id', asked.orderId, answer.order_id, true);
+  check('price', asked.price, answer.price, true);
+  check('tax_free', asked.taxFree, answer.tax_free, asked.taxFree !== 0);
+  check('pg', asked.pg, answer.pg, false);
+  check('billing_key', asked.billingKey, answer.billing_key, false);
+  if (Object.keys(fields).length === 0) return undefined;
+  const price = answer.price ?? asked.price;
+  const taxFree = answer.tax_free ?? 0;
+  const usable = price > 0 && taxFree >= 0 && taxFree <= price;
+  return { price: usable ? price : asked.price, taxFree: usable ? taxFree : asked.taxFree, fields };
+}
 
 /** A card type the contract knows; a provider's other words for a check card are read as such. */
 export function cardTypeOf(value: string | undefined): 'credit' | 'check' {

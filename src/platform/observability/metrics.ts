@@ -7,7 +7,8 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 15, 30];
 
 /** A charge's end: the PG approved it, the PG refused it (final), or it failed (PG or network error, retried). */
-export type ChargeOutcome = 'paid' | 'declined' | 'failed';
+/** `answer_mismatch`: an upstream provider charged, but not what was asked (the receipt is marked for attention) */
+export type ChargeOutcome = 'paid' | 'declined' | 'failed' | 'answer_mismatch';
 /** A verification step and its end: OTP sent, verified, refused (a catalog answer: wrong OTP, locked, expired) or failed (PG, engine). */
 export type VerificationStage = 'request' | 'confirm';
 export type VerificationOutcome = 'sent' | 'verified' | 'refused' | 'failed';
@@ -66,7 +67,7 @@ export function createMetrics(opts: MetricsOptions = {}): Metrics {
   });
   const charges = new Counter({
     name: 'paygate_charges_total',
-    help: 'Billing-key charges sent to a PG, by outcome (paid, declined, failed) and PG',
+    help: 'Billing-key charges sent to a PG, by outcome (paid, declined, failed, answer_mismatch) and PG',
     labelNames: ['outcome', 'pg'] as const,
     registers,
   });

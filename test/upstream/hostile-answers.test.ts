@@ -1,12 +1,16 @@
-// A provider that trickles its answer (issue 36, item 1): B charges, and its answer reaches A one byte at a time. A
-// cuts the call at the charge's deadline, answers the merchant at once with a JSON catalog error that says how to
-// learn the outcome, and its reconcile workflow settles the charge under the same key: charged once at B, the
-// receipt at A as B made it, and the merchant's retry under the same Idempotency-Key gets the receipt (not 9409).
+// A provider on its worst day, in front of a real one (B): what B did is real, only what A hears is changed
+// (./hostile-provider.ts).
+// - It trickles its answer (issue 36, item 1): A cuts the call at the charge's deadline, answers the merchant at once
+//   with a JSON catalog error that says how to learn the outcome, and its reconcile workflow settles the charge under
+//   the same key: charged once at B, the receipt at A as B made it, and the merchant's retry under the same
+//   Idempotency-Key gets the receipt (not 9409).
+// - Its answer is not what was asked (item 2): A records what the provider says happened, never the request's values
+//   as if they were the answer, marks the receipt for attention, and answers 9480 naming the provider's receipt_id.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CONNECTION_IDLE_TIMEOUT_MS } from '../../src/api/app.js';
 import { MAX_UPSTREAM_DEADLINE_MS, parseConfig } from '../../src/platform/config/index.js';
 import { pgChargeKey } from '../../src/payments/charges.js';
-import { buildTestApp, type TestApp, type TestProject } from '../helpers/app.js';
+import { buildTestApp, TEST_ADMIN_TOKEN, type TestApp, type TestProject } from '../helpers/app.js';
 import { keyInClient, sandboxChargeExecutions } from '../payments/key-in-fixtures.js';
 import { eventually } from '../webhooks/fixtures.js';
 import { routeToProvider } from './fixtures.js';
@@ -133,5 +137,83 @@ describe('the deadlines and the server timeouts', () => {
 
   it('keeps two provider calls in a row under the socket idle timeout', () => {
     expect(2 * MAX_UPSTREAM_DEADLINE_MS).toBeLessThan(CONNECTION_IDLE_TIMEOUT_MS);
+  });
+});
+
+describe('a provider whose answer is not what was asked', () => {
+  it('records what the provider says it charged, marks the receipt, and answers 9480 with its receipt_id every time', async () => {
+    const client = keyInClient(a, atA);
+    const key = await client.issuedKey({ subscription_id: 'sub-mismatch' });
+    // B charges 1,000 won for mismatch-1; A hears 999,999,999 for someone else's order
+    provider.arm('POST', '/v2/subscribe/payment', {
+      kind: 'rewrite',
+      rewrite: (receipt) => ({ ...receipt, price: 999_999_999, order_id: 'someone-elses' }),
+    });
+    const body = { billing_key: key, order_name: 'June', order_id: 'mismatch-1', price: 1_000 };
+    const first = await merchantPost('/v2/subscribe/payment', body, { 'idempotency-key': 'mismatch-key-1' });
+    expect(first.status).toBe(502);
+    expect(first.body).toMatchObject({ error_code: 'UPSTREAM_ANSWER_MISMATCH', code: 9480 });
+    expect(first.body.message).toContain('price: asked 1000, answered 999999999');
+    expect(first.body.message).toContain('order_id: asked mismatch-1, answered someone-elses');
+    const receiptId = first.body.receipt_id as string;
+    expect(receiptId).toEqual(expect.any(String));
+
+    // the receipt is the provider's, with the provider's amount: the money that moved is never hidden
+    const atBReceipt = await keyInClient(b, atB).get(`/v2/receipt/${receiptId}`);
+    expect(atBReceipt.body).toMatchObject({ order_id: 'mismatch-1', price: 1_000, status: 1 });
+    const seen = await client.get(`/v2/receipt/${receiptId}`);
+    expect(seen.body).toMatchObject({ receipt_id: receiptId, order_id: 'mismatch-1', price: 999_999_999, status: 1 });
+    const row = await a.deps.database.db
+      .selectFrom('receipts')
+      .selectAll()
+      .where('application_id', '=', atA.applicationId)
+      .where('order_id', '=', 'mismatch-1')
+      .executeTakeFirstOrThrow();
+    expect(row.attention).toMatchObject({
+      kind: 'answer_mismatch',
+      operation: 'charge',
+      fields: { price: { asked: 1_000, answered: 999_999_999 }, order_id: { asked: 'mismatch-1', answered: 'someone-elses' } },
+    });
+    expect(a.logs()).toContain("the upstream provider's answer does not match the charge asked for");
+    const metrics = await a.app.inject({
+      method: 'GET',
+      url: '/metrics',
+      headers: { authorization: `Bearer ${TEST_ADMIN_TOKEN}` },
+    });
+    expect(metrics.body).toMatch(/paygate_charges_total\{[^}]*outcome="answer_mismatch"[^}]*\} 1/);
+
+    // asked again (same key, or the same order without one): the same 9480, never a plain receipt, nothing charged again
+    for (const headers of [{ 'idempotency-key': 'mismatch-key-1' }, {}] as Record<string, string>[]) {
+      const again = await merchantPost('/v2/subscribe/payment', body, headers);
+      expect(again.status).toBe(502);
+      expect(again.body).toMatchObject({ error_code: 'UPSTREAM_ANSWER_MISMATCH', receipt_id: receiptId });
+    }
+    expect(await sandboxChargeExecutions(b.sandboxUrl, pgChargeKey(atB.applicationId, 'mismatch-1', 0))).toBe(1);
+
+    // the merchant can look and cancel it at the provider
+    const cancelled = await client.cancel({ receipt_id: receiptId, cancel_price: 1_000, cancel_id: 'mismatch-cancel' });
+    expect(cancelled.status, JSON.stringify(cancelled.body)).toBe(200);
+    expect((await keyInClient(b, atB).get(`/v2/receipt/${receiptId}`)).body).toMatchObject({ cancelled_price: 1_000 });
+  }, 90_000);
+
+  it('a well-made answer is recorded as it is, with nothing to attend to', async () => {
+    const client = keyInClient(a, atA);
+    const key = await client.issuedKey({ subscription_id: 'sub-honest' });
+    const paid = await client.post('/v2/subscribe/payment', {
+      billing_key: key,
+      order_name: 'June',
+      order_id: 'honest-1',
+      price: 2_000,
+      tax_free: 500,
+    });
+    expect(paid.status).toBe(200);
+    const row = await a.deps.database.db
+      .selectFrom('receipts')
+      .selectAll()
+      .where('application_id', '=', atA.applicationId)
+      .where('order_id', '=', 'honest-1')
+      .executeTakeFirstOrThrow();
+    expect(row.attention).toBeNull();
+    expect(row).toMatchObject({ price: 2_000, tax_free: 500 });
   });
 });
