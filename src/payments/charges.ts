@@ -160,6 +160,12 @@ export function createChargeService(deps: {
     if (err instanceof ApiError && err.errorCode === 'PG_KEY_REUSED') {
       deps.logger?.error?.({ receipt_id: receiptId, err }, 'the PG refused a charge key as reused: a defect, reconciled');
     }
+    if (err instanceof ApiError && err.errorCode === 'UPSTREAM_ID_REUSED') {
+      deps.logger?.error?.(
+        { receipt_id: receiptId, err },
+        'the upstream provider repeated a receipt_id: the charge stays pending',
+      );
+    }
     try {
       await deps.reconcile?.charge(receiptId);
     } catch (handOverErr) {
