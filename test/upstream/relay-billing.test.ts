@@ -59,7 +59,7 @@ describe('key-in billing relayed to the provider', () => {
     const local = await a.deps.database.db
       .selectFrom('billing_keys')
       .selectAll()
-      .where('billing_key', '=', billingKey)
+      .where('provider_billing_key', '=', billingKey)
       .executeTakeFirstOrThrow();
     expect(local.via_upstream).toBe(true);
     expect(local.gateway_billing_key).not.toContain(billingKey);
@@ -170,14 +170,16 @@ describe('key-in billing relayed to the provider', () => {
         .executeTakeFirst();
       return row?.status === 1 ? row : undefined;
     }, 'A’s receipt settled by its reconcile workflow');
-    // the receipt took B's id, and B charged once
-    const atBReceipt = await atBClient.get(`/v2/receipt/${settled.receipt_id}`);
-    expect(atBReceipt.body).toMatchObject({ receipt_id: settled.receipt_id, order_id: 'relay-lost-1', status: 1 });
+    // the receipt took B's id (beside A's own, which it was pending under), and B charged once
+    expect(settled.receipt_id).toBe(pending.receipt_id);
+    const providerReceiptId = settled.provider_receipt_id;
+    const atBReceipt = await atBClient.get(`/v2/receipt/${providerReceiptId}`);
+    expect(atBReceipt.body).toMatchObject({ receipt_id: providerReceiptId, order_id: 'relay-lost-1', status: 1 });
     expect(await chargesAtB('relay-lost-1')).toBe(1);
     // the merchant's retry gets the settled receipt, nothing charged again
     const retried = await merchant.post('/v2/subscribe/payment', body);
     expect(retried.status).toBe(200);
-    expect(retried.body.receipt_id).toBe(settled.receipt_id);
+    expect(retried.body.receipt_id).toBe(providerReceiptId);
     expect(await chargesAtB('relay-lost-1')).toBe(1);
   }, 60_000);
 
@@ -334,7 +336,7 @@ describe('the provider down mid-call', () => {
         return row?.status === 1 ? row : undefined;
       }, 'the charge settled once B is back');
       expect(await chargesAtB('relay-down-1')).toBe(1);
-      expect((await atBClient.get(`/v2/receipt/${settled.receipt_id}`)).body).toMatchObject({ status: 1, price: 7_700 });
+      expect((await atBClient.get(`/v2/receipt/${settled.provider_receipt_id}`)).body).toMatchObject({ status: 1, price: 7_700 });
     } finally {
       await hop.close();
     }
