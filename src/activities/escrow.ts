@@ -10,7 +10,7 @@ import { escrowWebhookPayload, renderEscrowData, type ResolvedShipment } from '.
 import { ApiError } from '../platform/errors.js';
 import { PROJECT_EVENTS } from '../webhooks/rules.js';
 import type { EscrowGateway, GatewayRegistry } from '../gateways/index.js';
-import { type CancelService, type ReceiptService, receiptResponse } from '../payments/index.js';
+import { type CancelService, merchantReceiptId, type ReceiptService, receiptResponse } from '../payments/index.js';
 import type { UpstreamGateways } from '../upstream/index.js';
 import type { WorkflowTimeStamp } from '../platform/temporal/sandbox-clock.js';
 import { type OperationLog, pinoStyleLog } from '../platform/operation-log.js';
@@ -89,16 +89,18 @@ export function createEscrowActivities(deps: EscrowActivityDeps) {
     /** Refunds the whole payment; a payment the merchant already refunded in full is left as it is. */
     async refundEscrowPayment(input: { receiptId: string; applicationId: string }): Promise<{ refunded: boolean }> {
       const receipt = await stores.receipts.find(input.receiptId);
+      // the lookup and the cancel take the receipt_id the merchant names (the provider's, for a relayed payment)
+      const named = receipt ? merchantReceiptId(receipt) : input.receiptId;
       if (receipt?.via_upstream && deps.receipts) {
         // the provider refunds a rejection it approved itself: record its refund, never send a second one
-        await deps.receipts.lookup(await project(input.applicationId), input.receiptId);
+        await deps.receipts.lookup(await project(input.applicationId), named);
         return { refunded: false };
       }
       try {
         await cancels.cancel(
           await project(input.applicationId),
           {
-            receiptId: input.receiptId,
+            receiptId: named,
             cancelPrice: undefined,
             cancelTaxFree: undefined,
             cancelId: ESCROW_REFUND_CANCEL_ID,
@@ -149,7 +151,7 @@ export function createEscrowActivities(deps: EscrowActivityDeps) {
         {
           event: PROJECT_EVENTS[ESCROW_WEBHOOK_CODE],
           eventCode: ESCROW_WEBHOOK_CODE,
-          tags: [transition.receiptId, String(recorded.event.to_status)],
+          tags: [merchantReceiptId(receipt), String(recorded.event.to_status)],
           payload,
         },
         escrowDeliveryId(transition.receiptId, transition.seq),

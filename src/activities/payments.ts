@@ -6,7 +6,7 @@ import { createHash } from 'node:crypto';
 import { ApplicationFailure } from '@temporalio/common';
 import { RECONCILED_EVENT, type ReconcileNotice, type ReconcileResult } from '../payments/reconcile-contract.js';
 import { type DeliveryContentType, PROJECT_EVENTS } from '../webhooks/rules.js';
-import { type CancelService, type ChargeService, ReconcileLater, receiptResponse } from '../payments/index.js';
+import { type CancelService, type ChargeService, merchantReceiptId, ReconcileLater, receiptResponse } from '../payments/index.js';
 import type { WebhookService } from '../webhooks/index.js';
 
 export interface ReconcileActivityDeps {
@@ -36,7 +36,7 @@ export function createReconcileActivities({ charges, cancels, webhooks }: Reconc
       const settled = await charges.settle(input.receiptId).catch(retryable);
       if (settled.outcome === 'none') return { outcome: 'none' };
       const { receipt, project } = settled;
-      const tags = [receipt.receipt_id, receipt.order_id];
+      const tags = [merchantReceiptId(receipt), receipt.order_id];
       const target = receipt.feedback;
       let result: Record<string, unknown>;
       let feedbackPayload: Record<string, unknown>;
@@ -90,7 +90,7 @@ export function createReconcileActivities({ charges, cancels, webhooks }: Reconc
         notice: {
           applicationId: receipt.application_id,
           noticeKey: `cancel\u0000${pending.cancel_key}`,
-          tags: [receipt.receipt_id, receipt.order_id],
+          tags: [merchantReceiptId(receipt), receipt.order_id],
           payload: {
             webhook_type: RECONCILED_EVENT.webhookType,
             operation: 'cancel',

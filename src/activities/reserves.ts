@@ -15,6 +15,7 @@ import {
   adoptableReceipt,
   chargeProject,
   chargeRefusal,
+  merchantReceiptId,
 } from '../payments/index.js';
 import type { WebhookService } from '../webhooks/index.js';
 import type { Stores } from '../composition/stores.js';
@@ -58,11 +59,11 @@ export function createReserveActivities(deps: ReserveActivityDeps) {
     };
     // a run that charged and died before recording it: the completed receipt is this reserve's charge
     const done = adoptableReceipt(await stores.receipts.findByOrder(row.application_id, row.order_id), params);
-    if (done) return stores.reserves.finish(row.reserve_id, { status: 'paid', receiptId: done.receipt_id }, clock());
+    if (done) return stores.reserves.finish(row.reserve_id, { status: 'paid', receiptId: merchantReceiptId(done) }, clock());
     try {
       const key = await findUsableBillingKey(stores, owner, row.billing_key);
       const receipt = await charges.chargeKey(owner, key, params, row.started_at ?? clock());
-      return await stores.reserves.finish(row.reserve_id, { status: 'paid', receiptId: receipt.receipt_id }, clock());
+      return await stores.reserves.finish(row.reserve_id, { status: 'paid', receiptId: merchantReceiptId(receipt) }, clock());
     } catch (err) {
       // a refusal or a rule (declined, key destroyed, order_id taken) is final; an outage is retried
       const refusal = chargeRefusal(err);
@@ -86,7 +87,8 @@ export function createReserveActivities(deps: ReserveActivityDeps) {
     if (row.feedback_url === null || row.feedback_delivery_id !== null) return;
     const owner = await project(row.application_id);
     let event: OutboundEvent;
-    const receipt = row.receipt_id === null ? undefined : await stores.receipts.find(row.receipt_id);
+    // the reserve keeps the receipt_id the merchant is shown
+    const receipt = row.receipt_id === null ? undefined : await stores.receipts.findNamed(row.application_id, row.receipt_id);
     if (row.status === 'paid' && receipt) {
       event = receiptFeedbackEvent({ ...receiptResponse(receipt, owner), reserve_id: row.reserve_id });
     } else {

@@ -28,6 +28,7 @@ import {
   adoptableReceipt,
   chargeProject,
   chargeRefusal,
+  merchantReceiptId,
 } from '../payments/index.js';
 import type { WebhookService } from '../webhooks/index.js';
 import type { Metrics } from '../platform/observability/metrics.js';
@@ -154,7 +155,7 @@ export function createScheduleActivities(deps: ScheduleActivityDeps) {
           {
             attempt: input.attempt,
             orderId,
-            receiptId: receipt.receipt_id,
+            receiptId: merchantReceiptId(receipt),
             chargedAt: receipt.purchased_at ?? clock(),
             nextChargeAt: input.nextDueAt === null ? null : new Date(input.nextDueAt),
           },

@@ -28,6 +28,7 @@ import {
   type SandboxPaymentRequest,
 } from './rules.js';
 import { ApiError } from '../platform/errors.js';
+import { newId } from '../platform/ids.js';
 import { updateTimedOut, workflowRefusal } from '../platform/temporal/workflow-calls.js';
 import { isResourceId, PAYMENT_COMPLETE, type ReceiptResponse } from '../payments/receipt-rules.js';
 import { formatTimestamp } from '../platform/time.js';
@@ -150,7 +151,7 @@ export function createEscrowService(deps: {
 
   const ownReceipt = async (project: Project, receiptId: string): Promise<ReceiptRow> => {
     if (!isResourceId(receiptId)) throw new ApiError('RC_NOT_FOUND');
-    const receipt = await stores.receipts.find(receiptId);
+    const receipt = await stores.receipts.findNamed(project.application_id, receiptId);
     if (!receipt) throw new ApiError('RC_NOT_FOUND');
     assertOwnedBy(project, receipt.application_id);
     return receipt;
@@ -163,8 +164,9 @@ export function createEscrowService(deps: {
 
   /**
    * An escrow payment made at the project's provider that paygate has not seen (paid in the provider's payment
-   * window): the provider answering for the project's keys is its ownership. Stored as the provider has it, under its
-   * receipt_id, before its workflow starts. Undefined when the project has no provider or the provider does not
+   * window): the provider answering for the project's keys is its ownership. Stored as the provider has it, under an
+   * id of paygate's with the provider's receipt_id beside it (unique at the provider for these keys only), before its
+   * workflow starts. Undefined when the project has no provider or the provider does not
    * know the receipt for these keys.
    */
   const adoptFromProvider = async (project: Project, receiptId: string): Promise<ReceiptRow | undefined> => {
@@ -191,7 +193,8 @@ export function createEscrowService(deps: {
     if (atProvider.escrow_data.status !== EscrowStatus.Waiting) throw new ApiError('RC_ESCROW_NOT_READY');
     const card = atProvider.card_data;
     const stored = await stores.escrow.insertPayment({
-      receiptId,
+      receiptId: newId(),
+      providerReceiptId: receiptId,
       applicationId: project.application_id,
       orderId: atProvider.order_id ?? receiptId,
       orderName: atProvider.order_name ?? '',
@@ -213,12 +216,12 @@ export function createEscrowService(deps: {
       viaUpstream: true,
     });
     // a request adopting it at the same time stored it first: that one is the order
-    return stored ?? (await stores.receipts.find(receiptId));
+    return stored ?? (await stores.receipts.findNamed(project.application_id, receiptId));
   };
 
   const ownEscrow = async (project: Project, receiptId: string) => {
     const receipt = await ownReceipt(project, receiptId);
-    const order = await stores.escrow.find(receiptId);
+    const order = await stores.escrow.find(receipt.receipt_id);
     if (!order) throw new ApiError('RC_NOT_ESCROW');
     return { receipt, order };
   };
@@ -307,8 +310,12 @@ export function createEscrowService(deps: {
     },
 
     async shippingStart(project, receiptId, body) {
-      const known = isResourceId(receiptId) ? await stores.receipts.find(receiptId) : undefined;
-      if (!known && isResourceId(receiptId)) await adoptFromProvider(project, receiptId);
+      const known = isResourceId(receiptId) ? await stores.receipts.findNamed(project.application_id, receiptId) : undefined;
+      // another project's receipt of the same id (ids a provider assigns are unique per its account only) is no answer
+      // for this one: the project's provider is asked
+      if (known?.application_id !== project.application_id && isResourceId(receiptId)) {
+        await adoptFromProvider(project, receiptId);
+      }
       const { receipt, order } = await ownEscrow(project, receiptId);
       if (receipt.status !== PAYMENT_COMPLETE) throw new ApiError('RC_NOT_CONFIRMED');
       if (order.status !== EscrowStatus.Waiting) throw new ApiError('RC_ESCROW_NOT_READY');
@@ -327,7 +334,7 @@ export function createEscrowService(deps: {
           client.workflow.executeUpdateWithStart(shippingStartUpdate, {
             args: [{ nonce: randomUUID(), shipment }],
             startWorkflowOperation: new WithStartWorkflowOperation<EscrowWorkflow>(ESCROW_WORKFLOW_TYPE, {
-              workflowId: escrowWorkflowId(receiptId),
+              workflowId: escrowWorkflowId(receipt.receipt_id),
               workflowIdConflictPolicy: 'USE_EXISTING',
               taskQueue,
               args: [inputOf(receipt, project)],
@@ -340,7 +347,7 @@ export function createEscrowService(deps: {
         }
         throw workflowRefusal(err) ?? err;
       }
-      return render(receiptId, project);
+      return render(receipt.receipt_id, project);
     },
 
     async buyerEvent(project, receiptId, body) {
@@ -401,10 +408,13 @@ export function createEscrowService(deps: {
     },
 
     async providerEscrowStatus(applicationId, receiptId, providerStatus) {
-      const receipt = await stores.receipts.find(receiptId);
+      // receiptId is the provider's: paygate's own id names the order, its workflow and its events
+      const receipt = await stores.receipts.findNamed(applicationId, receiptId);
       const order =
-        receipt?.via_upstream && receipt.application_id === applicationId ? await stores.escrow.find(receiptId) : undefined;
-      if (!order) return undefined;
+        receipt?.via_upstream && receipt.application_id === applicationId
+          ? await stores.escrow.find(receipt.receipt_id)
+          : undefined;
+      if (!receipt || !order) return undefined;
       const events = eventsTowards(order.status, providerStatus);
       if (events.length === 0) return 'unchanged';
       const { client } = workflows();
@@ -412,10 +422,10 @@ export function createEscrowService(deps: {
       for (const { event, to } of events) {
         // one id per status reached: the provider's redeliveries (and a reconcile that got there first) are duplicates
         const notificationId = `upstream:${receiptId}:${to}`;
-        const known = await stores.escrow.notificationCount(receiptId, notificationId);
+        const known = await stores.escrow.notificationCount(receipt.receipt_id, notificationId);
         if (known >= 2) continue;
         await client.withDeadline(Date.now() + callTimeoutMs, () =>
-          client.workflow.getHandle(escrowWorkflowId(receiptId)).signal(pgNotificationSignal, {
+          client.workflow.getHandle(escrowWorkflowId(receipt.receipt_id)).signal(pgNotificationSignal, {
             notificationId,
             event,
             occurredAt,
@@ -436,8 +446,8 @@ export function createEscrowService(deps: {
     },
 
     async events(project, receiptId) {
-      await ownEscrow(project, receiptId);
-      return (await stores.escrow.events(receiptId)).map((e) => ({
+      const { receipt } = await ownEscrow(project, receiptId);
+      return (await stores.escrow.events(receipt.receipt_id)).map((e) => ({
         seq: e.seq,
         event: e.event,
         source: e.source,

@@ -37,8 +37,10 @@ export interface NewPayment {
   readonly idempotencyKeyMac?: string | undefined;
   /** present for an escrow payment; the buyer is sealed */
   readonly escrow?: { readonly buyer: PaymentBuyer | undefined };
-  /** a payment made at the project's upstream provider (its receipt_id is this receipt's) */
+  /** a payment made at the project's upstream provider */
   readonly viaUpstream?: boolean;
+  /** the provider's receipt_id of it (what the merchant is shown), kept beside paygate's own `receiptId` */
+  readonly providerReceiptId?: string | undefined;
 }
 
 export type RecordedTransition =
@@ -46,7 +48,10 @@ export type RecordedTransition =
   | { readonly kind: 'ignored' | 'already'; readonly order: EscrowOrderRow; readonly event: EscrowEventRow };
 
 export interface EscrowStore {
-  /** The receipt (and escrow order) in one transaction; undefined when the project already used the order_id. */
+  /**
+   * The receipt (and escrow order) in one transaction; undefined when the project already used the order_id (or has
+   * a payment of the provider's receipt_id).
+   */
   insertPayment(p: NewPayment): Promise<ReceiptRow | undefined>;
   find(receiptId: string): Promise<EscrowOrderRow | undefined>;
   /** The project's newest first, at most `limit` (the dashboard's lists). */
@@ -110,8 +115,9 @@ export function createEscrowStore(db: Kysely<Tables>, cipher: FieldCipher): Escr
             cancelled_at: null,
             cancel_locked_until: null,
             via_upstream: p.viaUpstream ?? false,
+            provider_receipt_id: p.providerReceiptId ?? null,
           })
-          .onConflict((oc) => oc.columns(['application_id', 'order_id']).doNothing())
+          .onConflict((oc) => oc.doNothing())
           .returningAll()
           .executeTakeFirst();
         if (!receipt) return undefined;

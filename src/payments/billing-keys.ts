@@ -16,11 +16,11 @@ import { isResourceId } from './receipt-rules.js';
 import { GatewayDeclinedError, type GatewayRegistry, type IssuedBillingKey, gatewayFailure } from '../gateways/index.js';
 import type { UpstreamGateways } from '../upstream/index.js';
 import { issuingCardGateway, storedGateway } from './card-gateways.js';
-import { billingKeyView } from './billing-keys-store.js';
+import { billingKeyView, merchantBillingKey, merchantIssuanceReceiptId } from './billing-keys-store.js';
 import { findUsableBillingKey } from './usable-billing-key.js';
 import type { BillingKeyRow } from './billing-keys-store.js';
 import type { Project } from '../projects/index.js';
-import type { ReceiptRow } from './receipts-store.js';
+import { merchantReceiptId, type ReceiptRow } from './receipts-store.js';
 import type { CancelService } from './cancels.js';
 import type { ChargeService } from './charges.js';
 import type { OperationLog } from '../platform/operation-log.js';
@@ -86,9 +86,9 @@ export function createBillingKeyService(deps: {
         project,
         key,
         {
-          billingKey: key.billing_key,
+          billingKey: merchantBillingKey(key),
           orderName,
-          orderId: verificationOrderId(key.receipt_id),
+          orderId: verificationOrderId(merchantIssuanceReceiptId(key)),
           price: VERIFICATION_CHARGE_WON,
           taxFree: 0,
           quota: 0,
@@ -115,7 +115,7 @@ export function createBillingKeyService(deps: {
       return await deps.cancels.cancel(
         project,
         {
-          receiptId: paid.receipt_id,
+          receiptId: merchantReceiptId(paid),
           cancelPrice: undefined,
           cancelTaxFree: undefined,
           cancelId: 'verification',
@@ -154,9 +154,8 @@ export function createBillingKeyService(deps: {
       }
 
       const view = {
-        // an upstream provider's ids are the key's: the merchant keeps them when it switches between paygate and it
-        billingKey: issued.assignedIds?.billingKey ?? newId(),
-        receiptId: issued.assignedIds?.receiptId ?? receiptId,
+        billingKey: newId(),
+        receiptId,
         subscriptionId,
         pg,
         card: { ...issued.card, maskedNumber: enforceMasked(issued.card.maskedNumber) },
@@ -170,15 +169,18 @@ export function createBillingKeyService(deps: {
         orderName,
         gatewayBillingKey: issued.gatewayBillingKey,
         viaUpstream,
+        // an upstream provider's ids are what the merchant sees (it keeps them when it switches between paygate and
+        // the provider), kept beside the key's own: they are unique at the provider for this project's account only
+        providerIds: issued.assignedIds,
       });
-      log.info({ receipt_id: view.receiptId, pg, via_upstream: viaUpstream }, 'billing key issued');
-      const response = renderBillingKey(view);
+      log.info({ receipt_id: receiptId, pg, via_upstream: viaUpstream }, 'billing key issued');
+      const response = renderBillingKey(billingKeyView(stored));
       if (verificationCharge) response.receipt_data = await verifyWithTestCharge(project, stored, orderName, log);
       return response;
     },
 
     async lookupByReceipt(project, receiptId) {
-      const row = isResourceId(receiptId) ? await billingKeys.findByReceipt(receiptId) : undefined;
+      const row = isResourceId(receiptId) ? await billingKeys.findByReceipt(project.application_id, receiptId) : undefined;
       if (!row) throw new ApiError('SUBSCRIBE_BK_NOT_FOUND');
       assertOwnedBy(project, row.application_id);
       if (row.destroyed_at !== null) throw new ApiError('BILLING_KEY_DESTROYED');
@@ -197,7 +199,7 @@ export function createBillingKeyService(deps: {
     async destroy(project, billingKey, log) {
       const key = await findUsableBillingKey(deps.stores, project, billingKey);
       await destroyKey(key, log);
-      return { billing_key: key.billing_key };
+      return { billing_key: merchantBillingKey(key) };
     },
   };
 }

@@ -17,7 +17,7 @@ import {
   gatewayFailure,
 } from '../gateways/index.js';
 import { type Project, toProject, type ProjectStore } from '../projects/index.js';
-import type { PendingCancel, ReceiptRow } from './receipts-store.js';
+import { merchantReceiptId, type PendingCancel, type ReceiptRow } from './receipts-store.js';
 import type { OperationLog } from '../platform/operation-log.js';
 import { PG_CALL_WINDOW_MS, ReconcileLater, type ReconcileStarter, receiptResponse } from './receipts.js';
 import type { ReceiptStore } from './receipts-store.js';
@@ -123,7 +123,7 @@ export function createCancelService(deps: {
 
   const service: CancelService = {
     async cancel(project, cancel, log) {
-      const found = await receipts.find(cancel.receiptId);
+      const found = await receipts.findNamed(project.application_id, cancel.receiptId);
       if (!found) throw new ApiError('RC_NOT_FOUND');
       assertOwnedBy(project, found.application_id);
       const repeated = async (receipt: ReceiptRow) => {
@@ -230,8 +230,8 @@ export function createCancelService(deps: {
         await handOver(receipt.receipt_id, sent.cancel_key, err);
         // the cancel is the reconcile workflow's now: the answer names the receipt the merchant polls for its outcome
         throw err instanceof ApiError
-          ? err.withReceipt(receipt.receipt_id)
-          : new ApiError('INTERNAL_ERROR', { cause: err, receiptId: receipt.receipt_id });
+          ? err.withReceipt(merchantReceiptId(receipt))
+          : new ApiError('INTERNAL_ERROR', { cause: err, receiptId: merchantReceiptId(receipt) });
       }
     },
 

@@ -19,7 +19,8 @@ export async function chargeProject(stores: { readonly projects: ProjectStore },
 /** The order_id's receipt when it is this charge, completed: the one to record instead of charging again. */
 export function adoptableReceipt(receipt: ReceiptRow | undefined, params: ChargeParams): ReceiptRow | undefined {
   if (receipt?.status !== PAYMENT_COMPLETE) return undefined;
-  return receipt.billing_key === params.billingKey && receipt.charge_hash === chargeHash(params) ? receipt : undefined;
+  // the hash covers the billing key as the charge named it (the merchant's id; the receipt keeps paygate's own)
+  return receipt.billing_key !== null && receipt.charge_hash === chargeHash(params) ? receipt : undefined;
 }
 
 /** A charge that ended without charging for good: what the reserve or the schedule period records. */

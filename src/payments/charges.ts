@@ -8,13 +8,7 @@ import { chargeHash, chargeIdempotencyKey, KEY_IN_METHOD, KEY_IN_METHOD_SYMBOL, 
 import { enforceMasked } from './card.js';
 import { ApiError, RelayedApiError } from '../platform/errors.js';
 import { newId } from '../platform/ids.js';
-import {
-  type AnswerDisagreement,
-  answerMismatchMessage,
-  PAYMENT_COMPLETE,
-  PAYMENT_PENDING,
-  type ReceiptAttention,
-} from './receipt-rules.js';
+import { answerMismatchMessage, PAYMENT_COMPLETE, PAYMENT_PENDING, type ReceiptAttention } from './receipt-rules.js';
 import { type FeedbackTarget, receiptFeedbackEvent } from '../webhooks/rules.js';
 import {
   type ChargeRequest,
@@ -28,7 +22,7 @@ import type { UpstreamGateways } from '../upstream/index.js';
 import { chargingCardGateway, storedGateway } from './card-gateways.js';
 import type { BillingKeyRow } from './billing-keys-store.js';
 import { type Project, toProject, type ProjectStore } from '../projects/index.js';
-import type { ReceiptRow } from './receipts-store.js';
+import { merchantReceiptId, type ReceiptRow } from './receipts-store.js';
 import { findUsableBillingKey } from './usable-billing-key.js';
 import type { OperationLog } from '../platform/operation-log.js';
 import { PG_CALL_WINDOW_MS, ReconcileLater, type ReconcileStarter, receiptResponse } from './receipts.js';
@@ -51,12 +45,12 @@ export function pgChargeKey(projectId: string, orderId: string, attempt: number)
 
 /**
  * The error a charge left pending for its reconcile workflow answers with (the PG unreachable or its answer lost,
- * 9502; a PG key refused as reused, 9475; a failure of ours after the PG answered, 9500), naming the pending receipt
- * so the merchant can poll `GET /v2/receipt/{receipt_id}`. A charge at an upstream provider names none: its receipt
- * takes the provider's receipt_id once completed, and the placeholder it is pending under then names nothing.
+ * 9502; cut at its deadline, 9504; a PG key refused as reused, 9475; a failure of ours after the PG answered, 9500),
+ * naming the pending receipt so the merchant can poll `GET /v2/receipt/{receipt_id}`. A charge at an upstream
+ * provider is pending under paygate's own id, which keeps naming it once it completes under the provider's.
  */
-function pendingChargeError(err: unknown, receiptId: string, viaUpstream: boolean): unknown {
-  if (viaUpstream) return err;
+function pendingChargeError(err: unknown, receiptId: string): unknown {
+  if (err instanceof RelayedApiError) return err;
   if (err instanceof ApiError) return err.withReceipt(receiptId);
   return new ApiError('INTERNAL_ERROR', { cause: err, receiptId });
 }
@@ -66,7 +60,7 @@ function answerMismatchError(receipt: ReceiptRow): ApiError {
   const attention = receipt.attention as ReceiptAttention;
   return new ApiError('UPSTREAM_ANSWER_MISMATCH', {
     message: answerMismatchMessage(attention.fields),
-    receiptId: receipt.receipt_id,
+    receiptId: merchantReceiptId(receipt),
   });
 }
 
@@ -184,10 +178,10 @@ export function createChargeService(deps: {
   };
 
   /** A provider charged something other than what was asked: the log line and the metric an operator sees. */
-  const noteDisagreement = (receipt: ReceiptRow, disagreement: AnswerDisagreement): void => {
+  const noteDisagreement = (receipt: ReceiptRow): void => {
     deps.metrics?.charge('answer_mismatch', receipt.pg);
     deps.logger?.warn(
-      { receipt_id: receipt.receipt_id, order_id: receipt.order_id, fields: disagreement.fields },
+      { receipt_id: receipt.receipt_id, order_id: receipt.order_id, fields: (receipt.attention as ReceiptAttention).fields },
       "the upstream provider's answer does not match the charge asked for: recorded as the provider made it, marked for attention",
     );
   };
@@ -289,7 +283,7 @@ export function createChargeService(deps: {
           throw failure;
         }
         await handOver(receiptId, failure);
-        throw pendingChargeError(failure, receiptId, key.via_upstream);
+        throw pendingChargeError(failure, receiptId);
       }
       let completed: ReceiptRow;
       try {
@@ -297,10 +291,10 @@ export function createChargeService(deps: {
       } catch (err) {
         // the PG charged and we could not record it: the reconcile workflow will (with the feedback, when there is one)
         await handOver(receiptId, err);
-        throw pendingChargeError(err, receiptId, key.via_upstream);
+        throw pendingChargeError(err, receiptId);
       }
-      if (result.disagreement) {
-        noteDisagreement(completed, result.disagreement);
+      if (completed.attention !== null) {
+        noteDisagreement(completed);
         throw answerMismatchError(completed);
       }
       deps.metrics?.charge('paid', key.pg);
@@ -347,7 +341,7 @@ export function createChargeService(deps: {
       if (inquiry.state === 'executed') {
         const result = inquiry.result;
         const completed = await receipts.completeCharge(receiptId, result, enforceMasked(result.card.maskedNumber), now);
-        if (result.disagreement) noteDisagreement(completed, result.disagreement);
+        if (completed.attention !== null) noteDisagreement(completed);
         return { outcome: 'completed', receipt: completed, project };
       }
       if (inquiry.state === 'refused') {

@@ -3,7 +3,7 @@
 // contract (reconcile-contract.ts) are imported where they stand: they are workflow-safe, and this module pulls
 // in the stores and services (Kysely, Temporal's client). The area's own files import each other directly.
 export { createBillingKeyService, type BillingKeyService } from './billing-keys.js';
-export { createBillingKeyStore, type BillingKeyStore } from './billing-keys-store.js';
+export { createBillingKeyStore, type BillingKeyStore, merchantBillingKey } from './billing-keys-store.js';
 export { createCancelService, type CancelService } from './cancels.js';
 export { chargingCardGateway } from './card-gateways.js';
 export { adoptableReceipt, chargeProject, chargeRefusal } from './charge-recovery.js';
@@ -18,7 +18,7 @@ export {
   receiptResponse,
   sweepUnsettled,
 } from './receipts.js';
-export { createReceiptStore, type ReceiptRow, type ReceiptStore } from './receipts-store.js';
+export { createReceiptStore, merchantReceiptId, type ReceiptRow, type ReceiptStore } from './receipts-store.js';
 export {
   createProviderNotificationService,
   type ProviderEscrowStatusPort,

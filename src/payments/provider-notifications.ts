@@ -64,7 +64,8 @@ export function createProviderNotificationService(deps: {
         if (moved !== undefined) return { receipt_id: receiptId, outcome: moved };
       }
 
-      const relayed = await deps.stores.receipts.find(receiptId);
+      // the provider's receipt_id names a receipt within this project only (another project's provider may use it too)
+      const relayed = await deps.stores.receipts.findNamed(applicationId, receiptId);
       if (relayed?.application_id === applicationId && relayed.via_upstream) {
         const before = relayed.cancelled_price;
         const now = await deps.receipts.lookup(toProject(projectRow), receiptId);

@@ -1,6 +1,6 @@
 // Payment receipts and their cancels.
 import { transactionally } from '../platform/db/transaction.js';
-import { sql, type Kysely, type Selectable } from 'kysely';
+import { type ExpressionBuilder, sql, type Kysely, type Selectable } from 'kysely';
 import {
   PAYMENT_CANCELLED,
   PAYMENT_COMPLETE,
@@ -17,6 +17,14 @@ import type { PendingCancel } from '../platform/db/migrations/0011_reconcile.js'
 
 export type ReceiptRow = Selectable<Tables['receipts']>;
 export type { PendingCancel };
+
+/**
+ * The receipt_id the merchant sees and names: the upstream provider's for a relayed payment (unique at the provider
+ * for the project's account only, so kept beside paygate's own id, which every internal reference uses), else
+ * paygate's own.
+ */
+export const merchantReceiptId = (row: Pick<ReceiptRow, 'receipt_id' | 'provider_receipt_id'>): string =>
+  row.provider_receipt_id ?? row.receipt_id;
 
 export interface NewCharge {
   readonly receiptId: string;
@@ -67,7 +75,11 @@ export interface ReceiptStore {
   dropUnexecutedCharge(receiptId: string, now: Date): Promise<boolean>;
   /**
    * Records the PG's approval: status 1 with the masked card and approval details. A concurrent
-   * re-drive of the same charge may have recorded it first; then its row is returned as it is.
+   * re-drive of the same charge may have recorded it first; then its row is returned as it is. An upstream
+   * provider's receipt_id that another receipt of the project already has (the provider repeated itself) is not
+   * taken: the charge is recorded under its own id and marked for attention (receipt_id: what the provider answered),
+   * the other receipt untouched. What the PG says it charged where it disagrees with the request
+   * (`result.disagreement`) is recorded as such, and marked.
    * `reconciledAt`: recorded by a reconcile workflow, not by the request.
    */
   completeCharge(receiptId: string, result: ChargeApproval, maskedNumber: string, reconciledAt?: Date): Promise<ReceiptRow>;
@@ -75,8 +87,13 @@ export interface ReceiptStore {
   orphanCharges(before: Date, limit: number): Promise<ReceiptRow[]>;
   /** Receipts with a cancel whose answer is not recorded and whose lease ended before `before`. */
   orphanCancels(before: Date, limit: number): Promise<ReceiptRow[]>;
-  /** Any project's receipt: callers check ownership (1225) with the row's application_id. */
+  /** By paygate's own id (internal references: cancels, escrow orders, workflows, reconcile). */
   find(receiptId: string): Promise<ReceiptRow | undefined>;
+  /**
+   * By the receipt_id the merchant names (`merchantReceiptId`): the project's receipt of that id, else any project's
+   * (callers check ownership, 1225, with the row's application_id, as for an id that names one receipt only).
+   */
+  findNamed(applicationId: string, receiptId: string): Promise<ReceiptRow | undefined>;
   /**
    * A refund an upstream provider made outside paygate (its console, another integration), as its receipt shows it:
    * the cancelled amounts move up to the provider's, never down, and not while a cancel of ours is pending (its
@@ -135,6 +152,11 @@ export interface NewCancel {
 
 export function createReceiptStore(db: Kysely<Tables>): ReceiptStore {
   const byId = (receiptId: string) => db.selectFrom('receipts').selectAll().where('receipt_id', '=', receiptId);
+  /** rows the merchant names `receiptId`: a relayed one by the provider's id, any other by its own */
+  // the provider's id, or paygate's own: a relayed charge's answer while it was pending named its own id, which keeps
+  // finding it once completed (findNamed prefers a provider id when both match)
+  const named = (eb: ExpressionBuilder<Tables, 'receipts'>, receiptId: string) =>
+    eb.or([eb('provider_receipt_id', '=', receiptId), eb('receipt_id', '=', receiptId)]);
   return {
     async claimOrder(charge) {
       const inserted = await db
@@ -249,42 +271,69 @@ export function createReceiptStore(db: Kysely<Tables>): ReceiptStore {
     },
 
     async completeCharge(receiptId, result, maskedNumber, reconciledAt) {
+      const providerReceiptId = result.receiptId;
+      const at = formatTimestamp(reconciledAt ?? result.approvedAt);
+      /** What the PG says happened, recorded as such; marked when it is not what was asked. */
+      const completion = (fields: ReceiptAttention['fields'] | undefined) => ({
+        status: PAYMENT_COMPLETE,
+        card_masked_number: maskedNumber,
+        card_company: result.card.cardCompany,
+        card_company_code: result.card.cardCompanyCode,
+        card_type: result.card.cardType,
+        card_quota: result.quota,
+        approval_no: result.approvalNo,
+        gateway_tid: result.gatewayTid,
+        purchased_at: result.approvedAt,
+        pg_call_until: null,
+        reconciled_at: reconciledAt ?? null,
+        ...(result.disagreement ? { price: result.disagreement.price, tax_free: result.disagreement.taxFree } : {}),
+        ...(fields
+          ? { attention: JSON.stringify({ kind: 'answer_mismatch', operation: 'charge', at, fields } satisfies ReceiptAttention) }
+          : {}),
+      });
       const updated = await db
         .updateTable('receipts')
         .set({
-          // an upstream provider's receipt_id replaces the placeholder the pending receipt was claimed under: nothing
-          // refers to a pending receipt yet (no cancel, no escrow order), and its reconcile finds it gone and stops
-          ...(result.receiptId !== undefined ? { receipt_id: result.receiptId } : {}),
-          status: PAYMENT_COMPLETE,
-          card_masked_number: maskedNumber,
-          card_company: result.card.cardCompany,
-          card_company_code: result.card.cardCompanyCode,
-          card_type: result.card.cardType,
-          card_quota: result.quota,
-          approval_no: result.approvalNo,
-          gateway_tid: result.gatewayTid,
-          purchased_at: result.approvedAt,
-          pg_call_until: null,
-          reconciled_at: reconciledAt ?? null,
-          // what the PG says it charged, where it is not what was asked: recorded as such, and marked
-          ...(result.disagreement
-            ? {
-                price: result.disagreement.price,
-                tax_free: result.disagreement.taxFree,
-                attention: JSON.stringify({
-                  kind: 'answer_mismatch',
-                  operation: 'charge',
-                  at: formatTimestamp(reconciledAt ?? result.approvedAt),
-                  fields: result.disagreement.fields,
-                } satisfies ReceiptAttention),
-              }
-            : {}),
+          // an upstream provider's receipt_id is kept beside the id the pending receipt was claimed under, which stays
+          // the receipt's own: the provider's is unique only at the provider, for this project's account there
+          ...(providerReceiptId !== undefined ? { provider_receipt_id: providerReceiptId } : {}),
+          ...completion(result.disagreement?.fields),
         })
+        .where('receipt_id', '=', receiptId)
+        .where('status', '=', PAYMENT_PENDING)
+        .where((eb) =>
+          providerReceiptId === undefined
+            ? eb.val(true)
+            : eb.not(
+                eb.exists(
+                  eb
+                    .selectFrom('receipts as taken')
+                    .select('taken.receipt_id')
+                    .whereRef('taken.application_id', '=', 'receipts.application_id')
+                    .where('taken.provider_receipt_id', '=', providerReceiptId),
+                ),
+              ),
+        )
+        .returningAll()
+        .executeTakeFirst();
+      if (updated) return updated;
+      const row = await byId(receiptId).executeTakeFirstOrThrow();
+      if (row.status !== PAYMENT_PENDING || providerReceiptId === undefined) return row;
+      // The provider answered with a receipt_id another payment of this project already has: it says it charged, so
+      // the charge is recorded (under paygate's own id, the first receipt untouched) and marked, and its reconcile ends
+      const repeated = await db
+        .updateTable('receipts')
+        .set(
+          completion({
+            ...result.disagreement?.fields,
+            receipt_id: { asked: 'a receipt_id of its own', answered: providerReceiptId },
+          }),
+        )
         .where('receipt_id', '=', receiptId)
         .where('status', '=', PAYMENT_PENDING)
         .returningAll()
         .executeTakeFirst();
-      return updated ?? byId(result.receiptId ?? receiptId).executeTakeFirstOrThrow();
+      return repeated ?? byId(receiptId).executeTakeFirstOrThrow();
     },
 
     async applyProviderCancel(receiptId, state) {
@@ -309,6 +358,16 @@ export function createReceiptStore(db: Kysely<Tables>): ReceiptStore {
     async find(receiptId) {
       return byId(receiptId).executeTakeFirst();
     },
+    async findNamed(applicationId, receiptId) {
+      return db
+        .selectFrom('receipts')
+        .selectAll()
+        .where((eb) => named(eb, receiptId))
+        .orderBy(sql`application_id = ${applicationId}`, 'desc')
+        .orderBy(sql`provider_receipt_id is not distinct from ${receiptId}`, 'desc')
+        .limit(1)
+        .executeTakeFirst();
+    },
     async findByOrder(applicationId, orderId) {
       return db
         .selectFrom('receipts')
@@ -321,7 +380,7 @@ export function createReceiptStore(db: Kysely<Tables>): ReceiptStore {
     async listOf(applicationId, q) {
       let query = db.selectFrom('receipts').selectAll().where('application_id', '=', applicationId);
       const search = q.search;
-      if (search !== undefined) query = query.where((eb) => eb.or([eb('order_id', '=', search), eb('receipt_id', '=', search)]));
+      if (search !== undefined) query = query.where((eb) => eb.or([eb('order_id', '=', search), named(eb, search)]));
       return query.orderBy('requested_at', 'desc').orderBy('receipt_id', 'desc').limit(q.limit).execute();
     },
 
@@ -437,7 +496,7 @@ export function receiptView(row: ReceiptRow, extra: { sandbox: boolean; companyN
         }
       : undefined;
   return {
-    receiptId: row.receipt_id,
+    receiptId: merchantReceiptId(row),
     orderId: row.order_id,
     orderName: row.order_name,
     price: row.price,

@@ -16,7 +16,7 @@ import type { OperationLog } from '../platform/operation-log.js';
 import type { EscrowData } from '../escrow/rules.js';
 import { isResourceId, PAYMENT_COMPLETE, renderReceipt, type ReceiptResponse } from './receipt-rules.js';
 import type { Project } from '../projects/index.js';
-import { receiptView, type ReceiptRow } from './receipts-store.js';
+import { merchantReceiptId, receiptView, type ReceiptRow } from './receipts-store.js';
 import { IN_FLIGHT_LEASE_MS } from '../platform/idempotency.js';
 import type { WorkflowRuntime } from '../platform/temporal/workflow-calls.js';
 import type { IdempotencyStore } from '../platform/idempotency.js';
@@ -136,7 +136,7 @@ export function createReceiptService({
     try {
       answer = await upstream.call(row.application_id, {
         method: 'GET',
-        path: `/v2/receipt/${encodeURIComponent(row.receipt_id)}`,
+        path: `/v2/receipt/${encodeURIComponent(merchantReceiptId(row))}`,
       });
     } catch (err) {
       logger?.warn(
@@ -160,12 +160,12 @@ export function createReceiptService({
   return {
     async lookup(project, receiptId) {
       if (!isResourceId(receiptId)) throw new ApiError('RC_NOT_FOUND');
-      const found = await stores.receipts.find(receiptId);
+      const found = await stores.receipts.findNamed(project.application_id, receiptId);
       if (!found) throw new ApiError('RC_NOT_FOUND');
       assertOwnedBy(project, found.application_id);
       const row = await refreshed(found);
       // an escrow order comes only from a one-off payment: a billing-key charge needs no second read
-      const escrow = row.billing_key === null ? await escrowData(receiptId) : undefined;
+      const escrow = row.billing_key === null ? await escrowData(row.receipt_id) : undefined;
       const receipt = receiptResponse(row, project);
       // an escrow payment's receipt carries escrow_data; any other receipt is returned as it is
       return escrow ? { ...receipt, escrow_data: escrow } : receipt;

@@ -13,7 +13,7 @@ export async function findUsableBillingKey(
   billingKey: string,
 ): Promise<BillingKeyRow> {
   if (!isResourceId(billingKey)) throw new ApiError('SUBSCRIBE_BK_NOT_FOUND');
-  const row = await stores.billingKeys.find(billingKey);
+  const row = await stores.billingKeys.findNamed(project.application_id, billingKey);
   if (!row) throw new ApiError('SUBSCRIBE_BK_NOT_FOUND');
   assertOwnedBy(project, row.application_id);
   if (row.destroyed_at !== null) throw new ApiError('BILLING_KEY_DESTROYED');

@@ -47,6 +47,7 @@
 //   9479 VERIFICATION_SEND_LIMIT  a verification SMS / resend over paygate's per-phone or per-project cap; Retry-After says when
 //   9480 UPSTREAM_ANSWER_MISMATCH the upstream provider answered something other than what was asked (another price, order_id,
 //                                 PG or billing key): recorded as the provider made it, marked for attention; receipt_id carried
+//   9482 UPSTREAM_ID_REUSED       the upstream provider answered with a receipt_id / billing_key it already gave another record of the project
 //   9500 INTERNAL_ERROR
 //   9502 GATEWAY_UNAVAILABLE      the PG could not be reached or answered garbage
 //   9503 SERVICE_UNAVAILABLE
@@ -195,6 +196,11 @@ export const errorCatalog = {
     status: 502,
     message:
       "The provider's answer does not match the request. The payment is recorded as the provider made it and marked for attention: look up the receipt, and cancel it if it is wrong.",
+  },
+  UPSTREAM_ID_REUSED: {
+    code: 9482,
+    status: 502,
+    message: 'The upstream provider answered with an id it already gave another record of this project.',
   },
   INTERNAL_ERROR: { code: 9500, status: 500, message: 'An internal error occurred.' },
   GATEWAY_UNAVAILABLE: { code: 9502, status: 502, message: 'The PG could not be reached. Retry with the same Idempotency-Key.' },

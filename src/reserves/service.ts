@@ -17,7 +17,7 @@ import type { GatewayRegistry } from '../gateways/index.js';
 import type { UpstreamGateways } from '../upstream/index.js';
 import type { Project } from '../projects/index.js';
 import type { ReserveRow } from './store.js';
-import { chargingCardGateway, findUsableBillingKey, type BillingKeyStore } from '../payments/index.js';
+import { chargingCardGateway, findUsableBillingKey, type BillingKeyStore, merchantBillingKey } from '../payments/index.js';
 import { DEFAULT_WORKFLOW_CALL_TIMEOUT_MS, type WorkflowRuntime } from '../platform/temporal/workflow-calls.js';
 import { bindLogIds } from '../platform/observability/log-context.js';
 import type { ReserveStore } from './store.js';
@@ -71,7 +71,8 @@ export function createReserveService(deps: {
       const row = await stores.reserves.insert({
         reserveId,
         applicationId: project.application_id,
-        billingKey: key.billing_key,
+        // the key as the merchant names it (an upstream provider's id, unique per project): charged by that name
+        billingKey: merchantBillingKey(key),
         orderId: request.charge.orderId,
         orderName: request.charge.orderName,
         price: request.charge.price,
@@ -102,7 +103,7 @@ export function createReserveService(deps: {
         const sameReserve =
           stored !== undefined &&
           stored.status === 'reserved' &&
-          stored.billing_key === key.billing_key &&
+          stored.billing_key === merchantBillingKey(key) &&
           Number(stored.price) === request.charge.price &&
           stored.execute_at.getTime() === request.executeAt.getTime();
         if (sameReserve) {

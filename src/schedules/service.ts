@@ -35,7 +35,7 @@ import type { GatewayRegistry } from '../gateways/index.js';
 import type { UpstreamGateways } from '../upstream/index.js';
 import type { Project } from '../projects/index.js';
 import type { ScheduleRow } from './store.js';
-import { chargingCardGateway, findUsableBillingKey, type BillingKeyStore } from '../payments/index.js';
+import { chargingCardGateway, findUsableBillingKey, type BillingKeyStore, merchantBillingKey } from '../payments/index.js';
 import type { OperationLog } from '../platform/operation-log.js';
 import { DEFAULT_WORKFLOW_CALL_TIMEOUT_MS, type WorkflowRuntime } from '../platform/temporal/workflow-calls.js';
 import { bindLogIds } from '../platform/observability/log-context.js';
@@ -139,7 +139,8 @@ export function createScheduleService(deps: {
       const row = await stores.schedules.insert({
         scheduleId,
         applicationId: project.application_id,
-        request: { ...request, billingKey: key.billing_key },
+        // the key as the merchant names it (an upstream provider's id, unique per project): charged by that name
+        request: { ...request, billingKey: merchantBillingKey(key) },
         firstDueAt: dueAt(request.plan, 1),
         now,
       });

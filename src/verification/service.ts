@@ -35,7 +35,7 @@ import {
 } from '../gateways/index.js';
 import type { UpstreamGateways } from '../upstream/index.js';
 import type { Project } from '../projects/index.js';
-import type { VerificationRow } from './store.js';
+import { merchantVerificationId, type VerificationRow } from './store.js';
 import type { IdempotencyKeyProof } from '../platform/idempotency.js';
 import { bindLogIds } from '../platform/observability/log-context.js';
 import type { BillingKeyStore, ReceiptStore } from '../payments/index.js';
@@ -158,13 +158,15 @@ export function createVerificationService(deps: {
   /** The caller's verification, or the catalog error for an unknown / foreign / non-verification receipt. */
   const ownVerification = async (receiptId: string, project: Project, unknown: 'RC_NOT_FOUND' | 'AUTH_NOT_FOUND') => {
     if (receiptId.length > MAX_ID_LENGTH) throw new ApiError(unknown);
-    const row = await store.find(receiptId);
+    const row = await store.findNamed(project.application_id, receiptId);
     if (row) {
       assertOwnedBy(project, row.application_id);
       return row;
     }
     // a receipt of another kind: a payment's (receipts) or a billing key issuance's (billing_keys keeps its receipt_id)
-    const other = (await deps.stores.receipts.find(receiptId)) ?? (await deps.stores.billingKeys.findByReceipt(receiptId));
+    const other =
+      (await deps.stores.receipts.findNamed(project.application_id, receiptId)) ??
+      (await deps.stores.billingKeys.findByReceipt(project.application_id, receiptId));
     if (!other) throw new ApiError(unknown);
     // ownership before the kind: another project is told 1225 and nothing of what the receipt is
     assertOwnedBy(project, other.application_id);
@@ -228,10 +230,13 @@ export function createVerificationService(deps: {
       // the caps, before anything is sent or stored: a refusal leaves no verification, no run, no PG call
       await countSend(project, 'request', { number: req.person.phone });
       const sent = atProvider ? await sendAtProvider(atProvider, project, req, clientIp) : undefined;
-      const receiptId = sent?.receiptId ?? newId();
-      bindLogIds({ receipt_id: receiptId });
+      // paygate's own id, also for one sent at a provider: the provider's receipt_id (what the merchant is shown) is
+      // unique at the provider for this project's account only
+      const receiptId = newId();
+      bindLogIds({ receipt_id: sent?.receiptId ?? receiptId });
       await store.create({
         receiptId,
+        providerReceiptId: sent?.receiptId,
         applicationId: project.application_id,
         authenticationId: req.authenticationId,
         orderName: req.orderName,
@@ -298,13 +303,16 @@ export function createVerificationService(deps: {
           : undefined;
       const counted = await countSend(project, 'resend', phone);
       try {
-        await callWorkflow(() => handleOf(receiptId).executeUpdate(resendOtpUpdate, { args: [updateProof()] }), notAnswering);
+        await callWorkflow(
+          () => handleOf(row.receipt_id).executeUpdate(resendOtpUpdate, { args: [updateProof()] }),
+          notAnswering,
+        );
       } catch (err) {
         // refused by the run before it sent anything: nothing to count (a timeout or a gateway failure stays counted)
         if (counted !== undefined && refusedBeforeSending(err)) await sends.release(counted);
         throw err;
       }
-      return reload(receiptId);
+      return reload(row.receipt_id);
     },
 
     async confirm(project, receiptId, body, idempotencyKey) {
@@ -313,12 +321,12 @@ export function createVerificationService(deps: {
       if (row.status === VerificationStatus.Verified && sameKey) return row;
       if (row.status !== VerificationStatus.AwaitingOtp) throw new ApiError('AUTH_NOT_READY');
       const otp = parseOtp(body, row.authenticate_type);
-      if (idempotencyKey) await store.noteConfirmKey(receiptId, idempotencyKey.mac);
+      if (idempotencyKey) await store.noteConfirmKey(row.receipt_id, idempotencyKey.mac);
       await callWorkflow(
-        () => handleOf(receiptId).executeUpdate(confirmOtpUpdate, { args: [{ ...updateProof(), otp }] }),
+        () => handleOf(row.receipt_id).executeUpdate(confirmOtpUpdate, { args: [{ ...updateProof(), otp }] }),
         notAnswering,
       );
-      return reload(receiptId);
+      return reload(row.receipt_id);
     },
 
     async certificate(project, receiptId) {
@@ -331,7 +339,7 @@ export function createVerificationService(deps: {
 
     view(row, gatewayUrl, withPerson) {
       return {
-        receiptId: row.receipt_id,
+        receiptId: merchantVerificationId(row),
         authenticationId: row.authentication_id,
         pg: row.pg,
         status: row.status,

@@ -5,7 +5,16 @@ import type { OpenedPerson, VerifiedPerson } from './rules.js';
 import type { FieldCipher } from '../platform/security/field-cipher.js';
 import { VerificationStatus, type VerificationRecords } from './contract.js';
 import type { Tables } from '../platform/db/db.js';
+import { ApiError } from '../platform/errors.js';
 export type VerificationRow = Selectable<Tables['verifications']>;
+
+/**
+ * The receipt_id the merchant sees and names: the upstream provider's for a verification sent there (unique at the
+ * provider for the project's account only, so kept beside paygate's own id, which the record's seals and the workflow
+ * use), else paygate's own.
+ */
+export const merchantVerificationId = (row: Pick<VerificationRow, 'receipt_id' | 'provider_receipt_id'>): string =>
+  row.provider_receipt_id ?? row.receipt_id;
 
 export interface NewVerification {
   readonly receiptId: string;
@@ -21,11 +30,17 @@ export interface NewVerification {
   readonly requestedAt: Date;
   /** the phone's keyed hash (sends-store.ts), kept while the OTP is awaited so resends count towards the phone's cap */
   readonly phoneIndex?: { readonly keyId: string; readonly mac: string };
+  /** the upstream provider's receipt_id of a verification sent there */
+  readonly providerReceiptId?: string | undefined;
 }
 
 export interface VerificationStore extends VerificationRecords {
+  /** 9482 UPSTREAM_ID_REUSED, storing nothing, when the project already has a verification of the provider's id. */
   create(v: NewVerification): Promise<void>;
+  /** By paygate's own id (the workflow's). */
   find(receiptId: string): Promise<VerificationRow | undefined>;
+  /** By the receipt_id the merchant names: the project's verification of that id, else any project's (for 1225). */
+  findNamed(applicationId: string, receiptId: string): Promise<VerificationRow | undefined>;
   /** The project's newest first, at most `limit` (the dashboard's lists). */
   listOf(applicationId: string, limit: number): Promise<VerificationRow[]>;
   openPerson(row: VerificationRow): OpenedPerson;
@@ -50,10 +65,11 @@ export function createVerificationStore(db: Kysely<Tables>, cipher: FieldCipher)
 
   return {
     async create(v) {
-      await db
+      const inserted = await db
         .insertInto('verifications')
         .values({
           receipt_id: v.receiptId,
+          provider_receipt_id: v.providerReceiptId ?? null,
           application_id: v.applicationId,
           authentication_id: v.authenticationId,
           order_name: v.orderName,
@@ -82,7 +98,30 @@ export function createVerificationStore(db: Kysely<Tables>, cipher: FieldCipher)
           expired_at: null,
           identifiers_purged_at: null,
         })
-        .execute();
+        // paygate's own id is new: only the provider's can be taken (the provider repeated itself)
+        .onConflict((oc) => oc.doNothing())
+        .returning('receipt_id')
+        .executeTakeFirst();
+      if (!inserted) {
+        throw new ApiError('UPSTREAM_ID_REUSED', {
+          message: 'The upstream provider answered with a receipt_id that another verification of this project already has.',
+        });
+      }
+    },
+
+    async findNamed(applicationId, receiptId) {
+      return db
+        .selectFrom('verifications')
+        .selectAll()
+        .where((eb) =>
+          eb.or([
+            eb('provider_receipt_id', '=', receiptId),
+            eb.and([eb('receipt_id', '=', receiptId), eb('provider_receipt_id', 'is', null)]),
+          ]),
+        )
+        .orderBy(sql`application_id = ${applicationId}`, 'desc')
+        .limit(1)
+        .executeTakeFirst();
     },
 
     async find(receiptId) {

@@ -72,6 +72,9 @@ describe('a provider that trickles its answer', () => {
     expect(first.status).toBe(504);
     expect(first.body).toMatchObject({ error_code: 'GATEWAY_TIMEOUT', code: 9504 });
     expect(first.body.message).toMatch(/same order_id/);
+    // and the receipt to poll: pending under paygate's own id until the reconcile settles it
+    const pendingId = first.body.receipt_id as string;
+    expect(pendingId).toEqual(expect.any(String));
     // A hung up on the trickle: its answer came from the deadline, not from B's last byte
     await eventually(async () => (provider.cutTrickles === 1 ? true : undefined), 'the trickle cut by A');
     expect(provider.finishedTrickles).toBe(0);
@@ -88,13 +91,19 @@ describe('a provider that trickles its answer', () => {
       return row?.status === 1 ? row : undefined;
     }, 'the charge settled by its reconcile workflow');
     expect(await sandboxChargeExecutions(b.sandboxUrl, pgChargeKey(atB.applicationId, 'trickle-1', 0))).toBe(1);
-    const atBReceipt = await keyInClient(b, atB).get(`/v2/receipt/${settled.receipt_id}`);
+    const providerId = settled.provider_receipt_id as string;
+    const atBReceipt = await keyInClient(b, atB).get(`/v2/receipt/${providerId}`);
     expect(atBReceipt.body).toMatchObject({ order_id: 'trickle-1', price: 4_400, status: 1 });
+    // the id the 504 named finds the settled receipt, under the provider's id
+    expect((await keyInClient(a, atA).get(`/v2/receipt/${pendingId}`)).body).toMatchObject({
+      receipt_id: providerId,
+      status: 1,
+    });
 
     // the merchant's retry under the same Idempotency-Key: the settled receipt, not "in progress", not charged again
     const retried = await merchantPost('/v2/subscribe/payment', body, { 'idempotency-key': 'trickle-key-1' });
     expect(retried.status).toBe(200);
-    expect(retried.body).toMatchObject({ receipt_id: settled.receipt_id, order_id: 'trickle-1', status: 1 });
+    expect(retried.body).toMatchObject({ receipt_id: providerId, order_id: 'trickle-1', status: 1 });
     expect(await sandboxChargeExecutions(b.sandboxUrl, pgChargeKey(atB.applicationId, 'trickle-1', 0))).toBe(1);
   }, 90_000);
 

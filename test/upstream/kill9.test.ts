@@ -99,7 +99,7 @@ describe.skipIf(!(await postgresReachable()))("the relay's worker killed -9 duri
     expect(atBReceipts).toEqual([{ receipt_id: paid[0]!.receipt_id, status: 1 }]);
     const atAReceipts = await a.deps.database.db
       .selectFrom('receipts')
-      .select(['receipt_id', 'status'])
+      .select(['provider_receipt_id as receipt_id', 'status'])
       .where('application_id', '=', atA.applicationId)
       .where('order_id', 'like', `${id}-%`)
       .execute();

@@ -85,7 +85,8 @@ describe('POST /upstream/v1/notifications/{application_id}', () => {
       const row = await receiptAtA('notified-1');
       return row?.status === 1 ? row : undefined;
     }, 'the charge settled by its reconcile');
-    expect(settled.receipt_id).toBe(receiptId);
+    // B's receipt_id is kept beside A's own id (the one the charge was pending under)
+    expect(settled.provider_receipt_id).toBe(receiptId);
   }, 60_000);
 
   it('a duplicate changes nothing; a refund made at B shows at A (a form body too)', async () => {

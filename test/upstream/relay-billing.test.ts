@@ -59,7 +59,7 @@ describe('key-in billing relayed to the provider', () => {
     const local = await a.deps.database.db
       .selectFrom('billing_keys')
       .selectAll()
-      .where('billing_key', '=', billingKey)
+      .where('provider_billing_key', '=', billingKey)
       .executeTakeFirstOrThrow();
     expect(local.via_upstream).toBe(true);
     expect(local.gateway_billing_key).not.toContain(billingKey);
@@ -149,9 +149,9 @@ describe('key-in billing relayed to the provider', () => {
     const body = { billing_key: billingKey, order_name: 'August', order_id: 'relay-lost-1', price: 3_300 };
     const first = await merchant.post('/v2/subscribe/payment', body);
     expect(first.status).toBe(502);
-    // no receipt_id to poll: the pending receipt's placeholder id gives way to the provider's once it completes
+    // the receipt to poll: pending under A's own id, which keeps naming it once it takes the provider's
     expect(first.body).toMatchObject({ error_code: 'GATEWAY_UNAVAILABLE' });
-    expect(first.body).not.toHaveProperty('receipt_id');
+    expect(first.body.receipt_id).toEqual(expect.any(String));
     const pending = await a.deps.database.db
       .selectFrom('receipts')
       .selectAll()
@@ -170,14 +170,21 @@ describe('key-in billing relayed to the provider', () => {
         .executeTakeFirst();
       return row?.status === 1 ? row : undefined;
     }, 'A’s receipt settled by its reconcile workflow');
-    // the receipt took B's id, and B charged once
-    const atBReceipt = await atBClient.get(`/v2/receipt/${settled.receipt_id}`);
-    expect(atBReceipt.body).toMatchObject({ receipt_id: settled.receipt_id, order_id: 'relay-lost-1', status: 1 });
+    // the receipt took B's id (beside A's own, which it was pending under), and B charged once
+    expect(settled.receipt_id).toBe(pending.receipt_id);
+    const providerReceiptId = settled.provider_receipt_id;
+    const atBReceipt = await atBClient.get(`/v2/receipt/${providerReceiptId}`);
+    expect(atBReceipt.body).toMatchObject({ receipt_id: providerReceiptId, order_id: 'relay-lost-1', status: 1 });
     expect(await chargesAtB('relay-lost-1')).toBe(1);
+    expect(first.body.receipt_id).toBe(pending.receipt_id);
+    expect((await merchant.get(`/v2/receipt/${pending.receipt_id}`)).body).toMatchObject({
+      receipt_id: providerReceiptId,
+      status: 1,
+    });
     // the merchant's retry gets the settled receipt, nothing charged again
     const retried = await merchant.post('/v2/subscribe/payment', body);
     expect(retried.status).toBe(200);
-    expect(retried.body.receipt_id).toBe(settled.receipt_id);
+    expect(retried.body.receipt_id).toBe(providerReceiptId);
     expect(await chargesAtB('relay-lost-1')).toBe(1);
   }, 60_000);
 
@@ -334,7 +341,7 @@ describe('the provider down mid-call', () => {
         return row?.status === 1 ? row : undefined;
       }, 'the charge settled once B is back');
       expect(await chargesAtB('relay-down-1')).toBe(1);
-      expect((await atBClient.get(`/v2/receipt/${settled.receipt_id}`)).body).toMatchObject({ status: 1, price: 7_700 });
+      expect((await atBClient.get(`/v2/receipt/${settled.provider_receipt_id}`)).body).toMatchObject({ status: 1, price: 7_700 });
     } finally {
       await hop.close();
     }

@@ -107,8 +107,9 @@ describe('escrow relayed to the provider', () => {
     expect(rejected.find((e) => e.to_status === -3)?.note).toBe('the payment was already refunded in full');
     const ownCancels = await a.deps.database.db
       .selectFrom('receipt_cancels')
-      .select('receipt_id')
-      .where('receipt_id', '=', receiptId)
+      .innerJoin('receipts', 'receipts.receipt_id', 'receipt_cancels.receipt_id')
+      .select('receipt_cancels.receipt_id')
+      .where('receipts.provider_receipt_id', '=', receiptId)
       .execute();
     expect(ownCancels).toEqual([]);
   }, 60_000);

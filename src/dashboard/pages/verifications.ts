@@ -46,7 +46,10 @@ export async function verificationPages(app: FastifyInstance, ctx: DashboardCont
     await verifications.checkPg(project, pg);
     const row = await verifications.request(project, parseVerificationRequest(apiBody, pg), request.ip);
     // the phone is kept sealed in the workflow only until confirmation: the inbox below is asked with the one typed
-    return reply.redirect(`${detail(row.receipt_id, 'requested')}&phone=${encodeURIComponent(apiBody.phone)}`, 303);
+    return reply.redirect(
+      `${detail(row.provider_receipt_id ?? row.receipt_id, 'requested')}&phone=${encodeURIComponent(apiBody.phone)}`,
+      303,
+    );
   });
 
   app.get<ById & { Querystring: { phone?: string } }>(

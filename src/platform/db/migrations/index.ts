@@ -18,6 +18,7 @@ import { migration as viaUpstream } from './0015_via_upstream.js';
 import { migration as dashboardSessions } from './0016_dashboard_sessions.js';
 import { migration as verificationSends } from './0017_verification_sends.js';
 import { migration as deliveryDispatch } from './0018_delivery_dispatch.js';
+import { migration as providerIds } from './0019_provider_ids.js';
 import { migration as receiptAttention } from './0021_receipt_attention.js';
 
 export const migrations = [
@@ -38,6 +39,7 @@ export const migrations = [
   dashboardSessions,
   verificationSends,
   deliveryDispatch,
+  providerIds,
   receiptAttention,
 ] as const;
 
