@@ -12,6 +12,7 @@ export {
   createReceiptService,
   createReconcileStarter,
   type EscrowDataLookup,
+  type ListedReceipt,
   type ReceiptService,
   ReconcileLater,
   type ReconcileStarter,

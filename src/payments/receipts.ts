@@ -14,7 +14,7 @@ import { providerReceipt } from '../upstream/rules.js';
 import type { UpstreamService } from '../upstream/index.js';
 import type { OperationLog } from '../platform/operation-log.js';
 import type { EscrowData } from '../escrow/rules.js';
-import { isResourceId, PAYMENT_COMPLETE, renderReceipt, type ReceiptResponse } from './receipt-rules.js';
+import { isResourceId, PAYMENT_COMPLETE, type ReceiptAttention, renderReceipt, type ReceiptResponse } from './receipt-rules.js';
 import type { Project } from '../projects/index.js';
 import { merchantReceiptId, receiptView, type ReceiptRow } from './receipts-store.js';
 import { IN_FLIGHT_LEASE_MS } from '../platform/idempotency.js';
@@ -109,9 +109,22 @@ export type EscrowDataLookup = (receiptId: string) => Promise<EscrowData | undef
 export interface ReceiptService {
   /** A payment receipt of `project`: 2000 unknown, 1225 another project's. */
   lookup(project: Project, receiptId: string): Promise<ReceiptResponse>;
-  /** The project's receipts newest first (the dashboard); `search` is an order_id or a receipt_id. */
-  list(project: Project, q: { search?: string; limit: number }): Promise<ReceiptResponse[]>;
+  /**
+   * The project's receipts newest first (the dashboard); `search` is an order_id or a receipt_id. Each with what needs
+   * an operator's attention on it (an upstream provider's answer that was not what was asked), if anything.
+   */
+  list(project: Project, q: { search?: string; limit: number }): Promise<ListedReceipt[]>;
+  /** What needs an operator's attention on a receipt of `project` (the dashboard's receipt page); 2000 / 1225 as lookup. */
+  attentionOf(project: Project, receiptId: string): Promise<ReceiptAttention | undefined>;
 }
+
+export interface ListedReceipt {
+  readonly receipt: ReceiptResponse;
+  readonly attention: ReceiptAttention | undefined;
+}
+
+const attentionOf = (row: ReceiptRow): ReceiptAttention | undefined =>
+  (row.attention ?? undefined) as ReceiptAttention | undefined;
 
 export function createReceiptService({
   stores,
@@ -173,7 +186,14 @@ export function createReceiptService({
 
     async list(project, q) {
       const rows = await stores.receipts.listOf(project.application_id, q);
-      return rows.map((row) => receiptResponse(row, project));
+      return rows.map((row) => ({ receipt: receiptResponse(row, project), attention: attentionOf(row) }));
+    },
+
+    async attentionOf(project, receiptId) {
+      const found = isResourceId(receiptId) ? await stores.receipts.findNamed(project.application_id, receiptId) : undefined;
+      if (!found) throw new ApiError('RC_NOT_FOUND');
+      assertOwnedBy(project, found.application_id);
+      return attentionOf(found);
     },
   };
 }

@@ -44,6 +44,21 @@ afterAll(async () => {
   await b?.close();
 });
 
+/** A dashboard session signed in with the project's keys: its cookie. */
+async function dashboardSession(project: TestProject): Promise<string> {
+  const login = await a.app.inject({ url: '/dashboard/login' });
+  const cookie = String(login.headers['set-cookie']).split(';')[0]!;
+  const csrf = /name="_csrf" value="([^"]+)"/.exec(login.body)?.[1] ?? '';
+  const signedIn = await a.app.inject({
+    method: 'POST',
+    url: '/dashboard/login',
+    headers: { cookie, 'content-type': 'application/x-www-form-urlencoded' },
+    payload: new URLSearchParams({ _csrf: csrf, client_key: project.clientKey, secret_key: project.secretKey }).toString(),
+  });
+  expect(signedIn.statusCode).toBe(303);
+  return String(signedIn.headers['set-cookie']).split(';')[0]!;
+}
+
 /** The merchant's request over a real socket (what a connection timeout would cut), its body parsed as JSON. */
 async function merchantPost(path: string, body: unknown, headers: Record<string, string> = {}) {
   const res = await fetch(`${aUrl}${path}`, {
@@ -190,6 +205,15 @@ describe('a provider whose answer is not what was asked', () => {
       headers: { authorization: `Bearer ${TEST_ADMIN_TOKEN}` },
     });
     expect(metrics.body).toMatch(/paygate_charges_total\{[^}]*outcome="answer_mismatch"[^}]*\} 1/);
+
+    // the dashboard says what disagreed, on the receipt's page and in the list
+    const dashboard = await dashboardSession(atA);
+    const page = await a.app.inject({ url: `/dashboard/receipts/${receiptId}`, headers: { cookie: dashboard } });
+    expect(page.statusCode).toBe(200);
+    expect(page.body).toContain('Needs attention');
+    expect(page.body).toMatch(/<code>price<\/code><\/td><td>1000<\/td><td>999999999<\/td>/);
+    const list = await a.app.inject({ url: '/dashboard/receipts?q=mismatch-1', headers: { cookie: dashboard } });
+    expect(list.body).toContain('badge attention');
 
     // asked again (same key, or the same order without one): the same 9480, never a plain receipt, nothing charged again
     for (const headers of [{ 'idempotency-key': 'mismatch-key-1' }, {}] as Record<string, string>[]) {

@@ -24,7 +24,8 @@ export async function paymentPages(app: FastifyInstance, ctx: DashboardContext):
     async (request, reply) => {
       const project = await ctx.project(request, 'receipt');
       const receipt = await services.receipts.lookup(project, request.params.receipt_id);
-      return ctx.render(request, reply, 'receipts-detail', { title: `Receipt ${receipt.receipt_id}`, receipt });
+      const attention = await services.receipts.attentionOf(project, request.params.receipt_id);
+      return ctx.render(request, reply, 'receipts-detail', { title: `Receipt ${receipt.receipt_id}`, receipt, attention });
     },
   );
 
