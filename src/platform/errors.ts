@@ -45,6 +45,7 @@
 //   9477 UPSTREAM_NOT_CONFIGURED  the project has no upstream provider (its configuration, its notifications)
 //   9478 UPSTREAM_KEYS_REFUSED    the upstream provider refused the project's keys there (1204 / 1216): fix the configuration
 //   9479 VERIFICATION_SEND_LIMIT  a verification SMS / resend over paygate's per-phone or per-project cap; Retry-After says when
+//   9481 UPSTREAM_UNAVAILABLE     the project's upstream provider is failing (its circuit is open): nothing was sent; Retry-After says when
 //   9500 INTERNAL_ERROR
 //   9502 GATEWAY_UNAVAILABLE      the PG could not be reached or answered garbage
 //   9503 SERVICE_UNAVAILABLE
@@ -187,6 +188,12 @@ export const errorCatalog = {
     code: 9479,
     status: 429,
     message: 'Too many verification messages; retry after the Retry-After seconds.',
+  },
+  UPSTREAM_UNAVAILABLE: {
+    code: 9481,
+    status: 503,
+    message:
+      "The project's upstream provider is not answering; nothing was sent to it. Retry after the Retry-After seconds with the same order_id.",
   },
   INTERNAL_ERROR: { code: 9500, status: 500, message: 'An internal error occurred.' },
   GATEWAY_UNAVAILABLE: { code: 9502, status: 502, message: 'The PG could not be reached. Retry with the same Idempotency-Key.' },

@@ -127,6 +127,8 @@ const envSchema = z.object({
   ENGINE_TOKEN: z.string().trim().min(16, 'must be at least 16 characters').optional(),
   VERIFICATION_SEND_LIMITS_PER_PHONE: sendLimitList.optional(),
   VERIFICATION_SEND_LIMITS_PER_PROJECT: sendLimitList.optional(),
+  UPSTREAM_CIRCUIT_FAILURES: z.coerce.number().int().min(1).max(1_000).optional(),
+  UPSTREAM_CIRCUIT_OPEN_SECONDS: z.coerce.number().int().min(1).max(3_600).optional(),
 });
 
 export interface Config {
@@ -186,6 +188,12 @@ export interface Config {
     readonly perPhone: readonly SendLimit[] | undefined;
     readonly perProject: readonly SendLimit[] | undefined;
   };
+  /**
+   * The circuit of each project's upstream provider (src/upstream/circuit.ts): it opens after `failures` failed calls
+   * in a row (no answer, a timeout, a 5xx without a catalog body) and stays open `openSeconds` before a probe. Unset:
+   * the upstream area's defaults (DEFAULT_CIRCUIT_SETTINGS).
+   */
+  readonly upstreamCircuit: { readonly failures: number | undefined; readonly openSeconds: number | undefined };
 }
 
 export interface TemporalTlsConfig {
@@ -270,6 +278,7 @@ export function parseConfig(env: Env): Config {
       perPhone: e.VERIFICATION_SEND_LIMITS_PER_PHONE,
       perProject: e.VERIFICATION_SEND_LIMITS_PER_PROJECT,
     },
+    upstreamCircuit: { failures: e.UPSTREAM_CIRCUIT_FAILURES, openSeconds: e.UPSTREAM_CIRCUIT_OPEN_SECONDS },
   };
 }
 
