@@ -28,12 +28,7 @@ import { connectTemporalClient, type TemporalClient } from '../platform/temporal
 import { type EmbeddedEngine, startEmbeddedEngine } from '../platform/temporal/embedded-engine.js';
 import type { SandboxClock } from '../platform/temporal/sandbox-clock.js';
 import type { TemporalTransport } from '../platform/temporal/transport.js';
-import {
-  type CircuitSettings,
-  createProviderClient,
-  DEFAULT_CIRCUIT_SETTINGS,
-  type ProviderClient,
-} from '../upstream/index.js';
+import { type CircuitSettings, createProviderClient, DEFAULT_CIRCUIT_SETTINGS, type ProviderClient } from '../upstream/index.js';
 import { DEFAULT_SEND_LIMITS, type SendLimits } from '../verification/send-limit-rules.js';
 
 /**

@@ -41,12 +41,7 @@ import { countVerificationOutcomes, createVerificationService, type Verification
 import type { SendLimits } from '../verification/send-limit-rules.js';
 import type { WorkflowRuntime } from '../platform/temporal/workflow-calls.js';
 import type { Metrics } from '../platform/observability/metrics.js';
-import {
-  type CircuitSettings,
-  createUpstreamService,
-  type ProviderClient,
-  type UpstreamService,
-} from '../upstream/index.js';
+import { type CircuitSettings, createUpstreamService, type ProviderClient, type UpstreamService } from '../upstream/index.js';
 
 export interface Services {
   readonly projects: ProjectService;

@@ -30,9 +30,7 @@ export interface ProviderHealth {
   readonly openUntil: Date | undefined;
   readonly consecutiveFailures: number;
   readonly lastSuccessAt: Date | undefined;
-  readonly lastError:
-    | { readonly at: Date; readonly class: ProviderFailureClass; readonly message: string }
-    | undefined;
+  readonly lastError: { readonly at: Date; readonly class: ProviderFailureClass; readonly message: string } | undefined;
 }
 
 /** Whether a call may go to the provider; when not, in how many ms it may. */

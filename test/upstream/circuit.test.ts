@@ -107,6 +107,23 @@ const health = async (project: TestProject): Promise<Record<string, unknown>> =>
   return res.json().health as Record<string, unknown>;
 };
 
+/** The admin's projects page of the dashboard, signed in with the admin token. */
+const projectsPage = async (): Promise<string> => {
+  const login = await a.app.inject({ url: '/dashboard/login' });
+  const cookie = String(login.headers['set-cookie']).split(';')[0]!;
+  const csrf = /name="_csrf" value="([^"]+)"/.exec(login.body)?.[1] ?? '';
+  const signedIn = await a.app.inject({
+    method: 'POST',
+    url: '/dashboard/login',
+    headers: { cookie, 'content-type': 'application/x-www-form-urlencoded' },
+    payload: new URLSearchParams({ _csrf: csrf, admin_token: TEST_ADMIN_TOKEN }).toString(),
+  });
+  const admin = String(signedIn.headers['set-cookie']).split(';')[0]!;
+  const page = await a.app.inject({ url: '/dashboard/projects', headers: { cookie: admin } });
+  expect(page.statusCode).toBe(200);
+  return page.body;
+};
+
 const chargesAtB = (atB: TestProject, orderId: string, attempt = 0) =>
   sandboxChargeExecutions(b.sandboxUrl, pgChargeKey(atB.applicationId, orderId, attempt));
 
@@ -149,6 +166,10 @@ describe("a project's provider circuit", () => {
     expect(String((open.last_failure as { message: string }).message)).toContain('HTTP 502');
     expect(Date.parse(String(open.open_until))).toBeGreaterThan(Date.now() - 1_000);
     expect(open).toHaveProperty('last_success_at'); // the billing key's issuance
+    // and the dashboard's projects page
+    const page = await projectsPage();
+    expect(page).toContain(`not answering: calls held until ${String(open.open_until)}`);
+    expect(page).toContain('last failure (unavailable)');
 
     // the provider is back: once the open period passes, the probe goes through and closes the circuit
     provider.down = false;
@@ -170,7 +191,9 @@ describe("a project's provider circuit", () => {
     const host = new URL(provider.url).host;
     expect(metrics).toMatch(new RegExp(`paygate_upstream_calls_total\\{provider="${host}",outcome="circuit_open"\\} [1-9]`));
     expect(metrics).toMatch(new RegExp(`paygate_upstream_calls_total\\{provider="${host}",outcome="unavailable"\\} [1-9]`));
-    expect(metrics).toMatch(new RegExp(`paygate_upstream_call_duration_seconds_count\\{provider="${host}",outcome="ok"\\} [1-9]`));
+    expect(metrics).toMatch(
+      new RegExp(`paygate_upstream_call_duration_seconds_count\\{provider="${host}",outcome="ok"\\} [1-9]`),
+    );
     expect(metrics).toMatch(new RegExp(`paygate_upstream_circuits\\{provider="${host}",state="closed"\\} [1-9]`));
     expect(metrics).not.toContain(atB.secretKey);
     expect(metrics).not.toContain(atB.clientKey);
