@@ -10,7 +10,10 @@ const failure = { class: 'unavailable' as const, message: 'upstream provider: HT
 function circuitsAt(start = 1_000_000) {
   let now = start;
   const circuits = createProviderCircuits({ failures: 3, openMs: 10_000 }, () => now);
-  return { circuits, advance: (ms: number) => void (now += ms) };
+  const advance = (ms: number): void => {
+    now += ms;
+  };
+  return { circuits, advance };
 }
 
 describe('a provider circuit', () => {
