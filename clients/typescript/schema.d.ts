@@ -8025,7 +8025,7 @@ export interface operations {
                             /** Format: date-time */
                             at: string;
                         };
-                        health: {
+                        health?: {
                             /** @enum {string} */
                             circuit: "closed" | "open" | "half_open";
                             /** Format: date-time */
@@ -8195,7 +8195,7 @@ export interface operations {
                             /** Format: date-time */
                             at: string;
                         };
-                        health: {
+                        health?: {
                             /** @enum {string} */
                             circuit: "closed" | "open" | "half_open";
                             /** Format: date-time */

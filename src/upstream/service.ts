@@ -119,8 +119,13 @@ export function createUpstreamService(deps: {
   const policy = { sandbox: deps.sandbox };
   const circuits = createProviderCircuits(deps.circuit ?? DEFAULT_CIRCUIT_SETTINGS, deps.realTime);
   deps.metrics?.readUpstreamCircuitsFrom(() => circuits.statesByProvider());
+  // a process that calls no provider (the admin CLI's direct mode) has no view of its health: none is shown
   const render = (view: Parameters<typeof renderUpstream>[0]) =>
-    renderUpstream(view, deps.publicBaseUrl, renderHealth(circuits.health(view.applicationId, view.baseUrl)));
+    renderUpstream(
+      view,
+      deps.publicBaseUrl,
+      deps.client ? renderHealth(circuits.health(view.applicationId, view.baseUrl)) : undefined,
+    );
 
   const requireProject = async (applicationId: string) => {
     if (!(await projects.findById(applicationId))) throw new ApiError('PROJECT_NOT_FOUND');

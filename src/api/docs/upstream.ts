@@ -39,8 +39,9 @@ const Upstream = z.object({
     })
     .describe(
       "the provider's health as the answering process saw it: each process keeps its own circuit, in memory " +
-        '(UPSTREAM_CIRCUIT_FAILURES, UPSTREAM_CIRCUIT_OPEN_SECONDS)',
-    ),
+        '(UPSTREAM_CIRCUIT_FAILURES, UPSTREAM_CIRCUIT_OPEN_SECONDS); absent from the admin CLI in --direct mode',
+    )
+    .optional(),
   created_at: timestamp,
   updated_at: timestamp,
 });
