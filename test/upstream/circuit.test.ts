@@ -133,6 +133,9 @@ describe("a project's provider circuit", () => {
     const charge = (orderId: string) =>
       merchant.post('/v2/subscribe/payment', { billing_key: billingKey, order_name: 'June', order_id: orderId, price: 7_000 });
     expect(await health(atA)).toMatchObject({ circuit: 'closed', consecutive_failures: 0 });
+    const before = await charge('before-outage-1');
+    expect(before.status, JSON.stringify(before.body)).toBe(200);
+    const paidBefore = before.body.receipt_id as string;
 
     provider.down = true;
     // two calls without an answer: each an outage the merchant retries (9502), the second opens the circuit
@@ -159,6 +162,11 @@ describe("a project's provider circuit", () => {
       .where('order_id', '=', 'after-outage-1')
       .execute();
     expect(claimed).toEqual([]);
+    // a cancel too: 9481 before any lease, so the same cancel goes through once the provider is back
+    const cancelHeld = await merchant.cancel({ receipt_id: paidBefore, cancel_price: 1_000, cancel_id: 'held-1' });
+    expect(cancelHeld.status, JSON.stringify(cancelHeld.body)).toBe(503);
+    expect(cancelHeld.body).toMatchObject({ error_code: 'UPSTREAM_UNAVAILABLE', code: 9481 });
+    expect(provider.refused).toBe(seen);
 
     // the admin API shows it: open until when, the last failure's class
     const open = await health(atA);
@@ -181,6 +189,9 @@ describe("a project's provider circuit", () => {
     expect(paid.status, JSON.stringify(paid.body)).toBe(200);
     expect(paid.body).toMatchObject({ order_id: 'after-outage-1', status: 1, price: 7_000 });
     expect(await chargesAtB(atB, 'after-outage-1')).toBe(1);
+    const cancelled = await merchant.cancel({ receipt_id: paidBefore, cancel_price: 1_000, cancel_id: 'held-1' });
+    expect(cancelled.status, JSON.stringify(cancelled.body)).toBe(200);
+    expect(cancelled.body).toMatchObject({ receipt_id: paidBefore, cancelled_price: 1_000 });
     const closed = await health(atA);
     expect(closed).toMatchObject({ circuit: 'closed', consecutive_failures: 0 });
     expect(closed).toHaveProperty('last_success_at');
@@ -262,5 +273,48 @@ describe("a project's provider circuit", () => {
       .where('application_id', '=', atA.applicationId)
       .execute();
     expect(declines).toEqual([]);
+  });
+
+  it('half-open lets one call through: a charge held behind the probe answers 9481 and keeps no claim on its order_id', async () => {
+    const { atA, atB, merchant, billingKey } = await relayedProject();
+    const charge = (orderId: string) =>
+      merchant.post('/v2/subscribe/payment', { billing_key: billingKey, order_name: 'June', order_id: orderId, price: 3_000 });
+    provider.down = true;
+    for (let i = 0; i < 2; i++) {
+      await a.deps.services.upstream
+        .call(atA.applicationId, { method: 'GET', path: '/v2/receipt/0123456789abcdef01234567' })
+        .catch(() => undefined);
+    }
+    await eventually(async () => ((await health(atA)).circuit === 'half_open' ? true : undefined), 'the open period to pass');
+
+    // two charges at once: one is the probe (sent, no answer: pending for its reconcile), the other is held, whether
+    // before its claim or after it (then released)
+    const seen = provider.refused;
+    const answers = await Promise.all([charge('probe-race-1'), charge('probe-race-2')]);
+    expect(answers.map((r) => r.status).sort()).toEqual([502, 503]);
+    expect(provider.refused).toBe(seen + 1);
+    const heldOrder = answers[0]!.status === 503 ? 'probe-race-1' : 'probe-race-2';
+    const probeOrder = heldOrder === 'probe-race-1' ? 'probe-race-2' : 'probe-race-1';
+    const receiptOf = (orderId: string) =>
+      a.deps.database.db
+        .selectFrom('receipts')
+        .select(['status', 'pg_key_attempt'])
+        .where('application_id', '=', atA.applicationId)
+        .where('order_id', '=', orderId)
+        .executeTakeFirst();
+    expect(await receiptOf(heldOrder)).toBeUndefined();
+    expect((await receiptOf(probeOrder))?.status).toBe(0);
+
+    // the provider is back: the held order_id is charged once, the probe's charge settled by its reconcile
+    provider.down = false;
+    const paid = await eventually(async () => {
+      const res = await charge(heldOrder);
+      return res.status === 503 ? undefined : res;
+    }, 'the circuit to let the held charge through');
+    expect(paid.status, JSON.stringify(paid.body)).toBe(200);
+    const attempt = (await receiptOf(heldOrder))?.pg_key_attempt ?? -1;
+    expect(await chargesAtB(atB, heldOrder, attempt)).toBe(1);
+    await eventually(async () => ((await receiptOf(probeOrder))?.status === 1 ? true : undefined), 'the probe charge settled');
+    expect(await chargesAtB(atB, probeOrder)).toBe(1);
   });
 });
