@@ -8010,6 +8010,11 @@ export interface operations {
                      *         "kcp"
                      *       ],
                      *       "notification_url": "https://paygate.example.com/upstream/v1/notifications/6747e3a1c0ffee0000000001",
+                     *       "health": {
+                     *         "circuit": "closed",
+                     *         "consecutive_failures": 0,
+                     *         "last_success_at": "2026-11-25T09:00:00+09:00"
+                     *       },
                      *       "created_at": "2026-11-25T09:00:00+09:00",
                      *       "updated_at": "2026-11-25T09:00:00+09:00"
                      *     }
@@ -8028,6 +8033,22 @@ export interface operations {
                             message: string;
                             /** Format: date-time */
                             at: string;
+                        };
+                        health?: {
+                            /** @enum {string} */
+                            circuit: "closed" | "open" | "half_open";
+                            /** Format: date-time */
+                            open_until?: string;
+                            consecutive_failures: number;
+                            /** Format: date-time */
+                            last_success_at?: string;
+                            last_failure?: {
+                                /** Format: date-time */
+                                at: string;
+                                /** @enum {string} */
+                                class: "unavailable" | "timeout";
+                                message: string;
+                            };
                         };
                         /** Format: date-time */
                         created_at: string;
@@ -8159,6 +8180,11 @@ export interface operations {
                      *         "kcp"
                      *       ],
                      *       "notification_url": "https://paygate.example.com/upstream/v1/notifications/6747e3a1c0ffee0000000001",
+                     *       "health": {
+                     *         "circuit": "closed",
+                     *         "consecutive_failures": 0,
+                     *         "last_success_at": "2026-11-25T09:00:00+09:00"
+                     *       },
                      *       "created_at": "2026-11-25T09:00:00+09:00",
                      *       "updated_at": "2026-11-25T09:00:00+09:00"
                      *     }
@@ -8177,6 +8203,22 @@ export interface operations {
                             message: string;
                             /** Format: date-time */
                             at: string;
+                        };
+                        health?: {
+                            /** @enum {string} */
+                            circuit: "closed" | "open" | "half_open";
+                            /** Format: date-time */
+                            open_until?: string;
+                            consecutive_failures: number;
+                            /** Format: date-time */
+                            last_success_at?: string;
+                            last_failure?: {
+                                /** Format: date-time */
+                                at: string;
+                                /** @enum {string} */
+                                class: "unavailable" | "timeout";
+                                message: string;
+                            };
                         };
                         /** Format: date-time */
                         created_at: string;

@@ -1,5 +1,6 @@
 import { ApplicationFailure, ApplicationFailureCategory } from '@temporalio/common';
 import { GatewayDeclinedError, GatewayUnavailableError } from '../gateways/index.js';
+import { ApiError } from '../platform/errors.js';
 
 import { GATEWAY_DECLINED, type GatewayDeclinedDetails } from '../gateways/declined.js';
 
@@ -26,4 +27,27 @@ export async function callGateway<T>(call: () => Promise<T>): Promise<T> {
     // Anything else is a defect of ours: retrying may help if it was transient, and Temporal records it.
     throw err;
   }
+}
+
+/**
+ * An activity that must happen (retried without a cap: a reserve's or a period's charge, a reconcile, a refund) and
+ * met a provider whose circuit is open (9481, nothing sent): retried when the circuit lets a call through again
+ * (nextRetryDelay, the error's Retry-After) instead of on the retry policy's backoff, which would knock at once and
+ * then, after a long outage, wait up to its maximum interval after the provider is back. Benign: waiting for a
+ * provider is not a failure of the activity.
+ */
+export function waitingForProvider<A extends unknown[], R>(activity: (...args: A) => Promise<R>): (...args: A) => Promise<R> {
+  return async (...args) => {
+    try {
+      return await activity(...args);
+    } catch (err) {
+      if (!(err instanceof ApiError) || err.errorCode !== 'UPSTREAM_UNAVAILABLE') throw err;
+      throw ApplicationFailure.create({
+        type: err.errorCode,
+        message: err.message,
+        nextRetryDelay: `${err.retryAfterSeconds ?? 1} seconds`,
+        category: ApplicationFailureCategory.BENIGN,
+      });
+    }
+  };
 }

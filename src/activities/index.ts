@@ -5,6 +5,7 @@ import type { Metrics } from '../platform/observability/metrics.js';
 import type { Services } from '../composition/services.js';
 import type { Stores } from '../composition/stores.js';
 import { createEscrowActivities } from './escrow.js';
+import { waitingForProvider } from './failures.js';
 import { createReconcileActivities } from './payments.js';
 import { createReserveActivities } from './reserves.js';
 import { createScheduleActivities } from './schedules.js';
@@ -39,7 +40,7 @@ export function createActivities(deps: ActivityDeps) {
   const { services } = deps;
   const metrics = deps.metrics ? { metrics: deps.metrics } : {};
   const clock = deps.businessClock ? { clock: deps.businessClock } : {};
-  return {
+  const activities = {
     ...createVerificationActivities({
       gateways: deps.gateways,
       verifications: deps.stores.verifications,
@@ -65,6 +66,16 @@ export function createActivities(deps: ActivityDeps) {
       ...clock,
       ...metrics,
     }),
+  };
+  // the activities retried without a cap wait for an upstream provider's open circuit; the merchant-facing calls
+  // with a few attempts (verification steps, a shipping start, the escrow inquiry) end at once with 9481 instead
+  return {
+    ...activities,
+    executeReserve: waitingForProvider(activities.executeReserve),
+    chargePeriod: waitingForProvider(activities.chargePeriod),
+    settleCharge: waitingForProvider(activities.settleCharge),
+    settleCancel: waitingForProvider(activities.settleCancel),
+    refundEscrowPayment: waitingForProvider(activities.refundEscrowPayment),
   };
 }
 

@@ -45,7 +45,7 @@ commands:
                                         route the project's PGs named in --pgs to a provider speaking this API;
                                         the provider's secret key is read from PAYGATE_UPSTREAM_SECRET_KEY (or
                                         --secret-key, which other users of this machine can see in ps)
-  upstream-get APPLICATION_ID           show the project's provider (secret masked, the notification URL)
+  upstream-get APPLICATION_ID           show the project's provider (secret masked, the notification URL, its health)
   upstream-delete APPLICATION_ID        the project's PGs are local ones again
 
 project options:

@@ -28,7 +28,7 @@ import { connectTemporalClient, type TemporalClient } from '../platform/temporal
 import { type EmbeddedEngine, startEmbeddedEngine } from '../platform/temporal/embedded-engine.js';
 import type { SandboxClock } from '../platform/temporal/sandbox-clock.js';
 import type { TemporalTransport } from '../platform/temporal/transport.js';
-import { createProviderClient, type ProviderClient } from '../upstream/index.js';
+import { type CircuitSettings, createProviderClient, DEFAULT_CIRCUIT_SETTINGS, type ProviderClient } from '../upstream/index.js';
 import { DEFAULT_SEND_LIMITS, type SendLimits } from '../verification/send-limit-rules.js';
 
 /**
@@ -395,7 +395,7 @@ function activityOrProcessLog(logger: Pick<Logger, 'warn' | 'error'>): Pick<Oper
 
 /** What a process's services are built from: named as the app's deps (src/api/app.ts), so an app's deps build its services. */
 export interface ServiceParts {
-  readonly config: Pick<Config, 'sandbox' | 'publicBaseUrl' | 'port' | 'verificationSendLimits'>;
+  readonly config: Pick<Config, 'sandbox' | 'publicBaseUrl' | 'port' | 'verificationSendLimits' | 'upstreamCircuit'>;
   readonly stores: Stores;
   readonly gateways: GatewayRegistry;
   readonly logger: Pick<Logger, 'warn' | 'error'>;
@@ -448,8 +448,18 @@ export function buildServices(parts: ServiceParts): Services {
     ...(parts.providers ? { providers: parts.providers } : {}),
     ...(parts.metrics ? { metrics: parts.metrics } : {}),
     verificationSendLimits: sendLimitsOf(config),
+    upstreamCircuit: circuitSettingsOf(config),
     ...(parts.databaseNotifications ? { databaseNotifications: parts.databaseNotifications } : {}),
   });
+}
+
+/** UPSTREAM_CIRCUIT_FAILURES / _OPEN_SECONDS, each the upstream area's default when unset. */
+export function circuitSettingsOf(config: Pick<Config, 'upstreamCircuit'>): CircuitSettings {
+  const { failures, openSeconds } = config.upstreamCircuit;
+  return {
+    failures: failures ?? DEFAULT_CIRCUIT_SETTINGS.failures,
+    openMs: openSeconds === undefined ? DEFAULT_CIRCUIT_SETTINGS.openMs : openSeconds * 1000,
+  };
 }
 
 /** VERIFICATION_SEND_LIMITS_PER_PHONE / _PER_PROJECT, each the verification area's default when unset. */

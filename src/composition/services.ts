@@ -41,7 +41,7 @@ import { countVerificationOutcomes, createVerificationService, type Verification
 import type { SendLimits } from '../verification/send-limit-rules.js';
 import type { WorkflowRuntime } from '../platform/temporal/workflow-calls.js';
 import type { Metrics } from '../platform/observability/metrics.js';
-import { createUpstreamService, type ProviderClient, type UpstreamService } from '../upstream/index.js';
+import { type CircuitSettings, createUpstreamService, type ProviderClient, type UpstreamService } from '../upstream/index.js';
 
 export interface Services {
   readonly projects: ProjectService;
@@ -122,6 +122,8 @@ export interface ServiceDeps {
   readonly metrics?: Metrics;
   /** the transport to upstream providers (built with the gateways); absent where nothing calls one */
   readonly providers?: ProviderClient;
+  /** the upstream providers' circuits (UPSTREAM_CIRCUIT_*); the upstream area's defaults where absent */
+  readonly upstreamCircuit?: CircuitSettings;
   /** caps on verification OTP sends per phone and per project; the verification area's defaults where absent */
   readonly verificationSendLimits?: SendLimits;
   /** the database's LISTEN/NOTIFY (Postgres): a delivery saved by an API process wakes the worker's dispatcher */
@@ -160,7 +162,9 @@ export function createServices(deps: ServiceDeps): Services {
     clock: wallClock,
     ...(deps.providers ? { client: deps.providers } : {}),
     ...(deps.webhookResolve ? { resolve: deps.webhookResolve } : {}),
+    ...(deps.upstreamCircuit ? { circuit: deps.upstreamCircuit } : {}),
     ...logger,
+    ...metrics,
   });
   // the payment use cases reach a project's PGs at its upstream provider through it, the local ones through `gateways`
   const pgs = { gateways, upstream };

@@ -140,6 +140,8 @@ export function createCancelService(deps: {
       const first = await repeated(found);
       if (first) return first;
 
+      // a provider whose circuit is open: 9481 before anything is leased
+      if (found.via_upstream) deps.upstream?.assertAvailable?.(found.application_id);
       // A lease rather than a row lock: no transaction is held while the PG answers.
       const now = deps.clock();
       const receipt = await receipts.acquireCancelLease(
@@ -202,8 +204,10 @@ export function createCancelService(deps: {
           });
         } catch (err) {
           const failure = gatewayFailure('cancel', err);
-          // the PG's refusal is final: nothing was refunded
-          if (isCancelRefusal(failure)) sent = undefined;
+          // the PG's refusal is final: nothing was refunded; so is an open circuit (nothing sent) unless this cancel
+          // took over one that may have been sent before
+          const held = failure instanceof ApiError && failure.errorCode === 'UPSTREAM_UNAVAILABLE';
+          if (isCancelRefusal(failure) || (held && receipt.cancel_pending === null)) sent = undefined;
           throw failure;
         }
 

@@ -41,6 +41,8 @@ export async function chargingCardGateway(
   key: { readonly application_id: string; readonly pg: string; readonly via_upstream: boolean },
 ): Promise<CardBillingGateway> {
   if (!key.via_upstream) return cardGatewayFor(deps.gateways, project, key.pg);
+  // a provider whose circuit is open: 9481 before the charge claims its order_id (nothing to release)
+  deps.upstream?.assertAvailable?.(key.application_id);
   const gateway = await storedGateway(deps, key);
   if (!gateway) throw new ApiError('RC_PG_NOT_FOUND', { message: "The project's upstream provider no longer serves this PG." });
   if (!gateway.card) throw new ApiError('RC_NOT_SUBSCRIBE');

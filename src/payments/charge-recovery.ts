@@ -42,6 +42,8 @@ export function chargeRefusal(err: unknown): ChargeRefusal | undefined {
       pgErrorCode: err.body.pg_error_code ?? String(err.body.code ?? err.body.error_code),
     };
   }
+  // the provider's circuit is open (9481): an outage, never a decline; the activity waits for it
+  if (err instanceof ApiError && err.errorCode === 'UPSTREAM_UNAVAILABLE') return undefined;
   if (err instanceof ApiError && err.statusCode < 500) return { errorCode: err.errorCode, pgErrorCode: err.pgErrorCode };
   return undefined;
 }

@@ -206,7 +206,12 @@ export function createChargeService(deps: {
     feedback: FeedbackTarget | undefined,
     idempotencyKey: IdempotencyKeyProof | undefined,
   ): Promise<
-    { readonly pending: ReceiptRow | { receipt_id: string; pg_key_attempt: number } } | { readonly answer: ReceiptRow }
+    | {
+        readonly pending: ReceiptRow | { receipt_id: string; pg_key_attempt: number };
+        /** claimed by this request: no call was ever sent under it */
+        readonly fresh?: true;
+      }
+    | { readonly answer: ReceiptRow }
   > => {
     const hash = chargeHash(params);
     // twice at most: a pending receipt dropped between our read and our re-drive frees the order_id
@@ -232,7 +237,9 @@ export function createChargeService(deps: {
         idempotencyKeyMac: idempotencyKey?.mac,
         viaUpstream: key.via_upstream,
       });
-      if (claimed.kind === 'claimed') return { pending: { receipt_id: claimed.receiptId, pg_key_attempt: claimed.keyAttempt } };
+      if (claimed.kind === 'claimed') {
+        return { pending: { receipt_id: claimed.receiptId, pg_key_attempt: claimed.keyAttempt }, fresh: true };
+      }
       const row = claimed.row;
       if (row.charge_hash !== hash) break;
       if (row.status === PAYMENT_COMPLETE) {
@@ -275,6 +282,11 @@ export function createChargeService(deps: {
         });
       } catch (err) {
         const failure = gatewayFailure('charge', err);
+        // the provider's circuit opened since the check before the claim: nothing was sent, the order_id is free again
+        if (claimed.fresh && failure instanceof ApiError && failure.errorCode === 'UPSTREAM_UNAVAILABLE') {
+          await receipts.declinePendingCharge(receiptId);
+          throw failure;
+        }
         const declined = isFinalRefusal(failure);
         deps.metrics?.charge(declined ? 'declined' : 'failed', key.pg);
         // A refusal is final: the order_id is free for another attempt, under the next PG key.

@@ -47,6 +47,7 @@
 //   9479 VERIFICATION_SEND_LIMIT  a verification SMS / resend over paygate's per-phone or per-project cap; Retry-After says when
 //   9480 UPSTREAM_ANSWER_MISMATCH the upstream provider answered something other than what was asked (another price, order_id,
 //                                 PG or billing key): recorded as the provider made it, marked for attention; receipt_id carried
+//   9481 UPSTREAM_UNAVAILABLE     the project's upstream provider is failing (its circuit is open): nothing was sent; Retry-After says when
 //   9482 UPSTREAM_ID_REUSED       the upstream provider answered with a receipt_id / billing_key it already gave another record of the project
 //   9500 INTERNAL_ERROR
 //   9502 GATEWAY_UNAVAILABLE      the PG could not be reached or answered garbage
@@ -201,6 +202,12 @@ export const errorCatalog = {
     code: 9482,
     status: 502,
     message: 'The upstream provider answered with an id it already gave another record of this project.',
+  },
+  UPSTREAM_UNAVAILABLE: {
+    code: 9481,
+    status: 503,
+    message:
+      "The project's upstream provider is not answering; nothing was sent to it. Retry after the Retry-After seconds with the same order_id.",
   },
   INTERNAL_ERROR: { code: 9500, status: 500, message: 'An internal error occurred.' },
   GATEWAY_UNAVAILABLE: { code: 9502, status: 502, message: 'The PG could not be reached. Retry with the same Idempotency-Key.' },

@@ -117,7 +117,12 @@ export interface UpstreamView {
   readonly updatedAt: Date;
 }
 
-export function renderUpstream(view: UpstreamView, publicBaseUrl: string): Record<string, unknown> {
+/** `health`: the provider's health as this process saw it (UpstreamService renders it), shown under `health`. */
+export function renderUpstream(
+  view: UpstreamView,
+  publicBaseUrl: string,
+  health?: Record<string, unknown>,
+): Record<string, unknown> {
   return {
     application_id: view.applicationId,
     base_url: view.baseUrl,
@@ -136,6 +141,7 @@ export function renderUpstream(view: UpstreamView, publicBaseUrl: string): Recor
           },
         }
       : {}),
+    ...(health !== undefined ? { health } : {}),
     created_at: formatTimestamp(view.createdAt),
     updated_at: formatTimestamp(view.updatedAt),
   };

@@ -2,9 +2,20 @@
 // way paygate calls that provider with the project's keys there. A provider's catalog error reaches the merchant
 // unchanged (the adapters relay a refusal as RelayedApiError), except a refusal of the configured keys (1204 / 1216): that is the configuration's
 // fault, not the merchant's request, so it becomes 9478, is noted on the configuration (GET shows it as
-// last_error) and is logged once per configuration.
+// last_error) and is logged once per configuration. Every call passes the provider's circuit (./circuit.ts): a
+// provider that stopped answering is not called for a while, and the caller gets 9481 at once with a Retry-After.
 import { ApiError } from '../platform/errors.js';
-import type { Gateway } from '../gateways/index.js';
+import { type Gateway, GatewayUnavailableError } from '../gateways/index.js';
+import type { Metrics } from '../platform/observability/metrics.js';
+import { formatTimestamp } from '../platform/time.js';
+import {
+  type CircuitSettings,
+  createProviderCircuits,
+  DEFAULT_CIRCUIT_SETTINGS,
+  type ProviderFailureClass,
+  type ProviderHealth,
+  providerLabel,
+} from './circuit.js';
 import { createUpstreamCardGateway } from './card-gateway.js';
 import { createUpstreamEscrowGateway } from './escrow-gateway.js';
 import { createUpstreamIdentityGateway } from './identity-gateway.js';
@@ -32,6 +43,11 @@ export interface UpstreamService {
    */
   call(applicationId: string, req: ProviderRequest, log?: Pick<OperationLog, 'warn'>): Promise<unknown>;
   /**
+   * Throws 9481 (with Retry-After) when the project's provider circuit holds calls now, as `call` would, without
+   * taking the half-open probe: what a use case asks before it writes anything for a call (a charge's order_id claim).
+   */
+  assertAvailable(applicationId: string): void;
+  /**
    * The project's PG `pg` at its provider, behind the one gateway contract, when the provider serves that name for
    * the project (it shadows a local PG of the same name); undefined otherwise.
    */
@@ -39,7 +55,40 @@ export interface UpstreamService {
 }
 
 /** What the payment areas need of the connector: the project's PGs that live at its provider. */
-export type UpstreamGateways = Pick<UpstreamService, 'gateway'>;
+export type UpstreamGateways = Pick<UpstreamService, 'gateway'> & Partial<Pick<UpstreamService, 'assertAvailable'>>;
+
+/** The answer to a call the open circuit holds: nothing was sent; retry after the circuit's remaining open time. */
+export function circuitOpenError(retryAfterMs: number): ApiError {
+  return new ApiError('UPSTREAM_UNAVAILABLE', { retryAfterSeconds: Math.max(1, Math.ceil(retryAfterMs / 1000)) });
+}
+
+/** A failure's class: the provider did not answer in time (a timeout, the whole call's deadline), or not usefully. */
+function failureClass(err: GatewayUnavailableError): ProviderFailureClass {
+  if (err.deadlineMissed) return 'timeout';
+  // the Agent's own bounds (connect, headers, body), a backstop under the deadline
+  return /timeout/i.test(err.message) ? 'timeout' : 'unavailable';
+}
+
+const MAX_HEALTH_MESSAGE = 300;
+
+/** The health object of GET .../upstream: this process's view of the provider (its circuit, its last calls). */
+export function renderHealth(health: ProviderHealth): Record<string, unknown> {
+  return {
+    circuit: health.state,
+    ...(health.openUntil !== undefined ? { open_until: formatTimestamp(health.openUntil) } : {}),
+    consecutive_failures: health.consecutiveFailures,
+    ...(health.lastSuccessAt !== undefined ? { last_success_at: formatTimestamp(health.lastSuccessAt) } : {}),
+    ...(health.lastError !== undefined
+      ? {
+          last_failure: {
+            at: formatTimestamp(health.lastError.at),
+            class: health.lastError.class,
+            message: health.lastError.message,
+          },
+        }
+      : {}),
+  };
+}
 
 /** The refusal's catalog number: `code`, or an error_code that is itself the number (the provider's older bodies). */
 function catalogNumber(body: { readonly code?: number; readonly error_code: string }): number {
@@ -60,9 +109,24 @@ export function createUpstreamService(deps: {
   /** the DNS lookup of the production-mode address check at save (tests inject one) */
   readonly resolve?: Resolver;
   readonly logger?: Pick<OperationLog, 'warn'>;
+  /** the providers' circuits (UPSTREAM_CIRCUIT_*); DEFAULT_CIRCUIT_SETTINGS where absent */
+  readonly circuit?: CircuitSettings;
+  /** the circuits' time: the host's real time (an outage lasts real seconds, whatever the sandbox clock says) */
+  readonly realTime?: () => number;
+  /** calls by provider and outcome, their latency, the circuits' states */
+  readonly metrics?: Pick<Metrics, 'upstreamCall' | 'readUpstreamCircuitsFrom'>;
 }): UpstreamService {
   const { upstreams, projects } = deps.stores;
   const policy = { sandbox: deps.sandbox };
+  const circuits = createProviderCircuits(deps.circuit ?? DEFAULT_CIRCUIT_SETTINGS, deps.realTime);
+  deps.metrics?.readUpstreamCircuitsFrom(() => circuits.statesByProvider());
+  // a process that calls no provider (the admin CLI's direct mode) has no view of its health: none is shown
+  const render = (view: Parameters<typeof renderUpstream>[0]) =>
+    renderUpstream(
+      view,
+      deps.publicBaseUrl,
+      deps.client ? renderHealth(circuits.health(view.applicationId, view.baseUrl)) : undefined,
+    );
 
   const requireProject = async (applicationId: string) => {
     if (!(await projects.findById(applicationId))) throw new ApiError('PROJECT_NOT_FOUND');
@@ -82,24 +146,27 @@ export function createUpstreamService(deps: {
       await checkResolvedHost('base_url', config.baseUrl);
       if (config.messageUrl !== undefined) await checkResolvedHost('message_url', config.messageUrl);
       const view = await upstreams.put(applicationId, config, deps.clock());
-      return renderUpstream(view, deps.publicBaseUrl);
+      // a new configuration starts with a closed circuit (in this process; others reset on the changed base_url)
+      circuits.forget(applicationId);
+      return render(view);
     },
 
     async get(applicationId) {
       await requireProject(applicationId);
       const view = await upstreams.find(applicationId);
       if (!view) throw new ApiError('UPSTREAM_NOT_CONFIGURED');
-      return renderUpstream(view, deps.publicBaseUrl);
+      return render(view);
     },
 
     async find(applicationId) {
       const view = await upstreams.find(applicationId);
-      return view && renderUpstream(view, deps.publicBaseUrl);
+      return view && render(view);
     },
 
     async remove(applicationId) {
       await requireProject(applicationId);
       if (!(await upstreams.remove(applicationId))) throw new ApiError('UPSTREAM_NOT_CONFIGURED');
+      circuits.forget(applicationId);
       return { application_id: applicationId, deleted: true };
     },
 
@@ -107,10 +174,36 @@ export function createUpstreamService(deps: {
       if (!deps.client) throw new Error('no provider client: this process does not call upstream providers');
       const credentials = await upstreams.credentials(applicationId);
       if (!credentials) throw new ApiError('UPSTREAM_NOT_CONFIGURED');
+      const { baseUrl } = credentials;
+      const provider = providerLabel(baseUrl);
+      const admission = circuits.admit(applicationId, baseUrl);
+      if (!admission.admitted) {
+        deps.metrics?.upstreamCall(provider, 'circuit_open');
+        throw circuitOpenError(admission.retryAfterMs);
+      }
+      const started = performance.now();
+      const seconds = () => (performance.now() - started) / 1000;
       try {
-        return await deps.client.call(credentials, req);
+        const answer = await deps.client.call(credentials, req);
+        circuits.answered(applicationId, baseUrl);
+        deps.metrics?.upstreamCall(provider, 'ok', seconds());
+        return answer;
       } catch (err) {
+        if (err instanceof GatewayUnavailableError) {
+          const failure = { class: failureClass(err), message: err.message.slice(0, MAX_HEALTH_MESSAGE) };
+          deps.metrics?.upstreamCall(provider, failure.class, seconds());
+          if (circuits.failed(applicationId, baseUrl, failure)) {
+            (log ?? deps.logger)?.warn(
+              { application_id: applicationId, provider, failure: failure.message },
+              'the upstream provider is not answering: its calls are held (9481) until a probe gets an answer',
+            );
+          }
+          throw err;
+        }
         if (!(err instanceof ProviderRefusedError)) throw err;
+        // a catalog error is the provider's answer: it is up
+        circuits.answered(applicationId, baseUrl);
+        deps.metrics?.upstreamCall(provider, 'refused', seconds());
         if (!isProviderKeyError(err.body)) throw err;
         const first = await upstreams.recordKeyError(
           applicationId,
@@ -127,6 +220,11 @@ export function createUpstreamService(deps: {
           payloadMessage: `the provider answered ${err.body.error_code}: ${err.body.message}`,
         });
       }
+    },
+
+    assertAvailable(applicationId) {
+      const wait = circuits.blockedFor(applicationId);
+      if (wait !== undefined) throw circuitOpenError(wait);
     },
 
     async gateway(applicationId, pg) {

@@ -26,7 +26,9 @@ beforeAll(async () => {
   b = await buildTestApp({ withTemporal: true });
   bUrl = await b.app.listen({ host: '127.0.0.1', port: 0 });
   atB = await b.createProject();
-  a = await buildTestApp({ withTemporal: true });
+  // the provider's circuit opens while B is down below (its reconcile keeps asking): a short open period, so the
+  // probe that finds B back comes within the test's wait (the default is 30 s)
+  a = await buildTestApp({ withTemporal: true, env: { UPSTREAM_CIRCUIT_OPEN_SECONDS: '1' } });
   atA = await a.createProject();
   // sandbox_card at B shadows A's own sandbox_card for this project
   await routeToProvider(a, atA, { baseUrl: bUrl, project: atB }, ['sandbox_card']);

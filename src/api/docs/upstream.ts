@@ -17,6 +17,31 @@ const Upstream = z.object({
     .object({ code: z.number().int(), error_code: z.string(), message: z.string(), at: timestamp })
     .optional()
     .describe("the provider's last refusal of these keys (1204 / 1216), until the configuration is replaced"),
+  health: z
+    .object({
+      circuit: z
+        .enum(['closed', 'open', 'half_open'])
+        .describe(
+          'open: calls are answered 9481 at once, nothing is sent, until open_until; half_open: the next call is let ' +
+            'through as a probe (an answer closes the circuit, a failure opens it again)',
+        ),
+      open_until: timestamp.optional().describe('open: when the next call is let through as a probe'),
+      consecutive_failures: z.number().int().describe('calls in a row that got no answer'),
+      last_success_at: timestamp.optional().describe("the provider's last answer (a result or a catalog error)"),
+      last_failure: z
+        .object({
+          at: timestamp,
+          class: z.enum(['unavailable', 'timeout']),
+          message: z.string().describe('what went wrong, e.g. "upstream provider: HTTP 502 without a catalog error"'),
+        })
+        .optional()
+        .describe('the last call without an answer'),
+    })
+    .describe(
+      "the provider's health as the answering process saw it: each process keeps its own circuit, in memory " +
+        '(UPSTREAM_CIRCUIT_FAILURES, UPSTREAM_CIRCUIT_OPEN_SECONDS); absent from the admin CLI in --direct mode',
+    )
+    .optional(),
   created_at: timestamp,
   updated_at: timestamp,
 });
@@ -28,6 +53,7 @@ const upstreamExample = {
   secret_key: 'Xk3v********',
   pgs: ['nicepay', 'kcp'],
   notification_url: `https://paygate.example.com/upstream/v1/notifications/${EX.applicationId}`,
+  health: { circuit: 'closed', consecutive_failures: 0, last_success_at: EX.now },
   created_at: EX.now,
   updated_at: EX.now,
 };

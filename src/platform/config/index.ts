@@ -176,6 +176,8 @@ const envSchema = z.object({
   VERIFICATION_SEND_LIMITS_PER_PROJECT: sendLimitList.optional(),
   UPSTREAM_DEADLINE_MS: upstreamDeadlineMs.default(DEFAULT_UPSTREAM_DEADLINE_MS),
   UPSTREAM_DEADLINES_MS: upstreamDeadlineList.optional(),
+  UPSTREAM_CIRCUIT_FAILURES: z.coerce.number().int().min(1).max(1_000).optional(),
+  UPSTREAM_CIRCUIT_OPEN_SECONDS: z.coerce.number().int().min(1).max(3_600).optional(),
 });
 
 export interface Config {
@@ -235,6 +237,12 @@ export interface Config {
     readonly perPhone: readonly SendLimit[] | undefined;
     readonly perProject: readonly SendLimit[] | undefined;
   };
+  /**
+   * The circuit of each project's upstream provider (src/upstream/circuit.ts): it opens after `failures` failed calls
+   * in a row (no answer, a timeout, a 5xx without a catalog body) and stays open `openSeconds` before a probe. Unset:
+   * the upstream area's defaults (DEFAULT_CIRCUIT_SETTINGS).
+   */
+  readonly upstreamCircuit: { readonly failures: number | undefined; readonly openSeconds: number | undefined };
   /** the whole-call deadline of each upstream provider call: UPSTREAM_DEADLINE_MS, and UPSTREAM_DEADLINES_MS per operation */
   readonly upstreamDeadlines: UpstreamDeadlines;
 }
@@ -327,6 +335,7 @@ export function parseConfig(env: Env): Config {
       perProject: e.VERIFICATION_SEND_LIMITS_PER_PROJECT,
     },
     upstreamDeadlines: { defaultMs: e.UPSTREAM_DEADLINE_MS, byOperation: e.UPSTREAM_DEADLINES_MS ?? {} },
+    upstreamCircuit: { failures: e.UPSTREAM_CIRCUIT_FAILURES, openSeconds: e.UPSTREAM_CIRCUIT_OPEN_SECONDS },
   };
 }
 

@@ -17,6 +17,15 @@ export type WebhookAttemptOutcome = 'success' | 'http_error' | 'network_error' |
 /** One schedule period's charge attempt, as the schedule workflow's activity ends it. */
 export type ScheduleChargeOutcome = 'paid' | 'declined' | 'ended' | 'failed';
 
+/**
+ * One call to a project's upstream provider: answered (ok), its catalog error (refused: an answer too), no usable
+ * answer (unavailable: network, 5xx without a catalog body, garbage), no answer in time (timeout), or not sent since
+ * the provider's circuit is open (circuit_open).
+ */
+export type UpstreamCallOutcome = 'ok' | 'refused' | 'unavailable' | 'timeout' | 'circuit_open';
+/** The upstream providers' circuits, read when Prometheus scrapes: per provider label, how many projects' circuits are in each state. */
+export type UpstreamCircuitsReader = () => ReadonlyMap<string, Readonly<Record<'closed' | 'open' | 'half_open', number>>>;
+
 /** Pending webhook deliveries by state, read from the database when Prometheus scrapes. */
 export type PendingDeliveriesReader = () => Promise<Readonly<Record<'ready' | 'doing', number>>>;
 
@@ -33,6 +42,14 @@ export interface Metrics {
   webhookEndpointAutoDisabled(): void;
   scheduleCharge(outcome: ScheduleChargeOutcome): void;
   workflowStart(workflowType: string): void;
+  /**
+   * A call to an upstream provider, labelled by the provider's host (host[:port] of its base_url: a handful per
+   * deployment, where an application_id label would multiply every series by the number of projects). `seconds`: the
+   * exchange's time; absent for a call never sent (circuit_open).
+   */
+  upstreamCall(provider: string, outcome: UpstreamCallOutcome, seconds?: number): void;
+  /** where the circuit gauge reads from (the process's upstream service); unset: the gauge reports nothing */
+  readUpstreamCircuitsFrom(reader: UpstreamCircuitsReader): void;
   /** a workflow refused a message, its input or an activity result (src/workflows/interceptors.ts) */
   workflowRefusal(kind: string, name: string, reason: string): void;
   /** where the pending-deliveries gauge reads from (the process's database); unset: the gauge reports nothing */
@@ -116,6 +133,34 @@ export function createMetrics(opts: MetricsOptions = {}): Metrics {
     registers,
   });
 
+  const upstreamCalls = new Counter({
+    name: 'paygate_upstream_calls_total',
+    help: 'Calls to upstream providers, by provider host and outcome (ok, refused, unavailable, timeout, circuit_open)',
+    labelNames: ['provider', 'outcome'] as const,
+    registers,
+  });
+  const upstreamDuration = new Histogram({
+    name: 'paygate_upstream_call_duration_seconds',
+    help: "Calls to upstream providers: the exchange's time, by provider host and outcome (calls not sent are not observed)",
+    labelNames: ['provider', 'outcome'] as const,
+    buckets: LATENCY_BUCKETS,
+    registers,
+  });
+  let readCircuits: UpstreamCircuitsReader | undefined;
+  new Gauge({
+    name: 'paygate_upstream_circuits',
+    help: "Projects' upstream provider circuits in this process, by provider host and state (closed, open, half_open)",
+    labelNames: ['provider', 'state'] as const,
+    registers,
+    collect() {
+      this.reset();
+      if (!readCircuits) return;
+      for (const [provider, states] of readCircuits()) {
+        for (const state of ['closed', 'open', 'half_open'] as const) this.set({ provider, state }, states[state]);
+      }
+    },
+  });
+
   let readPending: PendingDeliveriesReader | undefined;
   new Gauge({
     name: 'paygate_webhook_deliveries_pending',
@@ -154,6 +199,13 @@ export function createMetrics(opts: MetricsOptions = {}): Metrics {
     scheduleCharge: (outcome) => scheduleCharges.inc({ outcome }),
     workflowStart: (workflowType) => workflowStarts.inc({ workflow_type: workflowType }),
     workflowRefusal: (kind, name, reason) => workflowRefusals.inc({ kind, name, reason }),
+    upstreamCall(provider, outcome, seconds) {
+      upstreamCalls.inc({ provider, outcome });
+      if (seconds !== undefined) upstreamDuration.observe({ provider, outcome }, seconds);
+    },
+    readUpstreamCircuitsFrom(reader) {
+      readCircuits = reader;
+    },
     readPendingDeliveriesFrom(reader) {
       readPending = reader;
     },
