@@ -151,11 +151,13 @@ export function createCancelService(deps: {
         found.cancel_pending ? sameCancelKey(found, cancel) : undefined,
       );
       if (!receipt) {
+        // the receipt names where the outcome shows: the merchant looks it up, or retries once the other cancel ends
         throw new ApiError('IDEMPOTENCY_IN_PROGRESS', {
           message:
             found.cancel_pending !== null
-              ? 'A cancel of this receipt whose PG answer was lost is being reconciled; retry in a minute.'
-              : 'Another cancel of this receipt is in progress.',
+              ? 'A cancel of this receipt whose PG answer was lost is being reconciled: look up the receipt for its outcome, or retry the same cancel (same cancel_id) in a minute.'
+              : 'Another cancel of this receipt is in progress: look up the receipt, or retry the same cancel (same cancel_id) in a moment.',
+          receiptId: merchantReceiptId(found),
         });
       }
       // once the PG may have the cancel, a failure hands it to its reconcile workflow instead of releasing the lease
@@ -190,6 +192,7 @@ export function createCancelService(deps: {
           leaseLost = true;
           throw new ApiError('IDEMPOTENCY_IN_PROGRESS', {
             message: 'Another cancel of this receipt was recorded meanwhile; retry to cancel from what remains.',
+            receiptId: merchantReceiptId(receipt),
           });
         }
         sent = pending;
@@ -222,7 +225,12 @@ export function createCancelService(deps: {
           },
           (updated) => ({ ...receiptResponse(updated, project) }),
         );
-        if (!response) throw new ApiError('IDEMPOTENCY_IN_PROGRESS', { message: 'This cancel was recorded by another request.' });
+        if (!response) {
+          throw new ApiError('IDEMPOTENCY_IN_PROGRESS', {
+            message: 'This cancel was recorded by another request: look up the receipt for its outcome.',
+            receiptId: merchantReceiptId(receipt),
+          });
+        }
         log.info({ receipt_id: receipt.receipt_id, amount: plan.amount, fully: plan.fullyCancelled }, 'payment cancelled');
         return { ...response };
       } catch (err) {

@@ -143,7 +143,12 @@ export const errorCatalog = {
   NOT_FOUND: { code: 9404, status: 404, message: 'Not found.' },
   METHOD_NOT_ALLOWED: { code: 9405, status: 405, message: 'Method not allowed.' },
   REQUEST_TIMEOUT: { code: 9408, status: 408, message: 'The request was not received in time.' },
-  IDEMPOTENCY_IN_PROGRESS: { code: 9409, status: 409, message: 'A request with this Idempotency-Key is still in progress.' },
+  IDEMPOTENCY_IN_PROGRESS: {
+    code: 9409,
+    status: 409,
+    message:
+      'A request with this Idempotency-Key is still in progress. Retry with the same Idempotency-Key in a moment to get its answer.',
+  },
   ORDER_ID_DUPLICATED: { code: 9410, status: 409, message: 'order_id has already been used.' },
   PAYLOAD_TOO_LARGE: { code: 9413, status: 413, message: 'The request body is too large.' },
   UNSUPPORTED_MEDIA_TYPE: { code: 9415, status: 415, message: 'Only application/json request bodies are accepted.' },
