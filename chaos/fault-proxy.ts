@@ -242,7 +242,6 @@ export class FaultProxy {
         upstream.resume();
         upstream.on('close', () => client.end(htmlAnswer(502)));
         return;
-      case 'blackhole':
       case 'down':
         return;
     }
