@@ -87,15 +87,8 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
       log(`started ${name} (pid ${stack.pid(name)})`);
     }
     // ---- a project whose webhook_url and message webhook point at the receiver, and a billing key
-    const setupCall = async (method: 'POST' | 'PUT', path: string, auth: string, body?: unknown) => {
-      for (let i = 0; ; i++) {
-        const answer = await request(pool, auth, method, path, body).catch(() => undefined);
-        if (answer && answer.status < 300) return answer.body;
-        if (i >= 60)
-          throw new Error(`${method} ${path}: ${answer ? `HTTP ${answer.status} ${JSON.stringify(answer.body)}` : 'no answer'}`);
-        await sleep(1_000);
-      }
-    };
+    const setupCall = (method: 'POST' | 'PUT', path: string, auth: string, body?: unknown) =>
+      untilAnswered(pool, auth, method, path, body);
     const project = await setupCall('POST', '/admin/v1/projects', `Bearer ${stack.adminToken}`, {
       name: 'chaos',
       webhook_url: receiver.url,
@@ -192,6 +185,23 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
       faultsArmed,
       ok: Object.values(report.counts).every((n) => n === 0) && crashes.length === 0,
     };
+  }
+}
+
+/** A setup call retried every second (the processes may still be starting) until a 2xx, for at most a minute. */
+export async function untilAnswered(
+  pool: Pool,
+  auth: string,
+  method: 'POST' | 'PUT',
+  path: string,
+  body?: unknown,
+): Promise<Record<string, unknown>> {
+  for (let i = 0; ; i++) {
+    const answer = await request(pool, auth, method, path, body).catch(() => undefined);
+    if (answer && answer.status < 300) return answer.body;
+    if (i >= 60)
+      throw new Error(`${method} ${path}: ${answer ? `HTTP ${answer.status} ${JSON.stringify(answer.body)}` : 'no answer'}`);
+    await sleep(1_000);
   }
 }
 
