@@ -249,7 +249,10 @@ export class FaultProxy {
 
   private whenBodyRead(client: Socket, already: number, contentLength: number, then: () => void): void {
     let read = already;
-    if (read >= contentLength) return then();
+    if (read >= contentLength) {
+      then();
+      return;
+    }
     client.on('data', (chunk: Buffer) => {
       read += chunk.length;
       if (read >= contentLength) then();

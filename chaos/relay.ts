@@ -66,8 +66,9 @@ function pickFault(random: () => number): { fault: Fault; share: number } {
   const share = 0.3 + random() * 0.5;
   const r = random();
   if (r < 0.2) return { fault: { kind: 'latency', ms: 1_000 + Math.floor(random() * 7_000) }, share };
-  // a ~700-byte answer over 30-90 s: longer than any per-read timeout allows for, within the merchant's patience
-  if (r < 0.35) return { fault: { kind: 'trickle', bytes: 8, everyMs: 350 + Math.floor(random() * 700) }, share };
+  // a ~700-byte answer over 1.5-4.5 minutes, each piece well within any per-read timeout: only a deadline on the
+  // whole call keeps the merchant's request short
+  if (r < 0.35) return { fault: { kind: 'trickle', bytes: 4, everyMs: 500 + Math.floor(random() * 1_000) }, share };
   if (r < 0.5) return { fault: { kind: 'reset' }, share };
   if (r < 0.7) return { fault: { kind: 'http5xx', status: random() < 0.5 ? 502 : 503 }, share: 1 };
   if (r < 0.85) return { fault: { kind: 'blackhole' }, share };
@@ -84,7 +85,9 @@ export async function runRelayChaos(options: RelayChaosOptions): Promise<RelayCh
   const b = await Stack.open({ postgresUrl: options.postgresUrl, label: 'relayb' });
   const stacks = [a, b];
   options.onStack?.({
-    killAll: () => stacks.forEach((s) => s.killAll()),
+    killAll: () => {
+      for (const s of stacks) s.killAll();
+    },
     close: async () => {
       await Promise.all(stacks.map((s) => s.close()));
     },
