@@ -17,6 +17,7 @@ export interface RelayCounts {
   webhooksLost: number;
   answersWithoutCode: number;
   nonFinalWithoutHint: number;
+  refusalsOfValidRequests: number;
   noAnswer: number;
   failedWorkflows: number;
   refused: number;
@@ -49,6 +50,14 @@ export interface RelayCheckTarget {
  * the request and said no): final answers, not outages. The chaos suite reads paygate over HTTP only, hence the copy.
  */
 const REFUSAL_CODES_AT_500 = new Set([2301, 2401, 2405, 2411, 2701]);
+
+/**
+ * The refusals a merchant of the suite never earns: it confirms with the OTP its inbox received, resends once, and
+ * starts shipping of an order paid and waiting (a retry after a lost answer is 2700 or 2404, not these). Such an
+ * answer says "your request is wrong" about an outage. 2401 is not among them: a verification request the provider
+ * did not take leaves nothing behind, and the merchant may ask again.
+ */
+const REFUSALS_OF_VALID_REQUESTS = new Set([2405, 2411, 2701]);
 
 /** An answer whose outcome is not known yet: a 5xx other than a refusal, or 9409 (the first request still running). */
 export function isNonFinal(status: number, body: Record<string, unknown>): boolean {
@@ -135,6 +144,7 @@ export async function runRelayChecks(target: RelayCheckTarget): Promise<RelayChe
     webhooksLost: 0,
     answersWithoutCode: 0,
     nonFinalWithoutHint: 0,
+    refusalsOfValidRequests: 0,
     noAnswer: 0,
     failedWorkflows: 0,
     refused: 0,
@@ -280,6 +290,8 @@ export async function runRelayChecks(target: RelayCheckTarget): Promise<RelayChe
           count('answersWithoutCode', `${what}: HTTP ${status} ${JSON.stringify(body).slice(0, 160)}`);
           continue;
         }
+        if (typeof body.code === 'number' && REFUSALS_OF_VALID_REQUESTS.has(body.code))
+          count('refusalsOfValidRequests', `${what}: HTTP ${status} ${body.code} "${String(body.message).slice(0, 120)}"`);
         if (isNonFinal(status, body)) {
           const key = `${status}/${body.code}`;
           nonFinalByCode[key] = (nonFinalByCode[key] ?? 0) + 1;

@@ -313,6 +313,7 @@ export function formatRelayResult(r: RelayChaosResult, options: Pick<RelayChaosO
     `| webhook deliveries never accepted | ${c.webhooksLost} |`,
     `| answers not JSON with a catalog code | ${c.answersWithoutCode} |`,
     `| non-final answers without a way to learn the outcome | ${c.nonFinalWithoutHint} |`,
+    `| valid requests answered with a refusal (2405, 2411, 2701) | ${c.refusalsOfValidRequests} |`,
     `| no answer from a running API (empty reply, timeout) | ${c.noAnswer} |`,
     `| failed workflows (A and B) | ${c.failedWorkflows} |`,
     `| flows refused | ${c.refused} |`,
