@@ -256,10 +256,26 @@ export async function runRelayChecks(target: RelayCheckTarget): Promise<RelayChe
           );
       }
     }
+    // B's notifications to A it has not had a 2xx for (still on B's retry ladder), by receipt
+    const unsent = new Set(
+      (
+        await dbB.query<{ tags: unknown }>(`select tags from webhook_deliveries where status <> 'done' and application_id = $1`, [
+          target.provider.applicationId,
+        ])
+      ).rows.flatMap((r) => (Array.isArray(r.tags) ? r.tags.map(String) : [])),
+    );
+    let waitingOnB = 0;
     for (const [receiptId, status] of escrowA) {
-      if (escrowB.get(receiptId) !== status)
-        count('escrowMismatch', `escrow ${receiptId}: A's order ${status}, B's ${escrowB.get(receiptId) ?? 'none'}`);
+      if (escrowB.get(receiptId) !== status) {
+        const pending = unsent.has(receiptId);
+        if (pending) waitingOnB++;
+        count(
+          'escrowMismatch',
+          `escrow ${receiptId}: A's order ${status}, B's ${escrowB.get(receiptId) ?? 'none'}${pending ? " (B's notification to A still retrying)" : ''}`,
+        );
+      }
     }
+    details['escrow mismatches whose B notification to A is still retrying'] = waitingOnB;
     details['A: escrow orders'] = escrowA.size;
 
     // ---- webhooks: every delivery A recorded was accepted; no event reached the merchant under two ids
@@ -307,6 +323,9 @@ export async function runRelayChecks(target: RelayCheckTarget): Promise<RelayChe
       }
     }
     details['answers from A'] = answers.length;
+    const took = answers.filter((o) => o.answer).map((o) => o.endedAt - o.sentAt);
+    details['slowest answer of A (s)'] = Math.round(Math.max(0, ...took) / 1000);
+    details['answers of A after more than 30 s'] = took.filter((ms) => ms > 30_000).length;
     details['network errors while A’s API was killed'] = excused;
     for (const [k, n] of Object.entries(nonFinalByCode)) details[`non-final answers HTTP ${k}`] = n;
 
