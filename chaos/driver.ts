@@ -327,12 +327,23 @@ export function formatResult(r: ChaosResult, options: Pick<ChaosOptions, 'seed' 
     `| webhook deliveries never accepted | ${c.webhooksLost} |`,
     `| failed workflows | ${c.failedWorkflows} |`,
     `| flows refused | ${c.refused} |`,
-    `| processes crashed on their own | ${r.crashes.length} |`,
-    '',
-    ...Object.entries(r.report.details).map(([k, n]) => `  ${k}: ${n}`),
+    ...reportTail(r.report, r.crashes),
   ];
-  if (r.report.examples.length) lines.push('', 'examples:', ...r.report.examples.map((e) => `  ${e}`));
-  if (r.crashes.length) lines.push('', 'crashes:', ...r.crashes.map((e) => `  ${e}`));
   lines.push('', r.ok ? 'chaos: OK (0 stuck, 0 lost, 0 duplicated)' : 'chaos: VIOLATIONS');
   return lines.join('\n');
+}
+
+/** The table's last row (crashes), then the details, the examples and the crashes' output. */
+export function reportTail(
+  report: { readonly details: Record<string, number>; readonly examples: readonly string[] },
+  crashes: readonly string[],
+): string[] {
+  const lines = [
+    `| processes crashed on their own | ${crashes.length} |`,
+    '',
+    ...Object.entries(report.details).map(([k, n]) => `  ${k}: ${n}`),
+  ];
+  if (report.examples.length) lines.push('', 'examples:', ...report.examples.map((e) => `  ${e}`));
+  if (crashes.length) lines.push('', 'crashes:', ...crashes.map((e) => `  ${e}`));
+  return lines;
 }

@@ -5,7 +5,7 @@
 // and a fault loop switches the proxy's fault; then a settle phase and the checks (chaos/relay-checks.ts).
 import { Pool } from 'undici';
 import { openDb, stuckRows } from './checks.js';
-import { type FlowPhase, runKillLoop, seededRandom, settle, startFlowPhase, untilAnswered } from './driver.js';
+import { type FlowPhase, reportTail, runKillLoop, seededRandom, settle, startFlowPhase, untilAnswered } from './driver.js';
 import { type Fault, FaultProxy, type FaultKind } from './fault-proxy.js';
 import { type FlowKind, type FlowRecord, type MerchantContext, type ObservedAnswer, pickKinds } from './merchant.js';
 import { FlakyReceiver } from './receiver.js';
@@ -317,12 +317,8 @@ export function formatRelayResult(r: RelayChaosResult, options: Pick<RelayChaosO
     `| no answer from a running API (empty reply, timeout) | ${c.noAnswer} |`,
     `| failed workflows (A and B) | ${c.failedWorkflows} |`,
     `| flows refused | ${c.refused} |`,
-    `| processes crashed on their own | ${r.crashes.length} |`,
-    '',
-    ...Object.entries(r.report.details).map(([k, n]) => `  ${k}: ${n}`),
+    ...reportTail(r.report, r.crashes),
   ];
-  if (r.report.examples.length) lines.push('', 'examples:', ...r.report.examples.map((e) => `  ${e}`));
-  if (r.crashes.length) lines.push('', 'crashes:', ...r.crashes.map((e) => `  ${e}`));
   lines.push('', r.ok ? 'relay chaos: OK' : 'relay chaos: VIOLATIONS');
   return lines.join('\n');
 }

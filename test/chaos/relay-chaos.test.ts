@@ -31,26 +31,9 @@ function tableRows(output: string): Map<string, number> {
 it.skipIf(!DATABASE_URL)(
   title,
   async () => {
-    const { code, output } = await runScript(
-      'chaos/run.ts',
-      [
-        '--relay',
-        '--flows',
-        String(FLOWS),
-        '--kills',
-        String(KILLS),
-        '--seed',
-        String(SEED),
-        '--concurrency',
-        '8',
-        '--settle',
-        String(SETTLE_S),
-        '--timeout',
-        String(RUN_TIMEOUT_S),
-      ],
-      { ...process.env },
-      TEST_TIMEOUT_MS - 10_000,
-    );
+    const flags = { flows: FLOWS, kills: KILLS, seed: SEED, concurrency: 8, settle: SETTLE_S, timeout: RUN_TIMEOUT_S };
+    const args = ['--relay', ...Object.entries(flags).flatMap(([flag, value]) => [`--${flag}`, String(value)])];
+    const { code, output } = await runScript('chaos/run.ts', args, { ...process.env }, TEST_TIMEOUT_MS - 10_000);
     const tail = output.slice(-8000);
     expect(output, tail).toContain(`relay chaos: ${FLOWS} relayed flows`);
     expect(Number(/kills: (\d+) \(/.exec(output)?.[1]), tail).toBeGreaterThanOrEqual(KILLS);
