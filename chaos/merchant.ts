@@ -96,6 +96,8 @@ export interface MerchantContext {
   readonly escrowPg?: string;
   /** escrow flows end with the buyer's decision at the PG (a confirmation, or a rejection and its approval) */
   readonly buyerDecisions?: boolean;
+  /** catalog codes a 5xx carries that the merchant takes as a final refusal (the spec's refusals at 500), not retried */
+  readonly finalAt5xx?: ReadonlySet<number>;
   /** every answer of paygate, or the network error instead (not those of the PG's side) */
   readonly onAnswer?: (observed: ObservedAnswer) => void;
 }
@@ -161,7 +163,9 @@ async function call(
       const answer = await request(pool, auth, method, path, body, headers);
       observe?.({ method, path, flow: flow.index, sentAt, endedAt: Date.now(), answer });
       const code = typeof answer.body.code === 'number' ? answer.body.code : undefined;
-      if (answer.status < 500 && !(code !== undefined && RETRY_CODES.has(code)) && answer.status !== 429) return answer;
+      const finalRefusal = code !== undefined && ctx.finalAt5xx?.has(code) === true;
+      if ((answer.status < 500 || finalRefusal) && !(code !== undefined && RETRY_CODES.has(code)) && answer.status !== 429)
+        return answer;
       temporary = `HTTP ${answer.status} ${code ?? ''}`;
     } catch (err) {
       temporary = (err as Error).message;

@@ -49,7 +49,7 @@ export interface RelayCheckTarget {
  * The catalog's refusals the spec answers with HTTP 500 (src/platform/errors.ts REFUSALS_ANSWERED_5XX: the PG judged
  * the request and said no): final answers, not outages. The chaos suite reads paygate over HTTP only, hence the copy.
  */
-const REFUSAL_CODES_AT_500 = new Set([2301, 2401, 2405, 2411, 2701]);
+export const REFUSAL_CODES_AT_500: ReadonlySet<number> = new Set([2301, 2401, 2405, 2411, 2701]);
 
 /**
  * The refusals a merchant of the suite never earns: it confirms with the OTP its inbox received, resends once, and

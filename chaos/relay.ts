@@ -9,7 +9,7 @@ import { type FlowPhase, reportTail, runKillLoop, seededRandom, settle, startFlo
 import { type Fault, FaultProxy, type FaultKind } from './fault-proxy.js';
 import { type FlowKind, type FlowRecord, type MerchantContext, type ObservedAnswer, pickKinds } from './merchant.js';
 import { FlakyReceiver } from './receiver.js';
-import { type RelayCheckReport, runRelayChecks } from './relay-checks.js';
+import { REFUSAL_CODES_AT_500, type RelayCheckReport, runRelayChecks } from './relay-checks.js';
 import { type ProcessName, Stack } from './stack.js';
 
 export interface RelayChaosOptions {
@@ -171,7 +171,10 @@ export async function runRelayChaos(options: RelayChaosOptions): Promise<RelayCh
       auth,
       billingKey: issued.billing_key as string,
       random,
-      deadline: Date.now() + Math.max(600_000, options.flows * 1_000),
+      // relayed flows wait out faults and B's downtime too: 3 s a flow (a merchant retries each call until then)
+      deadline: Date.now() + Math.max(600_000, options.flows * 3_000),
+      // the spec's refusals at 500 are final for a merchant: one told about an outage ends refused (and is counted)
+      finalAt5xx: REFUSAL_CODES_AT_500,
       pgSide: { pool: poolB, auth: basic(atB) },
       escrowPg: 'sandbox_escrow_b',
       buyerDecisions: true,
