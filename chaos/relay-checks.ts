@@ -181,8 +181,11 @@ export async function runRelayChecks(target: RelayCheckTarget): Promise<RelayChe
 
     // ---- refused: a good card and well-formed requests end in a success (9410: a plain charge's earlier attempt went through)
     for (const f of flows) {
-      if (f.final && f.final.status >= 300 && !(f.kind === 'charge_plain' && f.final.code === 9410))
+      if (f.final && f.final.status >= 300 && !(f.kind === 'charge_plain' && f.final.code === 9410)) {
         count('refused', `flow ${f.index} (${f.kind}) ended with HTTP ${f.final.status} code ${f.final.code}`);
+        const key = `flows refused: ${f.kind} ${f.final.code ?? f.final.status}`;
+        details[key] = (details[key] ?? 0) + 1;
+      }
     }
 
     // ---- B's own books: each order charged at most once, each cancel applied once (its sandbox PG's journal)
