@@ -17,6 +17,7 @@ export const POSTGRES_SUITES = [
   'test/api/fuzz-2.test.ts',
   'test/api/fuzz-3.test.ts',
   'test/chaos/chaos.test.ts',
+  'test/chaos/relay-chaos.test.ts',
   'test/bench/scale-smoke.test.ts',
   'test/payments/reconcile.test.ts',
   'test/schedules/schedules.test.ts',

@@ -61,6 +61,147 @@ export async function openDb(databaseUrl: string): Promise<pg.Client> {
   return db;
 }
 
+/** A GET on the sandbox PGs' internal inspection routes. */
+export type SandboxGet = (path: string) => Promise<{ status: number; body: Record<string, unknown> }>;
+
+export function sandboxInspector(sandboxUrl: string, sandboxToken: string): { get: SandboxGet; close(): Promise<void> } {
+  const sandbox = new Pool(sandboxUrl, { connections: 8 });
+  return {
+    get: async (path) => {
+      const res = await sandbox.request({ method: 'GET', path, headers: { authorization: `Bearer ${sandboxToken}` } });
+      return { status: res.statusCode, body: (await res.body.json()) as Record<string, unknown> };
+    },
+    close: () => sandbox.close(),
+  };
+}
+
+/**
+ * Every order_id the flows asked for or the project's card receipts hold, against the sandbox PG's executions of its
+ * keys: charged more than once, or paid without a charge, or with another tid (duplicated); charged but not paid (lost).
+ */
+export async function pgChargeChecks(
+  db: pg.Client,
+  sandboxGet: SandboxGet,
+  applicationId: string,
+  flows: readonly FlowRecord[],
+  example: (line: string) => void,
+): Promise<{ duplicated: number; lost: number; pgCharges: number; paidReceipts: number }> {
+  const found = { duplicated: 0, lost: 0, pgCharges: 0, paidReceipts: 0 };
+  const receipts = (
+    await db.query<{
+      order_id: string;
+      status: number;
+      gateway_tid: string | null;
+      pg_key_attempt: number;
+      receipt_id: string;
+    }>(
+      `select order_id, status, gateway_tid, pg_key_attempt, receipt_id from receipts where pg = 'sandbox_card' and application_id = $1`,
+      [applicationId],
+    )
+  ).rows;
+  const byOrder = new Map(receipts.map((r) => [r.order_id, r]));
+  const orderIds = new Set([...flows.flatMap((f) => f.orderIds), ...byOrder.keys()]);
+  const queue = [...orderIds];
+  await Promise.all(
+    Array.from({ length: 8 }, async () => {
+      for (let orderId = queue.pop(); orderId !== undefined; orderId = queue.pop()) {
+        const receipt = byOrder.get(orderId);
+        const attempts = receipt?.pg_key_attempt ?? 0;
+        let executions = 0;
+        let tid: string | null = null;
+        for (let a = 0; a <= attempts; a++) {
+          const key = pgChargeKey(applicationId, orderId, a);
+          const answer = await sandboxGet(`/_sandbox/charges?idempotency_key=${encodeURIComponent(key)}`);
+          if (answer.status !== 200) throw new Error(`sandbox charges lookup answered ${answer.status}`);
+          const n = Number(answer.body.executions ?? 0);
+          executions += n;
+          if (n > 0) tid = answer.body.tid as string;
+        }
+        found.pgCharges += executions;
+        const paid = receipt !== undefined && receipt.status > 0;
+        if (executions > 1) {
+          found.duplicated++;
+          example(`order ${orderId}: the PG charged ${executions} times`);
+        } else if (executions === 1 && !paid) {
+          found.lost++;
+          example(
+            `order ${orderId}: the PG charged (tid ${tid}) but the receipt is ${receipt ? `status ${receipt.status}` : 'missing'}`,
+          );
+        } else if (executions === 1 && paid && receipt.gateway_tid !== tid) {
+          found.duplicated++;
+          example(`order ${orderId}: receipt tid ${receipt.gateway_tid} differs from the PG's ${tid}`);
+        } else if (executions === 0 && paid) {
+          found.duplicated++;
+          example(`order ${orderId}: receipt ${receipt.receipt_id} paid but the PG never charged it`);
+        }
+      }
+    }),
+  );
+  found.paidReceipts = receipts.filter((r) => r.status > 0).length;
+  return found;
+}
+
+/** The project's card receipts' cancelled_price and cancel rows against the sandbox PG's cancelled amount. */
+export async function pgRefundChecks(
+  db: pg.Client,
+  sandboxGet: SandboxGet,
+  applicationId: string,
+  example: (line: string) => void,
+): Promise<{
+  refunds: { receipt_id: string; gateway_tid: string; cancelled_price: string; cancels: string }[];
+  mismatches: number;
+  refunded: number;
+}> {
+  const refunds = (
+    await db.query<{ receipt_id: string; gateway_tid: string; cancelled_price: string; cancels: string }>(
+      `select r.receipt_id, r.gateway_tid, r.cancelled_price,
+              coalesce((select sum(c.amount) from receipt_cancels c where c.receipt_id = r.receipt_id), 0) as cancels
+         from receipts r where r.pg = 'sandbox_card' and r.gateway_tid is not null and r.application_id = $1`,
+      [applicationId],
+    )
+  ).rows;
+  let refunded = 0;
+  let mismatches = 0;
+  for (const r of refunds) {
+    const state = await sandboxGet(`/_sandbox/charges/${encodeURIComponent(r.gateway_tid)}`);
+    const pgCancelled = state.status === 200 ? Number(state.body.cancelled_amount) : 0;
+    refunded += pgCancelled;
+    if (pgCancelled !== Number(r.cancelled_price) || pgCancelled !== Number(r.cancels)) {
+      mismatches++;
+      example(
+        `receipt ${r.receipt_id}: PG refunded ${pgCancelled}, cancelled_price ${r.cancelled_price}, cancel rows ${r.cancels}`,
+      );
+    }
+  }
+  return { refunds, mismatches, refunded };
+}
+
+/** The engine's workflows by status; a few failed ones named as examples. */
+export async function workflowCounts(
+  engineAddress: string,
+  example: (line: string) => void,
+): Promise<{ failed: number; running: number; completed: number }> {
+  const connection = await Connection.connect({ address: engineAddress });
+  try {
+    const client = new TemporalClient({ connection, namespace: 'default' });
+    const failed = (await client.workflow.count('ExecutionStatus="Failed"')).count;
+    if (failed > 0) {
+      let named = 0;
+      for await (const w of client.workflow.list({ query: 'ExecutionStatus="Failed"', pageSize: 5 })) {
+        example(`workflow ${w.workflowId} failed`);
+        if (++named >= 5) break;
+      }
+    }
+    return {
+      failed,
+      running: (await client.workflow.count('ExecutionStatus="Running"')).count,
+      completed: (await client.workflow.count('ExecutionStatus="Completed"')).count,
+    };
+  } finally {
+    await connection.close();
+  }
+}
+
 export async function runChecks(target: CheckTarget, flows: readonly FlowRecord[], receiver: ReceiverLog): Promise<CheckReport> {
   const details: Record<string, number> = {};
   const examples: string[] = [];
@@ -77,11 +218,8 @@ export async function runChecks(target: CheckTarget, flows: readonly FlowRecord[
     refused: 0,
   };
   const db = await openDb(target.databaseUrl);
-  const sandbox = new Pool(target.sandboxUrl, { connections: 8 });
-  const sandboxGet = async (path: string): Promise<{ status: number; body: Record<string, unknown> }> => {
-    const res = await sandbox.request({ method: 'GET', path, headers: { authorization: `Bearer ${target.sandboxToken}` } });
-    return { status: res.statusCode, body: (await res.body.json()) as Record<string, unknown> };
-  };
+  const sandbox = sandboxInspector(target.sandboxUrl, target.sandboxToken);
+  const sandboxGet = sandbox.get;
   try {
     // ---- stuck
     const rows = await stuckRows(db);
@@ -131,81 +269,15 @@ export async function runChecks(target: CheckTarget, flows: readonly FlowRecord[
     ).length;
 
     // ---- lost / duplicated: every order_id asked for or recorded, against the PG's executions of its keys
-    const receipts = (
-      await db.query<{
-        order_id: string;
-        status: number;
-        gateway_tid: string | null;
-        pg_key_attempt: number;
-        receipt_id: string;
-      }>(
-        `select order_id, status, gateway_tid, pg_key_attempt, receipt_id from receipts where pg = 'sandbox_card' and application_id = $1`,
-        [target.applicationId],
-      )
-    ).rows;
-    const byOrder = new Map(receipts.map((r) => [r.order_id, r]));
-    const orderIds = new Set([...flows.flatMap((f) => f.orderIds), ...byOrder.keys()]);
-    let pgCharges = 0;
-    const queue = [...orderIds];
-    await Promise.all(
-      Array.from({ length: 8 }, async () => {
-        for (let orderId = queue.pop(); orderId !== undefined; orderId = queue.pop()) {
-          const receipt = byOrder.get(orderId);
-          const attempts = receipt?.pg_key_attempt ?? 0;
-          let executions = 0;
-          let tid: string | null = null;
-          for (let a = 0; a <= attempts; a++) {
-            const key = pgChargeKey(target.applicationId, orderId, a);
-            const answer = await sandboxGet(`/_sandbox/charges?idempotency_key=${encodeURIComponent(key)}`);
-            if (answer.status !== 200) throw new Error(`sandbox charges lookup answered ${answer.status}`);
-            const n = Number(answer.body.executions ?? 0);
-            executions += n;
-            if (n > 0) tid = answer.body.tid as string;
-          }
-          pgCharges += executions;
-          const paid = receipt !== undefined && receipt.status > 0;
-          if (executions > 1) {
-            counts.duplicated++;
-            example(`order ${orderId}: the PG charged ${executions} times`);
-          } else if (executions === 1 && !paid) {
-            counts.lost++;
-            example(
-              `order ${orderId}: the PG charged (tid ${tid}) but the receipt is ${receipt ? `status ${receipt.status}` : 'missing'}`,
-            );
-          } else if (executions === 1 && paid && receipt.gateway_tid !== tid) {
-            counts.duplicated++;
-            example(`order ${orderId}: receipt tid ${receipt.gateway_tid} differs from the PG's ${tid}`);
-          } else if (executions === 0 && paid) {
-            counts.duplicated++;
-            example(`order ${orderId}: receipt ${receipt.receipt_id} paid but the PG never charged it`);
-          }
-        }
-      }),
-    );
-    details['PG charges'] = pgCharges;
-    details['paid card receipts'] = receipts.filter((r) => r.status > 0).length;
+    const charges = await pgChargeChecks(db, sandboxGet, target.applicationId, flows, example);
+    counts.duplicated += charges.duplicated;
+    counts.lost += charges.lost;
+    details['PG charges'] = charges.pgCharges;
+    details['paid card receipts'] = charges.paidReceipts;
 
     // ---- refunds: paygate's cancelled_price and its cancel rows against the PG's cancelled amount
-    const refunds = (
-      await db.query<{ receipt_id: string; gateway_tid: string; cancelled_price: string; cancels: string }>(
-        `select r.receipt_id, r.gateway_tid, r.cancelled_price,
-                coalesce((select sum(c.amount) from receipt_cancels c where c.receipt_id = r.receipt_id), 0) as cancels
-           from receipts r where r.pg = 'sandbox_card' and r.gateway_tid is not null and r.application_id = $1`,
-        [target.applicationId],
-      )
-    ).rows;
-    let refunded = 0;
-    for (const r of refunds) {
-      const state = await sandboxGet(`/_sandbox/charges/${encodeURIComponent(r.gateway_tid)}`);
-      const pgCancelled = state.status === 200 ? Number(state.body.cancelled_amount) : 0;
-      refunded += pgCancelled;
-      if (pgCancelled !== Number(r.cancelled_price) || pgCancelled !== Number(r.cancels)) {
-        counts.refundMismatch++;
-        example(
-          `receipt ${r.receipt_id}: PG refunded ${pgCancelled}, cancelled_price ${r.cancelled_price}, cancel rows ${r.cancels}`,
-        );
-      }
-    }
+    const { refunds, mismatches, refunded } = await pgRefundChecks(db, sandboxGet, target.applicationId, example);
+    counts.refundMismatch += mismatches;
     const cancelFlows = flows.filter((f) => f.kind.startsWith('cancel_') && f.final?.status === 200);
     for (const f of cancelFlows) {
       const row = refunds.find((r) => r.receipt_id === f.receiptId);
@@ -240,21 +312,10 @@ export async function runChecks(target: CheckTarget, flows: readonly FlowRecord[
     details['webhook ids received but not recorded'] = [...receiver.accepted].filter((id) => !recorded.has(id)).length;
 
     // ---- failed workflows
-    const connection = await Connection.connect({ address: target.engineAddress });
-    try {
-      const client = new TemporalClient({ connection, namespace: 'default' });
-      counts.failedWorkflows = (await client.workflow.count('ExecutionStatus="Failed"')).count;
-      details['workflows running at the end'] = (await client.workflow.count('ExecutionStatus="Running"')).count;
-      details['workflows completed'] = (await client.workflow.count('ExecutionStatus="Completed"')).count;
-      if (counts.failedWorkflows > 0) {
-        for await (const w of client.workflow.list({ query: 'ExecutionStatus="Failed"', pageSize: 5 })) {
-          example(`workflow ${w.workflowId} failed`);
-          if (examples.length >= 40) break;
-        }
-      }
-    } finally {
-      await connection.close();
-    }
+    const workflows = await workflowCounts(target.engineAddress, example);
+    counts.failedWorkflows = workflows.failed;
+    details['workflows running at the end'] = workflows.running;
+    details['workflows completed'] = workflows.completed;
   } finally {
     await db.end().catch(() => undefined);
     await sandbox.close();

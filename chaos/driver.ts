@@ -87,15 +87,8 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
       log(`started ${name} (pid ${stack.pid(name)})`);
     }
     // ---- a project whose webhook_url and message webhook point at the receiver, and a billing key
-    const setupCall = async (method: 'POST' | 'PUT', path: string, auth: string, body?: unknown) => {
-      for (let i = 0; ; i++) {
-        const answer = await request(pool, auth, method, path, body).catch(() => undefined);
-        if (answer && answer.status < 300) return answer.body;
-        if (i >= 60)
-          throw new Error(`${method} ${path}: ${answer ? `HTTP ${answer.status} ${JSON.stringify(answer.body)}` : 'no answer'}`);
-        await sleep(1_000);
-      }
-    };
+    const setupCall = (method: 'POST' | 'PUT', path: string, auth: string, body?: unknown) =>
+      untilAnswered(pool, auth, method, path, body);
     const project = await setupCall('POST', '/admin/v1/projects', `Bearer ${stack.adminToken}`, {
       name: 'chaos',
       webhook_url: receiver.url,
@@ -136,81 +129,32 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
       // a merchant keeps retrying for this long (an in-flight Idempotency-Key is taken over after 90 s)
       deadline: Date.now() + Math.max(600_000, options.flows * 1_000),
     };
-    let next = 0;
-    let done = 0;
-    // the flows are spread over at least 8 s per kill, so every kill lands among requests in flight (a small run
-    // would otherwise be over before the first restart)
-    const minFlowMs = options.kills * 8_000;
-    const inFlight = new Set<FlowRecord>();
-    const progress = setInterval(() => {
-      const slow = [...inFlight].slice(0, 6);
-      log(
-        `${done}/${flows.length} flows done, ${inFlight.size} in flight${slow.length ? `; e.g. ${slow.map((f) => `#${f.index} ${f.kind} (${f.current})`).join('; ')}` : ''}`,
-      );
-    }, 20_000);
-    const flowStart = Date.now();
-    const flowPhase = Promise.all(
-      Array.from({ length: Math.min(options.concurrency, flows.length) }, async () => {
-        while (next < flows.length) {
-          const flow = flows[next++]!;
-          const notBefore = flowStart + (flow.index / flows.length) * minFlowMs;
-          if (Date.now() < notBefore) await sleep(notBefore - Date.now());
-          inFlight.add(flow);
-          await driveFlow(ctx, flow);
-          inFlight.delete(flow);
-          done++;
-          if (done % 100 === 0) log(`${done}/${flows.length} flows done`);
-        }
-      }),
-    ).then(() => {
-      flowsFinished = Date.now();
-      clearInterval(progress);
-    });
-    let flowsFinished: number | undefined;
+    const phase = startFlowPhase(ctx, flows, { concurrency: options.concurrency, kills: options.kills, log });
     const kills: Record<ProcessName, number> = { engine: 0, sandbox: 0, api: 0, worker: 0 };
     const crashes: string[] = [];
-    let killCount = 0;
-    while (killCount < options.kills || flowsFinished === undefined) {
-      // spread the kills over the flow phase: the gap is the flows' remaining time over the kills left
-      let gap: number;
-      if (flowsFinished === undefined) {
-        const elapsed = Date.now() - flowStart;
-        const progress = done / flows.length;
-        const remaining = progress > 0.05 ? (elapsed / progress) * (1 - progress) : Math.max(minFlowMs - elapsed, 20_000);
-        const left = Math.max(1, options.kills - killCount);
-        gap = Math.min(20_000, Math.max(1_500, (remaining / (left + 1)) * (0.5 + random())));
-      } else {
-        gap = 1_000 + random() * 2_000;
-      }
-      await Promise.race([sleep(gap), killCount >= options.kills ? flowPhase : new Promise(() => undefined)]);
+    const noteCrashes = async () => {
       for (const c of stack.crashed()) crashes.push(`${c.name} exited on its own (code ${c.code}): ${c.output.slice(-500)}`);
       for (const name of await stack.restartExited()) log(`restarted ${name}, which had exited on its own`);
-      if (killCount >= options.kills) continue;
+    };
+    await runKillLoop(phase, options.kills, random, noteCrashes, async (killCount) => {
       const victim = PROCESS_NAMES[Math.floor(random() * PROCESS_NAMES.length)]!;
       await stack.kill9(victim);
-      killCount++;
       kills[victim]++;
       const t0 = Date.now();
       await stack.start(victim);
-      log(`kill ${killCount}: ${victim} SIGKILLed at ${done}/${flows.length} flows, back in ${Date.now() - t0} ms`);
-    }
-    await flowPhase;
-    const flowSeconds = (flowsFinished! - flowStart) / 1000;
+      log(`kill ${killCount}: ${victim} SIGKILLed at ${phase.done}/${flows.length} flows, back in ${Date.now() - t0} ms`);
+    });
+    const flowSeconds = (phase.finishedAt! - phase.startedAt) / 1000;
     log(`flows done in ${flowSeconds.toFixed(0)} s; settling (at most ${options.settleMs / 1000} s)`);
 
     // ---- settle: bounded wait until nothing is in flight (reconciles need the 45 s call window + the 15 s sweep)
     const settleStart = Date.now();
     const db = await openDb(stack.databaseUrl);
     try {
-      for (;;) {
-        for (const c of stack.crashed()) crashes.push(`${c.name} exited on its own (code ${c.code}): ${c.output.slice(-500)}`);
-        await stack.restartExited();
-        const rows = await stuckRows(db);
-        const pending = Object.entries(rows).filter(([, n]) => n > 0);
-        if (pending.length === 0 || Date.now() - settleStart > options.settleMs) break;
-        log(`settling: ${pending.map(([k, n]) => `${k} ${n}`).join(', ')}`);
-        await sleep(5_000);
-      }
+      await settle(options.settleMs, log, async () => {
+        await noteCrashes();
+        return stuckRows(db);
+      });
     } finally {
       await db.end().catch(() => undefined);
     }
@@ -244,6 +188,123 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
   }
 }
 
+/** A setup call retried every second (the processes may still be starting) until a 2xx, for at most a minute. */
+export async function untilAnswered(
+  pool: Pool,
+  auth: string,
+  method: 'POST' | 'PUT',
+  path: string,
+  body?: unknown,
+): Promise<Record<string, unknown>> {
+  for (let i = 0; ; i++) {
+    const answer = await request(pool, auth, method, path, body).catch(() => undefined);
+    if (answer && answer.status < 300) return answer.body;
+    if (i >= 60)
+      throw new Error(`${method} ${path}: ${answer ? `HTTP ${answer.status} ${JSON.stringify(answer.body)}` : 'no answer'}`);
+    await sleep(1_000);
+  }
+}
+
+/** The flow phase under way: `concurrency` merchants driving the flows one after the other. */
+export interface FlowPhase {
+  readonly flows: readonly FlowRecord[];
+  readonly startedAt: number;
+  /** flows with a final answer (or given up) */
+  done: number;
+  /** set when the last flow ended */
+  finishedAt?: number;
+  readonly finished: Promise<void>;
+}
+
+/**
+ * Starts the merchants on the flows. The flows are spread over at least 8 s per kill, so every kill lands among
+ * requests in flight (a small run would otherwise be over before the first restart). Logs progress every 20 s.
+ */
+export function startFlowPhase(
+  ctx: MerchantContext,
+  flows: FlowRecord[],
+  options: { readonly concurrency: number; readonly kills: number; readonly log: (line: string) => void },
+): FlowPhase {
+  const { log } = options;
+  let next = 0;
+  const minFlowMs = options.kills * 8_000;
+  const inFlight = new Set<FlowRecord>();
+  const progress = setInterval(() => {
+    const slow = [...inFlight].slice(0, 6);
+    log(
+      `${phase.done}/${flows.length} flows done, ${inFlight.size} in flight${slow.length ? `; e.g. ${slow.map((f) => `#${f.index} ${f.kind} (${f.current})`).join('; ')}` : ''}`,
+    );
+  }, 20_000);
+  const startedAt = Date.now();
+  const finished = Promise.all(
+    Array.from({ length: Math.min(options.concurrency, flows.length) }, async () => {
+      while (next < flows.length) {
+        const flow = flows[next++]!;
+        const notBefore = startedAt + (flow.index / flows.length) * minFlowMs;
+        if (Date.now() < notBefore) await sleep(notBefore - Date.now());
+        inFlight.add(flow);
+        await driveFlow(ctx, flow);
+        inFlight.delete(flow);
+        phase.done++;
+        if (phase.done % 100 === 0) log(`${phase.done}/${flows.length} flows done`);
+      }
+    }),
+  ).then(() => {
+    phase.finishedAt = Date.now();
+    clearInterval(progress);
+  });
+  const phase: FlowPhase = { flows, startedAt, done: 0, finished };
+  return phase;
+}
+
+/**
+ * Kills `kills` times at random moments spread over the flow phase (the gap: the flows' remaining time over the
+ * kills left), then waits for the flows; `beforeKill` runs before each kill and every 1-3 s once all are done.
+ */
+export async function runKillLoop(
+  phase: FlowPhase,
+  kills: number,
+  random: () => number,
+  beforeKill: () => Promise<void>,
+  kill: (killNumber: number) => Promise<void>,
+): Promise<void> {
+  const minFlowMs = kills * 8_000;
+  let killCount = 0;
+  while (killCount < kills || phase.finishedAt === undefined) {
+    let gap: number;
+    if (phase.finishedAt === undefined) {
+      const elapsed = Date.now() - phase.startedAt;
+      const progress = phase.done / phase.flows.length;
+      const remaining = progress > 0.05 ? (elapsed / progress) * (1 - progress) : Math.max(minFlowMs - elapsed, 20_000);
+      const left = Math.max(1, kills - killCount);
+      gap = Math.min(20_000, Math.max(1_500, (remaining / (left + 1)) * (0.5 + random())));
+    } else {
+      gap = 1_000 + random() * 2_000;
+    }
+    await Promise.race([sleep(gap), killCount >= kills ? phase.finished : new Promise(() => undefined)]);
+    await beforeKill();
+    if (killCount >= kills) continue;
+    killCount++;
+    await kill(killCount);
+  }
+  await phase.finished;
+}
+
+/** Polls `pending` every 5 s until every figure is 0 or `settleMs` passed; logs what is still pending. */
+export async function settle(
+  settleMs: number,
+  log: (line: string) => void,
+  pending: () => Promise<Record<string, number>>,
+): Promise<void> {
+  const settleStart = Date.now();
+  for (;;) {
+    const left = Object.entries(await pending()).filter(([, n]) => n > 0);
+    if (left.length === 0 || Date.now() - settleStart > settleMs) return;
+    log(`settling: ${left.map(([k, n]) => `${k} ${n}`).join(', ')}`);
+    await sleep(5_000);
+  }
+}
+
 /** The result as the table `npm run chaos` prints. */
 export function formatResult(r: ChaosResult, options: Pick<ChaosOptions, 'seed' | 'flakyFraction'>): string {
   const c = r.report.counts;
@@ -266,12 +327,23 @@ export function formatResult(r: ChaosResult, options: Pick<ChaosOptions, 'seed' 
     `| webhook deliveries never accepted | ${c.webhooksLost} |`,
     `| failed workflows | ${c.failedWorkflows} |`,
     `| flows refused | ${c.refused} |`,
-    `| processes crashed on their own | ${r.crashes.length} |`,
-    '',
-    ...Object.entries(r.report.details).map(([k, n]) => `  ${k}: ${n}`),
+    ...reportTail(r.report, r.crashes),
   ];
-  if (r.report.examples.length) lines.push('', 'examples:', ...r.report.examples.map((e) => `  ${e}`));
-  if (r.crashes.length) lines.push('', 'crashes:', ...r.crashes.map((e) => `  ${e}`));
   lines.push('', r.ok ? 'chaos: OK (0 stuck, 0 lost, 0 duplicated)' : 'chaos: VIOLATIONS');
   return lines.join('\n');
+}
+
+/** The table's last row (crashes), then the details, the examples and the crashes' output. */
+export function reportTail(
+  report: { readonly details: Record<string, number>; readonly examples: readonly string[] },
+  crashes: readonly string[],
+): string[] {
+  const lines = [
+    `| processes crashed on their own | ${crashes.length} |`,
+    '',
+    ...Object.entries(report.details).map(([k, n]) => `  ${k}: ${n}`),
+  ];
+  if (report.examples.length) lines.push('', 'examples:', ...report.examples.map((e) => `  ${e}`));
+  if (crashes.length) lines.push('', 'crashes:', ...crashes.map((e) => `  ${e}`));
+  return lines;
 }

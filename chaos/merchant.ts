@@ -8,6 +8,26 @@ import type { Pool } from 'undici';
 export interface Answer {
   readonly status: number;
   readonly body: Record<string, unknown>;
+  /** the body parsed as JSON (an empty or unparsable one did not) */
+  readonly json: boolean;
+}
+
+/** One answer the merchant got from paygate (or the network error instead), for the checks of answers. */
+export interface ObservedAnswer {
+  readonly method: string;
+  readonly path: string;
+  readonly flow: number;
+  /** when the request was sent and when it ended (ms since epoch) */
+  readonly sentAt: number;
+  readonly endedAt: number;
+  readonly answer?: Answer;
+  readonly error?: string;
+}
+
+/** Where a flow's calls go: paygate (the merchant's own keys), or the provider's side of a relay. */
+export interface Endpoint {
+  readonly pool: Pool;
+  readonly auth: string;
 }
 
 export type FlowKind =
@@ -52,6 +72,8 @@ export interface FlowRecord {
   gaveUp?: string;
   /** calls retried (network error, 5xx, 9409, 9503) */
   retries: number;
+  /** an escrow flow's buyer decision at the PG and the escrow status it leads to */
+  escrowDecision?: { readonly events: readonly string[]; readonly status: number };
   /** a verification whose confirm retry answered 2404 while the first confirm had verified it */
   confirmRetriedAfterSuccess?: boolean;
   /** the flow's call in progress and its last temporary answer (progress reports) */
@@ -65,6 +87,19 @@ export interface MerchantContext {
   readonly random: () => number;
   /** when a flow stops retrying (ms since epoch) */
   readonly deadline: number;
+  /**
+   * Where the PG's side of a flow happens (the SMS inbox, an escrow payment in the payment window, the buyer's
+   * decision): paygate's own sandbox by default, the provider's when paygate relays to one.
+   */
+  readonly pgSide?: Endpoint;
+  /** the escrow PG of the payments (default sandbox_escrow_b) */
+  readonly escrowPg?: string;
+  /** escrow flows end with the buyer's decision at the PG (a confirmation, or a rejection and its approval) */
+  readonly buyerDecisions?: boolean;
+  /** catalog codes a 5xx carries that the merchant takes as a final refusal (the spec's refusals at 500), not retried */
+  readonly finalAt5xx?: ReadonlySet<number>;
+  /** every answer of paygate, or the network error instead (not those of the PG's side) */
+  readonly onAnswer?: (observed: ObservedAnswer) => void;
 }
 
 const RETRY_CODES = new Set([9409, 9503]);
@@ -96,12 +131,15 @@ export async function request(
   });
   const text = await res.body.text();
   let parsed: Record<string, unknown> = {};
+  let json = false;
   try {
-    parsed = text ? (JSON.parse(text) as Record<string, unknown>) : {};
+    const value = JSON.parse(text) as unknown;
+    json = true;
+    parsed = value !== null && typeof value === 'object' ? (value as Record<string, unknown>) : { value };
   } catch {
     parsed = { text: text.slice(0, 200) };
   }
-  return { status: res.statusCode, body: parsed };
+  return { status: res.statusCode, body: parsed, json };
 }
 
 /** The call retried like a real merchant until a final answer (any 2xx or a refusal that is not temporary). */
@@ -112,18 +150,26 @@ async function call(
   path: string,
   body?: unknown,
   headers: Record<string, string> = {},
+  at?: Endpoint,
 ): Promise<Answer> {
   let backoff = 250;
   flow.current = `${method} ${path}`;
+  const { pool, auth } = at ?? ctx;
+  const observe = at ? undefined : ctx.onAnswer;
   for (;;) {
     let temporary: string;
+    const sentAt = Date.now();
     try {
-      const answer = await request(ctx.pool, ctx.auth, method, path, body, headers);
+      const answer = await request(pool, auth, method, path, body, headers);
+      observe?.({ method, path, flow: flow.index, sentAt, endedAt: Date.now(), answer });
       const code = typeof answer.body.code === 'number' ? answer.body.code : undefined;
-      if (answer.status < 500 && !(code !== undefined && RETRY_CODES.has(code)) && answer.status !== 429) return answer;
+      const finalRefusal = code !== undefined && ctx.finalAt5xx?.has(code) === true;
+      if ((answer.status < 500 || finalRefusal) && !(code !== undefined && RETRY_CODES.has(code)) && answer.status !== 429)
+        return answer;
       temporary = `HTTP ${answer.status} ${code ?? ''}`;
     } catch (err) {
       temporary = (err as Error).message;
+      observe?.({ method, path, flow: flow.index, sentAt, endedAt: Date.now(), error: temporary });
     }
     if (Date.now() > ctx.deadline) throw new GaveUp(`${method} ${path}: ${temporary}`);
     flow.retries++;
@@ -211,7 +257,7 @@ async function runFlow(ctx: MerchantContext, flow: FlowRecord): Promise<void> {
       // the SMS reaches the inbox once the workflow sent it; a user reads it, then types it in
       let otp: string | undefined;
       while (otp === undefined) {
-        const inbox = await call(ctx, flow, 'GET', `/sandbox/v1/sms?phone=${phone}`);
+        const inbox = await call(ctx, flow, 'GET', `/sandbox/v1/sms?phone=${phone}`, undefined, {}, ctx.pgSide);
         // newest first; the phone is this flow's own
         const list = (inbox.body.list ?? []) as { otp: string }[];
         otp = list[0]?.otp;
@@ -252,8 +298,9 @@ async function runFlow(ctx: MerchantContext, flow: FlowRecord): Promise<void> {
         flow,
         'POST',
         '/sandbox/v1/payments',
-        { pg: 'sandbox_escrow_b', price: 10_000, order_id: orderId, order_name: 'chaos', escrow: true },
+        { pg: ctx.escrowPg ?? 'sandbox_escrow_b', price: 10_000, order_id: orderId, order_name: 'chaos', escrow: true },
         { 'idempotency-key': key() },
+        ctx.pgSide,
       );
       if (!ok(paid)) return finish(paid);
       flow.receiptId = paid.body.receipt_id as string;
@@ -262,7 +309,27 @@ async function runFlow(ctx: MerchantContext, flow: FlowRecord): Promise<void> {
         delivery_corp: 'CJ대한통운',
       });
       // 2700: shipping already started (a retry of a call whose answer was lost)
-      return finish(codeOf(shipped) === 2700 ? { status: 200, body: {} } : shipped);
+      if (codeOf(shipped) !== 2700 && !ok(shipped)) return finish(shipped);
+      if (ctx.buyerDecisions) {
+        // the buyer acts at the PG: confirms, or rejects and the merchant approves (the PG refunds)
+        flow.escrowDecision =
+          ctx.random() < 0.6
+            ? { events: ['purchase_confirmed'], status: 1 }
+            : { events: ['purchase_rejected', 'rejection_approved'], status: -3 };
+        for (const event of flow.escrowDecision.events) {
+          const acted = await call(
+            ctx,
+            flow,
+            'POST',
+            `/sandbox/v1/escrow/${flow.receiptId}/events`,
+            { event },
+            { 'idempotency-key': key() },
+            ctx.pgSide,
+          );
+          if (!ok(acted)) return finish(acted);
+        }
+      }
+      return finish({ status: 200, body: {}, json: true });
     }
     case 'reserve': {
       const orderId = key();
@@ -315,8 +382,12 @@ export async function driveFlow(ctx: MerchantContext, flow: FlowRecord): Promise
 }
 
 /** Picks the flow kinds of a run from the mix with the run's random source. */
-export function pickKinds(count: number, random: () => number): FlowKind[] {
-  const entries = Object.entries(FLOW_MIX) as [FlowKind, number][];
+export function pickKinds(
+  count: number,
+  random: () => number,
+  mix: Readonly<Partial<Record<FlowKind, number>>> = FLOW_MIX,
+): FlowKind[] {
+  const entries = Object.entries(mix) as [FlowKind, number][];
   const total = entries.reduce((s, [, w]) => s + w, 0);
   return Array.from({ length: count }, () => {
     let r = random() * total;

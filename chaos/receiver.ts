@@ -11,10 +11,12 @@ export interface ReceiverLog {
   readonly accepted: Set<string>;
   /** arrivals answered 500 on purpose */
   failedOnPurpose: number;
+  /** webhook-id -> the body of its first arrival (what the event was about) */
+  readonly bodies: Map<string, string>;
 }
 
 export class FlakyReceiver {
-  readonly log: ReceiverLog = { arrivals: new Map(), accepted: new Set(), failedOnPurpose: 0 };
+  readonly log: ReceiverLog = { arrivals: new Map(), accepted: new Set(), failedOnPurpose: 0, bodies: new Map() };
   private constructor(
     private readonly server: Server,
     readonly url: string,
@@ -24,9 +26,11 @@ export class FlakyReceiver {
     let receiver: FlakyReceiver | undefined;
     const server = createServer((req, res) => {
       const id = String(req.headers['webhook-id'] ?? '');
-      req.resume();
+      const chunks: Buffer[] = [];
+      req.on('data', (chunk: Buffer) => chunks.push(chunk));
       req.on('end', () => {
         const log = receiver!.log;
+        if (!log.bodies.has(id)) log.bodies.set(id, Buffer.concat(chunks).toString('utf8'));
         const seen = log.arrivals.get(id) ?? 0;
         log.arrivals.set(id, seen + 1);
         if (seen === 0 && id !== '' && random() < failFirstFraction) {

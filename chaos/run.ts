@@ -5,9 +5,11 @@
  *
  *   npm run chaos -- --flows 1000 --kills 20 [--seed N] [--concurrency 12] [--settle 420]
  *   DATABASE_URL=postgres://... npm run chaos      # default postgres://postgres@127.0.0.1:5432/test
+ *   npm run chaos -- --relay [--flows 1000 ...]    # relayed flows: paygate in front of a provider (chaos/relay.ts)
  */
 import { parseArgs } from 'node:util';
 import { formatResult, runChaos } from './driver.js';
+import { formatRelayResult, runRelayChaos } from './relay.js';
 
 const { values } = parseArgs({
   options: {
@@ -18,6 +20,7 @@ const { values } = parseArgs({
     settle: { type: 'string' },
     timeout: { type: 'string' },
     flaky: { type: 'string' },
+    relay: { type: 'boolean' },
   },
 });
 const int = (v: string | undefined, fallback: number, what: string) => {
@@ -56,17 +59,22 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
 
 const t0 = Date.now();
 const log = (line: string) => process.stdout.write(`[${((Date.now() - t0) / 1000).toFixed(0).padStart(4)} s] ${line}\n`);
-log(`chaos: ${flows} flows, ${kills} kills, seed ${seed}, ${options.concurrency} merchants at once`);
+const onStack = (s: { killAll(): void; close(): Promise<void> }) => {
+  stack = s;
+};
+log(
+  `${values.relay ? 'relay chaos' : 'chaos'}: ${flows} flows, ${kills} kills, seed ${seed}, ${options.concurrency} merchants at once`,
+);
 try {
-  const result = await runChaos({
-    ...options,
-    log,
-    onStack: (s) => {
-      stack = s;
-    },
-  });
-  process.stdout.write(`\n${formatResult(result, options)}\n`);
-  process.exitCode = result.ok ? 0 : 1;
+  if (values.relay) {
+    const result = await runRelayChaos({ ...options, log, onStack });
+    process.stdout.write(`\n${formatRelayResult(result, options)}\n`);
+    process.exitCode = result.ok ? 0 : 1;
+  } else {
+    const result = await runChaos({ ...options, log, onStack });
+    process.stdout.write(`\n${formatResult(result, options)}\n`);
+    process.exitCode = result.ok ? 0 : 1;
+  }
 } catch (err) {
   process.stderr.write(`chaos: the run failed: ${(err as Error).stack ?? String(err)}\n`);
   process.exitCode = 1;
