@@ -116,18 +116,22 @@ interface ReceiptRow {
 async function receiptsOf(db: pg.Client, applicationId: string): Promise<ReceiptRow[]> {
   return (
     await db.query<ReceiptRow>(
-      'select receipt_id, order_id, status, price::text, cancelled_price::text from receipts where application_id = $1',
+      // the id the merchant is given: the provider's for a relayed receipt (A keeps its own beside it), B's own at B
+      `select coalesce(provider_receipt_id, receipt_id) as receipt_id, order_id, status, price::text, cancelled_price::text
+         from receipts where application_id = $1`,
       [applicationId],
     )
   ).rows;
 }
 
+/** By the receipt_id the merchant is given (the provider's for a relayed record, whose own id A keeps beside it). */
 async function statusById(db: pg.Client, table: 'verifications' | 'escrow_orders', applicationId: string) {
-  const rows = (
-    await db.query<{ receipt_id: string; status: number }>(`select receipt_id, status from ${table} where application_id = $1`, [
-      applicationId,
-    ])
-  ).rows;
+  const query =
+    table === 'verifications'
+      ? 'select coalesce(provider_receipt_id, receipt_id) as receipt_id, status from verifications where application_id = $1'
+      : `select coalesce(r.provider_receipt_id, e.receipt_id) as receipt_id, e.status
+           from escrow_orders e join receipts r on r.receipt_id = e.receipt_id where e.application_id = $1`;
+  const rows = (await db.query<{ receipt_id: string; status: number }>(query, [applicationId])).rows;
   return new Map(rows.map((r) => [r.receipt_id, r.status]));
 }
 

@@ -3,9 +3,13 @@
 // rules: its merchant registration, the buyer it saved at payment), the order's status is its receipt's
 // `escrow_data.status`. The provider's notifications reach paygate at /upstream/v1/notifications/{application_id},
 // asked about before anything changes (src/payments/provider-notifications.ts), so none comes signed through here.
-import type { EscrowGateway } from '../gateways/index.js';
+import { type EscrowGateway, GatewayRelayedError } from '../gateways/index.js';
 import { type ProviderCall, send } from './card-gateway.js';
 import { providerReceipt } from './rules.js';
+
+/** The provider's RC_ESCROW_NOT_READY (2700): its escrow order is not at 0, waiting for shipping. */
+const isEscrowNotReady = (err: unknown) =>
+  err instanceof GatewayRelayedError && (err.body.error_code === 'RC_ESCROW_NOT_READY' || err.body.code === 2700);
 
 const nonEmpty = (fields: Record<string, string>) =>
   Object.fromEntries(Object.entries(fields).filter(([, value]) => value.trim() !== ''));
@@ -30,7 +34,7 @@ export function createUpstreamEscrowGateway(call: ProviderCall): EscrowGateway {
         addr1: shipment.sender.addr1,
         addr2: shipment.sender.addr2,
       });
-      const receipt = await send(
+      const shipped = send(
         call,
         {
           method: 'PUT',
@@ -47,6 +51,23 @@ export function createUpstreamEscrowGateway(call: ProviderCall): EscrowGateway {
         },
         providerReceipt,
       );
+      let receipt: Awaited<typeof shipped>;
+      try {
+        receipt = await shipped;
+      } catch (err) {
+        if (!isEscrowNotReady(err)) throw err;
+        // The provider keeps no Idempotency-Key on this PUT: a shipping start whose answer was lost (a reset, a cut at
+        // the deadline) and is sent again is refused as "not waiting for shipping" although it was made. The
+        // provider's receipt tells: an order no longer at 0 has been shipped, and its later moves follow by the
+        // provider's notifications and the workflow's reconcile; one still at 0 is the refusal it says.
+        const atProvider = await send(
+          call,
+          { method: 'GET', path: `/v2/receipt/${encodeURIComponent(req.gatewayTid)}` },
+          providerReceipt,
+        );
+        if (atProvider.escrow_data == null || atProvider.escrow_data.status === 0) throw err;
+        receipt = atProvider;
+      }
       const confirmUrl = receipt.escrow_data?.escrow_confirm_url;
       return confirmUrl !== undefined ? { confirmUrl } : {};
     },

@@ -9,6 +9,7 @@ import { TEST_ADMIN_TOKEN, type TestApp, type TestProject } from '../helpers/app
 import { BUYER, createEscrowProject, escrowClient, startEscrowApp } from '../escrow/fixtures.js';
 import { eventually, type Receiver, startReceiver } from '../webhooks/fixtures.js';
 import { routeToProvider } from './fixtures.js';
+import { startHostileProvider } from './hostile-provider.js';
 
 const SHIPMENT = { tracking_number: 'TRK-1', delivery_corp: 'CJ', user: { username: BUYER.username, phone: BUYER.phone } };
 
@@ -163,4 +164,31 @@ describe('escrow relayed to the provider', () => {
     expect(forged.json()).toMatchObject({ outcome: 'unchanged' });
     expect(await escrowStatusAtA(receiptId)).toBe(3);
   });
+
+  it('a shipping start whose answer was lost is taken as made when sent again: A ships, B started it once', async () => {
+    const hostile = await startHostileProvider(`http://127.0.0.1:${b.deps.config.port}`);
+    try {
+      const shop = await createEscrowProject(a, { webhook_url: merchantHook.url, escrow_reconcile_hours: 1 });
+      await routeToProvider(a, shop, { baseUrl: hostile.url, project: atB }, ['sandbox_escrow_a']);
+      const shopApi = escrowClient(a, shop);
+      const receiptId = await paidAtB();
+      // B starts shipping; its answer reaches A too slowly to wait for, and B keeps no Idempotency-Key on this PUT
+      hostile.arm('PUT', '/v2/escrow/shipping/start/', { kind: 'trickle', byteEveryMs: 500 });
+      const first = await shopApi.ship(receiptId, SHIPMENT);
+      if (first.status !== 200) {
+        // the merchant's retry: B answers "not waiting for shipping" (2700), and its receipt says it was shipped
+        const again = await shopApi.ship(receiptId, SHIPMENT);
+        expect(again.status, JSON.stringify(again.body)).toBe(200);
+      }
+      expect(hostile.cutTrickles).toBe(1);
+      await eventually(
+        async () => (((await shopApi.receipt(receiptId)).body.escrow_data as { status: number }).status === 3 ? true : undefined),
+        "A's order shipped",
+      );
+      expect(((await atBApi.receipt(receiptId)).body.escrow_data as { status: number }).status).toBe(3);
+      expect(hostile.calls.filter((c) => c.startsWith('PUT ')).length).toBeGreaterThanOrEqual(2);
+    } finally {
+      await hostile.close();
+    }
+  }, 90_000);
 });
