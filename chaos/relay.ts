@@ -5,25 +5,24 @@
 // and a fault loop switches the proxy's fault; then a settle phase and the checks (chaos/relay-checks.ts).
 import { Pool } from 'undici';
 import { openDb, stuckRows } from './checks.js';
-import { type FlowPhase, reportTail, runKillLoop, seededRandom, settle, startFlowPhase, untilAnswered } from './driver.js';
+import {
+  type ChaosOptions,
+  type FlowPhase,
+  reportTail,
+  runKillLoop,
+  seededRandom,
+  settle,
+  startFlowPhase,
+  untilAnswered,
+} from './driver.js';
 import { type Fault, FaultProxy, type FaultKind } from './fault-proxy.js';
 import { type FlowKind, type FlowRecord, type MerchantContext, type ObservedAnswer, pickKinds } from './merchant.js';
 import { FlakyReceiver } from './receiver.js';
 import { REFUSAL_CODES_AT_500, type RelayCheckReport, runRelayChecks } from './relay-checks.js';
 import { type ProcessName, Stack } from './stack.js';
 
-export interface RelayChaosOptions {
-  readonly flows: number;
-  readonly kills: number;
-  readonly seed: number;
-  readonly concurrency: number;
-  readonly settleMs: number;
-  readonly hardTimeoutMs: number;
-  readonly flakyFraction: number;
-  readonly postgresUrl: string;
-  readonly log?: (line: string) => void;
-  readonly onStack?: (stack: { killAll(): void; close(): Promise<void> }) => void;
-}
+/** The relay run takes the local run's options (its flags are the same). */
+export type RelayChaosOptions = ChaosOptions;
 
 /** The relayed flows' mix: no messaging (the provider's messaging is not relayed). */
 export const RELAY_FLOW_MIX: Readonly<Partial<Record<FlowKind, number>>> = {

@@ -15,7 +15,7 @@ import { buildTestApp, TEST_ADMIN_TOKEN, type TestApp, type TestProject } from '
 import { bounded } from '../helpers/temporal.js';
 import { keyInClient, sandboxChargeExecutions } from '../payments/key-in-fixtures.js';
 import { eventually } from '../webhooks/fixtures.js';
-import { routeToProvider } from './fixtures.js';
+import { dashboardSignIn, routeToProvider } from './fixtures.js';
 
 const HOUR_MS = 60 * 60 * 1000;
 const OPEN_SECONDS = 4;
@@ -109,16 +109,7 @@ const health = async (project: TestProject): Promise<Record<string, unknown>> =>
 
 /** The admin's projects page of the dashboard, signed in with the admin token. */
 const projectsPage = async (): Promise<string> => {
-  const login = await a.app.inject({ url: '/dashboard/login' });
-  const cookie = String(login.headers['set-cookie']).split(';')[0]!;
-  const csrf = /name="_csrf" value="([^"]+)"/.exec(login.body)?.[1] ?? '';
-  const signedIn = await a.app.inject({
-    method: 'POST',
-    url: '/dashboard/login',
-    headers: { cookie, 'content-type': 'application/x-www-form-urlencoded' },
-    payload: new URLSearchParams({ _csrf: csrf, admin_token: TEST_ADMIN_TOKEN }).toString(),
-  });
-  const admin = String(signedIn.headers['set-cookie']).split(';')[0]!;
+  const admin = await dashboardSignIn(a, { admin_token: TEST_ADMIN_TOKEN });
   const page = await a.app.inject({ url: '/dashboard/projects', headers: { cookie: admin } });
   expect(page.statusCode).toBe(200);
   return page.body;

@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'kysely';
 import { runAdminCli } from '../../src/cli/admin.js';
 import { buildTestApp, TEST_ADMIN_TOKEN, type TestApp, type TestProject } from '../helpers/app.js';
+import { dashboardSignIn } from './fixtures.js';
 
 const SECRET = 'Zq8v-provider-secret-0123456789abcdef';
 const admin = { authorization: `Bearer ${TEST_ADMIN_TOKEN}` };
@@ -117,16 +118,7 @@ describe('PUT / GET / DELETE /admin/v1/projects/{application_id}/upstream', () =
 describe('the dashboard', () => {
   it("shows each project's provider on the admin's projects page, read-only and without its secret", async () => {
     await put(project.applicationId, config({ pgs: ['shown_pg'] }));
-    const login = await t.app.inject({ url: '/dashboard/login' });
-    const cookie = String(login.headers['set-cookie']).split(';')[0]!;
-    const csrf = /name="_csrf" value="([^"]+)"/.exec(login.body)?.[1] ?? '';
-    const signedIn = await t.app.inject({
-      method: 'POST',
-      url: '/dashboard/login',
-      headers: { cookie, 'content-type': 'application/x-www-form-urlencoded' },
-      payload: new URLSearchParams({ _csrf: csrf, admin_token: TEST_ADMIN_TOKEN }).toString(),
-    });
-    const admin = String(signedIn.headers['set-cookie']).split(';')[0]!;
+    const admin = await dashboardSignIn(t, { admin_token: TEST_ADMIN_TOKEN });
     const page = await t.app.inject({ url: '/dashboard/projects', headers: { cookie: admin } });
     expect(page.statusCode).toBe(200);
     expect(page.body).toContain('Upstream provider');

@@ -38,3 +38,24 @@ export async function armProviderFault(b: TestApp, operation: string, fault: str
   });
   expect(res.ok).toBe(true);
 }
+
+/**
+ * A dashboard session on `t`, signed in with the admin token or with a project's keys: its cookie (the session's
+ * random id), for `inject`'s headers.
+ */
+export async function dashboardSignIn(
+  t: TestApp,
+  as: { readonly admin_token: string } | { readonly client_key: string; readonly secret_key: string },
+): Promise<string> {
+  const login = await t.app.inject({ url: '/dashboard/login' });
+  const cookie = String(login.headers['set-cookie']).split(';')[0]!;
+  const csrf = /name="_csrf" value="([^"]+)"/.exec(login.body)?.[1] ?? '';
+  const signedIn = await t.app.inject({
+    method: 'POST',
+    url: '/dashboard/login',
+    headers: { cookie, 'content-type': 'application/x-www-form-urlencoded' },
+    payload: new URLSearchParams({ _csrf: csrf, ...as }).toString(),
+  });
+  expect(signedIn.statusCode).toBe(303);
+  return String(signedIn.headers['set-cookie']).split(';')[0]!;
+}

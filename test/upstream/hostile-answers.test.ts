@@ -13,7 +13,7 @@ import { pgChargeKey } from '../../src/payments/charges.js';
 import { buildTestApp, TEST_ADMIN_TOKEN, type TestApp, type TestProject } from '../helpers/app.js';
 import { keyInClient, sandboxChargeExecutions } from '../payments/key-in-fixtures.js';
 import { eventually } from '../webhooks/fixtures.js';
-import { routeToProvider } from './fixtures.js';
+import { dashboardSignIn, routeToProvider } from './fixtures.js';
 import { type HostileProvider, startHostileProvider } from './hostile-provider.js';
 
 const CHARGE_DEADLINE_MS = 1_500;
@@ -43,21 +43,6 @@ afterAll(async () => {
   await provider?.close();
   await b?.close();
 });
-
-/** A dashboard session signed in with the project's keys: its cookie. */
-async function dashboardSession(project: TestProject): Promise<string> {
-  const login = await a.app.inject({ url: '/dashboard/login' });
-  const cookie = String(login.headers['set-cookie']).split(';')[0]!;
-  const csrf = /name="_csrf" value="([^"]+)"/.exec(login.body)?.[1] ?? '';
-  const signedIn = await a.app.inject({
-    method: 'POST',
-    url: '/dashboard/login',
-    headers: { cookie, 'content-type': 'application/x-www-form-urlencoded' },
-    payload: new URLSearchParams({ _csrf: csrf, client_key: project.clientKey, secret_key: project.secretKey }).toString(),
-  });
-  expect(signedIn.statusCode).toBe(303);
-  return String(signedIn.headers['set-cookie']).split(';')[0]!;
-}
 
 /** The merchant's request over a real socket (what a connection timeout would cut), its body parsed as JSON. */
 async function merchantPost(path: string, body: unknown, headers: Record<string, string> = {}) {
@@ -207,7 +192,7 @@ describe('a provider whose answer is not what was asked', () => {
     expect(metrics.body).toMatch(/paygate_charges_total\{[^}]*outcome="answer_mismatch"[^}]*\} 1/);
 
     // the dashboard says what disagreed, on the receipt's page and in the list
-    const dashboard = await dashboardSession(atA);
+    const dashboard = await dashboardSignIn(a, { client_key: atA.clientKey, secret_key: atA.secretKey });
     const page = await a.app.inject({ url: `/dashboard/receipts/${receiptId}`, headers: { cookie: dashboard } });
     expect(page.statusCode).toBe(200);
     expect(page.body).toContain('Needs attention');
