@@ -60,12 +60,10 @@ const postgresPass = process.env.PAYGATE_TEST_PASS === 'postgres';
  * durations (CI's fresh clone) files would start largest first, which puts the fuzz walk past the middle.
  */
 const SLOW_FIRST = [
-  'test/chaos/relay-chaos.test.ts',
   'test/api/fuzz-1.test.ts',
   'test/api/fuzz-2.test.ts',
   'test/api/fuzz-3.test.ts',
   'test/chaos/chaos.test.ts',
-  'test/platform/helper-processes.test.ts',
   'test/payments/reconcile.test.ts',
   'test/webhooks/kill9.test.ts',
   'test/escrow/kill9.test.ts',
