@@ -103,6 +103,8 @@ export interface MerchantContext {
 }
 
 const RETRY_CODES = new Set([9409, 9503]);
+/** how many verification requests a user asks for before giving up, when each fails (2401) */
+const MAX_VERIFICATION_REQUESTS = 5;
 
 class GaveUp extends Error {}
 
@@ -235,23 +237,33 @@ async function runFlow(ctx: MerchantContext, flow: FlowRecord): Promise<void> {
     }
     case 'verification': {
       const phone = `010${String(20_000_000 + Math.floor(ctx.random() * 79_999_999))}`;
-      const requested = await call(
-        ctx,
-        flow,
-        'POST',
-        '/v2/request/authentication',
-        {
-          pg: 'sandbox_identity',
-          method: '본인인증',
-          order_name: 'chaos',
-          authentication_id: key(),
-          username: '홍길동',
-          identity_no: '9001011',
-          phone,
-          carrier: 'SKT',
-        },
-        { 'idempotency-key': key() },
-      );
+      const request = () =>
+        call(
+          ctx,
+          flow,
+          'POST',
+          '/v2/request/authentication',
+          {
+            pg: 'sandbox_identity',
+            method: '본인인증',
+            order_name: 'chaos',
+            authentication_id: key(),
+            username: '홍길동',
+            identity_no: '9001011',
+            phone,
+            carrier: 'SKT',
+          },
+          { 'idempotency-key': key() },
+        );
+      let requested = await request();
+      // 2401 (creating the request failed: the gateway could not send it) leaves nothing to confirm; the user asks
+      // for a code again, a new request, as often as a person would
+      for (let again = 0; codeOf(requested) === 2401 && again < MAX_VERIFICATION_REQUESTS - 1; again++) {
+        flow.retries++;
+        await sleep(1_000 + ctx.random() * 1_000);
+        if (Date.now() > ctx.deadline) throw new GaveUp('every verification request failed (2401)');
+        requested = await request();
+      }
       if (!ok(requested)) return finish(requested);
       flow.receiptId = requested.body.receipt_id as string;
       // the SMS reaches the inbox once the workflow sent it; a user reads it, then types it in

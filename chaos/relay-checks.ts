@@ -54,8 +54,9 @@ export const REFUSAL_CODES_AT_500: ReadonlySet<number> = new Set([2301, 2401, 24
 /**
  * The refusals a merchant of the suite never earns: it confirms with the OTP its inbox received, resends once, and
  * starts shipping of an order paid and waiting (a retry after a lost answer is 2700 or 2404, not these). Such an
- * answer says "your request is wrong" about an outage. 2401 is not among them: a verification request the provider
- * did not take leaves nothing behind, and the merchant may ask again.
+ * answer would say "your request is wrong" about an outage, which paygate answers 9502 / 9504 / 9481 instead. 2401 is
+ * not among them: a verification request the provider did not take leaves nothing behind, and the merchant asks again
+ * (chaos/merchant.ts).
  */
 const REFUSALS_OF_VALID_REQUESTS = new Set([2405, 2411, 2701]);
 

@@ -349,7 +349,7 @@ export interface paths {
         put?: never;
         /**
          * Resend the SMS OTP
-         * @description number_of_realarms grows before the gateway answers, so it also counts a failed resend (2411). Only for SMS verifications (2412). Every SMS / push sent, requests and resends alike, counts towards paygate's caps per phone number (default 6 in 10 minutes and 10 in 24 hours) and per project (default 1,000 an hour); past one, 9479 VERIFICATION_SEND_LIMIT (HTTP 429) names the limit, with Retry-After in seconds, and nothing is sent, stored or counted.
+         * @description number_of_realarms grows before the gateway answers, so it also counts a failed resend (2411, or 9502 / 9504 with the receipt_id when the gateway could not be reached; 9481 while an upstream provider is down counts nothing). Only for SMS verifications (2412). Every SMS / push sent, requests and resends alike, counts towards paygate's caps per phone number (default 6 in 10 minutes and 10 in 24 hours) and per project (default 1,000 an hour); past one, 9479 VERIFICATION_SEND_LIMIT (HTTP 429) names the limit, with Retry-After in seconds, and nothing is sent, stored or counted.
          *
          *     Scope: `authentication`.
          */
@@ -371,7 +371,7 @@ export interface paths {
         put?: never;
         /**
          * Confirm the OTP
-         * @description Within 30 minutes of the request. A wrong OTP gives 2405 (HTTP 500); a verification not awaiting an OTP (verified, expired, failed) gives 2404.
+         * @description Within 30 minutes of the request. A wrong OTP gives 2405 (HTTP 500); a verification not awaiting an OTP (verified, expired, failed) gives 2404. An identity gateway that cannot be reached gives 9502 (HTTP 502) or 9504 (HTTP 504, no answer in time) with the receipt_id, 9481 (HTTP 503) while an upstream provider is down: confirm again with the same OTP.
          *
          *     Scope: `authentication`.
          */
@@ -596,7 +596,7 @@ export interface paths {
         get?: never;
         /**
          * Escrow shipping start
-         * @description Registers carrier and tracking number with the escrow PG and moves escrow_data.status from 0 to 3. Checks in order: 2000, 2703, 2069, 2700 (also a repeated call), 2706, 2707, 2702 (HTTP 404), then for sandbox_escrow_a the merchant registration (2708-2712) and the recipient after its fallbacks (2713-2716), then the PG (2701, HTTP 500, with pg_error_code). receipt_id / receipt_url in the body are ignored.
+         * @description Registers carrier and tracking number with the escrow PG and moves escrow_data.status from 0 to 3. Checks in order: 2000, 2703, 2069, 2700 (also a repeated call), 2706, 2707, 2702 (HTTP 404), then for sandbox_escrow_a the merchant registration (2708-2712) and the recipient after its fallbacks (2713-2716), then the PG (2701, HTTP 500, with pg_error_code). A PG that cannot be reached gives 9502 (HTTP 502) or 9504 (HTTP 504) with the receipt_id (9481, HTTP 503, while an upstream provider is down): send the same start again; the next one asks the PG first, so one registered under a lost answer is recorded, never sent twice. receipt_id / receipt_url in the body are ignored.
          *
          *     Scope: `escrow_shipping_start` (any Bearer access token is accepted too).
          */

@@ -2,10 +2,18 @@ import { ApplicationFailure, ApplicationFailureCategory } from '@temporalio/comm
 import { GatewayDeclinedError, GatewayUnavailableError } from '../gateways/index.js';
 import { ApiError } from '../platform/errors.js';
 
-import { GATEWAY_DECLINED, type GatewayDeclinedDetails } from '../gateways/declined.js';
+import {
+  GATEWAY_DEADLINE_MISSED,
+  GATEWAY_DECLINED,
+  GATEWAY_UNREACHABLE,
+  type GatewayDeclinedDetails,
+  UPSTREAM_CIRCUIT_OPEN,
+  type UpstreamCircuitOpenDetails,
+} from '../gateways/declined.js';
 
-// How gateway outcomes cross the activity boundary: a refusal is final (not retried, carried to the
-// workflow with the gateway's code, benign); an unreachable gateway is an ordinary error Temporal retries.
+// How gateway outcomes cross the activity boundary (src/gateways/declined.ts): a refusal is final (not retried,
+// carried to the workflow with the gateway's code, benign); an unreachable gateway or a missed deadline is retried,
+// and says which it was; an upstream provider's open circuit is final (nothing was sent: the merchant retries later).
 
 export async function callGateway<T>(call: () => Promise<T>): Promise<T> {
   try {
@@ -23,7 +31,24 @@ export async function callGateway<T>(call: () => Promise<T>): Promise<T> {
         category: ApplicationFailureCategory.BENIGN,
       });
     }
-    if (err instanceof GatewayUnavailableError) throw err;
+    if (err instanceof GatewayUnavailableError) {
+      // the cause's text (an address, a transport error) stays in the activity's failure, never in an answer
+      throw ApplicationFailure.create({
+        type: err.deadlineMissed ? GATEWAY_DEADLINE_MISSED : GATEWAY_UNREACHABLE,
+        message: err.message,
+        cause: err,
+      });
+    }
+    if (err instanceof ApiError && err.errorCode === 'UPSTREAM_UNAVAILABLE') {
+      const details: UpstreamCircuitOpenDetails = { retryAfterSeconds: err.retryAfterSeconds ?? 1 };
+      throw ApplicationFailure.create({
+        type: UPSTREAM_CIRCUIT_OPEN,
+        message: err.message,
+        nonRetryable: true,
+        details: [details],
+        category: ApplicationFailureCategory.BENIGN,
+      });
+    }
     // Anything else is a defect of ours: retrying may help if it was transient, and Temporal records it.
     throw err;
   }

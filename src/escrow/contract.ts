@@ -37,6 +37,8 @@ export interface EscrowCarried {
   /** notifications signalled but not handled yet */
   readonly inbox: readonly PgNotification[];
   readonly waitMs: number;
+  /** a shipping start whose PG answer was never heard (see escrowWorkflow) */
+  readonly shipmentInDoubt?: ResolvedShipment;
 }
 
 /** Shipping start: the shipment after the fallbacks; sealed by the payload codec (it names the recipient). */

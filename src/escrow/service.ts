@@ -35,7 +35,7 @@ import { formatTimestamp } from '../platform/time.js';
 import { fetchSandboxPgRequests, sendSandboxBuyerEvent, type GatewayRegistry, gatewayFailure } from '../gateways/index.js';
 import type { IdempotencyKeyProof } from '../platform/idempotency.js';
 import type { Project } from '../projects/index.js';
-import { type ReceiptRow, type EscrowDataLookup, receiptResponse, type ReceiptStore } from '../payments/index.js';
+import { type ReceiptRow, type EscrowDataLookup, merchantReceiptId, receiptResponse, type ReceiptStore } from '../payments/index.js';
 import type { OperationLog } from '../platform/operation-log.js';
 import { ProviderRefusedError, type UpstreamService } from '../upstream/index.js';
 import { providerReceipt } from '../upstream/rules.js';
@@ -345,7 +345,7 @@ export function createEscrowService(deps: {
         if (updateTimedOut(err)) {
           throw new ApiError('SERVICE_UNAVAILABLE', { message: 'The escrow workflow did not answer in time; retry later.' });
         }
-        throw workflowRefusal(err) ?? err;
+        throw workflowRefusal(err, merchantReceiptId(receipt)) ?? err;
       }
       return render(receipt.receipt_id, project);
     },

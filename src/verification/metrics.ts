@@ -9,7 +9,15 @@ import type { VerificationRow } from './store.js';
 import type { VerificationService } from './service.js';
 
 /** Errors that say the system could not do the step, not that the step was refused. */
-const FAILURES: ReadonlySet<string> = new Set(['AUTH_REQUEST_FAILED', 'SERVICE_UNAVAILABLE', 'INTERNAL_ERROR']);
+const FAILURES: ReadonlySet<string> = new Set([
+  'AUTH_REQUEST_FAILED',
+  'SERVICE_UNAVAILABLE',
+  'INTERNAL_ERROR',
+  // the identity gateway or the upstream provider did not answer: nothing was judged
+  'GATEWAY_UNAVAILABLE',
+  'GATEWAY_TIMEOUT',
+  'UPSTREAM_UNAVAILABLE',
+]);
 
 export function countVerificationOutcomes(
   service: VerificationService,

@@ -55,14 +55,19 @@ const updateProof = (): UpdateProof => ({ nonce: randomUUID() });
  */
 function refusedBeforeSending(err: unknown): boolean {
   if (!(err instanceof ApiError)) return false;
-  if (err.errorCode === 'AUTH_NOT_READY' || err.errorCode === 'AUTH_REALARM_NOT_ABLE') return true;
+  // the provider's circuit was open: nothing was sent
+  if (err.errorCode === 'AUTH_NOT_READY' || err.errorCode === 'AUTH_REALARM_NOT_ABLE' || err.errorCode === 'UPSTREAM_UNAVAILABLE')
+    return true;
   return err.errorCode === 'AUTH_REALARM_FAILED' && err.payloadMessage !== undefined;
 }
 
-/** A workflow's refusal as its catalog error; an ended run means nothing awaits an OTP any more. */
-function workflowError(err: unknown): unknown {
+/**
+ * A workflow's refusal as its catalog error (an outage's naming `shownReceiptId`); an ended run means nothing awaits
+ * an OTP any more.
+ */
+function workflowError(err: unknown, shownReceiptId?: string): unknown {
   if (err instanceof WorkflowNotFoundError) return new ApiError('AUTH_NOT_READY');
-  return workflowRefusal(err) ?? err;
+  return workflowRefusal(err, shownReceiptId) ?? err;
 }
 
 export interface VerificationService {
@@ -141,12 +146,12 @@ export function createVerificationService(deps: {
     return deps.workflows;
   };
   /** Runs workflow calls under a deadline; a timeout becomes `onTimeout`, a workflow refusal its catalog error. */
-  const callWorkflow = async <T>(fn: () => Promise<T>, onTimeout: () => ApiError): Promise<T> => {
+  const callWorkflow = async <T>(fn: () => Promise<T>, onTimeout: () => ApiError, shownReceiptId?: string): Promise<T> => {
     try {
       return await workflows().client.withDeadline(Date.now() + callTimeoutMs, fn);
     } catch (err) {
       if (updateTimedOut(err)) throw onTimeout();
-      throw workflowError(err);
+      throw workflowError(err, shownReceiptId);
     }
   };
   const notAnswering = () =>
@@ -207,7 +212,12 @@ export function createVerificationService(deps: {
     } catch (err) {
       if (err instanceof GatewayRelayedError) throw new RelayedApiError(err.statusCode, err.body);
       if (err instanceof GatewayUnavailableError) {
-        throw new ApiError('AUTH_REQUEST_FAILED', { message: 'The identity gateway could not be reached.', cause: err });
+        // no verification is kept either way: the merchant asks for a new one (a code that reached the phone
+        // under this request cannot be confirmed at paygate)
+        const message = err.deadlineMissed
+          ? 'The identity gateway did not answer in time; no verification was created. Request a new one.'
+          : 'The identity gateway could not be reached; no verification was created. Request a new one.';
+        throw new ApiError('AUTH_REQUEST_FAILED', { message, cause: err });
       }
       throw err;
     }
@@ -228,8 +238,15 @@ export function createVerificationService(deps: {
       // at an upstream provider the OTP is sent first: the provider's receipt_id becomes the verification's
       const atProvider = (await deps.upstream?.gateway(project.application_id, req.pg))?.identity;
       // the caps, before anything is sent or stored: a refusal leaves no verification, no run, no PG call
-      await countSend(project, 'request', { number: req.person.phone });
-      const sent = atProvider ? await sendAtProvider(atProvider, project, req, clientIp) : undefined;
+      const counted = await countSend(project, 'request', { number: req.person.phone });
+      let sent: Awaited<ReturnType<typeof sendAtProvider>> | undefined;
+      try {
+        sent = atProvider ? await sendAtProvider(atProvider, project, req, clientIp) : undefined;
+      } catch (err) {
+        // the provider's circuit was open: nothing was sent, so nothing counts towards the send caps
+        if (counted !== undefined && err instanceof ApiError && err.errorCode === 'UPSTREAM_UNAVAILABLE') await sends.release(counted);
+        throw err;
+      }
       // paygate's own id, also for one sent at a provider: the provider's receipt_id (what the merchant is shown) is
       // unique at the provider for this project's account only
       const receiptId = newId();
@@ -306,6 +323,7 @@ export function createVerificationService(deps: {
         await callWorkflow(
           () => handleOf(row.receipt_id).executeUpdate(resendOtpUpdate, { args: [updateProof()] }),
           notAnswering,
+          merchantVerificationId(row),
         );
       } catch (err) {
         // refused by the run before it sent anything: nothing to count (a timeout or a gateway failure stays counted)
@@ -325,6 +343,7 @@ export function createVerificationService(deps: {
       await callWorkflow(
         () => handleOf(row.receipt_id).executeUpdate(confirmOtpUpdate, { args: [{ ...updateProof(), otp }] }),
         notAnswering,
+        merchantVerificationId(row),
       );
       return reload(row.receipt_id);
     },

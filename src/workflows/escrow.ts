@@ -12,7 +12,7 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { EscrowActivities } from '../activities/escrow.js';
-import { declinedBy, GATEWAY_DECLINED } from '../gateways/declined.js';
+import { declinedBy, GATEWAY_DECLINED, outageFailure, outageOf } from '../gateways/declined.js';
 import {
   type EscrowErrorName,
   type EscrowFailureDetails,
@@ -75,8 +75,18 @@ const gatewayInTask = proxyLocalActivities<EscrowActivities>(GATEWAY_CALL);
 const durableInTask = proxyLocalActivities<EscrowActivities>(DURABLE);
 /** Shipping starts recorded before it replay as the activity tasks they were (the marker is in the histories after). */
 const SHIPPING_IN_TASK = 'escrow-shipping-local-activities';
+/** Shipping starts that met an outage before it replay without asking the PG first (see shipmentInDoubt). */
+const SHIPPING_IN_DOUBT = 'escrow-shipping-in-doubt';
 
 const MIN_NONCE_LENGTH = 16;
+
+/** What a shipping start that met an outage tells the merchant: the order stays waiting until the PG answers one. */
+const SHIPPING_OUTAGE = {
+  unreachable:
+    'The escrow PG could not be reached; the shipping start may not have been registered. Retry the same shipping start: one the PG already registered is recognised, never registered twice.',
+  timeout:
+    'The escrow PG did not answer in time; the shipping start may have been registered. Retry the same shipping start to learn its outcome: one the PG already registered is recognised, never registered twice.',
+};
 const HOUR_MS = 60 * 60 * 1000;
 /** A run continues as new at this many events even if the cluster suggests it later than Temporal's 4,096. */
 export const MAX_RUN_EVENTS = 8_000;
@@ -98,6 +108,12 @@ export async function escrowWorkflow(input: EscrowInput): Promise<void> {
   let shipping = false;
   /** shipping starts sent to the PG: each has its own key, a refused one does not block a corrected one */
   let shippingAttempts = carried?.shippingAttempts ?? 0;
+  /**
+   * A shipping start that met an outage past its retries: the PG may have registered it. The next start asks the PG
+   * first, so a start registered under a lost answer is recorded (and answered) instead of sent again and refused
+   * as a repeat (a PG's "already registered" is its refusal).
+   */
+  let shipmentInDoubt: ShippingStartArgs['shipment'] | undefined = carried?.shipmentInDoubt;
   const spentNonces = new Set<string>(carried?.spentNonces);
   const seenNotifications = new Set<string>(carried?.recentNotifications);
   const inbox: PgNotification[] = [...(carried?.inbox ?? [])];
@@ -180,6 +196,34 @@ export async function escrowWorkflow(input: EscrowInput): Promise<void> {
       shipping = true;
       const inTask = patched(SHIPPING_IN_TASK);
       try {
+        if (shipmentInDoubt !== undefined) {
+          let pgStatus: number;
+          try {
+            pgStatus = await (inTask ? gatewayInTask : gateway).inquireEscrowStatus({
+              receiptId,
+              pg: input.pg,
+              gatewayTid: input.gatewayTid,
+            });
+          } catch (err) {
+            throw outageFailure(outageOf(err) ?? { kind: 'unreachable' }, SHIPPING_OUTAGE);
+          }
+          const doubted = shipmentInDoubt;
+          shipmentInDoubt = undefined;
+          if (pgStatus !== EscrowStatus.Waiting) {
+            // registered by the start whose answer was lost: recorded as that start (later statuses follow by reconcile)
+            const at = new Date().toISOString();
+            await record(
+              'shipping_started',
+              'api',
+              EscrowStatus.ShippingStarted,
+              at,
+              { note: 'registered at the PG by an earlier shipping start whose answer was lost' },
+              { trackingNumber: doubted.trackingNumber, deliveryCorp: doubted.deliveryCorp },
+              inTask ? durableInTask : durable,
+            );
+            return { shippingStartedAt: at };
+          }
+        }
         let confirmUrl: string | undefined;
         try {
           ({ confirmUrl } = await (inTask ? gatewayInTask : gateway).startEscrowShipping({
@@ -192,11 +236,13 @@ export async function escrowWorkflow(input: EscrowInput): Promise<void> {
           }));
         } catch (err) {
           const declined = declinedBy(err);
-          throw failure(
-            'RC_ESCROW_SHIPPING_START_FAILED',
-            declined ? declined.pgMessage : 'the escrow PG could not be reached',
-            declined ? { pgErrorCode: declined.pgErrorCode } : {},
-          );
+          if (declined) throw failure('RC_ESCROW_SHIPPING_START_FAILED', declined.pgMessage, { pgErrorCode: declined.pgErrorCode });
+          // an outage is not the PG's refusal (2701): the order stays waiting, the merchant sends the start again
+          const outage = outageOf(err)!;
+          // the provider's circuit was open: nothing was sent, so the attempt does not count towards the cap
+          if (outage.kind === 'circuit') shippingAttempts--;
+          else if (patched(SHIPPING_IN_DOUBT)) shipmentInDoubt = args.shipment;
+          throw outageFailure(outage, SHIPPING_OUTAGE);
         }
         const at = new Date().toISOString();
         await record(
@@ -285,6 +331,7 @@ export async function escrowWorkflow(input: EscrowInput): Promise<void> {
           recentNotifications: [...seenNotifications].slice(-CARRIED_NOTIFICATIONS),
           inbox: [...inbox],
           waitMs,
+          ...(shipmentInDoubt !== undefined ? { shipmentInDoubt } : {}),
         },
       });
     }

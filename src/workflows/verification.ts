@@ -12,7 +12,7 @@ import {
 } from '@temporalio/workflow';
 import type { VerificationActivities } from '../activities/verification.js';
 import type { VerifiedPerson } from '../verification/rules.js';
-import { declinedBy, GATEWAY_DECLINED } from '../gateways/declined.js';
+import { declinedBy, GATEWAY_DECLINED, outageFailure, outageOf } from '../gateways/declined.js';
 import {
   type ConfirmResult,
   type OtpSentResult,
@@ -64,6 +64,22 @@ const store = proxyActivities<VerificationActivities>({
 });
 
 const MIN_NONCE_LENGTH = 16;
+
+/** What a confirm that met an outage tells the merchant: the OTP was not judged (or its verdict was not heard). */
+const CONFIRM_OUTAGE = {
+  unreachable:
+    'The identity gateway could not be reached; the OTP was not checked. Retry the confirm with the same OTP and the same Idempotency-Key.',
+  timeout:
+    'The identity gateway did not answer in time; the OTP may have been accepted. Retry the confirm with the same OTP and the same Idempotency-Key: a confirm the gateway accepted answers with the verified result.',
+};
+
+/** What a resend that met an outage tells the merchant (the resend counts: the OTP may have been sent). */
+const RESEND_OUTAGE = {
+  unreachable:
+    'The identity gateway could not be reached; the OTP may not have been resent. Look up the receipt_id, and resend again if no message arrives.',
+  timeout:
+    'The identity gateway did not answer in time; the OTP may have been resent. Wait for the message before you resend again.',
+};
 
 function failure(name: VerificationErrorName, message: string, details: VerificationFailureDetails = {}): ApplicationFailure {
   return ApplicationFailure.create({ type: name, message, nonRetryable: true, details: [details] });
@@ -231,16 +247,19 @@ export async function verificationWorkflow(input: VerificationInput): Promise<vo
               await gateway.resendIdentityOtp(resend);
             }
           } catch (err) {
+            const outage = outageOf(err);
+            if (outage?.kind === 'circuit') {
+              // the provider's circuit was open: nothing was sent, so nothing counts (the next resend takes this key)
+              // (the step's activity wrote the count before its call: set it back)
+              v.realarms--;
+              await store.recordVerificationRealarm({ receiptId, numberOfRealarms: v.realarms });
+              throw outageFailure(outage, RESEND_OUTAGE);
+            }
             // a failed resend still counts; its write may not have happened
             if (oneActivityPerStep) await store.recordVerificationRealarm({ receiptId, numberOfRealarms: attempt });
             const declined = declinedBy(err);
-            throw failure(
-              'AUTH_REALARM_FAILED',
-              declined ? declined.pgMessage : 'the identity gateway could not resend the OTP',
-              {
-                pgErrorCode: declined?.pgErrorCode,
-              },
-            );
+            if (!declined) throw outageFailure(outage!, RESEND_OUTAGE);
+            throw failure('AUTH_REALARM_FAILED', declined.pgMessage, { pgErrorCode: declined.pgErrorCode });
           }
           if (!recorded) await store.recordVerificationRealarm({ receiptId, numberOfRealarms: attempt });
           return { numberOfRealarms: attempt };
@@ -280,15 +299,11 @@ export async function verificationWorkflow(input: VerificationInput): Promise<vo
             }
           } catch (err) {
             const declined = declinedBy(err);
-            // only the PG's refusals count towards the lock: an unreachable PG judged no OTP
-            if (declined) v.wrongOtps++;
-            throw failure(
-              'AUTH_CONFIRM_FAILED',
-              declined ? declined.pgMessage : 'the identity gateway could not confirm the OTP',
-              {
-                pgErrorCode: declined?.pgErrorCode,
-              },
-            );
+            // only the PG's refusals count towards the lock: an unreachable PG judged no OTP, and the merchant is told
+            // so (an outage's code, never 2405's "wrong or expired")
+            if (!declined) throw outageFailure(outageOf(err)!, CONFIRM_OUTAGE);
+            v.wrongOtps++;
+            throw failure('AUTH_CONFIRM_FAILED', declined.pgMessage, { pgErrorCode: declined.pgErrorCode });
           }
           // a person in the result means nobody has stored it yet
           if (confirmed.person) {

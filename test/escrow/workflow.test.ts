@@ -189,23 +189,63 @@ describe('escrow workflow (stub activities)', () => {
     });
   });
 
-  it('an unreachable PG fails the shipping start after its retries, without a PG code', async () => {
+  it('an unreachable PG fails the shipping start after its retries with 9502, not the refusal 2701; the next start asks the PG first', async () => {
+    let pgStatus: number = EscrowStatus.Waiting;
+    let reachable = false;
     const stubs = stubsWith({
       startEscrowShipping: async () => {
-        throw new Error('connect ECONNREFUSED');
+        if (!reachable) throw new Error('connect ECONNREFUSED');
+        return { confirmUrl: CONFIRM_URL };
       },
+      inquireEscrowStatus: async () => pgStatus,
     });
     await t.withWorker(stubs, async (scope) => {
       const handle = await start(scope, input());
-      const [refused] = await Promise.all([
+      const [unreachable] = await Promise.all([
         refusal(handle.executeUpdate(shippingStartUpdate, { args: [shipping()] })),
         t.skipTime(10_000),
       ]);
-      expect(refused.type).toBe('RC_ESCROW_SHIPPING_START_FAILED');
-      expect(refused.message).toBe('the escrow PG could not be reached');
-      expect(refused.details?.[0]).toEqual({});
+      expect(unreachable.type).toBe('GATEWAY_UNAVAILABLE');
+      expect(unreachable.message).toContain('Retry the same shipping start');
+      expect(unreachable.details?.[0]).toEqual({});
       expect(stubs.calls.map((c) => c.attempt)).toEqual([1, 2, 3]);
       expect(await handle.query(escrowStatusQuery)).toBe(EscrowStatus.Waiting);
+
+      // the PG did not register it: the retry asks, then sends a start of its own
+      reachable = true;
+      await handle.executeUpdate(shippingStartUpdate, { args: [shipping()] });
+      expect(stubs.names().filter((n) => n === 'inquireEscrowStatus')).toHaveLength(1);
+      expect(stubs.names().filter((n) => n === 'startEscrowShipping')).toHaveLength(4);
+      expect(await handle.query(escrowStatusQuery)).toBe(EscrowStatus.ShippingStarted);
+    });
+  });
+
+  it('a shipping start registered under a lost answer is recorded from the PG on the retry, never sent again', async () => {
+    let calls = 0;
+    const stubs = stubsWith({
+      // the PG registers the first attempt; its answer (and the retries' answers) never arrive
+      startEscrowShipping: async () => {
+        calls++;
+        throw new Error('socket hang up');
+      },
+      inquireEscrowStatus: async () => (calls > 0 ? EscrowStatus.ShippingStarted : EscrowStatus.Waiting),
+    });
+    await t.withWorker(stubs, async (scope) => {
+      const handle = await start(scope, input());
+      const [lost] = await Promise.all([refusal(handle.executeUpdate(shippingStartUpdate, { args: [shipping()] })), t.skipTime(10_000)]);
+      expect(lost.type).toBe('GATEWAY_UNAVAILABLE');
+      const again = await handle.executeUpdate(shippingStartUpdate, { args: [shipping()] });
+      expect(again).toEqual({ shippingStartedAt: expect.any(String) });
+      expect(calls).toBe(3);
+      expect(await handle.query(escrowStatusQuery)).toBe(EscrowStatus.ShippingStarted);
+      const recorded = stubs.inputsOf('recordEscrowEvent').map((i) => (i as { transition: { event: string; note?: string } }).transition);
+      expect(recorded).toEqual([
+        expect.objectContaining({ event: 'shipping_started', note: expect.stringContaining('answer was lost') }),
+      ]);
+      // a third start is the spec's repeated call: 2700, answered before anything reaches the PG
+      const repeated = await refusal(handle.executeUpdate(shippingStartUpdate, { args: [shipping()] }));
+      expect(repeated.type).toBe('RC_ESCROW_NOT_READY');
+      expect(calls).toBe(3);
     });
   });
 

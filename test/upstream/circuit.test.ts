@@ -14,6 +14,7 @@ import { reserveWorkflowId } from '../../src/reserves/contract.js';
 import { buildTestApp, TEST_ADMIN_TOKEN, type TestApp, type TestProject } from '../helpers/app.js';
 import { bounded } from '../helpers/temporal.js';
 import { keyInClient, sandboxChargeExecutions } from '../payments/key-in-fixtures.js';
+import { freshPhone, verificationClient } from '../verification/fixtures.js';
 import { eventually } from '../webhooks/fixtures.js';
 import { dashboardSignIn, routeToProvider } from './fixtures.js';
 
@@ -70,7 +71,8 @@ let b: TestApp;
 let provider: ProviderSwitch;
 
 beforeAll(async () => {
-  b = await buildTestApp();
+  // with its engine: B's verifications are workflows
+  b = await buildTestApp({ withTemporal: true });
   provider = await startSwitch(await b.app.listen({ host: '127.0.0.1', port: 0 }));
   a = await buildTestApp({
     withTemporal: true,
@@ -308,4 +310,43 @@ describe("a project's provider circuit", () => {
     await eventually(async () => ((await receiptOf(probeOrder))?.status === 1 ? true : undefined), 'the probe charge settled');
     expect(await chargesAtB(atB, probeOrder)).toBe(1);
   });
+
+  it('verification steps held by the open circuit answer 9481 (a resend naming its receipt_id) and use none of the send caps', async () => {
+    const atB = await b.createProject();
+    const atA = await a.createProject();
+    await routeToProvider(a, atA, { baseUrl: provider.url, project: atB }, ['sandbox_identity']);
+    const merchant = verificationClient(a, atA);
+    const phone = freshPhone();
+    const { receiptId } = await merchant.requested({ phone });
+
+    provider.down = true;
+    try {
+      // two requests without an answer: 2401 (nothing created; the user asks again), the second opens the circuit
+      for (let i = 0; i < 2; i++) expect((await merchant.request({ phone })).body).toMatchObject({ code: 2401 });
+      const seen = provider.refused;
+      // the send caps allow 6 sends to a phone in 10 minutes: seven more asks while the circuit is open use none
+      for (let i = 0; i < 7; i++) {
+        const held = await merchant.request({ phone });
+        expect(held.status, JSON.stringify(held.body)).toBe(503);
+        expect(held.body).toMatchObject({ error_code: 'UPSTREAM_UNAVAILABLE', code: 9481 });
+      }
+      const resend = await merchant.realarm(receiptId);
+      expect(resend.status, JSON.stringify(resend.body)).toBe(503);
+      expect(resend.body).toMatchObject({ error_code: 'UPSTREAM_UNAVAILABLE', code: 9481, receipt_id: receiptId });
+      expect(provider.refused).toBe(seen);
+    } finally {
+      provider.down = false;
+    }
+    // the resend held by the circuit did not count
+    const row = await a.deps.database.db
+      .selectFrom('verifications')
+      .select('number_of_realarms')
+      .where('provider_receipt_id', '=', receiptId)
+      .executeTakeFirstOrThrow();
+    expect(row.number_of_realarms).toBe(0);
+    // once the provider is back: 1 + 2 sends counted so far, so three more reach the phone, and the seventh is A's 9479
+    await eventually(async () => ((await merchant.request({ phone })).status === 200 ? true : undefined), 'the circuit closed', 30_000);
+    for (let i = 0; i < 2; i++) expect((await merchant.request({ phone })).status).toBe(200);
+    expect((await merchant.request({ phone })).body).toMatchObject({ code: 9479 });
+  }, 90_000);
 });

@@ -1,14 +1,17 @@
 // A hostile provider for the connector's tests: an HTTP hop on loopback in front of a real provider (B, another
 // paygate) that passes every call on and, when armed for a path, misbehaves with B's real answer: trickles it one
-// byte at a time (a provider that is slow to answer, with the money already moved), or rewrites it (a provider that
-// answers something other than what was asked). What B did is always real: only what A hears is changed.
+// byte at a time (a provider that is slow to answer, with the money already moved), rewrites it (a provider that
+// answers something other than what was asked), or hangs up without it (a lost answer). What B did is always real:
+// only what A hears is changed.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 
 export type Misbehaviour =
   /** B's answer, its status and headers at once, then its body one byte every `byteEveryMs` */
   | { readonly kind: 'trickle'; readonly byteEveryMs: number }
   /** B's answer with its JSON body rewritten */
-  | { readonly kind: 'rewrite'; readonly rewrite: (body: Record<string, unknown>) => Record<string, unknown> };
+  | { readonly kind: 'rewrite'; readonly rewrite: (body: Record<string, unknown>) => Record<string, unknown> }
+  /** B does the call; A's connection is reset before a byte of the answer (a lost answer, the outcome unknown to A) */
+  | { readonly kind: 'hangUp' };
 
 interface Armed {
   readonly method: string;
@@ -26,6 +29,8 @@ export interface HostileProvider {
   readonly cutTrickles: number;
   /** trickled answers sent to their last byte */
   readonly finishedTrickles: number;
+  /** answers B gave that A never heard (hangUp) */
+  readonly hungUp: number;
   /** calls B answered through this hop, by `METHOD path` */
   readonly calls: readonly string[];
   close(): Promise<void>;
@@ -36,6 +41,7 @@ export async function startHostileProvider(target: string): Promise<HostileProvi
   const calls: string[] = [];
   let cutTrickles = 0;
   let finishedTrickles = 0;
+  let hungUp = 0;
   const open = new Set<ServerResponse>();
 
   const forward = async (req: IncomingMessage): Promise<{ status: number; headers: Headers; body: Buffer }> => {
@@ -67,6 +73,11 @@ export async function startHostileProvider(target: string): Promise<HostileProvi
     const misbehaviour = misbehaviourFor(method, path);
     const answer = await forward(req);
     calls.push(`${method} ${path}`);
+    if (misbehaviour?.kind === 'hangUp') {
+      hungUp += 1;
+      res.socket?.destroy();
+      return;
+    }
     let body = answer.body;
     if (misbehaviour?.kind === 'rewrite') {
       body = Buffer.from(JSON.stringify(misbehaviour.rewrite(JSON.parse(body.toString('utf8')) as Record<string, unknown>)));
@@ -115,6 +126,9 @@ export async function startHostileProvider(target: string): Promise<HostileProvi
     },
     get finishedTrickles() {
       return finishedTrickles;
+    },
+    get hungUp() {
+      return hungUp;
     },
     calls,
     close: () =>

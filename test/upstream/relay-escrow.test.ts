@@ -191,4 +191,36 @@ describe('escrow relayed to the provider', () => {
       await hostile.close();
     }
   }, 90_000);
+
+  it('a shipping start whose every answer is lost is an outage (9502 with the receipt_id), not 2701; the retry asks B and ships once', async () => {
+    const hostile = await startHostileProvider(`http://127.0.0.1:${b.deps.config.port}`);
+    try {
+      const shop = await createEscrowProject(a, { webhook_url: merchantHook.url, escrow_reconcile_hours: 1 });
+      await routeToProvider(a, shop, { baseUrl: hostile.url, project: atB }, ['sandbox_escrow_a']);
+      const shopApi = escrowClient(a, shop);
+      const receiptId = await paidAtB();
+      // B starts shipping on the first attempt; A hears none of the step's three
+      hostile.arm('PUT', '/v2/escrow/shipping/start/', { kind: 'hangUp' }, 3);
+      const lost = await shopApi.ship(receiptId, SHIPMENT);
+      expect(lost.status, JSON.stringify(lost.body)).toBe(502);
+      expect(lost.body).toMatchObject({ error_code: 'GATEWAY_UNAVAILABLE', code: 9502, receipt_id: receiptId });
+      expect(lost.body.message).toMatch(/Retry the same shipping start/);
+      expect(hostile.hungUp).toBe(3);
+      expect(((await shopApi.receipt(receiptId)).body.escrow_data as { status: number }).status).toBe(0);
+      expect(((await atBApi.receipt(receiptId)).body.escrow_data as { status: number }).status).toBe(3);
+
+      const puts = hostile.calls.filter((c) => c.startsWith('PUT ')).length;
+      const again = await shopApi.ship(receiptId, SHIPMENT);
+      expect(again.status, JSON.stringify(again.body)).toBe(200);
+      expect(again.body).toMatchObject({ receipt_id: receiptId, escrow_data: { status: 3 } });
+      // asked, not sent again
+      expect(hostile.calls.filter((c) => c.startsWith('PUT ')).length).toBe(puts);
+      const events = (await shopApi.events(receiptId)).body.list as { event: string; applied: boolean; note?: string }[];
+      expect(events.filter((e) => e.applied)).toEqual([
+        expect.objectContaining({ event: 'shipping_started', note: expect.stringContaining('answer was lost') }),
+      ]);
+    } finally {
+      await hostile.close();
+    }
+  }, 90_000);
 });

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, type TestApp, type TestProject } from '../helpers/app.js';
 import { freshPhone, PERSON_KEYS, verificationClient } from '../verification/fixtures.js';
 import { routeToProvider } from './fixtures.js';
+import { startHostileProvider } from './hostile-provider.js';
 
 let a: TestApp;
 let b: TestApp;
@@ -106,5 +107,35 @@ describe('identity verification relayed to the provider', () => {
     // nothing reached the provider: no verification there, no SMS beyond the 6 sent
     expect(await atBCount()).toBe(before);
     expect(await atBClient.inbox(phone)).toHaveLength(6);
+  }, 90_000);
+
+  it('a confirm whose every answer is lost is an outage (9502 with the receipt_id), not a wrong OTP; the retry gets the verified result', async () => {
+    const hostile = await startHostileProvider(bUrl);
+    try {
+      const shop = await a.createProject();
+      await routeToProvider(a, shop, { baseUrl: hostile.url, project: atB }, ['sandbox_identity']);
+      const shopClient = verificationClient(a, shop);
+      const { receiptId, phone } = await shopClient.requested();
+      const otp = await atBClient.latestOtp(phone);
+      // B confirms; A hears none of the step's three attempts
+      hostile.arm('POST', '/v2/authenticate/confirm', { kind: 'hangUp' }, 3);
+      const lost = await shopClient.confirm(receiptId, otp);
+      expect(lost.status, JSON.stringify(lost.body)).toBe(502);
+      expect(lost.body).toMatchObject({ error_code: 'GATEWAY_UNAVAILABLE', code: 9502, receipt_id: receiptId });
+      expect(lost.body.message).toMatch(/same OTP/);
+      expect(hostile.hungUp).toBe(3);
+      expect((await atBClient.certificate(receiptId)).body).toMatchObject({ status: 12 });
+      // A still awaits the OTP: nothing counted as a wrong one
+      expect((await a.deps.database.db.selectFrom('verifications').select('status').where('provider_receipt_id', '=', receiptId).executeTakeFirstOrThrow()).status).toBe(51);
+
+      const again = await shopClient.confirm(receiptId, otp);
+      expect(again.status, JSON.stringify(again.body)).toBe(200);
+      expect(again.body).toMatchObject({ receipt_id: receiptId, status: 12 });
+      expect((await shopClient.certificate(receiptId)).body.authenticate_data).toEqual(
+        (await atBClient.certificate(receiptId)).body.authenticate_data,
+      );
+    } finally {
+      await hostile.close();
+    }
   }, 90_000);
 });

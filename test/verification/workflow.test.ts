@@ -264,8 +264,9 @@ describe('verification workflow (stub activities)', () => {
 
       // the activity's retries wait on virtual time
       const [unreachable] = await Promise.all([refusal(confirm()), t.skipTime(10_000)]);
-      expect(unreachable.type).toBe('AUTH_CONFIRM_FAILED');
-      expect(unreachable.message).toBe('the identity gateway could not confirm the OTP');
+      // an outage, not the refusal 2405 ("wrong or expired"): the OTP was not judged, and nothing counts to the lock
+      expect(unreachable.type).toBe('GATEWAY_UNAVAILABLE');
+      expect(unreachable.message).toContain('the OTP was not checked');
       expect(unreachable.details?.[0]).toEqual({});
       expect(stubs.calls.filter((c) => c.name === 'confirmVerificationOtp').map((c) => c.attempt)).toEqual([1, 2, 3]);
 

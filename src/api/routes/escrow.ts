@@ -26,7 +26,10 @@ export async function escrowRoutes(app: FastifyInstance): Promise<void> {
           'Registers carrier and tracking number with the escrow PG and moves escrow_data.status from 0 to 3. Checks in ' +
           'order: 2000, 2703, 2069, 2700 (also a repeated call), 2706, 2707, 2702 (HTTP 404), then for sandbox_escrow_a ' +
           'the merchant registration (2708-2712) and the recipient after its fallbacks (2713-2716), then the PG (2701, ' +
-          'HTTP 500, with pg_error_code). receipt_id / receipt_url in the body are ignored.',
+          'HTTP 500, with pg_error_code). A PG that cannot be reached gives 9502 (HTTP 502) or 9504 (HTTP 504) with the ' +
+          'receipt_id (9481, HTTP 503, while an upstream provider is down): send the same start again; the next one asks ' +
+          'the PG first, so one registered under a lost answer is recorded, never sent twice. receipt_id / receipt_url ' +
+          'in the body are ignored.',
         tags: ['escrow'],
       },
     },

@@ -61,7 +61,7 @@ export async function verificationRoutes(app: FastifyInstance): Promise<void> {
     documented(
       'authentication',
       'Resend the SMS OTP',
-      'number_of_realarms grows before the gateway answers, so it also counts a failed resend (2411). Only for SMS verifications (2412). ' +
+      'number_of_realarms grows before the gateway answers, so it also counts a failed resend (2411, or 9502 / 9504 with the receipt_id when the gateway could not be reached; 9481 while an upstream provider is down counts nothing). Only for SMS verifications (2412). ' +
         SEND_CAPS,
     ),
     async (request) => {
@@ -76,7 +76,8 @@ export async function verificationRoutes(app: FastifyInstance): Promise<void> {
     documented(
       'authentication',
       'Confirm the OTP',
-      'Within 30 minutes of the request. A wrong OTP gives 2405 (HTTP 500); a verification not awaiting an OTP (verified, expired, failed) gives 2404.',
+      'Within 30 minutes of the request. A wrong OTP gives 2405 (HTTP 500); a verification not awaiting an OTP (verified, expired, failed) gives 2404. ' +
+        'An identity gateway that cannot be reached gives 9502 (HTTP 502) or 9504 (HTTP 504, no answer in time) with the receipt_id, 9481 (HTTP 503) while an upstream provider is down: confirm again with the same OTP.',
     ),
     async (request) => {
       const { receiptId } = parseReceiptIdBody(request.body);

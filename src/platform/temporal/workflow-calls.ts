@@ -19,11 +19,16 @@ export interface WorkflowRuntime {
   readonly taskQueue: string;
 }
 
-/** What a workflow may attach to a refusal (ApplicationFailure details[0]). */
+/** What a workflow may attach to a refusal or an outage (ApplicationFailure details[0]; see gateways/declined.ts). */
 interface RefusalDetails {
   readonly pgErrorCode?: string;
   readonly payloadMessage?: string;
+  /** an open circuit's: when a retry may get through (the Retry-After header) */
+  readonly retryAfterSeconds?: number;
 }
+
+/** The catalog errors a workflow answers a PG's outage with (src/gateways/declined.ts outageFailure). */
+const OUTAGE_ANSWERS: ReadonlySet<string> = new Set(['GATEWAY_UNAVAILABLE', 'GATEWAY_TIMEOUT', 'UPSTREAM_UNAVAILABLE']);
 
 /** The workflow did not answer within the deadline (no worker polling, engine overloaded). */
 export function updateTimedOut(err: unknown): boolean {
@@ -34,10 +39,11 @@ export function updateTimedOut(err: unknown): boolean {
 }
 
 /**
- * A validator's or handler's refusal (ApplicationFailure typed with a catalog name) as the API error it stands for,
- * with the PG's code and payload message it carried; undefined for anything else.
+ * A validator's or handler's refusal or outage (ApplicationFailure typed with a catalog name) as the API error it
+ * stands for, with the PG's code, payload message and Retry-After it carried, and for an outage the receipt_id the
+ * merchant was shown (`shownReceiptId`); undefined for anything else.
  */
-export function workflowRefusal(err: unknown): ApiError | undefined {
+export function workflowRefusal(err: unknown, shownReceiptId?: string): ApiError | undefined {
   if (!(err instanceof WorkflowUpdateFailedError) || !(err.cause instanceof ApplicationFailure)) return undefined;
   const { type, message } = err.cause;
   if (!type || !isErrorName(type)) return undefined;
@@ -46,5 +52,8 @@ export function workflowRefusal(err: unknown): ApiError | undefined {
     message,
     ...(details.pgErrorCode !== undefined ? { pgErrorCode: details.pgErrorCode } : {}),
     ...(details.payloadMessage !== undefined ? { payloadMessage: details.payloadMessage } : {}),
+    ...(typeof details.retryAfterSeconds === 'number' ? { retryAfterSeconds: details.retryAfterSeconds } : {}),
+    // an outage's answer names the receipt the merchant knows the order by, to look its outcome up
+    ...(shownReceiptId !== undefined && OUTAGE_ANSWERS.has(type) ? { receiptId: shownReceiptId } : {}),
   });
 }
