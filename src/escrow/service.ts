@@ -35,7 +35,13 @@ import { formatTimestamp } from '../platform/time.js';
 import { fetchSandboxPgRequests, sendSandboxBuyerEvent, type GatewayRegistry, gatewayFailure } from '../gateways/index.js';
 import type { IdempotencyKeyProof } from '../platform/idempotency.js';
 import type { Project } from '../projects/index.js';
-import { type ReceiptRow, type EscrowDataLookup, merchantReceiptId, receiptResponse, type ReceiptStore } from '../payments/index.js';
+import {
+  type ReceiptRow,
+  type EscrowDataLookup,
+  merchantReceiptId,
+  receiptResponse,
+  type ReceiptStore,
+} from '../payments/index.js';
 import type { OperationLog } from '../platform/operation-log.js';
 import { ProviderRefusedError, type UpstreamService } from '../upstream/index.js';
 import { providerReceipt } from '../upstream/rules.js';

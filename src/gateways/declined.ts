@@ -94,7 +94,8 @@ export function outageFailure(outage: GatewayOutage, texts: OutageTexts): Applic
   return ApplicationFailure.create({
     type,
     // the circuit's answer is the catalog's own sentence (nothing was sent; retry after Retry-After)
-    message: message ?? "The project's upstream provider is not answering; nothing was sent to it. Retry after the Retry-After seconds.",
+    message:
+      message ?? "The project's upstream provider is not answering; nothing was sent to it. Retry after the Retry-After seconds.",
     nonRetryable: true,
     details: [details],
   });

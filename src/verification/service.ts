@@ -244,7 +244,8 @@ export function createVerificationService(deps: {
         sent = atProvider ? await sendAtProvider(atProvider, project, req, clientIp) : undefined;
       } catch (err) {
         // the provider's circuit was open: nothing was sent, so nothing counts towards the send caps
-        if (counted !== undefined && err instanceof ApiError && err.errorCode === 'UPSTREAM_UNAVAILABLE') await sends.release(counted);
+        if (counted !== undefined && err instanceof ApiError && err.errorCode === 'UPSTREAM_UNAVAILABLE')
+          await sends.release(counted);
         throw err;
       }
       // paygate's own id, also for one sent at a provider: the provider's receipt_id (what the merchant is shown) is

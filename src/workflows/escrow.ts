@@ -236,7 +236,8 @@ export async function escrowWorkflow(input: EscrowInput): Promise<void> {
           }));
         } catch (err) {
           const declined = declinedBy(err);
-          if (declined) throw failure('RC_ESCROW_SHIPPING_START_FAILED', declined.pgMessage, { pgErrorCode: declined.pgErrorCode });
+          if (declined)
+            throw failure('RC_ESCROW_SHIPPING_START_FAILED', declined.pgMessage, { pgErrorCode: declined.pgErrorCode });
           // an outage is not the PG's refusal (2701): the order stays waiting, the merchant sends the start again
           const outage = outageOf(err)!;
           // the provider's circuit was open: nothing was sent, so the attempt does not count towards the cap

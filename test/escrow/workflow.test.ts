@@ -190,7 +190,7 @@ describe('escrow workflow (stub activities)', () => {
   });
 
   it('an unreachable PG fails the shipping start after its retries with 9502, not the refusal 2701; the next start asks the PG first', async () => {
-    let pgStatus: number = EscrowStatus.Waiting;
+    const pgStatus: number = EscrowStatus.Waiting;
     let reachable = false;
     const stubs = stubsWith({
       startEscrowShipping: async () => {
@@ -232,13 +232,18 @@ describe('escrow workflow (stub activities)', () => {
     });
     await t.withWorker(stubs, async (scope) => {
       const handle = await start(scope, input());
-      const [lost] = await Promise.all([refusal(handle.executeUpdate(shippingStartUpdate, { args: [shipping()] })), t.skipTime(10_000)]);
+      const [lost] = await Promise.all([
+        refusal(handle.executeUpdate(shippingStartUpdate, { args: [shipping()] })),
+        t.skipTime(10_000),
+      ]);
       expect(lost.type).toBe('GATEWAY_UNAVAILABLE');
       const again = await handle.executeUpdate(shippingStartUpdate, { args: [shipping()] });
       expect(again).toEqual({ shippingStartedAt: expect.any(String) });
       expect(calls).toBe(3);
       expect(await handle.query(escrowStatusQuery)).toBe(EscrowStatus.ShippingStarted);
-      const recorded = stubs.inputsOf('recordEscrowEvent').map((i) => (i as { transition: { event: string; note?: string } }).transition);
+      const recorded = stubs
+        .inputsOf('recordEscrowEvent')
+        .map((i) => (i as { transition: { event: string; note?: string } }).transition);
       expect(recorded).toEqual([
         expect.objectContaining({ event: 'shipping_started', note: expect.stringContaining('answer was lost') }),
       ]);

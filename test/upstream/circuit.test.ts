@@ -345,7 +345,11 @@ describe("a project's provider circuit", () => {
       .executeTakeFirstOrThrow();
     expect(row.number_of_realarms).toBe(0);
     // once the provider is back: 1 + 2 sends counted so far, so three more reach the phone, and the seventh is A's 9479
-    await eventually(async () => ((await merchant.request({ phone })).status === 200 ? true : undefined), 'the circuit closed', 30_000);
+    await eventually(
+      async () => ((await merchant.request({ phone })).status === 200 ? true : undefined),
+      'the circuit closed',
+      30_000,
+    );
     for (let i = 0; i < 2; i++) expect((await merchant.request({ phone })).status).toBe(200);
     expect((await merchant.request({ phone })).body).toMatchObject({ code: 9479 });
   }, 90_000);

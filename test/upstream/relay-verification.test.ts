@@ -126,7 +126,15 @@ describe('identity verification relayed to the provider', () => {
       expect(hostile.hungUp).toBe(3);
       expect((await atBClient.certificate(receiptId)).body).toMatchObject({ status: 12 });
       // A still awaits the OTP: nothing counted as a wrong one
-      expect((await a.deps.database.db.selectFrom('verifications').select('status').where('provider_receipt_id', '=', receiptId).executeTakeFirstOrThrow()).status).toBe(51);
+      expect(
+        (
+          await a.deps.database.db
+            .selectFrom('verifications')
+            .select('status')
+            .where('provider_receipt_id', '=', receiptId)
+            .executeTakeFirstOrThrow()
+        ).status,
+      ).toBe(51);
 
       const again = await shopClient.confirm(receiptId, otp);
       expect(again.status, JSON.stringify(again.body)).toBe(200);
