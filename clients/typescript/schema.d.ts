@@ -8435,7 +8435,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description What paygate did after asking the provider about the receipt: moved an escrow order towards its status there (signalled), refreshed it (a refund made there), handed a charge whose answer was lost to its reconcile workflow, or nothing new */
+            /** @description What paygate did after asking the provider about the receipt: moved an escrow order towards its status there (signalled), refreshed it (a refund made there), handed a charge whose answer was lost to its reconcile workflow, or nothing new. When the provider cannot be asked then, an open escrow order of the project is told to ask it itself until it answers (signalled); any other notification is answered with an error, for the provider to send again */
             200: {
                 headers: {
                     [name: string]: unknown;

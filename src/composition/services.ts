@@ -222,6 +222,7 @@ export function createServices(deps: ServiceDeps): Services {
       ...reconcile,
       // the escrow area sits above payments: its order is moved through this port
       escrow: (applicationId, receiptId, status) => escrow.providerEscrowStatus(applicationId, receiptId, status),
+      escrowFollowUp: (applicationId, receiptId) => escrow.providerFollowUp(applicationId, receiptId),
     }),
     verifications: countVerificationOutcomes(
       createVerificationService({

@@ -37,6 +37,8 @@ export interface EscrowCarried {
   /** notifications signalled but not handled yet */
   readonly inbox: readonly PgNotification[];
   readonly waitMs: number;
+  /** the provider notified a change the order has not asked it about yet (providerFollowUpSignal) */
+  readonly followUp?: boolean;
   /** a shipping start whose PG answer was never heard (see escrowWorkflow) */
   readonly shipmentInDoubt?: ResolvedShipment;
 }
@@ -68,6 +70,11 @@ export type EscrowErrorName = 'RC_ESCROW_NOT_READY' | 'RC_ESCROW_SHIPPING_START_
 
 export const shippingStartUpdate = defineUpdate<ShippingStartResult, [ShippingStartArgs]>('shippingStart');
 export const pgNotificationSignal = defineSignal<[PgNotification]>('pgNotification');
+/**
+ * The project's upstream provider notified a change paygate could not ask it about then (the provider did not
+ * answer): the order asks the provider itself, as soon as it answers (see escrowWorkflow).
+ */
+export const providerFollowUpSignal = defineSignal('providerFollowUp');
 /** The workflow's escrow status (tests, diagnostics). */
 export const escrowStatusQuery = defineQuery<number>('escrowStatus');
 

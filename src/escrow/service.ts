@@ -10,6 +10,7 @@ import {
   type EscrowInput,
   escrowWorkflowId,
   pgNotificationSignal,
+  providerFollowUpSignal,
   shippingStartUpdate,
   type EscrowWorkflow,
 } from './contract.js';
@@ -22,6 +23,7 @@ import {
   parseShippingStart,
   renderEscrowData,
   eventsTowards,
+  isFinalEscrowStatus,
   resolveShipmentAsGiven,
   resolveShipmentMinimal,
   resolveShipmentStrict,
@@ -113,6 +115,12 @@ export interface EscrowService {
     receiptId: string,
     providerStatus: number,
   ): Promise<'signalled' | 'unchanged' | undefined>;
+  /**
+   * The project's upstream provider notified a change about one of its escrow receipts, and could not be asked about
+   * it then: the order's workflow asks the provider itself once it answers. False when paygate holds no open escrow
+   * order of the project at the provider under this id.
+   */
+  providerFollowUp(applicationId: string, receiptId: string): Promise<boolean>;
   events(project: Project, receiptId: string): Promise<EscrowEventView[]>;
   /** The project's escrow orders as receipts with escrow_data, newest first (the dashboard). */
   orders(project: Project, limit: number): Promise<ReceiptResponse[]>;
@@ -440,6 +448,26 @@ export function createEscrowService(deps: {
         );
       }
       return 'signalled';
+    },
+
+    async providerFollowUp(applicationId, receiptId) {
+      const receipt = await stores.receipts.findNamed(applicationId, receiptId);
+      const order =
+        receipt?.via_upstream && receipt.application_id === applicationId
+          ? await stores.escrow.find(receipt.receipt_id)
+          : undefined;
+      if (!receipt || !order || isFinalEscrowStatus(order.status)) return false;
+      const { client } = workflows();
+      try {
+        await client.withDeadline(Date.now() + callTimeoutMs, () =>
+          client.workflow.getHandle(escrowWorkflowId(receipt.receipt_id)).signal(providerFollowUpSignal),
+        );
+      } catch (err) {
+        // the order's workflow has ended meanwhile: nothing is left to follow up
+        if (err instanceof WorkflowNotFoundError) return false;
+        throw err;
+      }
+      return true;
     },
 
     async orders(project, limit) {

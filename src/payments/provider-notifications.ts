@@ -1,9 +1,10 @@
 // An upstream provider's notification about a payment (POST /upstream/v1/notifications/{application_id}). Never
 // trusted as sent (spec "Escrow status webhook" 3): only the receipt_id is read, the provider is asked with the
 // project's keys what that receipt is, and paygate acts on the answer: an escrow order moves towards the provider's
-// escrow status (its workflow signalled); a receipt it relays is refreshed (a refund made at the provider); a charge whose answer was lost is handed to its reconcile workflow (started now if no sweep
+// escrow status (its workflow signalled; when the provider cannot be asked then, the order asks it itself later); a receipt it relays is refreshed (a refund made at the provider); a charge whose answer was lost is handed to its reconcile workflow (started now if no sweep
 // started it yet), which settles it and tells the merchant as any reconcile does. A receipt the provider does not
 // know for these keys, or that paygate never relayed, changes nothing (2000). Acting twice changes nothing more.
+import { GatewayUnavailableError } from '../gateways/index.js';
 import { ApiError } from '../platform/errors.js';
 import { type ProjectStore, toProject } from '../projects/index.js';
 import { ProviderRefusedError, type UpstreamService } from '../upstream/index.js';
@@ -31,6 +32,25 @@ export type ProviderEscrowStatusPort = (
   providerStatus: number,
 ) => Promise<'signalled' | 'unchanged' | undefined>;
 
+/**
+ * The escrow order's follow-up (filled by the composition root with the escrow service): when the provider cannot be
+ * asked about a notification, the project's open escrow order under this receipt_id asks it itself once it answers.
+ * False when there is no such order.
+ */
+export type ProviderEscrowFollowUpPort = (applicationId: string, receiptId: string) => Promise<boolean>;
+
+/**
+ * The provider could not be asked (no answer, past its deadline, its circuit open, or its own 5xx: down behind its
+ * front door): not a refusal of anything.
+ */
+function providerDidNotAnswer(err: unknown): boolean {
+  return (
+    err instanceof GatewayUnavailableError ||
+    (err instanceof ProviderRefusedError && err.statusCode >= 500) ||
+    (err instanceof ApiError && err.errorCode === 'UPSTREAM_UNAVAILABLE')
+  );
+}
+
 export function createProviderNotificationService(deps: {
   readonly stores: { readonly receipts: ReceiptStore; readonly projects: Pick<ProjectStore, 'findById'> };
   readonly upstream: Pick<UpstreamService, 'call'>;
@@ -38,6 +58,7 @@ export function createProviderNotificationService(deps: {
   /** the reconcile workflow of a lost charge: the one way it is settled and the merchant told */
   readonly reconcile?: ReconcileStarter;
   readonly escrow?: ProviderEscrowStatusPort;
+  readonly escrowFollowUp?: ProviderEscrowFollowUpPort;
 }): ProviderNotificationService {
   return {
     async handle(applicationId, body) {
@@ -51,7 +72,13 @@ export function createProviderNotificationService(deps: {
         answer = await deps.upstream.call(applicationId, { method: 'GET', path: `/v2/receipt/${encodeURIComponent(receiptId)}` });
       } catch (err) {
         // the provider does not know the receipt for this project's keys (unknown, another merchant's)
-        if (err instanceof ProviderRefusedError) throw new ApiError('RC_NOT_FOUND');
+        if (err instanceof ProviderRefusedError && err.statusCode < 500) throw new ApiError('RC_NOT_FOUND');
+        // the provider cannot be asked now: an escrow order follows up by itself (its workflow asks until the
+        // provider answers), so the notification is taken instead of left to the provider's redeliveries, which may
+        // come hours later or never. Anything else is answered 5xx: the provider sends it again.
+        if (providerDidNotAnswer(err) && (await deps.escrowFollowUp?.(applicationId, receiptId)) === true) {
+          return { receipt_id: receiptId, outcome: 'signalled' };
+        }
         throw err;
       }
       const atProvider = providerReceipt.safeParse(answer);

@@ -23,6 +23,7 @@ import {
   type ShippingStartResult,
   escrowStatusQuery,
   pgNotificationSignal,
+  providerFollowUpSignal,
   shippingStartUpdate,
   type EscrowWorkflow,
 } from '../escrow/contract.js';
@@ -40,7 +41,8 @@ import {
 // One escrow order, from the payment to its end (confirmed, refunded, held):
 //   0 --shipping start (update)--> 3 --PG notifications (signals)--> 1 | -2 --> -3 (refund) ; 3 | -2 --> -1.
 // In 3 and -2, a silence of the project's reconcile hours makes the workflow ask the PG (with backoff), so a
-// lost notification never strands the order. Every event, applied or ignored, is recorded by an activity.
+// lost notification never strands the order; an upstream provider's notification that paygate could not ask the
+// provider about then (providerFollowUpSignal) makes it ask at once, and again within minutes until it answers. Every event, applied or ignored, is recorded by an activity.
 // An order can wait weeks for its buyer: once the engine suggests it (or at MAX_RUN_EVENTS) the run continues
 // as new between events, carrying its state. What others can make it do is capped: shipping starts (at most
 // MAX_SHIPPING_ATTEMPTS accepted), and a notification's redeliveries (the service keeps an id's copies out of
@@ -94,6 +96,9 @@ export const MAX_RUN_EVENTS = 8_000;
 const CARRIED_NOTIFICATIONS = 100;
 /** Runs recorded before the continue-as-new replay without it (the marker is in the histories after). */
 const ESCROW_CONTINUE_AS_NEW = 'escrow-continue-as-new';
+/** A follow-up the provider did not answer is asked again after this, doubling up to MAX_FOLLOW_UP_WAIT_MS. */
+const FIRST_FOLLOW_UP_WAIT_MS = 5_000;
+const MAX_FOLLOW_UP_WAIT_MS = 5 * 60 * 1000;
 /** the reconcile wait doubles after each inquiry that found nothing new, up to this many times the setting */
 const MAX_BACKOFF_FACTOR = 8;
 
@@ -114,6 +119,8 @@ export async function escrowWorkflow(input: EscrowInput): Promise<void> {
    * as a repeat (a PG's "already registered" is its refusal).
    */
   let shipmentInDoubt: ShippingStartArgs['shipment'] | undefined = carried?.shipmentInDoubt;
+  /** the provider notified a change that could not be asked about then: ask it until it answers (see the loop) */
+  let followUp = carried?.followUp === true;
   const spentNonces = new Set<string>(carried?.spentNonces);
   const seenNotifications = new Set<string>(carried?.recentNotifications);
   const inbox: PgNotification[] = [...(carried?.inbox ?? [])];
@@ -185,6 +192,9 @@ export async function escrowWorkflow(input: EscrowInput): Promise<void> {
   setHandler(escrowStatusQuery, () => status);
   setHandler(pgNotificationSignal, (notification) => {
     inbox.push(notification);
+  });
+  setHandler(providerFollowUpSignal, () => {
+    followUp = true;
   });
 
   setHandler(
@@ -294,20 +304,23 @@ export async function escrowWorkflow(input: EscrowInput): Promise<void> {
     await transition(n.event, 'pg_notification', next, n.occurredAt, n.notificationId);
   };
 
-  /** Asks the PG and applies what it learns, through the intermediate state when two notifications were lost. */
-  const reconcile = async (): Promise<boolean> => {
+  /**
+   * Asks the PG and applies what it learns, through the intermediate state when two notifications were lost:
+   * whether it changed the order, or the PG could not be asked.
+   */
+  const reconcile = async (): Promise<'changed' | 'unchanged' | 'unanswered'> => {
     let pgStatus: number;
     try {
       pgStatus = await gateway.inquireEscrowStatus({ receiptId, pg: input.pg, gatewayTid: input.gatewayTid });
     } catch {
-      return false;
+      return 'unanswered';
     }
     let changed = false;
     for (const { event, to } of eventsTowards(status, pgStatus)) {
       await transition(event, 'reconcile', to, new Date().toISOString());
       changed = true;
     }
-    return changed;
+    return changed ? 'changed' : 'unchanged';
   };
 
   // Read in condition predicates (each activation): patched() is asked only once the history is long, so a
@@ -318,6 +331,7 @@ export async function escrowWorkflow(input: EscrowInput): Promise<void> {
   };
 
   let waitMs = carried?.waitMs ?? reconcileMs;
+  let followUpWaitMs = FIRST_FOLLOW_UP_WAIT_MS;
   while (!isFinalEscrowStatus(status)) {
     if (historyLong()) {
       // a shipping start in flight finishes first; notifications that arrive meanwhile are carried unhandled
@@ -333,13 +347,27 @@ export async function escrowWorkflow(input: EscrowInput): Promise<void> {
           inbox: [...inbox],
           waitMs,
           ...(shipmentInDoubt !== undefined ? { shipmentInDoubt } : {}),
+          ...(followUp ? { followUp } : {}),
         },
       });
     }
     if (awaitsBuyer(status)) {
-      const heard = await condition(() => inbox.length > 0 || historyLong(), waitMs);
+      const heard = await condition(() => inbox.length > 0 || followUp || historyLong(), waitMs);
       if (!heard) {
-        waitMs = (await reconcile()) ? reconcileMs : Math.min(waitMs * 2, reconcileMs * MAX_BACKOFF_FACTOR);
+        waitMs = (await reconcile()) === 'changed' ? reconcileMs : Math.min(waitMs * 2, reconcileMs * MAX_BACKOFF_FACTOR);
+        continue;
+      }
+      if (followUp && inbox.length === 0 && !historyLong()) {
+        // the provider said something changed and could not be asked then: ask now, and again after a short
+        // doubling wait while it does not answer (a notification or the history's length cuts the wait short)
+        if ((await reconcile()) === 'unanswered') {
+          await condition(() => inbox.length > 0 || historyLong(), followUpWaitMs);
+          followUpWaitMs = Math.min(followUpWaitMs * 2, MAX_FOLLOW_UP_WAIT_MS);
+        } else {
+          followUp = false;
+          followUpWaitMs = FIRST_FOLLOW_UP_WAIT_MS;
+          waitMs = reconcileMs;
+        }
         continue;
       }
     } else {

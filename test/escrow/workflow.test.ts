@@ -15,6 +15,7 @@ import {
   MAX_SHIPPING_ATTEMPTS,
   type PgNotification,
   pgNotificationSignal,
+  providerFollowUpSignal,
   type ShippingStartArgs,
   shippingStartUpdate,
 } from '../../src/escrow/contract.js';
@@ -411,6 +412,33 @@ describe('escrow workflow (stub activities)', () => {
       // 62 hours of timers and a few seconds of retries
       expect((await t.now()) - shippedAt).toBeGreaterThanOrEqual(62 * HOUR);
       expect((await t.now()) - shippedAt).toBeLessThan(63 * HOUR);
+    });
+  });
+
+  it('a provider follow-up asks at once, and again after 5 s, 10 s while unanswered, instead of waiting the reconcile hours', async () => {
+    let inquiries = 0;
+    const stubs = stubsWith({
+      inquireEscrowStatus: async () => {
+        inquiries++;
+        // the first two inquiries (three attempts each) find the provider down; the third learns the confirmation
+        if (inquiries <= 6) throw new Error('connect ECONNREFUSED');
+        return EscrowStatus.PurchaseConfirmed;
+      },
+    });
+    await t.withWorker(stubs, async (scope) => {
+      const handle = await start(scope, input({ reconcileAfterHours: 72 }));
+      await handle.executeUpdate(shippingStartUpdate, { args: [shipping()] });
+      const shippedAt = await t.now();
+      await handle.signal(providerFollowUpSignal);
+      await handle.result();
+      expect(inquiries).toBe(7);
+      expect(rows(stubs)).toEqual([
+        [1, 'shipping_started', 'api', 0, 3, null],
+        [2, 'purchase_confirmed', 'reconcile', 3, 1, null],
+      ]);
+      // the follow-up's waits (5 s, 10 s) and the retries' seconds, not the 72 hours
+      expect((await t.now()) - shippedAt).toBeLessThan(60_000);
+      expect((await timerDurationsMs(handle)).filter((ms) => ms < HOUR)).toEqual([5_000, 10_000]);
     });
   });
 

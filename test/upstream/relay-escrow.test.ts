@@ -223,4 +223,68 @@ describe('escrow relayed to the provider', () => {
       await hostile.close();
     }
   }, 90_000);
+
+  it('a notification A cannot ask B about (B unreachable then) is taken at once; the order asks B itself until it answers', async () => {
+    const hostile = await startHostileProvider(`http://127.0.0.1:${b.deps.config.port}`);
+    try {
+      const shop = await createEscrowProject(a, { webhook_url: merchantHook.url, escrow_reconcile_hours: 72 });
+      const shopAtB = await createEscrowProject(b, {
+        webhook_url: `http://127.0.0.1:${a.deps.config.port}/upstream/v1/notifications/${shop.applicationId}`,
+      });
+      await routeToProvider(a, shop, { baseUrl: hostile.url, project: shopAtB }, ['sandbox_escrow_a']);
+      const shopApi = escrowClient(a, shop);
+      const shopAtBApi = escrowClient(b, shopAtB);
+      const paid = await shopAtBApi.pay({ pg: 'sandbox_escrow_a', escrow: true, user: BUYER });
+      expect(paid.status, JSON.stringify(paid.body)).toBe(200);
+      const receiptId = paid.body.receipt_id as string;
+      expect((await shopApi.ship(receiptId, SHIPMENT)).status).toBe(200);
+      const deliveriesBefore = await b.deps.database.db
+        .selectFrom('webhook_deliveries')
+        .select('delivery_id')
+        .where('application_id', '=', shopAtB.applicationId)
+        .execute();
+
+      // A cannot read B's receipt: not when B's notification comes, nor at the order's first inquiry (three attempts)
+      hostile.arm('GET', '/v2/receipt/', { kind: 'hangUp' }, 4);
+      expect((await shopAtBApi.buyer(receiptId, { event: 'purchase_confirmed' })).status).toBe(202);
+      await eventually(
+        async () => ((await shopApi.receipt(receiptId)).body.escrow_data as { status: number }).status === 1 || undefined,
+        "A's order confirmed by its own follow-up",
+        30_000,
+      );
+      expect(hostile.hungUp).toBe(4);
+      const applied = ((await shopApi.events(receiptId)).body.list as { event: string; source: string; applied: boolean }[])
+        .filter((e) => e.applied)
+        .map(({ event, source }) => ({ event, source }));
+      expect(applied).toEqual([
+        { event: 'shipping_started', source: 'api' },
+        { event: 'purchase_confirmed', source: 'reconcile' },
+      ]);
+      // B's notification was taken on its first attempt: nothing left on B's retry ladder
+      const notified = await b.deps.database.db
+        .selectFrom('webhook_deliveries')
+        .select(['delivery_id', 'status'])
+        .where('application_id', '=', shopAtB.applicationId)
+        .where(
+          'delivery_id',
+          'not in',
+          deliveriesBefore.map((d) => d.delivery_id),
+        )
+        .execute();
+      expect(notified.length).toBeGreaterThanOrEqual(1);
+      expect(notified.every((d) => d.status === 'done')).toBe(true);
+      const attempts = await b.deps.database.db
+        .selectFrom('webhook_attempts')
+        .select('delivery_id')
+        .where(
+          'delivery_id',
+          'in',
+          notified.map((d) => d.delivery_id),
+        )
+        .execute();
+      expect(attempts).toHaveLength(notified.length);
+    } finally {
+      await hostile.close();
+    }
+  }, 90_000);
 });
