@@ -249,6 +249,11 @@ export async function runRelayChaos(options: RelayChaosOptions): Promise<RelayCh
       apiDown,
       receiver: receiver.log,
     });
+    for (const [name, stack] of [
+      ['A', a],
+      ['B', b],
+    ] as const)
+      for (const line of stack.errorLines) log(`${name}'s error log: ${line}`);
     const kindCounts: Record<string, number> = {};
     for (const k of kinds) kindCounts[k] = (kindCounts[k] ?? 0) + 1;
     return {

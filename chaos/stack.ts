@@ -27,6 +27,8 @@ export interface StackOptions {
 /** A process of the stack: its name and which copy (the engine and the sandbox run once: instance 0). */
 const keyOf = (name: ProcessName, instance: number) => (instance === 0 ? name : `${name}#${instance}`);
 
+const MAX_ERROR_LINES = 40;
+
 export class Stack {
   readonly adminToken: string;
   readonly sandboxToken: string;
@@ -39,6 +41,8 @@ export class Stack {
   /** every child ever started: close() SIGKILLs whatever of them still runs */
   private readonly everyChild = new Set<ChildProcess>();
   private readonly lastOutput = new Map<string, string[]>();
+  /** error-level log lines of every process this stack started, the first MAX_ERROR_LINES */
+  readonly errorLines: string[] = [];
   /** the port of each API instance, kept across restarts (instance 0: ports.api) */
   private readonly apiPorts = new Map<number, number>();
   private closed = false;
@@ -193,6 +197,16 @@ export class Stack {
     }
     this.children.set(key, started.child);
     this.lastOutput.set(key, started.output);
+    // the process's error-level log lines (an answer 9500 above all), for the run's report: the output itself is
+    // kept only in memory, its last chunks
+    const keepErrors = (chunk: Buffer) => {
+      for (const line of chunk.toString().split('\n')) {
+        if (this.errorLines.length < MAX_ERROR_LINES && /"level":(50|60)\b/.test(line))
+          this.errorLines.push(`${key}: ${line.slice(0, 1_500)}`);
+      }
+    };
+    started.child.stdout?.on('data', keepErrors);
+    started.child.stderr?.on('data', keepErrors);
     this.everStarted.set(key, { name, instance });
     this.starts[name]++;
   }

@@ -8,6 +8,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import { ApiError, type ErrorName, RelayedApiError } from '../platform/errors.js';
 import { issuesToApiError, type IssueLike } from '../platform/validation.js';
 import { GatewayUnavailableError } from '../gateways/index.js';
+import { engineUnreachable } from '../platform/temporal/workflow-calls.js';
 
 interface ValidationItem {
   readonly instancePath?: string;
@@ -44,6 +45,13 @@ export function toApiError(error: unknown, request: FastifyRequest): ApiError {
   if (error instanceof ApiError) return error;
   // declines are mapped by each route to its area's code; an unreachable PG is the same everywhere
   if (error instanceof GatewayUnavailableError) return new ApiError('GATEWAY_UNAVAILABLE', { cause: error });
+  // the workflow engine restarting: nothing to rely on was done, the same request again learns the outcome
+  if (engineUnreachable(error)) {
+    return new ApiError('SERVICE_UNAVAILABLE', {
+      message: 'The workflow engine is not reachable right now. Retry with the same Idempotency-Key in a moment.',
+      cause: error,
+    });
+  }
   const fastifyError = error as Partial<FastifyError> | null;
   if (fastifyError && Array.isArray(fastifyError.validation)) {
     const fieldErrors = request.routeOptions.config.fieldErrors ?? {};

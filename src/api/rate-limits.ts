@@ -18,8 +18,13 @@ export const RATE_LIMITS = {
   tokenRequests: { perIp: 60, windowMs: 60_000 },
   /** admin API calls presenting a wrong admin token; per IP only (there is one admin credential) */
   adminFailures: { perIp: 10, windowMs: 60_000 },
-  /** every POST /upstream/v1/notifications/{application_id}: each one costs paygate a call to the provider */
-  upstreamNotifications: { perIp: 120, windowMs: 60_000 },
+  /**
+   * every POST /upstream/v1/notifications/{application_id}: each one costs paygate a call to the project's provider.
+   * Counted per source IP and project: a provider sends all its projects' notifications from a few addresses, in
+   * bursts (every escrow change, refund and lost charge), and one that meets 9429 too often disables the endpoint
+   * (Standard Webhooks), losing what it had to tell
+   */
+  upstreamNotifications: { perIpAndProject: 1_200, windowMs: 60_000 },
 } as const;
 
 export interface FailureThrottle {

@@ -34,7 +34,13 @@ import { newId } from '../platform/ids.js';
 import { updateTimedOut, workflowRefusal } from '../platform/temporal/workflow-calls.js';
 import { isResourceId, PAYMENT_COMPLETE, type ReceiptResponse } from '../payments/receipt-rules.js';
 import { formatTimestamp } from '../platform/time.js';
-import { fetchSandboxPgRequests, sendSandboxBuyerEvent, type GatewayRegistry, gatewayFailure } from '../gateways/index.js';
+import {
+  fetchSandboxPgRequests,
+  GatewayUnavailableError,
+  sendSandboxBuyerEvent,
+  type GatewayRegistry,
+  gatewayFailure,
+} from '../gateways/index.js';
 import type { IdempotencyKeyProof } from '../platform/idempotency.js';
 import type { Project } from '../projects/index.js';
 import {
@@ -193,8 +199,22 @@ export function createEscrowService(deps: {
       });
     } catch (err) {
       // no provider, or the provider does not know the receipt for these keys: not found, as a local lookup
-      if (err instanceof ProviderRefusedError || (err instanceof ApiError && err.errorCode === 'UPSTREAM_NOT_CONFIGURED')) {
+      if (
+        (err instanceof ProviderRefusedError && err.statusCode < 500) ||
+        (err instanceof ApiError && err.errorCode === 'UPSTREAM_NOT_CONFIGURED')
+      ) {
         return undefined;
+      }
+      // the provider could not answer (its own 5xx, no answer): nothing was started here, the same start again will ask
+      if (err instanceof ProviderRefusedError || err instanceof GatewayUnavailableError) {
+        throw new ApiError(
+          err instanceof GatewayUnavailableError && err.deadlineMissed ? 'GATEWAY_TIMEOUT' : 'GATEWAY_UNAVAILABLE',
+          {
+            message: 'The provider could not be asked about the receipt; nothing was started. Retry the same shipping start.',
+            receiptId,
+            cause: err,
+          },
+        );
       }
       throw err;
     }

@@ -35,10 +35,19 @@ export const upstreamRoutes: FastifyPluginAsync = async (app) => {
   // JSON or form bodies, as providers send them; each notification costs a call to the provider: limited per IP
   await app.register(async (notifications) => {
     await notifications.register(fastifyFormbody);
-    const { perIp, windowMs } = RATE_LIMITS.upstreamNotifications;
+    const { perIpAndProject, windowMs } = RATE_LIMITS.upstreamNotifications;
     notifications.post(
       '/upstream/v1/notifications/:application_id',
-      { config: { auth: 'none', rateLimit: { max: perIp, timeWindow: windowMs } } },
+      {
+        config: {
+          auth: 'none',
+          rateLimit: {
+            max: perIpAndProject,
+            timeWindow: windowMs,
+            keyGenerator: (request) => `${request.ip} ${String((request.params as { application_id?: unknown }).application_id)}`,
+          },
+        },
+      },
       async (request) => {
         const { application_id } = validate(applicationIdParams, request.params);
         const handled = await app.deps.services.providerNotifications.handle(application_id, request.body ?? {});

@@ -4,6 +4,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import {
   type Client,
   isGrpcServiceError,
+  ServiceError,
   WorkflowUpdateFailedError,
   WorkflowUpdateRPCTimeoutOrCancelledError,
 } from '@temporalio/client';
@@ -29,6 +30,16 @@ interface RefusalDetails {
 
 /** The catalog errors a workflow answers a PG's outage with (src/gateways/declined.ts outageFailure). */
 const OUTAGE_ANSWERS: ReadonlySet<string> = new Set(['GATEWAY_UNAVAILABLE', 'GATEWAY_TIMEOUT', 'UPSTREAM_UNAVAILABLE']);
+
+/**
+ * The workflow engine could not be reached (a restarting engine or cluster frontend: the connection refused or
+ * dropped): the call did nothing the caller can rely on, and the same request again is the way to learn more.
+ */
+export function engineUnreachable(err: unknown): boolean {
+  const grpc =
+    err instanceof ServiceError && isGrpcServiceError(err.cause) ? err.cause : isGrpcServiceError(err) ? err : undefined;
+  return grpc !== undefined && grpc.code === grpcStatus.UNAVAILABLE;
+}
 
 /** The workflow did not answer within the deadline (no worker polling, engine overloaded). */
 export function updateTimedOut(err: unknown): boolean {
