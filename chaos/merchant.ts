@@ -103,8 +103,6 @@ export interface MerchantContext {
 }
 
 const RETRY_CODES = new Set([9409, 9503]);
-/** how many verification requests a user asks for before giving up, when each fails (2401) */
-const MAX_VERIFICATION_REQUESTS = 5;
 
 class GaveUp extends Error {}
 
@@ -257,10 +255,10 @@ async function runFlow(ctx: MerchantContext, flow: FlowRecord): Promise<void> {
         );
       let requested = await request();
       // 2401 (creating the request failed: the gateway could not send it) leaves nothing to confirm; the user asks
-      // for a code again, a new request, as often as a person would
-      for (let again = 0; codeOf(requested) === 2401 && again < MAX_VERIFICATION_REQUESTS - 1; again++) {
+      // for a code again, a new request, after a while longer each time (an outage can last a minute)
+      for (let wait = 1_000; codeOf(requested) === 2401; wait = Math.min(wait * 2, 15_000)) {
         flow.retries++;
-        await sleep(1_000 + ctx.random() * 1_000);
+        await sleep(wait + ctx.random() * wait);
         if (Date.now() > ctx.deadline) throw new GaveUp('every verification request failed (2401)');
         requested = await request();
       }

@@ -11,6 +11,7 @@ import { ApiError } from '../platform/errors.js';
 import { PROJECT_EVENTS } from '../webhooks/rules.js';
 import type { EscrowGateway, GatewayRegistry } from '../gateways/index.js';
 import { type CancelService, merchantReceiptId, type ReceiptService, receiptResponse } from '../payments/index.js';
+import { PAYMENT_CANCELLED } from '../payments/receipt-rules.js';
 import type { UpstreamGateways } from '../upstream/index.js';
 import type { WorkflowTimeStamp } from '../platform/temporal/sandbox-clock.js';
 import { type OperationLog, pinoStyleLog } from '../platform/operation-log.js';
@@ -27,7 +28,7 @@ export interface EscrowActivityDeps {
   /** the projects' upstream providers: an order paid at one is shipped and asked there, and refunded by it */
   readonly upstream?: UpstreamGateways;
   /** a receipt as its provider has it now (the refund the provider made on a rejection approval) */
-  readonly receipts?: Pick<ReceiptService, 'lookup'>;
+  readonly receipts?: Pick<ReceiptService, 'refreshFromProvider'>;
   /** the ESCROW_STATUS_CHANGED delivery to the project's webhook_url */
   readonly webhooks: Pick<WebhookService, 'deliverToProject'>;
   readonly clock?: () => Date;
@@ -92,8 +93,13 @@ export function createEscrowActivities(deps: EscrowActivityDeps) {
       // the lookup and the cancel take the receipt_id the merchant names (the provider's, for a relayed payment)
       const named = receipt ? merchantReceiptId(receipt) : input.receiptId;
       if (receipt?.via_upstream && deps.receipts) {
-        // the provider refunds a rejection it approved itself: record its refund, never send a second one
-        await deps.receipts.lookup(await project(input.applicationId), named);
+        // the provider refunds a rejection it approved itself: record its refund, never send a second one. Until the
+        // provider answers with the refund made, the step is retried (a provider that is down, or a receipt read
+        // before its refund): the order reaches -3 with the refund recorded, as its webhook says
+        const atProvider = await deps.receipts.refreshFromProvider(await project(input.applicationId), named);
+        if (atProvider.status !== PAYMENT_CANCELLED) {
+          throw new Error(`the provider's receipt ${named} is not refunded yet (status ${atProvider.status}): asked again`);
+        }
         return { refunded: false };
       }
       try {

@@ -110,6 +110,12 @@ export interface ReceiptService {
   /** A payment receipt of `project`: 2000 unknown, 1225 another project's. */
   lookup(project: Project, receiptId: string): Promise<ReceiptResponse>;
   /**
+   * A receipt relayed to the project's provider, as the provider has it now, its refunds made there recorded: as
+   * lookup, but a provider that cannot answer is an error (the caller must learn the provider's view: an escrow
+   * refund the provider made), never the record answered as it is.
+   */
+  refreshFromProvider(project: Project, receiptId: string): Promise<ReceiptResponse>;
+  /**
    * The project's receipts newest first (the dashboard); `search` is an order_id or a receipt_id. Each with what needs
    * an operator's attention on it (an upstream provider's answer that was not what was asked), if anything.
    */
@@ -143,7 +149,7 @@ export function createReceiptService({
    * console, another integration) is recorded before the lookup answers. A provider that cannot answer leaves the
    * receipt as paygate recorded it.
    */
-  const refreshed = async (row: ReceiptRow): Promise<ReceiptRow> => {
+  const refreshed = async (row: ReceiptRow, providerMustAnswer = false): Promise<ReceiptRow> => {
     if (!upstream || !row.via_upstream || row.status !== PAYMENT_COMPLETE) return row;
     let answer: unknown;
     try {
@@ -152,6 +158,7 @@ export function createReceiptService({
         path: `/v2/receipt/${encodeURIComponent(merchantReceiptId(row))}`,
       });
     } catch (err) {
+      if (providerMustAnswer) throw err;
       logger?.warn(
         { receipt_id: row.receipt_id, err },
         'the upstream provider could not refresh a receipt; answering the record',
@@ -160,6 +167,9 @@ export function createReceiptService({
     }
     const atProvider = providerReceipt.safeParse(answer);
     const cancelledPrice = atProvider.success ? (atProvider.data.cancelled_price ?? 0) : 0;
+    if (!atProvider.success && providerMustAnswer) {
+      throw new Error('the upstream provider answered the receipt lookup with something that is not a receipt');
+    }
     if (!atProvider.success || cancelledPrice <= row.cancelled_price) return row;
     return (
       (await stores.receipts.applyProviderCancel(row.receipt_id, {
@@ -170,19 +180,22 @@ export function createReceiptService({
     );
   };
 
+  const lookup = async (project: Project, receiptId: string, providerMustAnswer: boolean): Promise<ReceiptResponse> => {
+    if (!isResourceId(receiptId)) throw new ApiError('RC_NOT_FOUND');
+    const found = await stores.receipts.findNamed(project.application_id, receiptId);
+    if (!found) throw new ApiError('RC_NOT_FOUND');
+    assertOwnedBy(project, found.application_id);
+    const row = await refreshed(found, providerMustAnswer);
+    // an escrow order comes only from a one-off payment: a billing-key charge needs no second read
+    const escrow = row.billing_key === null ? await escrowData(row.receipt_id) : undefined;
+    const receipt = receiptResponse(row, project);
+    // an escrow payment's receipt carries escrow_data; any other receipt is returned as it is
+    return escrow ? { ...receipt, escrow_data: escrow } : receipt;
+  };
+
   return {
-    async lookup(project, receiptId) {
-      if (!isResourceId(receiptId)) throw new ApiError('RC_NOT_FOUND');
-      const found = await stores.receipts.findNamed(project.application_id, receiptId);
-      if (!found) throw new ApiError('RC_NOT_FOUND');
-      assertOwnedBy(project, found.application_id);
-      const row = await refreshed(found);
-      // an escrow order comes only from a one-off payment: a billing-key charge needs no second read
-      const escrow = row.billing_key === null ? await escrowData(row.receipt_id) : undefined;
-      const receipt = receiptResponse(row, project);
-      // an escrow payment's receipt carries escrow_data; any other receipt is returned as it is
-      return escrow ? { ...receipt, escrow_data: escrow } : receipt;
-    },
+    lookup: (project, receiptId) => lookup(project, receiptId, false),
+    refreshFromProvider: (project, receiptId) => lookup(project, receiptId, true),
 
     async list(project, q) {
       const rows = await stores.receipts.listOf(project.application_id, q);

@@ -16,6 +16,8 @@ export type Misbehaviour =
 interface Armed {
   readonly method: string;
   readonly path: string;
+  /** matching calls still to pass through untouched before the misbehaviour starts */
+  skip: number;
   remaining: number;
   readonly misbehaviour: Misbehaviour;
 }
@@ -23,8 +25,8 @@ interface Armed {
 export interface HostileProvider {
   /** the address to configure as A's provider base_url */
   readonly url: string;
-  /** the next `count` calls of `method path` (a path prefix) misbehave */
-  arm(method: string, path: string, misbehaviour: Misbehaviour, count?: number): void;
+  /** the next `count` calls of `method path` (a path prefix) misbehave, after `skip` more pass through untouched */
+  arm(method: string, path: string, misbehaviour: Misbehaviour, count?: number, skip?: number): void;
   /** trickled answers whose body was still being sent when A hung up (A cut the call at its deadline) */
   readonly cutTrickles: number;
   /** trickled answers sent to their last byte */
@@ -63,6 +65,10 @@ export async function startHostileProvider(target: string): Promise<HostileProvi
   const misbehaviourFor = (method: string, path: string): Misbehaviour | undefined => {
     const hit = armed.find((a) => a.remaining > 0 && a.method === method && path.startsWith(a.path));
     if (!hit) return undefined;
+    if (hit.skip > 0) {
+      hit.skip -= 1;
+      return undefined;
+    }
     hit.remaining -= 1;
     return hit.misbehaviour;
   };
@@ -118,8 +124,8 @@ export async function startHostileProvider(target: string): Promise<HostileProvi
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return {
     url: `http://127.0.0.1:${(server.address() as { port: number }).port}`,
-    arm(method, path, misbehaviour, count = 1) {
-      armed.push({ method, path, remaining: count, misbehaviour });
+    arm(method, path, misbehaviour, count = 1, skip = 0) {
+      armed.push({ method, path, skip, remaining: count, misbehaviour });
     },
     get cutTrickles() {
       return cutTrickles;

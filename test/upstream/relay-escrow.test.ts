@@ -287,4 +287,48 @@ describe('escrow relayed to the provider', () => {
       await hostile.close();
     }
   }, 90_000);
+
+  it("a rejection approved at B while A cannot read B's receipt: A's order reaches -3 only with B's refund recorded", async () => {
+    const hostile = await startHostileProvider(`http://127.0.0.1:${b.deps.config.port}`);
+    try {
+      const shop = await createEscrowProject(a, { webhook_url: merchantHook.url, escrow_reconcile_hours: 72 });
+      const shopAtB = await createEscrowProject(b, {
+        webhook_url: `http://127.0.0.1:${a.deps.config.port}/upstream/v1/notifications/${shop.applicationId}`,
+      });
+      await routeToProvider(a, shop, { baseUrl: hostile.url, project: shopAtB }, ['sandbox_escrow_a']);
+      const shopApi = escrowClient(a, shop);
+      const shopAtBApi = escrowClient(b, shopAtB);
+      const paid = await shopAtBApi.pay({ pg: 'sandbox_escrow_a', escrow: true, user: BUYER });
+      const receiptId = paid.body.receipt_id as string;
+      expect((await shopApi.ship(receiptId, SHIPMENT)).status).toBe(200);
+      expect((await shopAtBApi.buyer(receiptId, { event: 'purchase_rejected' })).status).toBe(202);
+      await eventually(
+        async () => ((await shopApi.receipt(receiptId)).body.escrow_data as { status: number }).status === -2 || undefined,
+        "A's order -2",
+        30_000,
+      );
+      // B's notification of -3 is read (A learns the approval), then the refund step's first two reads of B's receipt
+      // go unanswered: the step must be asked again until B's refund is read, never pass with the record as it was
+      hostile.arm('GET', '/v2/receipt/', { kind: 'hangUp' }, 2, 1);
+      expect((await shopAtBApi.buyer(receiptId, { event: 'rejection_approved' })).status).toBe(202);
+      const atDb = () =>
+        a.deps.database.db
+          .selectFrom('receipts')
+          .select(['status', 'cancelled_price'])
+          .where('provider_receipt_id', '=', receiptId)
+          .executeTakeFirstOrThrow();
+      await eventually(async () => ((await atDb()).status === 20 ? true : undefined), "B's refund recorded at A", 60_000);
+      expect(hostile.hungUp).toBe(2);
+      expect(await atDb()).toEqual({ status: 20, cancelled_price: 10_000 });
+      const order = await a.deps.database.db
+        .selectFrom('escrow_orders')
+        .select('escrow_orders.status')
+        .innerJoin('receipts', 'receipts.receipt_id', 'escrow_orders.receipt_id')
+        .where('receipts.provider_receipt_id', '=', receiptId)
+        .executeTakeFirstOrThrow();
+      expect(order.status).toBe(-3);
+    } finally {
+      await hostile.close();
+    }
+  }, 120_000);
 });
