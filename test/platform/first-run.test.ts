@@ -5,7 +5,7 @@ import { freePort } from '../../tools/child-processes.js';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { createServer, type Server } from 'node:net';
-import { tmpdir } from 'node:os';
+import { networkInterfaces, tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -68,11 +68,12 @@ interface Run {
 function start(env: Record<string, string>): Run {
   // the caller's environment without what would point the server elsewhere (DATABASE_URL above all: this file runs on
   // PGlite only, test/platform/test-passes.test.ts)
-  const stripped = ['DATABASE_URL', 'TEMPORAL_ADDRESS', 'PAYGATE_SANDBOX', 'ADMIN_PORT', 'PUBLIC_BASE_URL', 'ADMIN_TOKEN'];
+  // (HOST too: the default, loopback, is what this file proves)
+  const stripped = ['DATABASE_URL', 'TEMPORAL_ADDRESS', 'PAYGATE_SANDBOX', 'ADMIN_PORT', 'PUBLIC_BASE_URL', 'ADMIN_TOKEN', 'HOST'];
   const base: NodeJS.ProcessEnv = Object.fromEntries(Object.entries(process.env).filter(([name]) => !stripped.includes(name)));
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
     cwd: ROOT,
-    env: { ...base, HOST: '127.0.0.1', LOG_LEVEL: 'info', LOG_FORMAT: 'json', ...env },
+    env: { ...base, LOG_LEVEL: 'info', LOG_FORMAT: 'json', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
     detached: true,
   });
@@ -136,6 +137,7 @@ describe('npm start, ready', () => {
       expect(stderr).toMatch(new RegExp(`dashboard +${api}/dashboard\\n`));
       expect(stderr).toMatch(new RegExp(`API reference +${api}/docs\\n`));
       expect(stderr).toMatch(/admin token +generated for this run, printed above/);
+      expect(stderr).toMatch(/reachable +from this machine only \(HOST=0\.0\.0\.0 exposes it\)\n/);
       expect(stderr).toContain(`PORT=${port} npm run admin -- projects create --name "my shop"`);
       expect(stderr.match(/paygate is ready/g)).toHaveLength(1);
       // the token: printed once on stderr above the banner, never in the JSON log; the log stays JSON lines
@@ -146,6 +148,17 @@ describe('npm start, ready', () => {
       expect(stdout).not.toContain(token!);
       expect(stdout).not.toContain('paygate is ready');
       for (const line of stdout.split('\n').filter((l) => l.trim() !== '')) expect(() => JSON.parse(line), line).not.toThrow();
+      // loopback by default: the machine's other addresses do not answer
+      const outside = Object.values(networkInterfaces())
+        .flat()
+        .find((i) => i !== undefined && i.family === 'IPv4' && !i.internal)?.address;
+      if (outside !== undefined) {
+        const reached = await fetch(`http://${outside}:${port}/health`, { signal: AbortSignal.timeout(5_000) }).then(
+          () => true,
+          () => false,
+        );
+        expect(reached, `${outside}:${port}`).toBe(false);
+      }
       // and the address it shows leads where it says: GET / to the dashboard
       const root = await fetch(`${api}/`, { redirect: 'manual' });
       expect(root.status).toBe(302);
