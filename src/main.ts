@@ -5,6 +5,7 @@
 import { buildConfiguredApp, exitIfPortInUse, type Listening, listen } from './api/server.js';
 import { checkPortsFree, PortInUseError, startupBanner } from './api/startup.js';
 import { readConfigOrExit } from './platform/config/index.js';
+import { DataDirInUseError, lockDataDir } from './platform/data-dir-lock.js';
 import { exitWhenHelperEnds } from './platform/child-process.js';
 import { createLogger } from './platform/logger.js';
 import type { EmbeddedEngine } from './platform/temporal/embedded-engine.js';
@@ -26,13 +27,24 @@ import { createWorker, startWorkerLoops } from './composition/worker-process.js'
 const config = readConfigOrExit();
 // before the database, the engine and the worker: a taken PORT / ADMIN_PORT is one line and exit 1 within a second
 await checkPortsFree(config).catch(exitIfPortInUse);
+// and before any token is made or printed: one npm start per DATA_DIR (its PGlite, engine and sandbox files)
+const releaseDataDir = (() => {
+  try {
+    return lockDataDir(config.dataDir);
+  } catch (err) {
+    if (!(err instanceof DataDirInUseError)) throw err;
+    process.stderr.write(`${err.message}\n`);
+    process.exit(1);
+  }
+})();
 const logger = createLogger({ level: config.logLevel, format: config.logFormat });
 announceAdminToken(config, logger);
 installTemporalLogger(logger, { metricsBindAddress: config.temporalMetricsAddress });
 if (config.temporalMetricsAddress)
   logger.info({ address: config.temporalMetricsAddress }, 'Temporal SDK metrics exporter listening');
 
-const closers: (() => Promise<unknown>)[] = [];
+// run in reverse: the directory is released last, once everything writing to it has stopped
+const closers: (() => Promise<unknown>)[] = [async () => releaseDataDir()];
 let shuttingDown = false;
 const closeAll = async () => {
   shuttingDown = true;

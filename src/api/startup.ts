@@ -50,7 +50,8 @@ export function browsable(address: string): string {
 function reach(address: string): string {
   const host = unbracketedHost(address);
   if (host === '0.0.0.0' || host === '::') return `from the network too (listening on every interface: HOST=${host})`;
-  if (host === '127.0.0.1' || host === '::1' || host.startsWith('127.')) return 'from this machine only (HOST=0.0.0.0 exposes it)';
+  if (host === '127.0.0.1' || host === '::1' || host.startsWith('127.'))
+    return 'from this machine only (HOST=0.0.0.0 exposes it)';
   return `at ${host} (HOST)`;
 }
 

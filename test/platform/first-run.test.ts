@@ -69,7 +69,15 @@ function start(env: Record<string, string>): Run {
   // the caller's environment without what would point the server elsewhere (DATABASE_URL above all: this file runs on
   // PGlite only, test/platform/test-passes.test.ts)
   // (HOST too: the default, loopback, is what this file proves)
-  const stripped = ['DATABASE_URL', 'TEMPORAL_ADDRESS', 'PAYGATE_SANDBOX', 'ADMIN_PORT', 'PUBLIC_BASE_URL', 'ADMIN_TOKEN', 'HOST'];
+  const stripped = [
+    'DATABASE_URL',
+    'TEMPORAL_ADDRESS',
+    'PAYGATE_SANDBOX',
+    'ADMIN_PORT',
+    'PUBLIC_BASE_URL',
+    'ADMIN_TOKEN',
+    'HOST',
+  ];
   const base: NodeJS.ProcessEnv = Object.fromEntries(Object.entries(process.env).filter(([name]) => !stripped.includes(name)));
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
     cwd: ROOT,
@@ -159,6 +167,19 @@ describe('npm start, ready', () => {
         );
         expect(reached, `${outside}:${port}`).toBe(false);
       }
+      // a second npm start on the same DATA_DIR: one line naming the first, before any token; nothing changed there
+      const filesBefore = (await readdir(dataDir)).sort();
+      const lockBefore = await readFile(path.join(dataDir, 'paygate.pid'), 'utf8');
+      expect(lockBefore.trim()).toBe(String(run.child.pid));
+      const second = start({ DATA_DIR: dataDir, PORT: String(await freePort()) });
+      await second.until(() => false, 20_000).catch(() => undefined);
+      expect(await exited(second.child), second.stderr()).toBe(1);
+      expect(second.stderr().trim()).toBe(
+        `DATA_DIR ${dataDir} is in use by another paygate (pid ${run.child.pid}): stop it first (Ctrl-C in its terminal, or kill ${run.child.pid}), or start this one with another DATA_DIR.`,
+      );
+      expect(second.stdout()).toBe('');
+      expect((await readdir(dataDir)).sort()).toEqual(filesBefore);
+      expect(await readFile(path.join(dataDir, 'paygate.pid'), 'utf8')).toBe(lockBefore);
       // and the address it shows leads where it says: GET / to the dashboard
       const root = await fetch(`${api}/`, { redirect: 'manual' });
       expect(root.status).toBe(302);
