@@ -59,7 +59,7 @@ async function sandboxYear(): Promise<number> {
 const year = await sandboxYear();
 // bound now: the steps that register webhook URLs come before the one that starts trusting its deliveries
 const receiver = await WebhookReceiver.listen(0);
-const tour = new Tour(baseUrl, adminToken, year, receiver, out);
+const tour = new Tour(baseUrl, adminToken, receiver, out);
 out(`paygate tour against ${baseUrl.origin} (sandbox clock in ${year}); run ${tour.run}`);
 
 let failed = false;

@@ -126,8 +126,6 @@ export class Tour {
   constructor(
     readonly baseUrl: URL,
     private readonly adminToken: string,
-    /** the sandbox clock's year when the tour began */
-    readonly sandboxYear: number,
     readonly receiver: WebhookReceiver,
     private readonly out: (line: string) => void,
   ) {
