@@ -39,13 +39,13 @@ const releaseDataDir = (() => {
 })();
 const logger = createLogger({ level: config.logLevel, format: config.logFormat });
 announceAdminToken(config, logger);
-installTemporalLogger(logger, { metricsBindAddress: config.temporalMetricsAddress });
+let shuttingDown = false;
+installTemporalLogger(logger, { metricsBindAddress: config.temporalMetricsAddress, stopping: () => shuttingDown });
 if (config.temporalMetricsAddress)
   logger.info({ address: config.temporalMetricsAddress }, 'Temporal SDK metrics exporter listening');
 
 // run in reverse: the directory is released last, once everything writing to it has stopped
 const closers: (() => Promise<unknown>)[] = [async () => releaseDataDir()];
-let shuttingDown = false;
 const closeAll = async () => {
   shuttingDown = true;
   for (const close of closers.reverse())

@@ -267,7 +267,10 @@ export function announceAdminToken(
 ): void {
   if (config.adminTokenGenerated) {
     terminal.write(`paygate: ADMIN_TOKEN is not set; generated for this run: ${config.adminToken}\n`);
-    logger.warn('ADMIN_TOKEN is not set: a token was generated for this run and printed to stderr (set ADMIN_TOKEN to keep one)');
+    // the sandbox's first run: expected, not a warning; a production server without a lasting token is one
+    logger[config.sandbox ? 'info' : 'warn'](
+      'ADMIN_TOKEN is not set: a token was generated for this run and printed to stderr (set ADMIN_TOKEN to keep one)',
+    );
   }
 }
 

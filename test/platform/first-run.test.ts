@@ -2,6 +2,7 @@
 // addresses, the admin token's whereabouts and the next command, on stderr and never in the JSON log; and a taken
 // PORT / ADMIN_PORT found before anything starts, as one line with a hint and exit 1, with nothing left running.
 import { freePort } from '../../tools/child-processes.js';
+import { bounded } from '../helpers/temporal.js';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { createServer, type Server } from 'node:net';
@@ -184,6 +185,25 @@ describe('npm start, ready', () => {
       const root = await fetch(`${api}/`, { redirect: 'manual' });
       expect(root.status).toBe(302);
       expect(root.headers.get('location')).toBe('/dashboard');
+
+      // Ctrl-C (SIGINT to the whole process group, the embedded engine included): a quiet stop
+      process.kill(-run.child.pid!, 'SIGINT');
+      const code = await bounded(exited(run.child), 60_000, 'npm start to stop on Ctrl-C');
+      expect(code, run.stderr()).toBe(0);
+      const all = `${run.stdout()}${run.stderr()}`;
+      // no SDK warning on a start or a stop, no raw colour codes in a log that is not a terminal
+      expect(all).not.toContain('Ignoring WorkerOptions');
+      expect(all).not.toMatch(/GoAway|shutdown_worker/);
+      expect(all).not.toContain('\u001b[');
+      const warnings = run
+        .stdout()
+        .split('\n')
+        .filter((l) => l.trim() !== '')
+        .map((l) => JSON.parse(l) as { level: number; msg?: string })
+        .filter((l) => l.level >= 40);
+      expect(warnings).toEqual([]);
+      // the directory is free again
+      await expect(readFile(path.join(dataDir, 'paygate.pid'), 'utf8')).rejects.toThrow();
     } finally {
       killGroup(run.child);
     }
