@@ -25,6 +25,10 @@ import {
 import { createWorker, startWorkerLoops } from './composition/worker-process.js';
 
 const config = readConfigOrExit();
+const startedAt = performance.now();
+/** One plain line per stage on stderr, beside the banner: a start that takes seconds says what it is doing. */
+const progress = (what: string) =>
+  process.stderr.write(`paygate: ${what} (${((performance.now() - startedAt) / 1000).toFixed(1)} s)\n`);
 // before the database, the engine and the worker: a taken PORT / ADMIN_PORT is one line and exit 1 within a second
 await checkPortsFree(config).catch(exitIfPortInUse);
 // and before any token is made or printed: one npm start per DATA_DIR (its PGlite, engine and sandbox files)
@@ -65,7 +69,17 @@ try {
   // clock: the activities' stamps, the sandbox PGs); real-world time (tokens, keys, webhooks) stays on the wall clock.
   const sandboxClock = config.sandbox && !config.temporalAddress ? createSandboxClock() : undefined;
   const clocks = createClocks(sandboxClock);
-  const core = await openCore(config, logger, { businessClock: clocks.businessClock });
+  const core = await openCore(config, logger, {
+    businessClock: clocks.businessClock,
+    onReady: (part) =>
+      progress(
+        part === 'database'
+          ? `database ready (${config.databaseUrl ? 'Postgres at DATABASE_URL' : `PGlite under ${config.dataDir}`})`
+          : config.sandbox
+            ? 'sandbox gateways ready'
+            : 'gateways ready',
+      ),
+  });
   closers.push(() => core.close());
   for (const helper of helperProcesses(core)) watchHelper(helper);
 
@@ -80,6 +94,7 @@ try {
     closers.push(() => engine!.stop());
     watchHelper({ name: 'Temporal engine', exited: engine.exited });
     logger.info({ address: engine.address }, 'embedded Temporal engine running');
+    progress('Temporal engine ready');
   }
   const temporalAddress = config.temporalAddress ?? engine!.address;
   // the embedded engine's token, presented by every connection to it; the configured cluster's transport otherwise
@@ -104,6 +119,7 @@ try {
     ...(clock ? { sandboxClock: clock } : {}),
   });
   closers.push(() => worker.shutdown());
+  progress('worker ready (workflow bundle built)');
   worker.run().catch((err: unknown) => {
     logger.fatal({ err }, 'the Temporal worker stopped');
     process.kill(process.pid, 'SIGTERM');
@@ -124,6 +140,7 @@ try {
     ...(clock ? { sandboxClock: deliveringOnAdvance(clock, services.webhookDispatcher) } : {}),
   });
   listening = await listen(app, config, closeAll);
+  progress('API listening');
   // Ctrl-C reaches the whole process group: the engine may end before the shutdown listen() runs has begun (added
   // only now: a listener of its own would keep a signal from ending the process while it starts)
   for (const signal of ['SIGINT', 'SIGTERM'] as const) {

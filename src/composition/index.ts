@@ -333,7 +333,11 @@ export interface Core {
 export async function openCore(
   config: Config,
   logger: Logger,
-  opts: { businessClock?: () => Date } = {},
+  opts: {
+    businessClock?: () => Date;
+    /** told as each part is ready (`npm start`'s progress lines) */
+    onReady?: (part: 'database' | 'gateways') => void;
+  } = {},
 ): Promise<Core & Required<Pick<Core, 'metrics' | 'logger'>>> {
   warnAboutUnsafeSettings(config, logger);
   if (usesDataDir(config)) {
@@ -347,9 +351,11 @@ export async function openCore(
     );
   }
   const database = await openConfiguredDatabase(config);
+  opts.onReady?.('database');
   let gateways: ConfiguredGateways;
   try {
     gateways = await startConfiguredGateways(config, logger, opts.businessClock, { ownProcess: true });
+    opts.onReady?.('gateways');
   } catch (err) {
     await database.close();
     throw err;

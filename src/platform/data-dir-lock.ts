@@ -36,11 +36,12 @@ function alive(pid: number): boolean {
  * changed then). Returns the release, also run when the process exits.
  */
 export function lockDataDir(dataDir: string, pid: number = process.pid): () => void {
-  mkdirSync(dataDir, { recursive: true });
+  // created as preparePrivateDataDir would: owner-only
+  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   const file = path.join(dataDir, LOCK_FILE);
   for (let attempt = 0; attempt < 2; attempt++) {
     try {
-      writeFileSync(file, `${pid}\n`, { flag: 'wx' });
+      writeFileSync(file, `${pid}\n`, { flag: 'wx', mode: 0o600 });
       const release = () => {
         try {
           if (readFileSync(file, 'utf8').trim() === String(pid)) rmSync(file, { force: true });

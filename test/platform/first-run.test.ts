@@ -142,6 +142,20 @@ describe('npm start, ready', () => {
       const stderr = run.stderr();
       const api = `http://127.0.0.1:${port}`;
       expect(stderr).toContain('paygate is ready (sandbox mode');
+      // a start that talks: one line per stage, in order, before the banner
+      const stages = [
+        `database ready (PGlite under ${dataDir})`,
+        'sandbox gateways ready',
+        'Temporal engine ready',
+        'worker ready (workflow bundle built)',
+        'API listening',
+      ].map((stage) => {
+        const at = stderr.search(new RegExp(`paygate: ${stage.replace(/[()]/g, '\\$&')} \\(\\d+\\.\\d s\\)\n`));
+        expect(at, stage).toBeGreaterThanOrEqual(0);
+        return at;
+      });
+      expect([...stages].sort((x, y) => x - y)).toEqual(stages);
+      expect(stages.at(-1)!).toBeLessThan(stderr.indexOf('paygate is ready'));
       expect(stderr).toMatch(new RegExp(`API +${api}\\n`));
       expect(stderr).toMatch(new RegExp(`dashboard +${api}/dashboard\\n`));
       expect(stderr).toMatch(new RegExp(`API reference +${api}/docs\\n`));
