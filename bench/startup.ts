@@ -78,6 +78,8 @@ console.log(`| start | ${stageNames.join(' | ')} | banner (wall) |`);
 console.log(`|---|${stageNames.map(() => '---').join('|')}|---|`);
 for (const kind of ['cold', 'warm'] as const) {
   const r = rows[kind]!;
-  console.log(`| ${kind} | ${stageNames.map((s) => (r[s] ? median(r[s]).toFixed(1) : '-')).join(' | ')} | ${median(r.ready!).toFixed(1)} |`);
+  console.log(
+    `| ${kind} | ${stageNames.map((s) => (r[s] ? median(r[s]).toFixed(1) : '-')).join(' | ')} | ${median(r.ready!).toFixed(1)} |`,
+  );
 }
 console.log(`\n\`npm run admin -- --help\`: ${median(admin).toFixed(2)} s (median of ${runs})`);
