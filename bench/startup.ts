@@ -63,7 +63,7 @@ for (let i = 0; i < runs; i++) {
   try {
     for (const kind of ['cold', 'warm'] as const) {
       const stages = await start(dataDir);
-      for (const [stage, s] of Object.entries(stages)) (rows[kind]![stage] ??= []).push(s);
+      for (const [stage, s] of Object.entries(stages)) rows[kind]![stage] = [...(rows[kind]![stage] ?? []), s];
     }
   } finally {
     await rm(dataDir, { recursive: true, force: true });
