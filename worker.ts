@@ -15,13 +15,13 @@ if (!config.temporalAddress) {
   logger.fatal('TEMPORAL_ADDRESS is not set: the standalone worker needs a Temporal server (npm start embeds one)');
   process.exit(1);
 }
-installTemporalLogger(logger, { metricsBindAddress: config.temporalMetricsAddress });
+let closing = false;
+installTemporalLogger(logger, { metricsBindAddress: config.temporalMetricsAddress, stopping: () => closing });
 if (config.temporalMetricsAddress)
   logger.info({ address: config.temporalMetricsAddress }, 'Temporal SDK metrics exporter listening');
 
 const core = await openCore(config, logger);
 // on PGlite the database (and the sandbox PGs) run in processes of this one: when one dies, so does the worker
-let closing = false;
 let stopWork: (() => Promise<void>) | undefined;
 for (const helper of helperProcesses(core))
   exitWhenHelperEnds(helper, { logger, shuttingDown: () => closing, shutdown: () => (stopWork ? stopWork() : core.close()) });

@@ -5,6 +5,7 @@
 import { buildConfiguredApp, exitIfPortInUse, type Listening, listen } from './api/server.js';
 import { checkPortsFree, PortInUseError, startupBanner } from './api/startup.js';
 import { readConfigOrExit } from './platform/config/index.js';
+import { DataDirInUseError, lockDataDir } from './platform/data-dir-lock.js';
 import { exitWhenHelperEnds } from './platform/child-process.js';
 import { createLogger } from './platform/logger.js';
 import type { EmbeddedEngine } from './platform/temporal/embedded-engine.js';
@@ -24,16 +25,31 @@ import {
 import { createWorker, startWorkerLoops } from './composition/worker-process.js';
 
 const config = readConfigOrExit();
+const startedAt = performance.now();
+/** One plain line per stage on stderr, beside the banner: a start that takes seconds says what it is doing. */
+const progress = (what: string) =>
+  process.stderr.write(`paygate: ${what} (${((performance.now() - startedAt) / 1000).toFixed(1)} s)\n`);
 // before the database, the engine and the worker: a taken PORT / ADMIN_PORT is one line and exit 1 within a second
 await checkPortsFree(config).catch(exitIfPortInUse);
+// and before any token is made or printed: one npm start per DATA_DIR (its PGlite, engine and sandbox files)
+const releaseDataDir = (() => {
+  try {
+    return lockDataDir(config.dataDir);
+  } catch (err) {
+    if (!(err instanceof DataDirInUseError)) throw err;
+    process.stderr.write(`${err.message}\n`);
+    process.exit(1);
+  }
+})();
 const logger = createLogger({ level: config.logLevel, format: config.logFormat });
 announceAdminToken(config, logger);
-installTemporalLogger(logger, { metricsBindAddress: config.temporalMetricsAddress });
+let shuttingDown = false;
+installTemporalLogger(logger, { metricsBindAddress: config.temporalMetricsAddress, stopping: () => shuttingDown });
 if (config.temporalMetricsAddress)
   logger.info({ address: config.temporalMetricsAddress }, 'Temporal SDK metrics exporter listening');
 
-const closers: (() => Promise<unknown>)[] = [];
-let shuttingDown = false;
+// run in reverse: the directory is released last, once everything writing to it has stopped
+const closers: (() => Promise<unknown>)[] = [async () => releaseDataDir()];
 const closeAll = async () => {
   shuttingDown = true;
   for (const close of closers.reverse())
@@ -53,7 +69,17 @@ try {
   // clock: the activities' stamps, the sandbox PGs); real-world time (tokens, keys, webhooks) stays on the wall clock.
   const sandboxClock = config.sandbox && !config.temporalAddress ? createSandboxClock() : undefined;
   const clocks = createClocks(sandboxClock);
-  const core = await openCore(config, logger, { businessClock: clocks.businessClock });
+  const core = await openCore(config, logger, {
+    businessClock: clocks.businessClock,
+    onReady: (part) =>
+      progress(
+        part === 'database'
+          ? `database ready (${config.databaseUrl ? 'Postgres at DATABASE_URL' : `PGlite under ${config.dataDir}`})`
+          : config.sandbox
+            ? 'sandbox gateways ready'
+            : 'gateways ready',
+      ),
+  });
   closers.push(() => core.close());
   for (const helper of helperProcesses(core)) watchHelper(helper);
 
@@ -68,6 +94,7 @@ try {
     closers.push(() => engine!.stop());
     watchHelper({ name: 'Temporal engine', exited: engine.exited });
     logger.info({ address: engine.address }, 'embedded Temporal engine running');
+    progress('Temporal engine ready');
   }
   const temporalAddress = config.temporalAddress ?? engine!.address;
   // the embedded engine's token, presented by every connection to it; the configured cluster's transport otherwise
@@ -92,6 +119,7 @@ try {
     ...(clock ? { sandboxClock: clock } : {}),
   });
   closers.push(() => worker.shutdown());
+  progress('worker ready (workflow bundle built)');
   worker.run().catch((err: unknown) => {
     logger.fatal({ err }, 'the Temporal worker stopped');
     process.kill(process.pid, 'SIGTERM');
@@ -112,6 +140,7 @@ try {
     ...(clock ? { sandboxClock: deliveringOnAdvance(clock, services.webhookDispatcher) } : {}),
   });
   listening = await listen(app, config, closeAll);
+  progress('API listening');
   // Ctrl-C reaches the whole process group: the engine may end before the shutdown listen() runs has begun (added
   // only now: a listener of its own would keep a signal from ending the process while it starts)
   for (const signal of ['SIGINT', 'SIGTERM'] as const) {

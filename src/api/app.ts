@@ -15,7 +15,16 @@ import type { WorkflowRuntime } from '../platform/temporal/workflow-calls.js';
 import type { Stores } from '../composition/stores.js';
 import { authPlugin } from './auth.js';
 import { registerDocsUi, registerOpenApi } from './docs/openapi.js';
-import { containsNul, isUtf8Target, jsonDepthExceeds, MAX_JSON_DEPTH, utf8Checked } from './body-limits.js';
+import {
+  containsLoneSurrogate,
+  containsNul,
+  isUtf8Target,
+  jsonDepthExceeds,
+  jsonSyntaxErrorAt,
+  lineAndColumn,
+  MAX_JSON_DEPTH,
+  utf8Checked,
+} from './body-limits.js';
 import { clientErrorHandler, installErrorHandling, sendApiError, toApiError } from './errors.js';
 import { projectRoutes } from './routes/projects.js';
 import { paymentRoutes } from './routes/payments.js';
@@ -203,7 +212,23 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       );
       return;
     }
-    parseJson(request, text, done);
+    parseJson(request, text, (err, parsed) => {
+      if (err === null) {
+        done(null, parsed);
+        return;
+      }
+      // say where the text breaks the grammar (never what it holds: it may carry card data); valid JSON refused by
+      // the parser is a prototype-poisoning key
+      const at = jsonSyntaxErrorAt(text);
+      const where = at === undefined ? undefined : lineAndColumn(text, at);
+      const payloadMessage =
+        where === undefined
+          ? 'the JSON body must not use the keys "__proto__" or "constructor" with "prototype"'
+          : at! >= text.length
+            ? `the JSON body ends early (line ${where.line}, column ${where.column})`
+            : `the JSON body is not valid JSON at line ${where.line}, column ${where.column} (character ${at! + 1})`;
+      done(new ApiError('INVALID_REQUEST', { payloadMessage }), undefined);
+    });
   });
   // Every request body of this API is a JSON object: arrays, strings, numbers and null are refused.
   app.addHook('preValidation', async (request) => {
@@ -219,6 +244,11 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     ] as const) {
       if (containsNul(value))
         throw new ApiError('INVALID_REQUEST', { payloadMessage: `${part}: NUL characters are not allowed` });
+      // a JSON escape can name half of a surrogate pair: not text (a database would store U+FFFD, or refuse jsonb)
+      if (containsLoneSurrogate(value))
+        throw new ApiError('INVALID_REQUEST', {
+          payloadMessage: `${part}: a string holds a lone surrogate (\\ud800-\\udfff without its pair), which is not Unicode text`,
+        });
     }
   });
 

@@ -46,6 +46,20 @@ export function browsable(address: string): string {
   return address.replace(/^(https?:\/\/)(0\.0\.0\.0|\[::\])(?=:)/, '$1localhost');
 }
 
+/** Who can reach the API at the address it listens on: the banner says it, so a wide HOST is never a surprise. */
+function reach(address: string): string {
+  const host = unbracketedHost(address);
+  if (host === '0.0.0.0' || host === '::') return `from the network too (listening on every interface: HOST=${host})`;
+  if (host === '127.0.0.1' || host === '::1' || host.startsWith('127.'))
+    return 'from this machine only (HOST=0.0.0.0 exposes it)';
+  return `at ${host} (HOST)`;
+}
+
+function unbracketedHost(address: string): string {
+  const host = new URL(address).hostname;
+  return host.startsWith('[') && host.endsWith(']') ? host.slice(1, -1) : host;
+}
+
 /** What the admin CLI needs to find this server when it is not at its default (http://127.0.0.1:8080). */
 function cliTarget(addresses: { readonly address: string; readonly adminAddress?: string }): string {
   // the CLI goes to ADMIN_PORT when set, else PORT: the other terminal needs the same
@@ -67,6 +81,7 @@ export function startupBanner(
     ...(addresses.adminAddress ? [`  admin API      ${browsable(addresses.adminAddress)}/admin/v1`] : []),
     ...(config.sandbox ? [`  dashboard      ${api}/dashboard`] : []),
     `  API reference  ${api}/docs`,
+    `  reachable      ${reach(addresses.address)}`,
     `  admin token    ${config.adminTokenGenerated ? 'generated for this run, printed above (set ADMIN_TOKEN to keep one)' : 'ADMIN_TOKEN, as set'}`,
     '',
     'next: in another terminal, with the same ADMIN_TOKEN, create a project:',

@@ -23,7 +23,6 @@ import {
   projectPatchSchema,
   renderProject,
 } from '../projects/index.js';
-import { openDirectServices } from '../composition/index.js';
 
 /** The gateways --direct knows: the sandbox PGs served in-process, given to projects only in sandbox mode. */
 const SANDBOX_PGS = ['sandbox_card', 'sandbox_noauto', 'sandbox_identity', 'sandbox_escrow_a', 'sandbox_escrow_b'] as const;
@@ -257,6 +256,8 @@ class HttpAnswerError extends Error {
 
 async function runDirect(command: Command, config: Config): Promise<unknown> {
   // no workflow engine here: the webhook service only stores URLs and secrets for the project service
+  // loaded only here: the composition root pulls in the whole server (a second of start-up every call in HTTP mode)
+  const { openDirectServices } = await import('../composition/index.js');
   const direct = await openDirectServices(config, SANDBOX_PGS);
   try {
     const { projects, upstream } = direct.services;

@@ -267,7 +267,10 @@ export function announceAdminToken(
 ): void {
   if (config.adminTokenGenerated) {
     terminal.write(`paygate: ADMIN_TOKEN is not set; generated for this run: ${config.adminToken}\n`);
-    logger.warn('ADMIN_TOKEN is not set: a token was generated for this run and printed to stderr (set ADMIN_TOKEN to keep one)');
+    // the sandbox's first run: expected, not a warning; a production server without a lasting token is one
+    logger[config.sandbox ? 'info' : 'warn'](
+      'ADMIN_TOKEN is not set: a token was generated for this run and printed to stderr (set ADMIN_TOKEN to keep one)',
+    );
   }
 }
 
@@ -330,7 +333,11 @@ export interface Core {
 export async function openCore(
   config: Config,
   logger: Logger,
-  opts: { businessClock?: () => Date } = {},
+  opts: {
+    businessClock?: () => Date;
+    /** told as each part is ready (`npm start`'s progress lines) */
+    onReady?: (part: 'database' | 'gateways') => void;
+  } = {},
 ): Promise<Core & Required<Pick<Core, 'metrics' | 'logger'>>> {
   warnAboutUnsafeSettings(config, logger);
   if (usesDataDir(config)) {
@@ -344,9 +351,11 @@ export async function openCore(
     );
   }
   const database = await openConfiguredDatabase(config);
+  opts.onReady?.('database');
   let gateways: ConfiguredGateways;
   try {
     gateways = await startConfiguredGateways(config, logger, opts.businessClock, { ownProcess: true });
+    opts.onReady?.('gateways');
   } catch (err) {
     await database.close();
     throw err;

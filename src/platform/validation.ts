@@ -48,14 +48,16 @@ export function isBlank(value: unknown): boolean {
 }
 
 /**
- * Characters an identifier must not contain: C0/C1 controls (and DEL), lone surrogates, line and
- * paragraph separators, and the invisible marks that reorder or hide text (U+061C, U+200B-U+200F,
- * U+202A-U+202E, U+2060-U+2064, U+2066-U+2069, U+FEFF). A U+202E in an order_id shows one id on a
- * dashboard and stores another.
+ * Characters an identifier must not contain: C0/C1 controls (and DEL), lone surrogates, line and paragraph separators,
+ * every format character (the invisible marks that reorder or hide text: U+202E in an order_id shows one id on a
+ * dashboard and stores another; U+00AD, U+200B, U+2060, U+FEFF...), every other default-ignorable code point (U+034F,
+ * the Hangul fillers U+115F, U+1160, U+3164, U+FFA0, variation selectors), and the full-width forms of ASCII
+ * (U+FF01-U+FF5E) and the ideographic space: each makes an id that looks like another one. Refused, not folded: a
+ * merchant's id is stored and answered exactly as sent.
  */
-const UNSAFE_ID_CHARACTERS = /[\p{Cc}\p{Cs}\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u2069\ufeff]/u;
+const UNSAFE_ID_CHARACTERS = /[\p{Cc}\p{Cs}\p{Cf}\p{Zl}\p{Zp}\p{Default_Ignorable_Code_Point}\uff01-\uff5e\u3000]/u;
 
-/** Whether a merchant-chosen id is free of control and bidirectional formatting characters. */
+/** Whether a merchant-chosen id is free of control, invisible and full-width look-alike characters. */
 export function isPlainId(value: string): boolean {
   return !UNSAFE_ID_CHARACTERS.test(value);
 }
@@ -63,7 +65,7 @@ export function isPlainId(value: string): boolean {
 /** The failure of a merchant id with such characters: 9400, the field named in payload.message. */
 export function notPlainId(field: string) {
   return fails('INVALID_REQUEST', {
-    payloadMessage: `${field} must not contain control or bidirectional formatting characters.`,
+    payloadMessage: `${field} must not contain control, invisible formatting or full-width characters.`,
   });
 }
 

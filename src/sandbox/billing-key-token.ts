@@ -16,6 +16,8 @@ export const billingKeyClaims = z.object({
   refuse: z.boolean(),
   /** the card's expiry (end of its last valid month), epoch ms */
   exp: z.number().int(),
+  /** issued from the evergreen test card: its expiry is never judged against the sandbox clock */
+  evergreen: z.boolean().optional(),
   /** issuance time, epoch ms */
   iat: z.number().int(),
   /** the merchant that issued it (its calls can be faulted per merchant); absent in keys from before */

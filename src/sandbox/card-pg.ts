@@ -13,6 +13,12 @@ export const SANDBOX_CARDS = {
   refuseIssuance: '4000000000000002',
   /** issuance succeeds, every charge with its key is refused */
   refuseCharges: '4000000000009995',
+  /**
+   * the README's and the docs' card: its expiry is checked for form only, never against the sandbox clock, so a tour
+   * that moved the clock years ahead (schedules, dunning) leaves the documented values valid. Any other card expires
+   * as a card does: at the end of its month, in sandbox time.
+   */
+  evergreen: '4111111111111111',
 } as const;
 
 /** Card company by leading digits; the longest matching prefix wins. */
@@ -101,7 +107,8 @@ export class SandboxCardPg {
     // the card issuers' time zone: 12/30 -> 2030-12-31T23:59:59+09:00.
     const KST_OFFSET_MS = 9 * 60 * 60 * 1000;
     const expiresAt = new Date(Date.UTC(2000 + Number(req.exp_yy), month, 1) - KST_OFFSET_MS - 1000);
-    if (expiresAt.getTime() < now.getTime()) return refused('C102', 'card expired');
+    const evergreen = req.card_no === SANDBOX_CARDS.evergreen;
+    if (!evergreen && expiresAt.getTime() < now.getTime()) return refused('C102', 'card expired');
     if (req.card_no === SANDBOX_CARDS.refuseIssuance) return refused('C103', 'issuer refused billing key issuance');
 
     const issuer = issuerFor(req.card_no);
@@ -113,6 +120,7 @@ export class SandboxCardPg {
       kind: issuer.kind,
       refuse: req.card_no === SANDBOX_CARDS.refuseCharges,
       exp: expiresAt.getTime(),
+      ...(evergreen ? { evergreen } : {}),
       iat: now.getTime(),
       ...(req.merchant_id === undefined ? {} : { mid: req.merchant_id }),
     });
@@ -136,7 +144,7 @@ export class SandboxCardPg {
     if (claims === undefined) return refused('C201', 'invalid billing key');
     if (this.revokedKeyIds.has(claims.kid)) return refused('C202', 'billing key revoked');
     const now = this.clock();
-    if (claims.exp < now.getTime()) return refused('C203', 'billing key expired');
+    if (claims.evergreen !== true && claims.exp < now.getTime()) return refused('C203', 'billing key expired');
     if (req.amount < 1 || req.tax_free < 0 || req.tax_free > req.amount) return refused('C205', 'invalid amount');
     if (req.installment < 0 || req.installment > MAX_INSTALLMENT_MONTHS) {
       return refused('C207', 'invalid installment months');

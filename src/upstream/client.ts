@@ -105,8 +105,9 @@ export function createProviderClient(opts: {
       if (!opts.policy.sandbox) {
         const host = unbracketed(url.hostname);
         // an address literal never goes through the guarded lookup: check it here
+        // (the address stays out of the message: it reaches the merchant's error and the health view)
         if (ipaddr.isValid(host) && blockedAddressReason(host, { sandbox: false }) !== undefined) {
-          throw unavailable(`refused before connecting to ${host}`);
+          throw unavailable("refused before connecting: the provider's address is not a public one");
         }
       }
       const credentials = Buffer.from(`${endpoint.clientKey}:${endpoint.secretKey}`, 'utf8').toString('base64');

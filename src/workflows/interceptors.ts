@@ -95,7 +95,12 @@ export const interceptors: WorkflowInterceptorsFactory = () => {
       {
         async execute(input, next) {
           envelopesOnly = patched(BOUND_MESSAGES_PATCH);
-          const reason = input.args.map(payloadRefusalOf).find((r) => r !== undefined);
+          // every paygate workflow takes its one sealed input: a start without it (which the workflow would read as
+          // undefined, failing its task at every retry) is refused like a forged one
+          const reason: MessageRefusal | undefined =
+            input.args.length === 0 || input.args[0] === undefined || input.args[0] === null
+              ? 'no-input'
+              : input.args.map(payloadRefusalOf).find((r) => r !== undefined);
           if (reason !== undefined) {
             refuse('workflow-input', 'input', reason);
             throw ApplicationFailure.nonRetryable(

@@ -23,7 +23,7 @@ describe('parseConfig', () => {
     const config = parseConfig({});
     expect(config).toMatchObject({
       port: 8080,
-      host: '0.0.0.0',
+      host: '127.0.0.1',
       dataDir: './.data',
       databaseUrl: undefined,
       temporalAddress: undefined,

@@ -230,10 +230,10 @@ describe('merchant ids and the price limit', () => {
     error_code: 'INVALID_REQUEST',
     code: 9400,
     message: 'The request is malformed.',
-    payload: { message: `${field} must not contain control or bidirectional formatting characters.` },
+    payload: { message: `${field} must not contain control, invisible formatting or full-width characters.` },
   });
 
-  it('isPlainId refuses controls, lone surrogates, separators and invisible bidi marks, and keeps other text', () => {
+  it('isPlainId refuses controls, lone surrogates, separators, invisible marks and full-width look-alikes, and keeps other text', () => {
     for (const c of [
       '\u0000',
       '\t',
@@ -252,10 +252,21 @@ describe('merchant ids and the price limit', () => {
       '\u2066',
       '\u2069',
       '\ufeff',
+      // look-alikes: soft hyphen, combining grapheme joiner, Hangul fillers, a variation selector, full-width forms
+      '\u00ad',
+      '\u034f',
+      '\u115f',
+      '\u3164',
+      '\uffa0',
+      '\ufe0f',
+      '\uff21',
+      '\uff10',
+      '\u3000',
     ]) {
       expect(isPlainId(`a${c}b`), `U+${c.codePointAt(0)!.toString(16)}`).toBe(false);
     }
-    for (const ok of ['order-1', '주문_2026/11', 'a b', 'émoji💳', 'ＡＢＣ', 'עברית']) expect(isPlainId(ok), ok).toBe(true);
+    for (const ok of ['order-1', '주문_2026/11', 'a b', 'émoji💳', 'ﾃｽﾄ', 'עברית', 'e\u0301'])
+      expect(isPlainId(ok), ok).toBe(true);
   });
 
   it('each parser refuses its ids with 9400 naming the field', () => {

@@ -138,3 +138,55 @@ describe('a path or query that is not UTF-8', () => {
     expect(answer).toContain('"code":9400');
   });
 });
+
+describe('strings that are not Unicode text, and JSON that is not JSON', () => {
+  const charge = (body: string) =>
+    t.app.inject({
+      method: 'POST',
+      url: '/v2/subscribe/payment',
+      headers: { authorization: project.basicAuth, 'content-type': 'application/json' },
+      payload: body,
+    });
+
+  it.each([
+    ['order_name', (o: Record<string, unknown>) => ({ ...o, order_name: 'x\ud800y' })],
+    ['a metadata value', (o: Record<string, unknown>) => ({ ...o, metadata: { note: 'x\udfffy' } })],
+    ['a metadata key', (o: Record<string, unknown>) => ({ ...o, metadata: { ['k\ud83d']: 'v' } })],
+  ])('a lone surrogate (a JSON escape) in %s -> 9400, nothing charged', async (_where, withSurrogate) => {
+    const orderId = `surrogate-${_where.replace(/ /g, '-')}`;
+    // JSON.stringify writes a lone surrogate as its \u escape: the text is valid UTF-8 and valid JSON
+    const res = await charge(JSON.stringify(withSurrogate({ billing_key: billingKey, order_id: orderId, price: 1000 })));
+    expect(res.statusCode, res.body).toBe(400);
+    expect(res.json()).toMatchObject({ code: 9400, payload: { message: expect.stringContaining('lone surrogate') } });
+    expect(await receiptsOf(orderId)).toEqual([]);
+  });
+
+  it('a surrogate pair written as escapes is one character, stored as sent', async () => {
+    const res = await charge(
+      JSON.stringify({ billing_key: billingKey, order_id: 'pair-ok', price: 1000, order_name: '카드 💳' }).replace(
+        '💳',
+        '\\ud83d\\udcb3',
+      ),
+    );
+    expect(res.statusCode, res.body).toBe(200);
+    expect(await receiptsOf('pair-ok')).toMatchObject([{ order_name: '카드 💳' }]);
+  });
+
+  it.each([
+    ['{"price": 1000,}', 'at line 1, column 16 (character 16)'],
+    ['{\n  "price": 1000\n  "order_id": "x"\n}', 'at line 3, column 3 (character 21)'],
+    ['{"order_name": 4111111111111111x}', 'at line 1, column 32 (character 32)'],
+    ['{"price": 10', 'ends early (line 1, column 13)'],
+  ])('a JSON syntax error says where, never what: %j', async (body, where) => {
+    const res = await charge(body);
+    expect(res.statusCode).toBe(400);
+    expect(res.json()).toMatchObject({ code: 9400, payload: { message: expect.stringContaining(where) } });
+    expect(res.body).not.toContain('4111');
+  });
+
+  it('a prototype-poisoning key is refused as such', async () => {
+    const res = await charge('{"__proto__": {"admin": true}, "price": 1000}');
+    expect(res.statusCode).toBe(400);
+    expect(res.json()).toMatchObject({ code: 9400, payload: { message: expect.stringContaining('__proto__') } });
+  });
+});

@@ -308,6 +308,15 @@ describe.skipIf(!available)('the sandbox dashboard in Chromium', () => {
       );
     });
     await shot('15-notifications');
+    // an event reads as its name, its code marked as an event's (never "401 subscription.charged", an HTTP status's look)
+    const events = (await page.locator('table.deliveries > tbody > tr > td:nth-child(2)').allTextContents()).map((t) =>
+      t.replace(/\s+/g, ' ').trim(),
+    );
+    expect(events).toContain('subscription.charged event 401');
+    expect(
+      events.every((e) => /^[a-z_.]+ event \d{3}$/.test(e)),
+      events.join(' | '),
+    ).toBe(true);
 
     // the admin rotates the messaging webhook secret: shown once, on the page right after, and not on a second look
     await page.getByRole('link', { name: 'Webhooks' }).click();
@@ -345,8 +354,8 @@ describe.skipIf(!available)('the sandbox dashboard in Chromium', () => {
         const found = await measureOverflow(page);
         expect(found.wide, `${path} at ${width} px`).toEqual([]);
         expect(found.scrollWidth, `${path} at ${width} px`).toBeLessThanOrEqual(found.width);
-        // a desktop shows every table whole; a phone scrolls a wide table inside its card
-        if (width >= 1400) expect(found.clipped, `${path}: tables cut at ${width} px`).toEqual([]);
+        // every table whole at both widths: a desktop shows its columns, a phone its rows as stacked cards
+        expect(found.clipped, `${path}: tables cut at ${width} px`).toEqual([]);
       }
     }
 

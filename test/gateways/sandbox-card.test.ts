@@ -96,6 +96,8 @@ describe('sandbox_card billing keys', () => {
     const expired = card.issueBillingKey({
       idempotencyKey: key('issue'),
       card: testCard({
+        // any card but the evergreen one expires
+        number: '4242424242424242',
         expireYear: String(lastMonth.getUTCFullYear() % 100).padStart(2, '0'),
         expireMonth: String(lastMonth.getUTCMonth() + 1).padStart(2, '0'),
       }),
@@ -211,7 +213,7 @@ describe('sandbox_card charges and cancels', () => {
   });
 
   it('refuses charges once the card behind the key has expired', async () => {
-    const issued = await issue();
+    const issued = await issue('4242424242424242');
     fx.advance(issued.expiresAt.getTime() - Date.now() + 1_000);
     try {
       expect((await declined(charge(issued.gatewayBillingKey))).pgErrorCode).toBe('C203');
@@ -291,5 +293,31 @@ describe('registry', () => {
     expect(fx.registry.get('sandbox_identity')?.identity).toBeDefined();
     expect(fx.registry.get('sandbox_identity')?.card).toBeUndefined();
     expect(fx.registry.get('nope')).toBeUndefined();
+  });
+
+  it("the evergreen test card (the README's) never expires in the sandbox: issued with a past year, charged past its expiry", async () => {
+    const now = new Date();
+    const lastYear = String((now.getUTCFullYear() - 1) % 100).padStart(2, '0');
+    const issued = await card.issueBillingKey({
+      idempotencyKey: key('issue'),
+      card: testCard({ number: '4111111111111111', expireYear: lastYear, expireMonth: '01' }),
+      orderName: 'x',
+      subscriptionId: key('sub'),
+    });
+    const ahead = 50 * 365 * 24 * 3_600_000;
+    fx.advance(ahead);
+    try {
+      await expect(charge(issued.gatewayBillingKey)).resolves.toMatchObject({ quota: 0 });
+    } finally {
+      fx.advance(-ahead);
+    }
+    // its form still counts
+    const malformed = card.issueBillingKey({
+      idempotencyKey: key('issue'),
+      card: testCard({ number: '4111111111111111', expireMonth: '13' }),
+      orderName: 'x',
+      subscriptionId: key('sub'),
+    });
+    expect((await declined(malformed)).pgErrorCode).toBe('C105');
   });
 });

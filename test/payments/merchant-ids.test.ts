@@ -1,4 +1,4 @@
-// Merchant ids and amounts at the edge: control and bidirectional formatting characters are refused in
+// Merchant ids and amounts at the edge: control, invisible and full-width look-alike characters are refused in
 // every id a merchant chooses (9400, the field named) and in the resource ids of paths and bodies (their
 // not-found code); a price above the documented maximum is refused before any PG is asked.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -36,6 +36,11 @@ const UNSAFE = [
   '\u2069',
   '\ufeff',
   '\u2028',
+  // look-alikes: a soft hyphen, a combining grapheme joiner, a Hangul filler, a full-width letter
+  '\u00ad',
+  '\u034f',
+  '\u3164',
+  '\uff2f',
 ];
 
 const countReceipts = async () =>
@@ -53,11 +58,11 @@ function expectRefused(res: { status: number; body: Record<string, unknown> }, f
   expect(res.body).toMatchObject({
     error_code: 'INVALID_REQUEST',
     code: 9400,
-    payload: { message: `${field} must not contain control or bidirectional formatting characters.` },
+    payload: { message: `${field} must not contain control, invisible formatting or full-width characters.` },
   });
 }
 
-describe('control and bidi characters in merchant ids', () => {
+describe('control, invisible and full-width characters in merchant ids', () => {
   it.each(UNSAFE.map((c) => [`U+${c.codePointAt(0)!.toString(16).padStart(4, '0')}`, c]))(
     'order_id with %s -> 9400 and nothing charged',
     async (_name, c) => {

@@ -2,10 +2,11 @@
 // addresses, the admin token's whereabouts and the next command, on stderr and never in the JSON log; and a taken
 // PORT / ADMIN_PORT found before anything starts, as one line with a hint and exit 1, with nothing left running.
 import { freePort } from '../../tools/child-processes.js';
+import { bounded } from '../helpers/temporal.js';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { createServer, type Server } from 'node:net';
-import { tmpdir } from 'node:os';
+import { networkInterfaces, tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -68,11 +69,20 @@ interface Run {
 function start(env: Record<string, string>): Run {
   // the caller's environment without what would point the server elsewhere (DATABASE_URL above all: this file runs on
   // PGlite only, test/platform/test-passes.test.ts)
-  const stripped = ['DATABASE_URL', 'TEMPORAL_ADDRESS', 'PAYGATE_SANDBOX', 'ADMIN_PORT', 'PUBLIC_BASE_URL', 'ADMIN_TOKEN'];
+  // (HOST too: the default, loopback, is what this file proves)
+  const stripped = [
+    'DATABASE_URL',
+    'TEMPORAL_ADDRESS',
+    'PAYGATE_SANDBOX',
+    'ADMIN_PORT',
+    'PUBLIC_BASE_URL',
+    'ADMIN_TOKEN',
+    'HOST',
+  ];
   const base: NodeJS.ProcessEnv = Object.fromEntries(Object.entries(process.env).filter(([name]) => !stripped.includes(name)));
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
     cwd: ROOT,
-    env: { ...base, HOST: '127.0.0.1', LOG_LEVEL: 'info', LOG_FORMAT: 'json', ...env },
+    env: { ...base, LOG_LEVEL: 'info', LOG_FORMAT: 'json', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
     detached: true,
   });
@@ -132,10 +142,25 @@ describe('npm start, ready', () => {
       const stderr = run.stderr();
       const api = `http://127.0.0.1:${port}`;
       expect(stderr).toContain('paygate is ready (sandbox mode');
+      // a start that talks: one line per stage, in order, before the banner
+      const stages = [
+        `database ready (PGlite under ${dataDir})`,
+        'sandbox gateways ready',
+        'Temporal engine ready',
+        'worker ready (workflow bundle built)',
+        'API listening',
+      ].map((stage) => {
+        const at = stderr.search(new RegExp(`paygate: ${stage.replace(/[()]/g, '\\$&')} \\(\\d+\\.\\d s\\)\n`));
+        expect(at, stage).toBeGreaterThanOrEqual(0);
+        return at;
+      });
+      expect([...stages].sort((x, y) => x - y)).toEqual(stages);
+      expect(stages.at(-1)!).toBeLessThan(stderr.indexOf('paygate is ready'));
       expect(stderr).toMatch(new RegExp(`API +${api}\\n`));
       expect(stderr).toMatch(new RegExp(`dashboard +${api}/dashboard\\n`));
       expect(stderr).toMatch(new RegExp(`API reference +${api}/docs\\n`));
       expect(stderr).toMatch(/admin token +generated for this run, printed above/);
+      expect(stderr).toMatch(/reachable +from this machine only \(HOST=0\.0\.0\.0 exposes it\)\n/);
       expect(stderr).toContain(`PORT=${port} npm run admin -- projects create --name "my shop"`);
       expect(stderr.match(/paygate is ready/g)).toHaveLength(1);
       // the token: printed once on stderr above the banner, never in the JSON log; the log stays JSON lines
@@ -146,10 +171,53 @@ describe('npm start, ready', () => {
       expect(stdout).not.toContain(token!);
       expect(stdout).not.toContain('paygate is ready');
       for (const line of stdout.split('\n').filter((l) => l.trim() !== '')) expect(() => JSON.parse(line), line).not.toThrow();
+      // loopback by default: the machine's other addresses do not answer
+      const outside = Object.values(networkInterfaces())
+        .flat()
+        .find((i) => i !== undefined && i.family === 'IPv4' && !i.internal)?.address;
+      if (outside !== undefined) {
+        const reached = await fetch(`http://${outside}:${port}/health`, { signal: AbortSignal.timeout(5_000) }).then(
+          () => true,
+          () => false,
+        );
+        expect(reached, `${outside}:${port}`).toBe(false);
+      }
+      // a second npm start on the same DATA_DIR: one line naming the first, before any token; nothing changed there
+      const filesBefore = (await readdir(dataDir)).sort();
+      const lockBefore = await readFile(path.join(dataDir, 'paygate.pid'), 'utf8');
+      expect(lockBefore.trim()).toBe(String(run.child.pid));
+      const second = start({ DATA_DIR: dataDir, PORT: String(await freePort()) });
+      await second.until(() => false, 20_000).catch(() => undefined);
+      expect(await exited(second.child), second.stderr()).toBe(1);
+      expect(second.stderr().trim()).toBe(
+        `DATA_DIR ${dataDir} is in use by another paygate (pid ${run.child.pid}): stop it first (Ctrl-C in its terminal, or kill ${run.child.pid}), or start this one with another DATA_DIR.`,
+      );
+      expect(second.stdout()).toBe('');
+      expect((await readdir(dataDir)).sort()).toEqual(filesBefore);
+      expect(await readFile(path.join(dataDir, 'paygate.pid'), 'utf8')).toBe(lockBefore);
       // and the address it shows leads where it says: GET / to the dashboard
       const root = await fetch(`${api}/`, { redirect: 'manual' });
       expect(root.status).toBe(302);
       expect(root.headers.get('location')).toBe('/dashboard');
+
+      // Ctrl-C (SIGINT to the whole process group, the embedded engine included): a quiet stop
+      process.kill(-run.child.pid!, 'SIGINT');
+      const code = await bounded(exited(run.child), 60_000, 'npm start to stop on Ctrl-C');
+      expect(code, run.stderr()).toBe(0);
+      const all = `${run.stdout()}${run.stderr()}`;
+      // no SDK warning on a start or a stop, no raw colour codes in a log that is not a terminal
+      expect(all).not.toContain('Ignoring WorkerOptions');
+      expect(all).not.toMatch(/GoAway|shutdown_worker/);
+      expect(all).not.toContain('\u001b[');
+      const warnings = run
+        .stdout()
+        .split('\n')
+        .filter((l) => l.trim() !== '')
+        .map((l) => JSON.parse(l) as { level: number; msg?: string })
+        .filter((l) => l.level >= 40);
+      expect(warnings).toEqual([]);
+      // the directory is free again
+      await expect(readFile(path.join(dataDir, 'paygate.pid'), 'utf8')).rejects.toThrow();
     } finally {
       killGroup(run.child);
     }

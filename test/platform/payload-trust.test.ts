@@ -282,6 +282,30 @@ describe('updates need a fresh proof sealed by paygate', () => {
     expect(await api.inbox(phone)).toHaveLength(2);
   });
 
+  it('a workflow a codec-less client starts without its input is refused at once: no failed task, a refusal recorded', async () => {
+    for (const [type, args] of [
+      ['scheduleWorkflow', []],
+      ['verificationWorkflow', [null]],
+    ] as const) {
+      const workflowId = `forged-start-${type}-${randomUUID()}`;
+      const handle = await raw.workflow.start(type, { taskQueue: TASK_QUEUE, workflowId, args: [...args] });
+      const outcome = await bounded(
+        handle.result().then(
+          () => 'completed',
+          (err: unknown) => err,
+        ),
+        30_000,
+        'the forged run to end',
+      );
+      expect(String((outcome as Error).cause ?? outcome), type).toMatch(/not sealed by paygate/);
+      expect(refusals).toContainEqual({ kind: 'workflow-input', name: 'input', reason: 'no-input' });
+      // refused in its first task, which completed: nothing retried, nothing failed
+      const events = await history(workflowId);
+      expect(count(events, 'WORKFLOW_TASK_FAILED'), type).toBe(0);
+      expect(count(events, 'WORKFLOW_EXECUTION_FAILED'), type).toBe(1);
+    }
+  });
+
   it('a sealed confirm argument copied from the history cannot be sent again (each proof is taken once)', async () => {
     const { receiptId, otp } = await requestedWithOtp();
     const workflowId = verificationWorkflowId(receiptId);

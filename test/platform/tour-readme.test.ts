@@ -1,54 +1,14 @@
 // README's "A short tour" and `npm run tour` (tools/tour/steps.ts) are one walkthrough: the same steps, titled the
-// same, in the same order, each sending the same requests. CI runs the tour against `npm start`, so a README step
-// that no longer works fails the build only while the two are held together here.
+// same, in the same order, each sending the same requests with README's bodies. CI runs the tour against `npm start`,
+// and the tour compares each body it sends with README's (tools/tour/readme.ts), so a README step that no longer
+// works, or a README value the tour does not send, fails the build while the two are held together here.
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { bodyDifference, readmeTourSteps, shellWord } from '../../tools/tour/readme.js';
 import { TOUR_STEPS } from '../../tools/tour/steps.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-
-interface ReadmeStep {
-  readonly number: number;
-  readonly title: string;
-  /** `METHOD /path` of each curl in the step's code, a repeated one once, `{}` for a path segment from a variable */
-  readonly requests: readonly string[];
-}
-
-/** The requests a block of shell runs against paygate, in order of first use. */
-function curlRequests(code: string): string[] {
-  const requests: string[] = [];
-  // a command continued with a trailing backslash is one line; a comment is not a command
-  const lines = code
-    .replace(/\\\n/g, ' ')
-    .split('\n')
-    .map((line) => line.replace(/(^|\s)#\s.*$/, ''));
-  for (const line of lines) {
-    for (const command of line.split(/\bcurl\s/).slice(1)) {
-      const url = /localhost:8080(\/[^\s'"?]*)/.exec(command);
-      if (!url) continue;
-      const method = /\s-X\s+([A-Z]+)/.exec(` ${command}`)?.[1] ?? (/\s(-d|--data)\s/.test(` ${command}`) ? 'POST' : 'GET');
-      const path = url[1]!.replace(/\/\$\w+/g, '/{}');
-      const request = `${method} ${path}`;
-      if (!requests.includes(request)) requests.push(request);
-    }
-  }
-  return requests;
-}
-
-/** README's tour: its steps are the lines `**<n>. <title>**`, each with the code blocks up to the next step. */
-function readmeTourSteps(readme: string): ReadmeStep[] {
-  const start = readme.indexOf('\n## A short tour\n');
-  if (start < 0) throw new Error('README has no "## A short tour" section');
-  const end = readme.indexOf('\n## ', start + 1);
-  const section = readme.slice(start, end < 0 ? undefined : end);
-  const heads = [...section.matchAll(/^\*\*(\d+)\. (.+?)\.?\*\*/gm)];
-  return heads.map((head, i) => {
-    const body = section.slice(head.index + head[0].length, heads[i + 1]?.index ?? section.length);
-    const code = [...body.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]!).join('\n');
-    return { number: Number(head[1]), title: head[2]!, requests: curlRequests(code) };
-  });
-}
 
 /** A tour step's requests as README writes them: a path parameter is a shell variable there. */
 const asReadmeWrites = (request: string) => request.replace(/\{\w+\}/g, '{}');
@@ -67,7 +27,7 @@ describe("README's short tour and npm run tour", () => {
   it('send the same requests in each step', () => {
     const mismatches = TOUR_STEPS.flatMap((step, i) => {
       const tour = step.requests.map(asReadmeWrites);
-      const written = readme[i]?.requests ?? [];
+      const written = (readme[i]?.requests ?? []).map((r) => r.request);
       return JSON.stringify(tour) === JSON.stringify(written) ? [] : [{ step: `${i + 1}. ${step.title}`, tour, readme: written }];
     });
     expect(mismatches).toEqual([]);
@@ -97,9 +57,68 @@ describe("README's short tour and npm run tour", () => {
       '```',
     ].join('\n');
     expect(readmeTourSteps(`intro\n${sample}`)).toEqual([
-      { number: 1, title: 'Make a thing', requests: ['POST /admin/v1/things', 'PUT /v2/things/{}/parts'] },
-      { number: 2, title: 'Read it', requests: ['GET /v2/things/{}', 'POST /clock/advance'] },
+      {
+        number: 1,
+        title: 'Make a thing',
+        requests: [
+          { request: 'POST /admin/v1/things', body: {} },
+          { request: 'PUT /v2/things/{}/parts', body: {} },
+        ],
+      },
+      { number: 2, title: 'Read it', requests: [{ request: 'GET /v2/things/{}' }, { request: 'POST /clock/advance', body: {} }] },
     ]);
     expect(asReadmeWrites('GET /v2/receipt/{receipt_id}/events')).toBe('GET /v2/receipt/{}/events');
+  });
+
+  it("reads each request's body as the shell sends it: quotes, spliced variables, a body in a variable set earlier", () => {
+    expect(shellWord(`'{"a":"'$X'","b":1}' rest`, 0)).toEqual({ word: '{"a":"$X","b":1}', end: 20 });
+    expect(shellWord(String.raw`"x $Y \"z\""`, 0).word).toBe('x $Y "z"');
+    const sample = [
+      '## A short tour',
+      '**1. Set it**',
+      '```sh',
+      `CHARGE='{"billing_key":"'$KEY'","price":9900}'`,
+      `curl -s localhost:8080/v2/pay -d "$CHARGE"`,
+      '```',
+      '**2. Again**',
+      '```sh',
+      `curl -s localhost:8080/v2/pay -d "$CHARGE"`,
+      `curl -s localhost:8080/v2/multi -d '{`,
+      `  "a": 1, "b": "'"$B"'" }'`,
+      '```',
+    ].join('\n');
+    const steps = readmeTourSteps(`x\n${sample}`);
+    expect(steps[0]!.requests).toEqual([{ request: 'POST /v2/pay', body: { billing_key: '$KEY', price: 9900 } }]);
+    expect(steps[1]!.requests).toEqual([
+      { request: 'POST /v2/pay', body: { billing_key: '$KEY', price: 9900 } },
+      { request: 'POST /v2/multi', body: { a: 1, b: '$B' } },
+    ]);
+  });
+
+  it('every body README sends is JSON the tour can compare with its own', () => {
+    const unreadable = readme.flatMap((step) =>
+      step.requests
+        .filter((r) => /^(POST|PUT|PATCH) /.test(r.request) && r.body === undefined)
+        .map((r) => `${step.number}. ${r.request}`),
+    );
+    // the requests README sends without a body: none of them may be one whose -d the parser could not read
+    const readmeText = readFileSync(`${ROOT}README.md`, 'utf8');
+    for (const request of unreadable) {
+      const path = request.split(' ')[2]!.replace(/\{\}/g, '');
+      const sent = new RegExp(`localhost:8080${path.replace(/[/.]/g, '\\$&')}[^\\n]*\\s-d\\s`).test(readmeText);
+      expect(sent, `${request} sends a -d body README's parser could not read`).toBe(false);
+    }
+    expect(readme.flatMap((s) => s.requests).filter((r) => r.body !== undefined).length).toBeGreaterThanOrEqual(15);
+  });
+
+  it("compares bodies key by key; shell variables and the run's own values stand for anything", () => {
+    const run = (v: unknown) => typeof v === 'string' && v.startsWith('tour-');
+    expect(bodyDifference({ a: '$X', b: 1, c: 'order-1' }, { a: 'bk_1', b: 1, c: 'tour-9-order-1' }, run)).toBeUndefined();
+    expect(bodyDifference({ card_expire_year: '31' }, { card_expire_year: '32' }, run)).toBe(
+      'body.card_expire_year: README "31", the tour "32"',
+    );
+    expect(bodyDifference({ a: 1 }, { a: 1, b: 2 }, run)).toBe("body: README's keys a; the tour's a, b");
+    expect(bodyDifference(undefined, { a: 1 }, run)).toBe('body: README undefined, the tour {"a":1}');
+    expect(bodyDifference({ m: { x: [1, 2] } }, { m: { x: [1, 3] } }, run)).toBe('body.m.x[1]: README 2, the tour 3');
   });
 });

@@ -62,7 +62,7 @@ describe('the retry ladder', () => {
 
 describe('addresses a webhook may reach', () => {
   it('only global unicast in production; loopback too in sandbox mode', () => {
-    for (const ok of ['93.184.216.34', '2001:4860:4860::8888', '::ffff:93.184.216.34']) {
+    for (const ok of ['93.184.216.34', '2001:4860:4860::8888', '::ffff:93.184.216.34', '::5db8:d822', '64:ff9b::5db8:d822']) {
       expect(blockedAddressReason(ok, { sandbox: false }), ok).toBeUndefined();
     }
     for (const blocked of [
@@ -83,6 +83,16 @@ describe('addresses a webhook may reach', () => {
       '::ffff:127.0.0.1',
       '::ffff:10.0.0.1',
       '64:ff9b::7f00:1',
+      // every other form that embeds an IPv4 address is judged by the address it carries
+      '::7f00:1',
+      '::127.0.0.1',
+      '::a9fe:a9fe',
+      '::a00:1',
+      '::ffff:0:7f00:1',
+      '64:ff9b:1::a9fe:a9fe',
+      '2002:7f00:1::1',
+      '2002:a9fe:a9fe::',
+      '2001:0:4136:e378:8000:63bf:80ff:fffe',
       'not-an-ip',
     ]) {
       expect(blockedAddressReason(blocked, { sandbox: false }), blocked).toEqual(expect.any(String));
@@ -90,6 +100,7 @@ describe('addresses a webhook may reach', () => {
     expect(blockedAddressReason('127.0.0.1', { sandbox: true })).toBeUndefined();
     expect(blockedAddressReason('::1', { sandbox: true })).toBeUndefined();
     expect(blockedAddressReason('10.0.0.1', { sandbox: true })).toEqual(expect.any(String));
+    expect(blockedAddressReason('::a9fe:a9fe', { sandbox: true })).toMatch(/carries 169\.254\.169\.254 \(IPv4-compatible\)/);
   });
 });
 

@@ -35,6 +35,7 @@ const saveTimeDns = resolverOf({
   'mixed.test': [PUBLIC_V4, '192.168.0.7'],
   'metadata.test': ['169.254.169.254'],
   'mapped.test': ['::ffff:127.0.0.1'],
+  'compatible.test': ['::a9fe:a9fe'],
   'rebind.test': [PUBLIC_V4],
 });
 
@@ -61,6 +62,10 @@ describe('production mode: the URL is refused at save', () => {
       'https://169.254.169.254/latest/meta-data/',
       'https://[::ffff:127.0.0.1]/hook',
       'https://[::ffff:a00:1]/hook',
+      'https://[::7f00:1]/hook',
+      'https://[::a9fe:a9fe]/latest/meta-data/',
+      'https://[2002:7f00:1::1]/hook',
+      'https://compatible.test/hook',
       'https://[::1]/hook',
       'https://[fe80::1]/hook',
       'https://[fd00::1]/hook',

@@ -3,6 +3,9 @@
 // documents. PAYGATE_URL (default http://localhost:8080) names the server, ADMIN_TOKEN is the server's admin token.
 // The webhook receiver it starts listens on 127.0.0.1 (a free port) until the tour ends, so the server must be on
 // this machine.
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { readmeTourSteps } from './readme.js';
 import { WebhookReceiver } from './receiver.js';
 import { TOUR_STEPS } from './steps.js';
 import { Tour, TourFailure } from './tour.js';
@@ -59,7 +62,13 @@ async function sandboxYear(): Promise<number> {
 const year = await sandboxYear();
 // bound now: the steps that register webhook URLs come before the one that starts trusting its deliveries
 const receiver = await WebhookReceiver.listen(0);
-const tour = new Tour(baseUrl, adminToken, year, receiver, out);
+const tour = new Tour(
+  baseUrl,
+  adminToken,
+  readmeTourSteps(readFileSync(fileURLToPath(new URL('../../README.md', import.meta.url)), 'utf8')),
+  receiver,
+  out,
+);
 out(`paygate tour against ${baseUrl.origin} (sandbox clock in ${year}); run ${tour.run}`);
 
 let failed = false;

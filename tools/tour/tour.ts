@@ -4,6 +4,8 @@
 import type { WebhookReceiver } from './receiver.js';
 
 /** One step of the tour, as README's "A short tour" shows it under `#### <n>. <title>`. */
+import { bodyDifference, type ReadmeStep } from './readme.js';
+
 export interface TourStep {
   readonly title: string;
   /**
@@ -121,17 +123,22 @@ export class Tour {
   readonly state: TourState = {};
   /** a prefix unique to this run: order ids, Idempotency-Keys and names never meet a previous run's */
   readonly run: string;
-  private current: { step: TourStep; used: string[] } | undefined;
+  private current: { step: TourStep; used: string[]; readme: ReadmeStep | undefined } | undefined;
 
   constructor(
     readonly baseUrl: URL,
     private readonly adminToken: string,
-    /** the sandbox clock's year when the tour began */
-    readonly sandboxYear: number,
+    /** README's tour, read from the checkout: each request's first body is compared with what the tour sends */
+    private readonly readme: readonly ReadmeStep[],
     readonly receiver: WebhookReceiver,
     private readonly out: (line: string) => void,
   ) {
     this.run = `tour-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 6)}`;
+  }
+
+  /** A value of this run's own: its order ids, keys and names, its receiver's URLs (README writes its own there). */
+  private isRunValue(value: unknown): boolean {
+    return typeof value === 'string' && (value.includes(this.run) || value.startsWith(this.receiver.origin));
   }
 
   /** The receiver's URL for a destination: README's http://127.0.0.1:3000/<path>. */
@@ -158,7 +165,7 @@ export class Tour {
   async runStep(index: number, step: TourStep): Promise<void> {
     this.out('');
     this.out(`── ${index + 1}. ${step.title}`);
-    this.current = { step, used: [] };
+    this.current = { step, used: [], readme: this.readme[index] };
     await step.run(this);
     const { used } = this.current;
     this.current = undefined;
@@ -173,7 +180,15 @@ export class Tour {
     if (!step?.step.requests.includes(request)) {
       throw new TourFailure(`a request of "${step?.step.title}" (${step?.step.requests.join(', ')})`, request);
     }
-    if (!step.used.includes(request)) step.used.push(request);
+    if (!step.used.includes(request)) {
+      step.used.push(request);
+      // its first body is README's, but for the shell variables README splices in and this run's own ids and URLs
+      const written = step.readme?.requests.find((r) => r.request === request.replace(/\{\w+\}/g, '{}'));
+      if (written?.body !== undefined || options.body !== undefined) {
+        const difference = bodyDifference(written?.body, options.body, (v) => this.isRunValue(v));
+        if (difference !== undefined) throw new TourFailure(`README's body for ${request}`, difference);
+      }
+    }
     const [method, template] = request.split(' ') as [string, string];
     const path = template.replace(/\{(\w+)\}/g, (_, name: string) => {
       const value = options.params?.[name];

@@ -118,7 +118,8 @@ const postgresUrl = z
 /** The environment variables paygate reads, with their rules and defaults. */
 const envSchema = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(8080),
-  HOST: z.string().trim().min(1).default('0.0.0.0'),
+  // loopback: a laptop's sandbox (its API, dashboard and admin token) is not on the local network unless asked
+  HOST: z.string().trim().min(1).default('127.0.0.1'),
   ADMIN_TOKEN: z.string().trim().min(16, 'must be at least 16 characters').optional(),
   DATA_DIR: z.string().trim().min(1).default('./.data'),
   DATABASE_URL: postgresUrl.optional(),

@@ -13,7 +13,7 @@ export const REFUSED_PAYLOAD_FIELD = '__paygateRefusedPayload';
 export type PayloadRefusal = 'not-sealed' | 'unopenable';
 
 /** Why a message was dropped or rejected. */
-export type MessageRefusal = PayloadRefusal | 'no-envelope' | 'for-another-message';
+export type MessageRefusal = PayloadRefusal | 'no-envelope' | 'for-another-message' | 'no-input';
 
 /** The stand-in value a refused payload becomes on the worker (see EncryptionCodec): plain data a converter reads. */
 export function refusedPayloadValue(reason: PayloadRefusal): Readonly<Record<string, PayloadRefusal>> {

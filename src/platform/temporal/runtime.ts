@@ -15,7 +15,15 @@ export interface TemporalRuntimeOptions {
    * schedule-to-start latencies, sticky cache, activity and workflow task outcomes) at `/metrics`; unset: none.
    */
   readonly metricsBindAddress?: string;
+  /**
+   * Whether the process is stopping: the core's complaints about the engine going away then (a Ctrl-C reaches the
+   * embedded engine too, which may end before the worker's last calls) are expected, and logged at debug.
+   */
+  readonly stopping?: () => boolean;
 }
+
+/** What the core says when the engine is gone while the worker stops: a normal stop's noise, not a fault. */
+const STOPPING_NOISE = /shutdown_worker|GoAway|transport error|connection (was )?(reset|refused|closed)|Unavailable|broken pipe/i;
 
 /**
  * Installs the Temporal SDK's Runtime, once per process: its logs (worker, core) go into our redacting pino
@@ -25,18 +33,22 @@ export function installTemporalLogger(logger: Logger, opts: TemporalRuntimeOptio
   const temporalLogger = logger.child({ component: 'temporal-sdk' });
   Runtime.install({
     logger: new DefaultLogger('INFO', (entry) => {
-      temporalLogger[pinoLevel[entry.level]](entry.meta ?? {}, entry.message);
+      const quiet = entry.level === 'WARN' && opts.stopping?.() === true && STOPPING_NOISE.test(entry.message);
+      temporalLogger[quiet ? 'debug' : pinoLevel[entry.level]](entry.meta ?? {}, entry.message);
     }),
-    ...(opts.metricsBindAddress
-      ? {
-          telemetryOptions: {
+    telemetryOptions: {
+      // the core's own lines (Rust) through this logger too: redacted, JSON or pretty as configured, never the
+      // core's coloured console output
+      logging: { filter: { core: 'WARN', other: 'ERROR' }, forward: {} },
+      ...(opts.metricsBindAddress
+        ? {
             metrics: {
               // names as Prometheus users expect them: counters end in _total, durations in seconds
               prometheus: { bindAddress: opts.metricsBindAddress, countersTotalSuffix: true, useSecondsForDurations: true },
             },
-          },
-        }
-      : {}),
+          }
+        : {}),
+    },
   });
 }
 

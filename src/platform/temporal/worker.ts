@@ -122,29 +122,27 @@ export function paygateWorkerOptions(
 export async function createPaygateWorker(opts: PaygateWorkerOptions): Promise<PaygateWorker> {
   const connection = await NativeConnection.connect({ address: opts.address, ...temporalTransportOptions(opts.transport) });
   const paygate = paygateWorkerOptions(opts.keyring, opts);
+  // bundled here rather than by Worker.create, whose bundler reports to the Runtime's logger and grows this
+  // process's heap
+  const workflowBundle =
+    opts.workflowBundle ?? (opts.bundlerLogger ? await bundleWorkflowsInThread(WORKFLOWS_PATH, opts.bundlerLogger) : undefined);
   const worker = await Worker.create({
     connection,
     namespace: opts.namespace,
     taskQueue: opts.taskQueue,
     activities: refusingUnopenedInputs(opts.activities),
-    ...(opts.workflowBundle
-      ? { workflowBundle: opts.workflowBundle }
-      : opts.bundlerLogger
-        ? {
-            // bundled here rather than by Worker.create, whose bundler reports to the Runtime's logger and grows
-            // this process's heap
-            workflowBundle: await bundleWorkflowsInThread(WORKFLOWS_PATH, opts.bundlerLogger),
-          }
-        : {
-            workflowsPath: WORKFLOWS_PATH,
-            bundlerOptions: { webpackConfigHook: WORKFLOW_BUNDLER_OPTIONS.webpackConfigHook },
-          }),
+    ...(workflowBundle
+      ? { workflowBundle }
+      : {
+          workflowsPath: WORKFLOWS_PATH,
+          bundlerOptions: { webpackConfigHook: WORKFLOW_BUNDLER_OPTIONS.webpackConfigHook },
+        }),
     maxCachedWorkflows: opts.maxCachedWorkflows ?? DEFAULT_MAX_CACHED_WORKFLOWS,
     ...paygate,
     interceptors: {
       ...paygate.interceptors,
-      // a bundle built beforehand holds them already (WORKFLOW_BUNDLER_OPTIONS)
-      ...(opts.workflowBundle ? {} : { workflowModules: [WORKFLOW_INTERCEPTORS_PATH] }),
+      // a bundle holds them already (WORKFLOW_BUNDLER_OPTIONS): naming them again makes the SDK warn on every start
+      ...(workflowBundle ? {} : { workflowModules: [WORKFLOW_INTERCEPTORS_PATH] }),
     },
   });
   let running: Promise<void> | undefined;
