@@ -5,8 +5,8 @@
 // underneath carries its own derived key, so that retry cannot charge twice). So does a 409 that says
 // something else is in progress (9409: another request, a cancel lease, a reconcile): that is not the
 // request's answer, and a retry once it finished gets the real one. So does 9479 (a verification send cap): the
-// request changed nothing, and a retry after its Retry-After runs. A request that dies holds its key
-// IN_FLIGHT_LEASE_MS at most.
+// request changed nothing, and a retry after its Retry-After runs. A running request renews its key's lease every
+// IN_FLIGHT_RENEW_MS; a request whose process dies holds its key IN_FLIGHT_LEASE_MS more at most.
 //
 // Usage on a route: `{ preHandler: idempotency.preHandler, onSend: idempotency.onSend }`.
 // Only the response is stored, never the request (which may hold card data); the request is kept
@@ -20,7 +20,7 @@ import { ApiError, errorCatalog } from '../platform/errors.js';
 import { createFieldCipher } from '../platform/security/field-cipher.js';
 import type { Keyring } from '../platform/security/keyring.js';
 import type { IdempotencyKeyProof } from '../platform/idempotency.js';
-import { IN_FLIGHT_LEASE_MS, type IdempotencyStore } from '../platform/idempotency.js';
+import { IN_FLIGHT_RENEW_MS, type IdempotencyStore } from '../platform/idempotency.js';
 
 const IDEMPOTENCY_HEADER = 'idempotency-key';
 const REPLAYED_HEADER = 'idempotent-replayed';
@@ -38,6 +38,14 @@ interface Claim {
   readonly applicationId: string;
   readonly key: string;
 }
+
+/** A claim of this process's, with the timer that renews its lease while the request runs. */
+interface HeldClaim extends Claim {
+  readonly renewal: NodeJS.Timeout;
+}
+
+/** A request renews its lease at most this long (a handler that never answers must not keep a key forever). */
+const MAX_RENEWAL_MS = 10 * 60_000;
 
 /** JSON with object keys sorted at every depth, so key order does not change the fingerprint. */
 function canonicalJson(value: unknown): string {
@@ -88,7 +96,20 @@ export function createIdempotencyHooks(deps: {
   readonly clock: () => Date;
   readonly keyring: Keyring;
 }): IdempotencyHooks {
-  const claims = new WeakMap<FastifyRequest, Claim>();
+  const claims = new WeakMap<FastifyRequest, HeldClaim>();
+  /** Keeps the claim's lease alive while its request runs; a failed renewal is retried at the next tick. */
+  const renewing = (claim: Claim): NodeJS.Timeout => {
+    const startedAt = Date.now();
+    const timer: NodeJS.Timeout = setInterval(() => {
+      if (Date.now() - startedAt > MAX_RENEWAL_MS) {
+        clearInterval(timer);
+        return;
+      }
+      store.renew(claim.applicationId, claim.key, deps.clock()).catch(() => undefined);
+    }, IN_FLIGHT_RENEW_MS);
+    timer.unref();
+    return timer;
+  };
   const store = deps.idempotency;
   const cipher = createFieldCipher(deps.keyring);
   const context = (claim: Claim) => `idempotency\u0000${claim.applicationId}\u0000${claim.key}`;
@@ -118,10 +139,10 @@ export function createIdempotencyHooks(deps: {
         requestSalt: salt,
         now,
         expiresAt: new Date(now.getTime() + RETENTION_MS),
-        staleBefore: new Date(now.getTime() - IN_FLIGHT_LEASE_MS),
       });
       if (claim.kind === 'claimed') {
-        claims.set(request, { applicationId, key: header });
+        const held = { applicationId, key: header };
+        claims.set(request, { ...held, renewal: renewing(held) });
         return;
       }
       if (requestHash(deps.keyring, request, claim.requestSalt) !== claim.requestHash)
@@ -138,6 +159,7 @@ export function createIdempotencyHooks(deps: {
       const claim = claims.get(request);
       if (claim === undefined) return payload;
       claims.delete(request);
+      clearInterval(claim.renewal);
       if (reply.statusCode >= 500 || typeof payload !== 'string' || isTemporary(reply.statusCode, payload)) {
         await store.release(claim.applicationId, claim.key);
       } else {

@@ -17,7 +17,6 @@ import type { EscrowData } from '../escrow/rules.js';
 import { isResourceId, PAYMENT_COMPLETE, type ReceiptAttention, renderReceipt, type ReceiptResponse } from './receipt-rules.js';
 import type { Project } from '../projects/index.js';
 import { merchantReceiptId, receiptView, type ReceiptRow } from './receipts-store.js';
-import { IN_FLIGHT_LEASE_MS } from '../platform/idempotency.js';
 import type { WorkflowRuntime } from '../platform/temporal/workflow-calls.js';
 import type { IdempotencyStore } from '../platform/idempotency.js';
 import type { ReceiptStore } from './receipts-store.js';
@@ -85,7 +84,7 @@ export async function sweepUnsettled(deps: {
   for (const row of cancels) {
     if (row.cancel_pending) await deps.reconcile.cancel(row.receipt_id, row.cancel_pending.cancel_key);
   }
-  const keys = await deps.stores.idempotency.releaseStale(new Date(deps.wallClock().getTime() - IN_FLIGHT_LEASE_MS));
+  const keys = await deps.stores.idempotency.releaseStale(deps.wallClock());
   return { charges: charges.length, cancels: cancels.length, keys };
 }
 

@@ -1,6 +1,7 @@
 // Idempotency-Key over HTTP (Stripe's semantics) on the key-in POST routes.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chargeIdempotencyKey } from '../../src/payments/billing-rules.js';
+import { IN_FLIGHT_LEASE_MS, IN_FLIGHT_RENEW_MS } from '../../src/platform/idempotency.js';
 import { createGatewayRegistry } from '../../src/gateways/registry.js';
 import { startSandboxGateways } from '../../src/sandbox/server.js';
 import { buildTestApp, TEST_SANDBOX_TOKEN, type TestApp, type TestProject } from '../helpers/app.js';
@@ -121,7 +122,7 @@ describe('Idempotency-Key', () => {
     expect(swept).toHaveLength(0);
   });
 
-  it('takes over a key left in flight by a crashed process after 10 minutes', async () => {
+  it('takes over a key an earlier version left in flight (no lease) once 90 s passed', async () => {
     const body = { billing_key: billingKey, order_name: 'June', order_id: 'idem-8', price: 100 };
     const now = t.clock.now();
     await t.deps.database.db
@@ -143,6 +144,42 @@ describe('Idempotency-Key', () => {
     const res = await client.post('/v2/subscribe/payment', body, { 'idempotency-key': 'orphan' });
     expect(res.status).toBe(200);
     expect(res.body.order_id).toBe('idem-8');
+  });
+
+  it('a key whose request died stops answering 9409 once its lease runs out, not after 90 s; a live request renews it', async () => {
+    const body = { billing_key: billingKey, order_name: 'June', order_id: 'idem-lease', price: 100 };
+    const db = t.deps.database.db;
+    // a claim as a process writes it, then the process dies: no renewal comes
+    const claimed = await t.deps.stores.idempotency.claim({
+      applicationId: project.applicationId,
+      key: 'lease-died',
+      requestHash: 'x',
+      requestSalt: 'y',
+      now: t.clock.now(),
+      expiresAt: new Date(t.clock.now().getTime() + DAY_MS),
+    });
+    expect(claimed.kind).toBe('claimed');
+    const record = () =>
+      db
+        .selectFrom('idempotency_keys')
+        .select(['state', 'lease_until'])
+        .where('application_id', '=', project.applicationId)
+        .where('idempotency_key', '=', 'lease-died')
+        .executeTakeFirst();
+    const leaseFromNow = async () => (await record())!.lease_until!.getTime() - t.clock.now().getTime();
+    // (the test clock runs on with real time: a few ms either way)
+    expect(Math.abs((await leaseFromNow()) - IN_FLIGHT_LEASE_MS)).toBeLessThan(1_000);
+    // a renewal (what the request's own process does every IN_FLIGHT_RENEW_MS) moves it on
+    t.clock.advance(IN_FLIGHT_RENEW_MS);
+    await t.deps.stores.idempotency.renew(project.applicationId, 'lease-died', t.clock.now());
+    expect(Math.abs((await leaseFromNow()) - IN_FLIGHT_LEASE_MS)).toBeLessThan(1_000);
+    t.clock.advance(IN_FLIGHT_LEASE_MS - 1_000);
+    expect(await t.deps.stores.idempotency.releaseStale(t.clock.now())).toBe(0);
+    // the renewals stop: one lease later the key is free, for a retry and for the sweep alike
+    t.clock.advance(2_000);
+    const retried = await client.post('/v2/subscribe/payment', body, { 'idempotency-key': 'lease-died' });
+    expect(retried.status, JSON.stringify(retried.body)).toBe(200);
+    expect(retried.body.order_id).toBe('idem-lease');
   });
 
   it('a retry whose first request charged and died before storing its answer gets the receipt; another key gets 9410', async () => {

@@ -20,6 +20,7 @@ import { migration as verificationSends } from './0017_verification_sends.js';
 import { migration as deliveryDispatch } from './0018_delivery_dispatch.js';
 import { migration as providerIds } from './0019_provider_ids.js';
 import { migration as receiptAttention } from './0021_receipt_attention.js';
+import { migration as idempotencyLease } from './0022_idempotency_lease.js';
 
 export const migrations = [
   platform,
@@ -41,6 +42,7 @@ export const migrations = [
   deliveryDispatch,
   providerIds,
   receiptAttention,
+  idempotencyLease,
 ] as const;
 
 type UnionToIntersection<U> = (U extends unknown ? (k: U) => void : never) extends (k: infer I) => void ? I : never;
