@@ -13,6 +13,9 @@ import { PAYMENT_PENDING } from './receipt-rules.js';
 import type { ReceiptService, ReconcileStarter } from './receipts.js';
 import type { ReceiptStore } from './receipts-store.js';
 
+/** How long a notification's lookup at the provider may take: well within the provider's wait for the answer. */
+export const NOTIFICATION_LOOKUP_DEADLINE_MS = 5_000;
+
 export interface ProviderNotificationService {
   /** What the notification led to: the receipt refreshed, a lost charge settled, or nothing new. */
   handle(
@@ -69,7 +72,13 @@ export function createProviderNotificationService(deps: {
       if (!projectRow) throw new ApiError('UPSTREAM_NOT_CONFIGURED');
       let answer: unknown;
       try {
-        answer = await deps.upstream.call(applicationId, { method: 'GET', path: `/v2/receipt/${encodeURIComponent(receiptId)}` });
+        answer = await deps.upstream.call(applicationId, {
+          method: 'GET',
+          path: `/v2/receipt/${encodeURIComponent(receiptId)}`,
+          // the provider waits for this answer (its own attempt times out, typically after 10-15 s): a lookup
+          // that takes longer is an outage here too
+          deadlineMs: NOTIFICATION_LOOKUP_DEADLINE_MS,
+        });
       } catch (err) {
         // the provider does not know the receipt for this project's keys (unknown, another merchant's)
         if (err instanceof ProviderRefusedError && err.statusCode < 500) throw new ApiError('RC_NOT_FOUND');

@@ -62,6 +62,8 @@ export interface ProviderRequest {
   readonly body?: unknown;
   /** sent as Idempotency-Key; required on a POST, where a lost answer must not become a second execution */
   readonly idempotencyKey?: string;
+  /** a shorter deadline than the operation's (a caller that must answer someone else in time) */
+  readonly deadlineMs?: number;
 }
 
 export interface ProviderClient {
@@ -120,7 +122,7 @@ export function createProviderClient(opts: {
       if (req.idempotencyKey !== undefined) headers['idempotency-key'] = req.idempotencyKey;
 
       const operation = providerOperation(req.method, req.path);
-      const deadlineMs = providerDeadlineMs(deadlines, operation);
+      const deadlineMs = Math.min(providerDeadlineMs(deadlines, operation), req.deadlineMs ?? Number.POSITIVE_INFINITY);
       const deadline = new AbortController();
       const timer = setTimeout(() => deadline.abort(), deadlineMs);
       let statusCode: number;

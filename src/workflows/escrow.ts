@@ -98,7 +98,9 @@ const CARRIED_NOTIFICATIONS = 100;
 const ESCROW_CONTINUE_AS_NEW = 'escrow-continue-as-new';
 /** A follow-up the provider did not answer is asked again after this, doubling up to MAX_FOLLOW_UP_WAIT_MS. */
 const FIRST_FOLLOW_UP_WAIT_MS = 5_000;
-const MAX_FOLLOW_UP_WAIT_MS = 5 * 60 * 1000;
+// at most a minute: only an order the provider said changed waits like this, and a provider back from an outage is
+// asked within a minute
+const MAX_FOLLOW_UP_WAIT_MS = 60 * 1000;
 /** the reconcile wait doubles after each inquiry that found nothing new, up to this many times the setting */
 const MAX_BACKOFF_FACTOR = 8;
 

@@ -26,9 +26,9 @@ import { freePort } from '../../tools/child-processes.js';
 export { freePort };
 
 /** The real app with the engine and a worker, listening on loopback so the sandbox PGs' notifications reach it. */
-export async function startEscrowApp(): Promise<TestApp> {
+export async function startEscrowApp(env: Record<string, string> = {}): Promise<TestApp> {
   const port = await freePort();
-  const t = await buildTestApp({ withTemporal: true, env: { PORT: String(port) } });
+  const t = await buildTestApp({ withTemporal: true, env: { ...env, PORT: String(port) } });
   try {
     await t.app.listen({ host: '127.0.0.1', port });
   } catch (err) {

@@ -24,7 +24,9 @@ let atBApi: ReturnType<typeof escrowClient>;
 
 beforeAll(async () => {
   b = await startEscrowApp();
-  a = await startEscrowApp();
+  // A's lookups may take 20 s, as a provider's slow receipt reads may be allowed to: a notification's own lookup is
+  // bounded at 5 s whatever this says (the test below)
+  a = await startEscrowApp({ UPSTREAM_DEADLINES_MS: 'lookup=20000' });
   merchantHook = await startReceiver('/merchant');
   atA = await createEscrowProject(a, { webhook_url: merchantHook.url, escrow_reconcile_hours: 1 });
   // the provider's project sends its notifications to A's notification_url
@@ -331,4 +333,38 @@ describe('escrow relayed to the provider', () => {
       await hostile.close();
     }
   }, 120_000);
+
+  it("a notification whose lookup at B is slow is answered within B's wait: 5 s at most, then the order follows up", async () => {
+    const hostile = await startHostileProvider(`http://127.0.0.1:${b.deps.config.port}`);
+    try {
+      const shop = await createEscrowProject(a, { webhook_url: merchantHook.url, escrow_reconcile_hours: 72 });
+      const shopAtB = await createEscrowProject(b, { webhook_url: null });
+      await routeToProvider(a, shop, { baseUrl: hostile.url, project: shopAtB }, ['sandbox_escrow_a']);
+      const shopApi = escrowClient(a, shop);
+      const shopAtBApi = escrowClient(b, shopAtB);
+      const receiptId = (await shopAtBApi.pay({ pg: 'sandbox_escrow_a', escrow: true, user: BUYER })).body.receipt_id as string;
+      expect((await shopApi.ship(receiptId, SHIPMENT)).status).toBe(200);
+      expect((await shopAtBApi.buyer(receiptId, { event: 'purchase_confirmed' })).status).toBe(202);
+      // B's notification (sent by hand here), whose lookup at B trickles its answer for far longer than B would wait
+      hostile.arm('GET', '/v2/receipt/', { kind: 'trickle', byteEveryMs: 1_000 });
+      const startedAt = Date.now();
+      const answered = await a.app.inject({
+        method: 'POST',
+        url: `/upstream/v1/notifications/${shop.applicationId}`,
+        payload: { receipt_id: receiptId, webhook_type: 'ESCROW_STATUS_CHANGED' },
+      });
+      const took = Date.now() - startedAt;
+      expect(answered.statusCode, answered.body).toBe(200);
+      expect(answered.json()).toMatchObject({ outcome: 'signalled' });
+      expect(took).toBeLessThan(9_000);
+      expect(hostile.cutTrickles).toBe(1);
+      await eventually(
+        async () => ((await shopApi.receipt(receiptId)).body.escrow_data as { status: number }).status === 1 || undefined,
+        "A's order confirmed by its follow-up",
+        30_000,
+      );
+    } finally {
+      await hostile.close();
+    }
+  }, 90_000);
 });
