@@ -126,7 +126,7 @@ async function receiptsOf(db: pg.Client, applicationId: string): Promise<Receipt
 }
 
 /** By the receipt_id the merchant is given (the provider's for a relayed record, whose own id A keeps beside it). */
-async function statusById(db: pg.Client, table: 'verifications' | 'escrow_orders', applicationId: string) {
+export async function statusById(db: pg.Client, table: 'verifications' | 'escrow_orders', applicationId: string) {
   const query =
     table === 'verifications'
       ? 'select coalesce(provider_receipt_id, receipt_id) as receipt_id, status from verifications where application_id = $1'

@@ -18,7 +18,7 @@ import {
 import { type Fault, FaultProxy, type FaultKind } from './fault-proxy.js';
 import { type FlowKind, type FlowRecord, type MerchantContext, type ObservedAnswer, pickKinds } from './merchant.js';
 import { FlakyReceiver } from './receiver.js';
-import { REFUSAL_CODES_AT_500, type RelayCheckReport, runRelayChecks } from './relay-checks.js';
+import { REFUSAL_CODES_AT_500, type RelayCheckReport, runRelayChecks, statusById } from './relay-checks.js';
 import { type ProcessName, Stack } from './stack.js';
 
 /** The relay run takes the local run's options (its flags are the same). */
@@ -224,10 +224,17 @@ export async function runRelayChaos(options: RelayChaosOptions): Promise<RelayCh
         await noteCrashes();
         const atAStuck = await stuckRows(dbA);
         const atBStuck = await stuckRows(dbB);
+        // B's orders whose buyer decided: B's sandbox PG redelivers its notification to B for a couple of minutes
+        const ordersAtB = await statusById(dbB, 'escrow_orders', providerApplicationId);
+        const undecided = flows.filter(
+          (f) =>
+            f.escrowDecision !== undefined && f.receiptId !== undefined && ordersAtB.get(f.receiptId) !== f.escrowDecision.status,
+        ).length;
         return {
           ...Object.fromEntries(Object.entries(atAStuck).map(([k, n]) => [`A: ${k}`, n])),
           'B: receipts in status 0': atBStuck['receipts in status 0']!,
           'B: deliveries not done': atBStuck['deliveries not done']!,
+          "B: escrow orders not at the buyer's decision": undecided,
         };
       });
     } finally {

@@ -1,7 +1,7 @@
 // The sandbox payment window and escrow PGs' routes: one-off payments (an escrow PG's opens an escrow order), the
 // two escrow PGs' shipping and status calls in their own wire formats, and the buyer's events
 // (POST /_sandbox/escrow/events), after which the PG notifies paygate as a real PG would: signed, after its answer,
-// up to 3 attempts. The behaviour is card-pg.ts (payments) and escrow-pg.ts; the shared handling is pg-calls.ts.
+// redelivered for about two minutes until paygate answers 2xx. The behaviour is card-pg.ts (payments) and escrow-pg.ts; the shared handling is pg-calls.ts.
 import type { FastifyPluginAsync } from 'fastify';
 import { z } from 'zod';
 import { BUYER_EVENTS } from '../escrow/rules.js';
@@ -10,6 +10,9 @@ import type { SandboxEscrowPg } from './escrow-pg.js';
 import { type PgCalls, tidField } from './pg-calls.js';
 import type { SandboxJournal } from './state-journal.js';
 import { bodies } from './wire.js';
+
+/** The waits between a notification's attempts: a PG keeps redelivering for a while (about two minutes here). */
+const NOTIFICATION_RETRY_WAITS_MS = [1_000, 2_000, 5_000, 10_000, 20_000, 30_000, 60_000] as const;
 
 export interface EscrowPgRoutesOptions {
   readonly calls: PgCalls;
@@ -83,9 +86,13 @@ export const escrowPgRoutes: FastifyPluginAsync<EscrowPgRoutesOptions> = async (
     context: (b) => ({ merchant: escrow.order(b.TID)?.merchant, pg: 'sandbox_escrow_b' }),
   });
 
-  /** Sends a notification to paygate: up to 3 attempts, 1 s apart, until a 2xx; stops when the server closes. */
+  /**
+   * Sends a notification to paygate until a 2xx, as a PG redelivers: NOTIFICATION_RETRY_WAITS_MS apart (about two
+   * minutes in all, so a paygate restarting or briefly down still hears it); stops when this server closes. A
+   * notification that never arrives is the reconcile timer's (the `drop` fault shows it).
+   */
   const sendNotification = async (url: string, body: string): Promise<void> => {
-    for (let attempt = 1; attempt <= 3 && !opts.closing.aborted; attempt++) {
+    for (let attempt = 1; attempt <= NOTIFICATION_RETRY_WAITS_MS.length + 1 && !opts.closing.aborted; attempt++) {
       try {
         const res = await fetch(url, {
           method: 'POST',
@@ -99,7 +106,9 @@ export const escrowPgRoutes: FastifyPluginAsync<EscrowPgRoutesOptions> = async (
       } catch {
         // unreachable: the next attempt
       }
-      await new Promise((resolve) => setTimeout(resolve, 1_000).unref());
+      const wait = NOTIFICATION_RETRY_WAITS_MS[attempt - 1];
+      if (wait === undefined) return;
+      await new Promise((resolve) => setTimeout(resolve, wait).unref());
     }
   };
 
