@@ -1,11 +1,11 @@
-// The relay chaos suite's CI variant (issue 36): `npm run chaos -- --relay` with 80 relayed flows (charges, partial
+// The relay chaos suite's CI variant (issue 36): `npm run chaos -- --relay` with 40 relayed flows (charges, partial
 // cancels, reserves, schedule periods, verifications, escrow with the buyer's decision), paygate A's API, worker or
-// engine or provider B killed -9 four times, and the fault proxy between A and B switching faults (latency, trickle,
-// reset mid-body, 502/503 HTML, black hole, B down); then the checks of money and of the merchant's answers must be 0
-// (ASSERTED below). The others are printed, not asserted, while issue 36 leaves them open: an outage still answered
-// as the spec's refusal at 500 (2405 / 2701: "refusals of valid requests", "flows refused"), and an escrow order at A
-// that waits for its reconcile timer (hours) when B's notification was lost ("escrow orders", and the receipt of
-// one B refunded). `npm run chaos -- --relay` counts every one. Both stacks are split
+// engine or provider B killed -9 three times, and the fault proxy between A and B switching faults (latency, trickle,
+// reset mid-body, 502/503 HTML, black hole, B down); then every check of money and of the merchant's answers must be
+// 0 (ASSERTED below), and no valid request answered with a refusal, no flow refused. The comparison of A's receipts
+// and escrow orders with B's is printed, not asserted, in this short run: an order whose notification met a kill of
+// A's API waits for B's redelivery (5 minutes after two failures), longer than this run settles; the full run
+// (`npm run chaos -- --relay`, docs/benchmarks.md) settles for it and counts it. Both stacks are split
 // processes on a shared Postgres, so it runs only with DATABASE_URL (CI's second pass). The driver runs in a process
 // group of its own, killed with SIGKILL at the bound, so a hung run cannot hang the suite or leave processes behind.
 import { expect, it } from 'vitest';
@@ -33,6 +33,8 @@ const ASSERTED = [
   'no answer from a running API',
   'failed workflows',
   'processes crashed on their own',
+  'valid requests answered with a refusal',
+  'flows refused',
 ];
 const TEST_TIMEOUT_MS = (RUN_TIMEOUT_S + 30) * 1000;
 
