@@ -191,6 +191,25 @@ export async function escrowWorkflow(input: EscrowInput): Promise<void> {
     });
   };
 
+  /** Records the order shipped (0 -> 3) with its tracking, as the shipping start's update answers it. */
+  const shippingStarted = async (
+    shipment: ShippingStartArgs['shipment'],
+    extra: { note?: string; confirmUrl?: string },
+    inTask: boolean,
+  ): Promise<ShippingStartResult> => {
+    const at = new Date().toISOString();
+    await record(
+      'shipping_started',
+      'api',
+      EscrowStatus.ShippingStarted,
+      at,
+      extra,
+      { trackingNumber: shipment.trackingNumber, deliveryCorp: shipment.deliveryCorp },
+      inTask ? durableInTask : durable,
+    );
+    return { shippingStartedAt: at };
+  };
+
   setHandler(escrowStatusQuery, () => status);
   setHandler(pgNotificationSignal, (notification) => {
     inbox.push(notification);
@@ -223,17 +242,11 @@ export async function escrowWorkflow(input: EscrowInput): Promise<void> {
           shipmentInDoubt = undefined;
           if (pgStatus !== EscrowStatus.Waiting) {
             // registered by the start whose answer was lost: recorded as that start (later statuses follow by reconcile)
-            const at = new Date().toISOString();
-            await record(
-              'shipping_started',
-              'api',
-              EscrowStatus.ShippingStarted,
-              at,
+            return shippingStarted(
+              doubted,
               { note: 'registered at the PG by an earlier shipping start whose answer was lost' },
-              { trackingNumber: doubted.trackingNumber, deliveryCorp: doubted.deliveryCorp },
-              inTask ? durableInTask : durable,
+              inTask,
             );
-            return { shippingStartedAt: at };
           }
         }
         let confirmUrl: string | undefined;
@@ -257,17 +270,7 @@ export async function escrowWorkflow(input: EscrowInput): Promise<void> {
           else if (patched(SHIPPING_IN_DOUBT)) shipmentInDoubt = args.shipment;
           throw outageFailure(outage, SHIPPING_OUTAGE);
         }
-        const at = new Date().toISOString();
-        await record(
-          'shipping_started',
-          'api',
-          EscrowStatus.ShippingStarted,
-          at,
-          confirmUrl !== undefined ? { confirmUrl } : {},
-          { trackingNumber: args.shipment.trackingNumber, deliveryCorp: args.shipment.deliveryCorp },
-          inTask ? durableInTask : durable,
-        );
-        return { shippingStartedAt: at };
+        return shippingStarted(args.shipment, confirmUrl !== undefined ? { confirmUrl } : {}, inTask);
       } finally {
         shipping = false;
       }

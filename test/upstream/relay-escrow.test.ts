@@ -72,6 +72,36 @@ async function paidAtB(): Promise<string> {
   return paid.body.receipt_id as string;
 }
 
+/**
+ * A shop at A whose provider is B behind a hostile hop of the test's own (hostile-provider.ts), with a project of its
+ * own at B that sends its notifications to the shop's notification_url (or nowhere: `notified: false`).
+ */
+async function shopBehindHostileHop(notified = true) {
+  const hostile = await startHostileProvider(`http://127.0.0.1:${b.deps.config.port}`);
+  const shop = await createEscrowProject(a, { webhook_url: merchantHook.url, escrow_reconcile_hours: 72 });
+  const shopAtB = await createEscrowProject(b, {
+    webhook_url: notified ? `http://127.0.0.1:${a.deps.config.port}/upstream/v1/notifications/${shop.applicationId}` : null,
+  });
+  await routeToProvider(a, shop, { baseUrl: hostile.url, project: shopAtB }, ['sandbox_escrow_a']);
+  const shopApi = escrowClient(a, shop);
+  const shopAtBApi = escrowClient(b, shopAtB);
+  return {
+    hostile,
+    shop,
+    shopAtB,
+    shopApi,
+    shopAtBApi,
+    /** an escrow payment at B, shipped at A */
+    async shipped(): Promise<string> {
+      const paid = await shopAtBApi.pay({ pg: 'sandbox_escrow_a', escrow: true, user: BUYER });
+      expect(paid.status, JSON.stringify(paid.body)).toBe(200);
+      const receiptId = paid.body.receipt_id as string;
+      expect((await shopApi.ship(receiptId, SHIPMENT)).status).toBe(200);
+      return receiptId;
+    },
+  };
+}
+
 describe('escrow relayed to the provider', () => {
   it('ships at A a payment made at B, under B’s receipt_id; the buyer’s confirmation at B reaches A’s merchant once', async () => {
     const receiptId = await paidAtB();
@@ -227,19 +257,9 @@ describe('escrow relayed to the provider', () => {
   }, 90_000);
 
   it('a notification A cannot ask B about (B unreachable then) is taken at once; the order asks B itself until it answers', async () => {
-    const hostile = await startHostileProvider(`http://127.0.0.1:${b.deps.config.port}`);
+    const { hostile, shopAtB, shopApi, shopAtBApi, shipped } = await shopBehindHostileHop();
     try {
-      const shop = await createEscrowProject(a, { webhook_url: merchantHook.url, escrow_reconcile_hours: 72 });
-      const shopAtB = await createEscrowProject(b, {
-        webhook_url: `http://127.0.0.1:${a.deps.config.port}/upstream/v1/notifications/${shop.applicationId}`,
-      });
-      await routeToProvider(a, shop, { baseUrl: hostile.url, project: shopAtB }, ['sandbox_escrow_a']);
-      const shopApi = escrowClient(a, shop);
-      const shopAtBApi = escrowClient(b, shopAtB);
-      const paid = await shopAtBApi.pay({ pg: 'sandbox_escrow_a', escrow: true, user: BUYER });
-      expect(paid.status, JSON.stringify(paid.body)).toBe(200);
-      const receiptId = paid.body.receipt_id as string;
-      expect((await shopApi.ship(receiptId, SHIPMENT)).status).toBe(200);
+      const receiptId = await shipped();
       const deliveriesBefore = await b.deps.database.db
         .selectFrom('webhook_deliveries')
         .select('delivery_id')
@@ -291,18 +311,9 @@ describe('escrow relayed to the provider', () => {
   }, 90_000);
 
   it("a rejection approved at B while A cannot read B's receipt: A's order reaches -3 only with B's refund recorded", async () => {
-    const hostile = await startHostileProvider(`http://127.0.0.1:${b.deps.config.port}`);
+    const { hostile, shopApi, shopAtBApi, shipped } = await shopBehindHostileHop();
     try {
-      const shop = await createEscrowProject(a, { webhook_url: merchantHook.url, escrow_reconcile_hours: 72 });
-      const shopAtB = await createEscrowProject(b, {
-        webhook_url: `http://127.0.0.1:${a.deps.config.port}/upstream/v1/notifications/${shop.applicationId}`,
-      });
-      await routeToProvider(a, shop, { baseUrl: hostile.url, project: shopAtB }, ['sandbox_escrow_a']);
-      const shopApi = escrowClient(a, shop);
-      const shopAtBApi = escrowClient(b, shopAtB);
-      const paid = await shopAtBApi.pay({ pg: 'sandbox_escrow_a', escrow: true, user: BUYER });
-      const receiptId = paid.body.receipt_id as string;
-      expect((await shopApi.ship(receiptId, SHIPMENT)).status).toBe(200);
+      const receiptId = await shipped();
       expect((await shopAtBApi.buyer(receiptId, { event: 'purchase_rejected' })).status).toBe(202);
       await eventually(
         async () => ((await shopApi.receipt(receiptId)).body.escrow_data as { status: number }).status === -2 || undefined,
@@ -335,15 +346,10 @@ describe('escrow relayed to the provider', () => {
   }, 120_000);
 
   it("a notification whose lookup at B is slow is answered within B's wait: 5 s at most, then the order follows up", async () => {
-    const hostile = await startHostileProvider(`http://127.0.0.1:${b.deps.config.port}`);
+    // B notifies nowhere: the notification is sent by hand below
+    const { hostile, shop, shopApi, shopAtBApi, shipped } = await shopBehindHostileHop(false);
     try {
-      const shop = await createEscrowProject(a, { webhook_url: merchantHook.url, escrow_reconcile_hours: 72 });
-      const shopAtB = await createEscrowProject(b, { webhook_url: null });
-      await routeToProvider(a, shop, { baseUrl: hostile.url, project: shopAtB }, ['sandbox_escrow_a']);
-      const shopApi = escrowClient(a, shop);
-      const shopAtBApi = escrowClient(b, shopAtB);
-      const receiptId = (await shopAtBApi.pay({ pg: 'sandbox_escrow_a', escrow: true, user: BUYER })).body.receipt_id as string;
-      expect((await shopApi.ship(receiptId, SHIPMENT)).status).toBe(200);
+      const receiptId = await shipped();
       expect((await shopAtBApi.buyer(receiptId, { event: 'purchase_confirmed' })).status).toBe(202);
       // B's notification (sent by hand here), whose lookup at B trickles its answer for far longer than B would wait
       hostile.arm('GET', '/v2/receipt/', { kind: 'trickle', byteEveryMs: 1_000 });
