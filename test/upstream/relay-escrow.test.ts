@@ -85,17 +85,22 @@ async function shopBehindHostileHop(notified = true) {
   await routeToProvider(a, shop, { baseUrl: hostile.url, project: shopAtB }, ['sandbox_escrow_a']);
   const shopApi = escrowClient(a, shop);
   const shopAtBApi = escrowClient(b, shopAtB);
+  /** an escrow payment at B (its receipt_id) */
+  const paid = async (): Promise<string> => {
+    const payment = await shopAtBApi.pay({ pg: 'sandbox_escrow_a', escrow: true, user: BUYER });
+    expect(payment.status, JSON.stringify(payment.body)).toBe(200);
+    return payment.body.receipt_id as string;
+  };
   return {
     hostile,
     shop,
     shopAtB,
     shopApi,
     shopAtBApi,
+    paid,
     /** an escrow payment at B, shipped at A */
     async shipped(): Promise<string> {
-      const paid = await shopAtBApi.pay({ pg: 'sandbox_escrow_a', escrow: true, user: BUYER });
-      expect(paid.status, JSON.stringify(paid.body)).toBe(200);
-      const receiptId = paid.body.receipt_id as string;
+      const receiptId = await paid();
       expect((await shopApi.ship(receiptId, SHIPMENT)).status).toBe(200);
       return receiptId;
     },
@@ -198,12 +203,10 @@ describe('escrow relayed to the provider', () => {
   });
 
   it('a shipping start whose answer was lost is taken as made when sent again: A ships, B started it once', async () => {
-    const hostile = await startHostileProvider(`http://127.0.0.1:${b.deps.config.port}`);
+    const shop = await shopBehindHostileHop(false);
+    const { hostile, shopApi, shopAtBApi } = shop;
     try {
-      const shop = await createEscrowProject(a, { webhook_url: merchantHook.url, escrow_reconcile_hours: 1 });
-      await routeToProvider(a, shop, { baseUrl: hostile.url, project: atB }, ['sandbox_escrow_a']);
-      const shopApi = escrowClient(a, shop);
-      const receiptId = await paidAtB();
+      const receiptId = await shop.paid();
       // B starts shipping; its answer reaches A too slowly to wait for, and B keeps no Idempotency-Key on this PUT
       hostile.arm('PUT', '/v2/escrow/shipping/start/', { kind: 'trickle', byteEveryMs: 500 });
       const first = await shopApi.ship(receiptId, SHIPMENT);
@@ -217,7 +220,7 @@ describe('escrow relayed to the provider', () => {
         async () => (((await shopApi.receipt(receiptId)).body.escrow_data as { status: number }).status === 3 ? true : undefined),
         "A's order shipped",
       );
-      expect(((await atBApi.receipt(receiptId)).body.escrow_data as { status: number }).status).toBe(3);
+      expect(((await shopAtBApi.receipt(receiptId)).body.escrow_data as { status: number }).status).toBe(3);
       expect(hostile.calls.filter((c) => c.startsWith('PUT ')).length).toBeGreaterThanOrEqual(2);
     } finally {
       await hostile.close();
@@ -225,12 +228,10 @@ describe('escrow relayed to the provider', () => {
   }, 90_000);
 
   it('a shipping start whose every answer is lost is an outage (9502 with the receipt_id), not 2701; the retry asks B and ships once', async () => {
-    const hostile = await startHostileProvider(`http://127.0.0.1:${b.deps.config.port}`);
+    const shop = await shopBehindHostileHop(false);
+    const { hostile, shopApi, shopAtBApi } = shop;
     try {
-      const shop = await createEscrowProject(a, { webhook_url: merchantHook.url, escrow_reconcile_hours: 1 });
-      await routeToProvider(a, shop, { baseUrl: hostile.url, project: atB }, ['sandbox_escrow_a']);
-      const shopApi = escrowClient(a, shop);
-      const receiptId = await paidAtB();
+      const receiptId = await shop.paid();
       // B starts shipping on the first attempt; A hears none of the step's three
       hostile.arm('PUT', '/v2/escrow/shipping/start/', { kind: 'hangUp' }, 3);
       const lost = await shopApi.ship(receiptId, SHIPMENT);
@@ -239,7 +240,7 @@ describe('escrow relayed to the provider', () => {
       expect(lost.body.message).toMatch(/Retry the same shipping start/);
       expect(hostile.hungUp).toBe(3);
       expect(((await shopApi.receipt(receiptId)).body.escrow_data as { status: number }).status).toBe(0);
-      expect(((await atBApi.receipt(receiptId)).body.escrow_data as { status: number }).status).toBe(3);
+      expect(((await shopAtBApi.receipt(receiptId)).body.escrow_data as { status: number }).status).toBe(3);
 
       const puts = hostile.calls.filter((c) => c.startsWith('PUT ')).length;
       const again = await shopApi.ship(receiptId, SHIPMENT);
@@ -311,19 +312,37 @@ describe('escrow relayed to the provider', () => {
   }, 90_000);
 
   it("a rejection approved at B while A cannot read B's receipt: A's order reaches -3 only with B's refund recorded", async () => {
-    const { hostile, shopApi, shopAtBApi, shipped } = await shopBehindHostileHop();
+    // B notifies nowhere: each notification is sent by hand, so the reads of B's receipt come in a known order (B's
+    // own notification of its refund would let A's receipt refresh record it outside the refund step)
+    const { hostile, shop, shopApi, shopAtBApi, shipped } = await shopBehindHostileHop(false);
+    /** once B's own order is at `status` (B's sandbox PG notifies B after answering the buyer), A hears of it */
+    const notify = async (receiptId: string, status: number) => {
+      await eventually(
+        async () => ((await shopAtBApi.receipt(receiptId)).body.escrow_data as { status: number }).status === status || undefined,
+        `B's order ${status}`,
+        30_000,
+      );
+      const answered = await a.app.inject({
+        method: 'POST',
+        url: `/upstream/v1/notifications/${shop.applicationId}`,
+        payload: { receipt_id: receiptId, webhook_type: 'ESCROW_STATUS_CHANGED' },
+      });
+      expect(answered.statusCode, answered.body).toBe(200);
+    };
     try {
       const receiptId = await shipped();
       expect((await shopAtBApi.buyer(receiptId, { event: 'purchase_rejected' })).status).toBe(202);
+      await notify(receiptId, -2);
       await eventually(
         async () => ((await shopApi.receipt(receiptId)).body.escrow_data as { status: number }).status === -2 || undefined,
         "A's order -2",
         30_000,
       );
-      // B's notification of -3 is read (A learns the approval), then the refund step's first two reads of B's receipt
+      // the notification of -3 is read (A learns the approval), then the refund step's first two reads of B's receipt
       // go unanswered: the step must be asked again until B's refund is read, never pass with the record as it was
       hostile.arm('GET', '/v2/receipt/', { kind: 'hangUp' }, 2, 1);
       expect((await shopAtBApi.buyer(receiptId, { event: 'rejection_approved' })).status).toBe(202);
+      await notify(receiptId, -3);
       const atDb = () =>
         a.deps.database.db
           .selectFrom('receipts')
