@@ -252,10 +252,15 @@ export class Stack {
     }
   }
 
-  /** Kills everything, drops the schema and the run's directory. */
+  /** Kills everything, drops the schema and the run's directory (CHAOS_KEEP_SCHEMAS=1 keeps the schema to look into). */
   async close(): Promise<void> {
     this.closed = true;
     this.killAll();
+    if (process.env.CHAOS_KEEP_SCHEMAS === '1') {
+      process.stderr.write(`chaos: kept the schema ${this.schema}\n`);
+      await rm(this.dir, { recursive: true, force: true });
+      return;
+    }
     const admin = new pg.Client({ connectionString: this.options.postgresUrl });
     try {
       await admin.connect();

@@ -66,7 +66,7 @@ export interface EscrowFailureDetails {
   readonly pgErrorCode?: string;
 }
 
-export type EscrowErrorName = 'RC_ESCROW_NOT_READY' | 'RC_ESCROW_SHIPPING_START_FAILED';
+export type EscrowErrorName = 'RC_ESCROW_NOT_READY' | 'RC_ESCROW_SHIPPING_START_FAILED' | 'IDEMPOTENCY_IN_PROGRESS';
 
 export const shippingStartUpdate = defineUpdate<ShippingStartResult, [ShippingStartArgs]>('shippingStart');
 export const pgNotificationSignal = defineSignal<[PgNotification]>('pgNotification');

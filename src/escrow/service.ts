@@ -449,9 +449,23 @@ export function createEscrowService(deps: {
           ? await stores.escrow.find(receipt.receipt_id)
           : undefined;
       if (!receipt || !order) return undefined;
+      const { client } = workflows();
+      if (order.status === EscrowStatus.Waiting && providerStatus !== EscrowStatus.Waiting) {
+        // shipped at the provider while paygate's order waits: a start of ours whose answer was lost; the order asks
+        // the provider and records it (a notification cannot say which shipment it was)
+        try {
+          await client.withDeadline(Date.now() + callTimeoutMs, () =>
+            client.workflow.getHandle(escrowWorkflowId(receipt.receipt_id)).signal(providerFollowUpSignal),
+          );
+        } catch (err) {
+          // no run yet (its first shipping start never reached the engine): the merchant's next start begins it
+          if (err instanceof WorkflowNotFoundError) return 'unchanged';
+          throw err;
+        }
+        return 'signalled';
+      }
       const events = eventsTowards(order.status, providerStatus);
       if (events.length === 0) return 'unchanged';
-      const { client } = workflows();
       const occurredAt = deps.clock().toISOString();
       for (const { event, to } of events) {
         // one id per status reached: the provider's redeliveries (and a reconcile that got there first) are duplicates

@@ -129,8 +129,15 @@ export async function escrowWorkflow(input: EscrowInput): Promise<void> {
   const reconcileMs = Math.max(1, input.reconcileAfterHours) * HOUR_MS;
 
   const assertReady = (): void => {
-    if (status !== EscrowStatus.Waiting || shipping) {
+    if (status !== EscrowStatus.Waiting) {
       throw failure('RC_ESCROW_NOT_READY', `the escrow is not waiting for shipping (status ${status})`);
+    }
+    // another start is at the PG now: its outcome is not known yet (2700 would say the order shipped)
+    if (shipping) {
+      throw failure(
+        'IDEMPOTENCY_IN_PROGRESS',
+        'A shipping start of this order is still in progress. Retry the same shipping start in a moment to get its answer.',
+      );
     }
   };
   const assertFreshProof = (args: Partial<ShippingStartArgs> | undefined): void => {
@@ -377,7 +384,33 @@ export async function escrowWorkflow(input: EscrowInput): Promise<void> {
       }
     } else {
       // waiting for shipping: notifications are recorded (and ignored) as they come
-      await condition(() => inbox.length > 0 || status !== EscrowStatus.Waiting || historyLong());
+      await condition(() => inbox.length > 0 || followUp || status !== EscrowStatus.Waiting || historyLong());
+      if (followUp && status === EscrowStatus.Waiting && !shipping && !historyLong()) {
+        // the provider says the order moved on, and a start of ours met an outage: it was registered (or not)
+        const doubted = shipmentInDoubt;
+        if (doubted === undefined) followUp = false;
+        else {
+          let pgStatus: number | undefined;
+          try {
+            pgStatus = await gateway.inquireEscrowStatus({ receiptId, pg: input.pg, gatewayTid: input.gatewayTid });
+          } catch {
+            await condition(() => inbox.length > 0 || historyLong() || status !== EscrowStatus.Waiting, followUpWaitMs);
+            followUpWaitMs = Math.min(followUpWaitMs * 2, MAX_FOLLOW_UP_WAIT_MS);
+            continue;
+          }
+          if (pgStatus === EscrowStatus.Waiting) followUp = false;
+          else if (!shipping && status === EscrowStatus.Waiting) {
+            shipmentInDoubt = undefined;
+            // recorded as the start whose answer was lost; followUp stays: the order then asks where the buyer is
+            await shippingStarted(
+              doubted,
+              { note: 'registered at the PG by an earlier shipping start whose answer was lost' },
+              false,
+            );
+          }
+          continue;
+        }
+      }
     }
     await condition(() => !shipping);
     while (inbox.length > 0) {

@@ -255,6 +255,34 @@ describe('escrow workflow (stub activities)', () => {
     });
   });
 
+  it('a start in doubt that the merchant never sends again is recorded when the provider says the order moved on', async () => {
+    let calls = 0;
+    const stubs = stubsWith({
+      startEscrowShipping: async () => {
+        calls++;
+        throw new Error('socket hang up');
+      },
+      // the PG registered the start, and the buyer has confirmed since
+      inquireEscrowStatus: async () => (calls > 0 ? EscrowStatus.PurchaseConfirmed : EscrowStatus.Waiting),
+    });
+    await t.withWorker(stubs, async (scope) => {
+      const handle = await start(scope, input({ reconcileAfterHours: 72 }));
+      const [lost] = await Promise.all([
+        refusal(handle.executeUpdate(shippingStartUpdate, { args: [shipping()] })),
+        t.skipTime(10_000),
+      ]);
+      expect(lost.type).toBe('GATEWAY_UNAVAILABLE');
+      // the provider's notification (the service signals a follow-up: paygate's order is at 0, the provider's beyond)
+      await handle.signal(providerFollowUpSignal);
+      await handle.result();
+      expect(rows(stubs)).toEqual([
+        [1, 'shipping_started', 'api', 0, 3, 'registered at the PG by an earlier shipping start whose answer was lost'],
+        [2, 'purchase_confirmed', 'reconcile', 3, 1, null],
+      ]);
+      expect(calls).toBe(3);
+    });
+  });
+
   it(`at most ${MAX_SHIPPING_ATTEMPTS} shipping starts reach the PG; the next, and one without a fresh proof, are refused untried`, async () => {
     const stubs = stubsWith({
       startEscrowShipping: async () => {

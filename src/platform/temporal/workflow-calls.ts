@@ -28,8 +28,16 @@ interface RefusalDetails {
   readonly retryAfterSeconds?: number;
 }
 
-/** The catalog errors a workflow answers a PG's outage with (src/gateways/declined.ts outageFailure). */
-const OUTAGE_ANSWERS: ReadonlySet<string> = new Set(['GATEWAY_UNAVAILABLE', 'GATEWAY_TIMEOUT', 'UPSTREAM_UNAVAILABLE']);
+/**
+ * The workflow answers whose outcome is not known yet, which name the receipt to look up: a PG's outage
+ * (src/gateways/declined.ts outageFailure), and a step of the same order still in progress.
+ */
+const NOT_FINAL_ANSWERS: ReadonlySet<string> = new Set([
+  'GATEWAY_UNAVAILABLE',
+  'GATEWAY_TIMEOUT',
+  'UPSTREAM_UNAVAILABLE',
+  'IDEMPOTENCY_IN_PROGRESS',
+]);
 
 /**
  * The workflow engine could not be reached (a restarting engine or cluster frontend: the connection refused or
@@ -64,7 +72,7 @@ export function workflowRefusal(err: unknown, shownReceiptId?: string): ApiError
     ...(details.pgErrorCode !== undefined ? { pgErrorCode: details.pgErrorCode } : {}),
     ...(details.payloadMessage !== undefined ? { payloadMessage: details.payloadMessage } : {}),
     ...(typeof details.retryAfterSeconds === 'number' ? { retryAfterSeconds: details.retryAfterSeconds } : {}),
-    // an outage's answer names the receipt the merchant knows the order by, to look its outcome up
-    ...(shownReceiptId !== undefined && OUTAGE_ANSWERS.has(type) ? { receiptId: shownReceiptId } : {}),
+    // an answer that is not final names the receipt the merchant knows the order by, to look its outcome up
+    ...(shownReceiptId !== undefined && NOT_FINAL_ANSWERS.has(type) ? { receiptId: shownReceiptId } : {}),
   });
 }
