@@ -201,8 +201,10 @@ export class Stack {
     // kept only in memory, its last chunks
     const keepErrors = (chunk: Buffer) => {
       for (const line of chunk.toString().split('\n')) {
-        if (this.errorLines.length < MAX_ERROR_LINES && /"level":(50|60)\b/.test(line))
-          this.errorLines.push(`${key}: ${line.slice(0, 1_500)}`);
+        // an answer of the catalog (an outage told as 9481 / 9502 / 9504 / 9503) is routine here: the rest is kept
+        const routine = /"type":"ApiError"/.test(line) && !/"error_code":"INTERNAL_ERROR"/.test(line);
+        if (this.errorLines.length < MAX_ERROR_LINES && /"level":(50|60)\b/.test(line) && !routine)
+          this.errorLines.push(`${key}: ${line.slice(0, 3_000)}`);
       }
     };
     started.child.stdout?.on('data', keepErrors);
