@@ -77,7 +77,7 @@ function awaitingSandboxClock<T extends object>(activities: T, sync: (() => Prom
  */
 export function startWorkerLoops(
   core: Core,
-  services: Pick<Services, 'reconcile' | 'webhookDispatcher'>,
+  services: Pick<Services, 'reconcile' | 'webhookDispatcher' | 'verifications'>,
   logger: Logger,
   clocks: Clocks = createClocks(),
 ): () => Promise<void> {
@@ -93,14 +93,14 @@ export function startWorkerLoops(
 export const RECONCILE_SWEEP_INTERVAL_MS = 15_000;
 
 /**
- * Starts the reconcile workflow of every pending charge / cancel whose owner is gone, and releases
- * Idempotency-Key records of requests that died: now, then every RECONCILE_SWEEP_INTERVAL_MS. Each is judged by
+ * Starts the reconcile workflow of every pending charge / cancel whose owner is gone, releases Idempotency-Key
+ * records of requests that died, and ends verifications their request left sending without a run: now, then every RECONCILE_SWEEP_INTERVAL_MS. Each is judged by
  * the clock that wrote it: the call windows by the business clock (the charges' and cancels'), the Idempotency-Key
  * records by the wall clock (the API's).
  */
 export function startReconcileSweep(
   core: Core,
-  services: Pick<Services, 'reconcile'>,
+  services: Pick<Services, 'reconcile' | 'verifications'>,
   logger: Logger,
   clocks: Clocks,
 ): () => void {
@@ -113,6 +113,10 @@ export function startReconcileSweep(
     try {
       const swept = await sweepUnsettled({ stores: core.stores, reconcile, ...clocks });
       if (swept.charges + swept.cancels + swept.keys > 0) logger.info(swept, 'reconcile sweep: owners gone, reconcile started');
+      // verifications stored by a request that died before their run started (their rows' times are the database's)
+      const orphans = await services.verifications.failOrphanedSends(clocks.wallClock());
+      if (orphans > 0)
+        logger.info({ verifications: orphans }, 'reconcile sweep: verifications left sending ended as failed requests');
     } catch (err) {
       logger.warn({ err }, 'the reconcile sweep failed; it runs again later');
     } finally {

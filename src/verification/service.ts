@@ -70,6 +70,12 @@ function workflowError(err: unknown, shownReceiptId?: string): unknown {
   return workflowRefusal(err, shownReceiptId) ?? err;
 }
 
+/**
+ * How long a request may keep its verification in status 50 before its workflow has started: longer than the route
+ * waits for the workflow (DEFAULT_WORKFLOW_CALL_TIMEOUT_MS), so a live request is never taken for an orphan.
+ */
+export const ORPHANED_SEND_AFTER_MS = 3 * 60_000;
+
 export interface VerificationService {
   /**
    * Step 1, once pg and method are present: 2406 for a PG without REST verification, 2001 when not enabled. A PG the
@@ -100,6 +106,12 @@ export interface VerificationService {
   get(project: Project, receiptId: string): Promise<VerificationView>;
   /** Sandbox mode: the messages sent to `phone` for one verification of the caller (its gateway tid). */
   sandboxInboxOf(project: Project, receiptId: string, phone: string): Promise<SandboxSms[]>;
+  /**
+   * The worker's sweep: a verification left sending (status 50) by a request whose process died after storing it and
+   * before its workflow started has no run to move it; it ends as a failed request (AUTH_REQUEST_FAILED), as a send
+   * that failed. One whose run exists is left to it. Returns how many were ended.
+   */
+  failOrphanedSends(now: Date): Promise<number>;
 }
 
 export function createVerificationService(deps: {
@@ -355,6 +367,21 @@ export function createVerificationService(deps: {
       const windowOver = deps.clock().getTime() > row.authenticated_at.getTime() + VERIFICATION_WINDOW_MS;
       if (windowOver || row.identifiers_purged_at) throw new ApiError('AUTH_EXPIRED');
       return row;
+    },
+
+    async failOrphanedSends(now) {
+      let failed = 0;
+      for (const receiptId of await store.sendingSince(new Date(now.getTime() - ORPHANED_SEND_AFTER_MS), 50)) {
+        try {
+          await handleOf(receiptId).describe();
+          continue; // its run moves it
+        } catch (err) {
+          if (!(err instanceof WorkflowNotFoundError)) throw err;
+        }
+        await store.markRequestFailed(receiptId, { errorName: 'AUTH_REQUEST_FAILED' });
+        failed++;
+      }
+      return failed;
     },
 
     view(row, gatewayUrl, withPerson) {

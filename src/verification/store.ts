@@ -48,6 +48,8 @@ export interface VerificationStore extends VerificationRecords {
   tidsOf(applicationId: string, tids: readonly string[]): Promise<Set<string>>;
   /** Notes the Idempotency-Key (as its MAC) of a confirm about to be sent, while the OTP is awaited. */
   noteConfirmKey(receiptId: string, keyMac: string): Promise<void>;
+  /** Paygate's ids of verifications still sending (status 50) since before `before`, oldest first, at most `limit`. */
+  sendingSince(before: Date, limit: number): Promise<string[]>;
 }
 
 /** A verification no longer awaiting its OTP can be resent no more: its phone's hash is dropped. */
@@ -163,6 +165,18 @@ export function createVerificationStore(db: Kysely<Tables>, cipher: FieldCipher)
         di: open(r, 'di', row.di_sealed),
       };
       return Object.fromEntries(Object.entries(person).filter(([, v]) => v !== undefined)) as OpenedPerson;
+    },
+
+    async sendingSince(before, limit) {
+      const rows = await db
+        .selectFrom('verifications')
+        .select('receipt_id')
+        .where('status', '=', VerificationStatus.Sending)
+        .where('updated_at', '<', before)
+        .orderBy('updated_at')
+        .limit(limit)
+        .execute();
+      return rows.map((r) => r.receipt_id);
     },
 
     async noteConfirmKey(receiptId, keyMac) {

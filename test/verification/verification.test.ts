@@ -1,6 +1,7 @@
 // REST identity verification through the real API, the real Temporal worker, the embedded engine
 // (time-skipping) and the real database: every response field and every error code of the issue.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ORPHANED_SEND_AFTER_MS } from '../../src/verification/service.js';
 import { buildTestApp, type TestApp, type TestProject } from '../helpers/app.js';
 import { armSandboxFault, keyInClient } from '../payments/key-in-fixtures.js';
 import {
@@ -509,5 +510,50 @@ describe('POST /v2/authenticate/realarm', () => {
     const { receiptId } = await api.requested({ authenticate_type: 'pass' });
     expectApiError(await api.realarm(receiptId), 400, 2412, 'AUTH_REALARM_NOT_ABLE');
     expect((await row(receiptId)).number_of_realarms).toBe(0);
+  });
+
+  describe('a verification whose request died before its run started', () => {
+    it('the worker ends it as a failed request once it sat sending past ORPHANED_SEND_AFTER_MS; one with a run, or younger, is left', async () => {
+      const store = t.deps.stores.verifications;
+      const now = new Date();
+      const stored = (receiptId: string) =>
+        store.create({
+          receiptId,
+          applicationId: project.applicationId,
+          authenticationId: `orphan-${receiptId}`,
+          orderName: 'signup',
+          pg: 'sandbox_identity',
+          type: 'sms',
+          metadata: {},
+          extra: {},
+          clientIp: '127.0.0.1',
+          requestedAt: now,
+        });
+      // what a kill -9 between storing the request and starting its workflow leaves: status 50, no run
+      const orphan = 'a0a0a0a0a0a0a0a0a0a0a0a1';
+      const young = 'a0a0a0a0a0a0a0a0a0a0a0a2';
+      await stored(orphan);
+      await stored(young);
+      await t.deps.database.db
+        .updateTable('verifications')
+        .set({ updated_at: new Date(now.getTime() - ORPHANED_SEND_AFTER_MS - 60_000) })
+        .where('receipt_id', '=', orphan)
+        .execute();
+      // and a verification whose run exists, held at 50 as long ago (its run moves it, never the sweep)
+      const { receiptId: live } = await api.requested();
+      await t.deps.database.db
+        .updateTable('verifications')
+        .set({ status: 50, updated_at: new Date(now.getTime() - ORPHANED_SEND_AFTER_MS - 60_000) })
+        .where('receipt_id', '=', live)
+        .execute();
+
+      expect(await t.app.deps.services.verifications.failOrphanedSends(new Date())).toBe(1);
+      expect(await row(orphan)).toMatchObject({ status: -12, failure_error_name: 'AUTH_REQUEST_FAILED' });
+      expect((await row(young)).status).toBe(50);
+      expect((await row(live)).status).toBe(50);
+      // its lookup is final now: the request failed
+      expect((await api.certificate(orphan)).status).toBeGreaterThanOrEqual(400);
+      expect(await t.app.deps.services.verifications.failOrphanedSends(new Date())).toBe(0);
+    });
   });
 });
