@@ -267,8 +267,9 @@ export function announceAdminToken(
 ): void {
   if (config.adminTokenGenerated) {
     terminal.write(`paygate: ADMIN_TOKEN is not set; generated for this run: ${config.adminToken}\n`);
-    // the sandbox's first run: expected, not a warning; a production server without a lasting token is one
-    logger[config.sandbox ? 'info' : 'warn'](
+    // a laptop's sandbox (npm start): expected, not a warning; a server of a deployment (production, or a sandbox
+    // forced onto a database or cluster) without a lasting token is one
+    logger[config.sandbox && !config.sandboxForced ? 'info' : 'warn'](
       'ADMIN_TOKEN is not set: a token was generated for this run and printed to stderr (set ADMIN_TOKEN to keep one)',
     );
   }
