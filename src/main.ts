@@ -3,7 +3,7 @@
 // gateways, and — unless TEMPORAL_ADDRESS is set — the embedded Temporal-compatible engine, durable under DATA_DIR.
 // When one of them dies, the rest shut down.
 import { buildConfiguredApp, exitIfPortInUse, type Listening, listen } from './api/server.js';
-import { checkPortsFree, PortInUseError, startupBanner } from './api/startup.js';
+import { PortInUseError, reservePorts, startupBanner } from './api/startup.js';
 import { readConfigOrExit } from './platform/config/index.js';
 import { DataDirInUseError, lockDataDir } from './platform/data-dir-lock.js';
 import { exitWhenHelperEnds } from './platform/child-process.js';
@@ -29,8 +29,9 @@ const startedAt = performance.now();
 /** One plain line per stage on stderr, beside the banner: a start that takes seconds says what it is doing. */
 const progress = (what: string) =>
   process.stderr.write(`paygate: ${what} (${((performance.now() - startedAt) / 1000).toFixed(1)} s)\n`);
-// before the database, the engine and the worker: a taken PORT / ADMIN_PORT is one line and exit 1 within a second
-await checkPortsFree(config).catch(exitIfPortInUse);
+// before the database, the engine and the worker: a taken PORT / ADMIN_PORT is one line and exit 1 within a second;
+// held until the server listens, so none of their sockets is given it meanwhile
+const releasePorts = await reservePorts(config).catch(exitIfPortInUse);
 // and before any token is made or printed: one npm start per DATA_DIR (its PGlite, engine and sandbox files)
 const releaseDataDir = (() => {
   try {
@@ -49,7 +50,7 @@ if (config.temporalMetricsAddress)
   logger.info({ address: config.temporalMetricsAddress }, 'Temporal SDK metrics exporter listening');
 
 // run in reverse: the directory is released last, once everything writing to it has stopped
-const closers: (() => Promise<unknown>)[] = [async () => releaseDataDir()];
+const closers: (() => Promise<unknown>)[] = [async () => releaseDataDir(), releasePorts];
 const closeAll = async () => {
   shuttingDown = true;
   for (const close of closers.reverse())
@@ -139,6 +140,7 @@ try {
     // an advance answers once the webhook retries it made due are sent, as it did when they were workflow timers
     ...(clock ? { sandboxClock: deliveringOnAdvance(clock, services.webhookDispatcher) } : {}),
   });
+  await releasePorts();
   listening = await listen(app, config, closeAll);
   progress('API listening');
   // Ctrl-C reaches the whole process group: the engine may end before the shutdown listen() runs has begun (added

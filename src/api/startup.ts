@@ -41,6 +41,39 @@ export async function checkPortsFree(config: Pick<Config, 'host' | 'port' | 'adm
   if (config.admin && config.admin.port !== 0) await probe('ADMIN_PORT', config.admin.host, config.admin.port);
 }
 
+/** Binds host:port and keeps it, turning every connection away (reset) until released. */
+function hold(variable: 'PORT' | 'ADMIN_PORT', host: string, port: number): Promise<() => Promise<void>> {
+  return new Promise((resolve, reject) => {
+    const server = createServer((socket) => socket.destroy());
+    server.once('error', (err: NodeJS.ErrnoException) =>
+      reject(err.code === 'EADDRINUSE' ? new PortInUseError(variable, port) : err),
+    );
+    server.listen({ host, port, exclusive: true }, () => resolve(() => new Promise<void>((done) => server.close(() => done()))));
+  });
+}
+
+/**
+ * As checkPortsFree, but the ports stay bound while the database, the engine and the worker start (seconds, in which
+ * their own sockets could be given the same port by the system): the returned function lets go of them just before
+ * the server listens. A connection meanwhile is reset, as by a port nobody listens on.
+ */
+export async function reservePorts(config: Pick<Config, 'host' | 'port' | 'admin'>): Promise<() => Promise<void>> {
+  const held: (() => Promise<void>)[] = [];
+  try {
+    if (config.port !== 0) held.push(await hold('PORT', config.host, config.port));
+    if (config.admin && config.admin.port !== 0) held.push(await hold('ADMIN_PORT', config.admin.host, config.admin.port));
+  } catch (err) {
+    for (const release of held) await release();
+    throw err;
+  }
+  let released = false;
+  return async () => {
+    if (released) return;
+    released = true;
+    for (const release of held) await release();
+  };
+}
+
 /** An address a person can open: the wildcard hosts as localhost. */
 export function browsable(address: string): string {
   return address.replace(/^(https?:\/\/)(0\.0\.0\.0|\[::\])(?=:)/, '$1localhost');
