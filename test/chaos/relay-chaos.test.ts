@@ -2,7 +2,8 @@
 // cancels, reserves, schedule periods, verifications, escrow with the buyer's decision), paygate A's API, worker or
 // engine or provider B killed -9 three times, and the fault proxy between A and B switching faults (latency, trickle,
 // reset mid-body, 502/503 HTML, black hole, B down); then every check of money and of the merchant's answers must be
-// 0 (ASSERTED below), and no valid request answered with a refusal, no flow refused. The comparison of A's receipts
+// 0 (ASSERTED below), and no valid request answered with a refusal. Refused flows are printed: a reserve whose
+// retries outlast its own reserve_execute_at is refused 9442, as it should be. The comparison of A's receipts
 // and escrow orders with B's is printed, not asserted, in this short run: an order whose notification met a kill of
 // A's API waits for B's redelivery (5 minutes after two failures), longer than this run settles; the full run
 // (`npm run chaos -- --relay`, docs/benchmarks.md) settles for it and counts it. Both stacks are split
@@ -15,12 +16,12 @@ const DATABASE_URL = process.env.DATABASE_URL;
 const FLOWS = 40;
 const KILLS = 3;
 const SEED = 36;
-// A's reconciles (the 45 s call window and the 15 s sweep) and B's notifications to A retried on its ladder settle
-// within the bound (a run with nothing left behind settles in seconds; one that leaves A behind B waits it out: about
-// 9 minutes in all on the code before the provider-call fixes); the driver stops itself at RUN_TIMEOUT_S, the group
+// A's reconciles (the 45 s call window and the 15 s sweep), B's notifications to A retried on its ladder, and B's own
+// escrow orders reaching the buyer's decisions (a refund of B's after a kill settles by its reconcile) settle within
+// the bound (a run with nothing left behind settles in seconds); the driver stops itself at RUN_TIMEOUT_S, the group
 // is killed a little later whatever happens.
-const SETTLE_S = 150;
-const RUN_TIMEOUT_S = 480;
+const SETTLE_S = 300;
+const RUN_TIMEOUT_S = 600;
 /** The table's rows that must be 0 in CI (the rest are printed: see above). */
 const ASSERTED = [
   'stuck at A',
@@ -34,7 +35,6 @@ const ASSERTED = [
   'failed workflows',
   'processes crashed on their own',
   'valid requests answered with a refusal',
-  'flows refused',
 ];
 const TEST_TIMEOUT_MS = (RUN_TIMEOUT_S + 30) * 1000;
 
