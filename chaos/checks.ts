@@ -176,6 +176,33 @@ export async function pgRefundChecks(
   return { refunds, mismatches, refunded };
 }
 
+/**
+ * One workflow as the engine sees it, in a line: its status, history length, pending activities (attempt, last
+ * failure) and its last history events: what a finding needs to be understood once the processes are gone.
+ */
+export async function describeWorkflow(engineAddress: string, workflowId: string): Promise<string> {
+  const connection = await Connection.connect({ address: engineAddress });
+  try {
+    const client = new TemporalClient({ connection, namespace: 'default' });
+    const handle = client.workflow.getHandle(workflowId);
+    const d = await handle.describe();
+    const pending = (d.raw.pendingActivities ?? []).map(
+      (a) =>
+        `${a.activityType?.name ?? '?'} attempt ${a.attempt ?? 0}${a.lastFailure?.message ? ` (${a.lastFailure.message.slice(0, 160)})` : ''}`,
+    );
+    const events = (await handle.fetchHistory()).events ?? [];
+    const last = events.slice(-12).map((e) => {
+      const name = Object.keys(e).find((k) => k.endsWith('EventAttributes') && (e as Record<string, unknown>)[k]);
+      return `${e.eventId}:${(name ?? String(e.eventType)).replace(/EventAttributes$/, '')}`;
+    });
+    return `${workflowId}: ${d.status.name}, ${d.historyLength} events; pending [${pending.join('; ')}]; last ${last.join(' ')}`;
+  } catch (err) {
+    return `${workflowId}: not described (${(err as Error).message})`;
+  } finally {
+    await connection.close();
+  }
+}
+
 /** The engine's workflows by status; a few failed ones named as examples. */
 export async function workflowCounts(
   engineAddress: string,

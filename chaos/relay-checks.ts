@@ -2,7 +2,15 @@
 // (B's own charge and refund checks of chaos/checks.ts), what the merchant was told against both, the merchant's
 // webhooks, and every answer the merchant got from A. Every count must be 0.
 import type pg from 'pg';
-import { openDb, pgChargeChecks, pgRefundChecks, sandboxInspector, stuckRows, workflowCounts } from './checks.js';
+import {
+  describeWorkflow,
+  openDb,
+  pgChargeChecks,
+  pgRefundChecks,
+  sandboxInspector,
+  stuckRows,
+  workflowCounts,
+} from './checks.js';
 import type { FlowRecord, ObservedAnswer } from './merchant.js';
 import type { ReceiverLog } from './receiver.js';
 
@@ -273,6 +281,7 @@ export async function runRelayChecks(target: RelayCheckTarget): Promise<RelayChe
       ).rows.flatMap((r) => (Array.isArray(r.tags) ? r.tags.map(String) : [])),
     );
     let waitingOnB = 0;
+    let described = 0;
     for (const [receiptId, status] of escrowA) {
       if (escrowB.get(receiptId) !== status) {
         const pending = unsent.has(receiptId);
@@ -281,6 +290,17 @@ export async function runRelayChecks(target: RelayCheckTarget): Promise<RelayChe
           'escrowMismatch',
           `escrow ${receiptId}: A's order ${status}, B's ${escrowB.get(receiptId) ?? 'none'}${pending ? " (B's notification to A still retrying)" : ''}`,
         );
+        // A's run of the order, as its engine sees it (A's workflow is named by A's own receipt_id)
+        if (described++ < 5) {
+          const own = (
+            await dbA.query<{ receipt_id: string }>(
+              'select receipt_id from receipts where provider_receipt_id = $1 or receipt_id = $1 limit 1',
+              [receiptId],
+            )
+          ).rows[0]?.receipt_id;
+          if (own)
+            examples.push(`  A's run of ${receiptId}: ${await describeWorkflow(target.relay.engineAddress, `escrow:${own}`)}`);
+        }
       }
     }
     details['escrow mismatches whose B notification to A is still retrying'] = waitingOnB;

@@ -106,6 +106,17 @@ export async function runRelayChaos(options: RelayChaosOptions): Promise<RelayCh
   const poolB = new Pool(b.apiUrl, { connections: Math.max(8, options.concurrency) });
   try {
     return await Promise.race([hardTimeout, run()]);
+  } catch (err) {
+    // a run that failed before its report (a setup call refused for a minute, the hard timeout): what each API and
+    // worker said last is the only clue left once the processes are gone
+    for (const [name, stack] of [
+      ['A', a],
+      ['B', b],
+    ] as const) {
+      for (const line of stack.errorLines) log(`${name}'s error log: ${line}`);
+      for (const process of ['api', 'worker'] as const) log(`${name}'s ${process}, last output:\n${stack.outputTail(process)}`);
+    }
+    throw err;
   } finally {
     clearTimeout(hardTimer);
     for (const s of stacks) s.killAll();
@@ -230,11 +241,16 @@ export async function runRelayChaos(options: RelayChaosOptions): Promise<RelayCh
           (f) =>
             f.escrowDecision !== undefined && f.receiptId !== undefined && ordersAtB.get(f.receiptId) !== f.escrowDecision.status,
         ).length;
+        // A's orders follow B's through B's notifications, or A's follow-up asks (5 s doubling to a minute) when a
+        // notification could not be checked at B then
+        const ordersAtA = await statusById(dbA, 'escrow_orders', applicationId);
+        const behind = [...ordersAtA].filter(([id, status]) => ordersAtB.get(id) !== status).length;
         return {
           ...Object.fromEntries(Object.entries(atAStuck).map(([k, n]) => [`A: ${k}`, n])),
           'B: receipts in status 0': atBStuck['receipts in status 0']!,
           'B: deliveries not done': atBStuck['deliveries not done']!,
           "B: escrow orders not at the buyer's decision": undecided,
+          "A: escrow orders not at B's status": behind,
         };
       });
     } finally {

@@ -224,6 +224,11 @@ export class Stack {
     await exited;
   }
 
+  /** The last output of one process (name#instance as in `crashed`), for a run that failed before its report. */
+  outputTail(name: ProcessName, instance = 0, chars = 3_000): string {
+    return (this.lastOutput.get(keyOf(name, instance)) ?? []).join('').slice(-chars);
+  }
+
   /** The processes that exited without being killed by the run (a crash is a finding); name: name#instance. */
   crashed(): { name: string; code: number | null; output: string }[] {
     const out: { name: string; code: number | null; output: string }[] = [];
