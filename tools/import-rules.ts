@@ -77,8 +77,34 @@ const inArea = (path: string) => areaOf(path) !== undefined;
 /** An area's public module (`src/<area>/index.ts`): what the others use of it, its rules and contracts aside. */
 export const isPublicModule = (path: string) => AREAS.some((a) => path === `src/${a}/index.ts`);
 
-/** Pure modules: rules without I/O that any layer, the workflows included, may import. */
-const PURE_FILES = new Set([
+/**
+ * The folders of src/ by layer, lowest first (ARCHITECTURE.md, "Layers"): a file imports from its own folder and from
+ * lower layers only, never from a folder beside it or above it, type-only imports included. The areas among them are
+ * ordered by what they use: payments relays through upstream, which signs with webhooks and calls through gateways.
+ */
+export const LAYERS: readonly (readonly string[])[] = [
+  ['platform'],
+  ['projects'],
+  ['webhooks', 'gateways'],
+  ['upstream'],
+  ['payments'],
+  ['verification', 'escrow', 'reserves', 'schedules'],
+  ['sandbox', 'activities'],
+  ['workflows', 'composition', 'dashboard'],
+  ['api', 'cli'],
+  ['main'],
+];
+/** The top folder of a file of src/ ('main' for src/main.ts); undefined outside src/. */
+const folderOf = (path: string): string | undefined =>
+  path.startsWith('src/') ? path.slice('src/'.length).split('/')[0]!.replace(/\.ts$/, '') : undefined;
+const layerOf = (folder: string | undefined): number =>
+  folder === undefined ? -1 : LAYERS.findIndex((layer) => layer.includes(folder));
+
+/**
+ * Pure modules beyond the naming convention (an area's `rules.ts` / `*-rules.ts`): rules without I/O that any layer,
+ * the workflows included, may import. ARCHITECTURE.md ("Pure rules") names each of them.
+ */
+export const PURE_FILES = new Set([
   'src/platform/errors.ts',
   'src/platform/ids.ts',
   'src/platform/time.ts',
@@ -86,7 +112,6 @@ const PURE_FILES = new Set([
   'src/platform/ip.ts',
   'src/platform/temporal/messages.ts',
   'src/escrow/status.ts',
-  'src/payments/card.ts',
   'src/projects/access.ts',
   'src/projects/key-rotation.ts',
   'src/projects/scopes.ts',
@@ -126,6 +151,15 @@ interface Rule {
 }
 
 const RULES: readonly Rule[] = [
+  {
+    name: 'a folder of src/ imports only its own files and lower layers (LAYERS), type-only imports included',
+    applies: (f) => layerOf(folderOf(f)) >= 0,
+    forbids: (imp, file) => {
+      if (!imp.local || !imp.target.startsWith('src/')) return false;
+      const [from, to] = [folderOf(file), folderOf(imp.target)];
+      return from !== to && layerOf(to) >= layerOf(from);
+    },
+  },
   {
     name: 'rules are pure: they import only other rules, no I/O, no framework',
     applies: isPure,
@@ -192,12 +226,11 @@ const RULES: readonly Rule[] = [
         : imp.target === 'fastify',
   },
   {
-    name: "activities are Fastify-free, reach the outside through the areas and take the composition root's types only",
+    name: 'activities are Fastify-free and reach the outside through the areas (the composition root builds them)',
     applies: (f) => inFolder(f, 'activities'),
     forbids: (imp) =>
       imp.local
-        ? ['api', 'workflows', 'dashboard', 'cli', 'sandbox', 'main'].some((l) => inFolder(imp.target, l)) ||
-          (inFolder(imp.target, 'composition') && !imp.typeOnly)
+        ? ['api', 'workflows', 'dashboard', 'cli', 'sandbox', 'main', 'composition'].some((l) => inFolder(imp.target, l))
         : imp.target === 'fastify',
   },
   {
@@ -207,11 +240,11 @@ const RULES: readonly Rule[] = [
       imp.local ? ['api', 'dashboard', 'cli', 'main'].some((l) => inFolder(imp.target, l)) : imp.target === 'fastify',
   },
   {
-    name: "the dashboard reaches data through services: no route, activity, workflow, gateway or Temporal code; an area's public module as types only",
+    name: "the dashboard reaches data through services: no API, activity, workflow, gateway or Temporal code; an area's public module as types only",
     applies: (f) => inFolder(f, 'dashboard'),
     forbids: (imp) =>
       imp.local
-        ? imp.target.startsWith('src/api/routes/') ||
+        ? inFolder(imp.target, 'api') ||
           ['activities', 'workflows', 'gateways', 'sandbox', 'platform/temporal', 'composition'].some((l) =>
             inFolder(imp.target, l),
           ) ||
@@ -314,8 +347,18 @@ export function checkImports(): Violation[] {
     'worker.ts',
   ];
   const violations = files.flatMap((file) => checkFileImports(file, importsOf(file)));
-  for (const circle of importCircles(sourceFiles('src')))
-    violations.push({ file: circle[0]!, target: circle.join(' -> '), rule: 'no import circle in src (type-only imports count)' });
+  for (const dir of ['src', 'engine/src']) {
+    for (const circle of importCircles(sourceFiles(dir)))
+      violations.push({
+        file: circle[0]!,
+        target: circle.join(' -> '),
+        rule: `no import circle in ${dir} (type-only imports count)`,
+      });
+  }
+  for (const folder of sourceFiles('src').map(folderOf)) {
+    if (layerOf(folder) < 0)
+      violations.push({ file: `src/${folder}`, target: '', rule: 'every folder of src/ has its layer (LAYERS)' });
+  }
   const worker = runtimeClosure('worker.ts');
   for (const file of worker.files) {
     if (inFolder(file, 'api'))

@@ -6,7 +6,8 @@ import { Clock, type TimerHandle } from './clock.js';
 import { DEFAULT_DYNAMIC_CONFIG, type DynamicConfig } from './dynamic-config.js';
 import { invalid, namespaceNotFound, notFound } from './errors.js';
 import { StateCursor } from './journal-delta.js';
-import { serialize, type Journal, type JournalRecord } from './journal.js';
+import type { Journal, JournalRecord } from './journal.js';
+import { serialize } from './journal-codec.js';
 import { TaskQueues } from './matching.js';
 import {
   Status,

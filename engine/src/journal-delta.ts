@@ -10,7 +10,7 @@
 //   m: {field: {s: {entryKey: value}, x: [entryKey]}}  entries of the map fields set / removed
 //   a: {field: {k, p}}  array fields: drop the first k elements, then push p
 // Lines are built from the serialized pieces the cursor already holds, so nothing is serialized twice.
-import { serialize } from './journal.js';
+import { serialize } from './journal-codec.js';
 
 /** Fields keyed by id whose entries change one at a time (state.ts). */
 const MAP_FIELDS = new Set(['activities', 'timers', 'children', 'updates', 'deadlines']);

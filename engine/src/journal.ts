@@ -7,6 +7,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { applyDelta, type StateDelta } from './journal-delta.js';
+import { deserialize, serialize } from './journal-codec.js';
 
 export interface JournalRecord {
   key: string;
@@ -18,27 +19,6 @@ export interface JournalRecord {
   d?: StateDelta;
   /** The execution was removed (retention); replay forgets it. */
   deleted?: boolean;
-}
-
-function replacer(this: Record<string, unknown>, key: string, value: unknown): unknown {
-  const original = this[key];
-  if (original instanceof Uint8Array) return { $b64: Buffer.from(original).toString('base64') };
-  return value;
-}
-
-function reviver(_key: string, value: unknown): unknown {
-  if (value && typeof value === 'object' && '$b64' in value) {
-    return Buffer.from(String((value as { $b64: string }).$b64), 'base64');
-  }
-  return value;
-}
-
-export function serialize(value: unknown): string {
-  return JSON.stringify(value, replacer);
-}
-
-export function deserialize<T>(line: string): T {
-  return JSON.parse(line, reviver) as T;
 }
 
 const PRIVATE_FILE = 0o600;

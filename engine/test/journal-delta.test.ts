@@ -5,7 +5,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { applyDelta, StateCursor, type StateDelta } from '../src/journal-delta.js';
-import { deserialize, Journal, serialize } from '../src/journal.js';
+import { Journal } from '../src/journal.js';
+import { deserialize, serialize } from '../src/journal-codec.js';
 
 /** A deterministic pseudo-random sequence (mulberry32), so a failure can be replayed. */
 function random(seed: number): () => number {

@@ -6,22 +6,29 @@ import { createHash } from 'node:crypto';
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import type { EscrowTransition } from '../escrow/contract.js';
-import { escrowWebhookPayload, renderEscrowData, type ResolvedShipment } from '../escrow/rules.js';
+import { escrowWebhookPayload, renderEscrowData } from '../escrow/rules.js';
+import type { ResolvedShipment } from '../gateways/rules.js';
 import { ApiError } from '../platform/errors.js';
 import { PROJECT_EVENTS } from '../webhooks/rules.js';
 import type { EscrowGateway, GatewayRegistry } from '../gateways/index.js';
-import { type CancelService, merchantReceiptId, type ReceiptService, receiptResponse } from '../payments/index.js';
+import {
+  type ReceiptStore,
+  type CancelService,
+  merchantReceiptId,
+  type ReceiptService,
+  receiptResponse,
+} from '../payments/index.js';
 import { PAYMENT_CANCELLED } from '../payments/receipt-rules.js';
 import type { UpstreamGateways } from '../upstream/index.js';
 import type { WorkflowTimeStamp } from '../platform/temporal/sandbox-clock.js';
 import { type OperationLog, pinoStyleLog } from '../platform/operation-log.js';
 import type { WebhookService } from '../webhooks/index.js';
-import type { Stores } from '../composition/stores.js';
-import { toProject } from '../projects/index.js';
+import type { EscrowStore } from '../escrow/index.js';
+import { type ProjectStore, toProject } from '../projects/index.js';
 import { callGateway } from './failures.js';
 
 export interface EscrowActivityDeps {
-  readonly stores: Pick<Stores, 'escrow' | 'receipts' | 'projects'>;
+  readonly stores: { readonly escrow: EscrowStore; readonly receipts: ReceiptStore; readonly projects: ProjectStore };
   readonly gateways: GatewayRegistry;
   /** the rejection approval's refund: the worker's cancel service (Temporal retries it; no reconcile hand-over) */
   readonly cancels: Pick<CancelService, 'cancel'>;

@@ -1,5 +1,5 @@
 import { ApplicationFailure, ApplicationFailureCategory } from '@temporalio/common';
-import { GatewayDeclinedError, GatewayUnavailableError } from '../gateways/index.js';
+import { gatewayDecline, GatewayUnavailableError } from '../gateways/index.js';
 import { ApiError } from '../platform/errors.js';
 
 import {
@@ -19,13 +19,14 @@ export async function callGateway<T>(call: () => Promise<T>): Promise<T> {
   try {
     return await call();
   } catch (err) {
-    if (err instanceof GatewayDeclinedError) {
-      const details: GatewayDeclinedDetails = { pgErrorCode: err.pgErrorCode, pgMessage: err.pgMessage };
+    const decline = gatewayDecline(err);
+    if (decline) {
+      const details: GatewayDeclinedDetails = { pgErrorCode: decline.pgErrorCode, pgMessage: decline.pgMessage };
       // benign: the PG judged the request (a wrong OTP, a declined card), nothing failed; the SDK logs it at debug
       // instead of a warning with its stack, and leaves it out of its failure metrics
       throw ApplicationFailure.create({
         type: GATEWAY_DECLINED,
-        message: err.pgMessage,
+        message: decline.pgMessage,
         nonRetryable: true,
         details: [details],
         category: ApplicationFailureCategory.BENIGN,

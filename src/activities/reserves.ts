@@ -9,6 +9,8 @@ import type { ChargeParams } from '../payments/billing-rules.js';
 import { renderReserve } from '../reserves/rules.js';
 import { type DeliveryContentType, type OutboundEvent, PROJECT_EVENTS, receiptFeedbackEvent } from '../webhooks/rules.js';
 import {
+  type BillingKeyStore,
+  type ReceiptStore,
   findUsableBillingKey,
   type ChargeService,
   receiptResponse,
@@ -18,11 +20,16 @@ import {
   merchantReceiptId,
 } from '../payments/index.js';
 import type { WebhookService } from '../webhooks/index.js';
-import type { Stores } from '../composition/stores.js';
-import type { ReserveRow } from '../reserves/index.js';
+import type { ProjectStore } from '../projects/index.js';
+import type { ReserveRow, ReserveStore } from '../reserves/index.js';
 
 export interface ReserveActivityDeps {
-  readonly stores: Pick<Stores, 'reserves' | 'receipts' | 'billingKeys' | 'projects'>;
+  readonly stores: {
+    readonly reserves: ReserveStore;
+    readonly receipts: ReceiptStore;
+    readonly billingKeys: BillingKeyStore;
+    readonly projects: ProjectStore;
+  };
   /** the reserve's charge: the worker's charge service (Temporal retries it; no reconcile hand-over) */
   readonly charges: Pick<ChargeService, 'chargeKey'>;
   /** the result's feedback_url delivery */

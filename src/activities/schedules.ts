@@ -21,6 +21,8 @@ import {
   separateRetryOrderId,
 } from '../schedules/rules.js';
 import {
+  type BillingKeyStore,
+  type ReceiptStore,
   findUsableBillingKey,
   type ChargeService,
   receiptResponse,
@@ -32,12 +34,16 @@ import {
 } from '../payments/index.js';
 import type { WebhookService } from '../webhooks/index.js';
 import type { Metrics } from '../platform/observability/metrics.js';
-import type { Stores } from '../composition/stores.js';
-import type { Project } from '../projects/index.js';
-import type { ScheduleChargeRow, ScheduleRow } from '../schedules/index.js';
+import type { Project, ProjectStore } from '../projects/index.js';
+import type { ScheduleChargeRow, ScheduleRow, ScheduleStore } from '../schedules/index.js';
 
 export interface ScheduleActivityDeps {
-  readonly stores: Pick<Stores, 'schedules' | 'receipts' | 'billingKeys' | 'projects'>;
+  readonly stores: {
+    readonly schedules: ScheduleStore;
+    readonly receipts: ReceiptStore;
+    readonly billingKeys: BillingKeyStore;
+    readonly projects: ProjectStore;
+  };
   /** a period's charge: the worker's charge service (Temporal retries it; no reconcile hand-over) */
   readonly charges: Pick<ChargeService, 'chargeKey'>;
   /** the SUBSCRIPTION_* deliveries to the project's webhook_url */

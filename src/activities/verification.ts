@@ -1,6 +1,6 @@
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
-import type { VerifiedPerson } from '../verification/rules.js';
+import type { VerifiedPerson } from '../gateways/rules.js';
 import type { GatewayRegistry, IdentityGateway } from '../gateways/index.js';
 import type { UpstreamGateways } from '../upstream/index.js';
 import type { WorkflowTimeStamp } from '../platform/temporal/sandbox-clock.js';

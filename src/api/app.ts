@@ -13,7 +13,7 @@ import type { Keyring } from '../platform/security/keyring.js';
 import type { Services } from '../composition/services.js';
 import type { WorkflowRuntime } from '../platform/temporal/workflow-calls.js';
 import type { Stores } from '../composition/stores.js';
-import { authPlugin } from './auth.js';
+import { authenticateKeys, authPlugin, verifyAdminToken } from './auth.js';
 import { registerDocsUi, registerOpenApi } from './docs/openapi.js';
 import {
   containsLoneSurrogate,
@@ -126,7 +126,7 @@ const routePlugins: readonly FastifyPluginAsync[] = [
   scheduleRoutes,
   upstreamRoutes,
   sandboxClockRoutes,
-  dashboardRoutes,
+  dashboardRoutes({ toApiError, verifyAdminToken, authenticateKeys }),
   sandboxFaultRoutes,
 ];
 

@@ -3,6 +3,7 @@
 import type { DatabaseNotifications } from '../platform/db/notifications.js';
 import { type GatewayRegistry, createSandboxFaultService, type SandboxFaultService } from '../gateways/index.js';
 import type { Stores } from './stores.js';
+import type { WorkerServices } from '../activities/index.js';
 import {
   createAccessTokenService,
   type AccessTokenService,
@@ -70,21 +71,6 @@ export interface Services {
   /** starts reconcile workflows (charges and cancels hand over through it, the worker's sweep too): with a workflow runtime only */
   readonly reconcile?: ReconcileStarter;
   readonly worker: WorkerServices;
-}
-
-/**
- * What the worker's activities and its delivery recovery use where they have always been built differently from the
- * API's use cases. Built here once like every other service; kept as they were so the worker behaves as it did.
- */
-export interface WorkerServices {
-  /**
-   * A reserve's or a schedule period's charge. Temporal retries the activity when a PG call ends without a final
-   * answer, and the retry re-drives the call under the same PG key: nothing is handed to a reconcile workflow and
-   * nothing is logged. Its PG call window is written on the business clock, which the worker's reconcile sweep reads.
-   */
-  readonly charges: Pick<ChargeService, 'chargeKey'>;
-  /** An escrow rejection's refund, retried by Temporal likewise: no reconcile hand-over, nothing logged. */
-  readonly cancels: Pick<CancelService, 'cancel'>;
 }
 
 export interface ServiceDeps {

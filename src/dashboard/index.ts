@@ -15,11 +15,11 @@ import fastifyFormbody from '@fastify/formbody';
 import fastifyHelmet from '@fastify/helmet';
 import fastifyView from '@fastify/view';
 import { Eta } from 'eta';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError } from '../platform/errors.js';
-import { toApiError } from '../api/errors.js';
 import { createSessionCookies, type Session } from './session.js';
 import { createContext, type DashboardAccess, type DashboardContext } from './context.js';
+import type { ApiChecks } from './api-checks.js';
 import { authPages } from './pages/auth.js';
 import { paymentPages } from './pages/payments.js';
 import { verificationPages } from './pages/verifications.js';
@@ -52,7 +52,8 @@ const CSP = {
   upgradeInsecureRequests: null,
 };
 
-async function dashboard(app: FastifyInstance): Promise<void> {
+async function dashboard(app: FastifyInstance, { api }: { readonly api: ApiChecks }): Promise<void> {
+  const { toApiError } = api;
   // the sessions live in the database (built once by the composition root); the cookie holds only an id
   const store = app.deps.stores.dashboardSessions;
   const cookies = createSessionCookies(app.deps.keyring);
@@ -145,7 +146,7 @@ async function dashboard(app: FastifyInstance): Promise<void> {
     },
   );
 
-  await authPages(app, ctx);
+  await authPages(app, ctx, api);
   await paymentPages(app, ctx);
   await verificationPages(app, ctx);
   await escrowPages(app, ctx);
@@ -163,8 +164,10 @@ function backOf(request: FastifyRequest): string {
   return parts.length > 3 ? parts.slice(0, -1).join('/') : path;
 }
 
-/** Registered by buildApp (src/api/app.ts); a no-op outside sandbox mode. */
-export async function dashboardRoutes(app: FastifyInstance): Promise<void> {
-  if (!app.deps.config.sandbox) return;
-  await app.register(dashboard, { prefix: DASHBOARD_PREFIX });
+/** The dashboard's plugin, registered by buildApp (src/api/app.ts) with the API's checks; a no-op outside sandbox mode. */
+export function dashboardRoutes(api: ApiChecks): FastifyPluginAsync {
+  return async (app) => {
+    if (!app.deps.config.sandbox) return;
+    await app.register(dashboard, { prefix: DASHBOARD_PREFIX, api });
+  };
 }

@@ -1,7 +1,7 @@
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
-import type { ResolvedShipment } from './rules.js';
+import type { ResolvedShipment } from '../gateways/rules.js';
 import type { BuyerEvent, EscrowEventSource } from './status.js';
-import type { UpdateProof } from '../verification/contract.js';
+import type { UpdateProof } from '../platform/temporal/messages.js';
 
 // The escrow order workflow's contract, shared by the workflow, its activities and the API.
 

@@ -21,6 +21,8 @@ import {
 } from '../platform/validation.js';
 
 export * from './status.js';
+import type { ResolvedShipment } from '../gateways/rules.js';
+import type { EscrowData } from '../payments/receipt-rules.js';
 import { BUYER_EVENTS, type BuyerEvent, EscrowStatus, escrowStatusLocale, isBuyerEvent } from './status.js';
 
 export interface EscrowDataView {
@@ -30,15 +32,6 @@ export interface EscrowDataView {
   readonly receiptRevokedAt?: Date | null | undefined;
   /** the first escrow PG's purchase confirmation page; shown only in state 3 */
   readonly confirmUrl?: string | null | undefined;
-}
-
-export interface EscrowData {
-  status: number;
-  status_locale: string;
-  shipping_started_at?: string;
-  receipt_confirmed_at?: string;
-  receipt_revoked_at?: string;
-  escrow_confirm_url?: string;
 }
 
 /** escrow_data inside a receipt: keys without a value are left out, never null. */
@@ -222,22 +215,6 @@ export interface MerchantRegistration {
   readonly addr2?: string;
   readonly zipcode?: string;
   readonly phone?: string;
-}
-
-/** Who ships to whom, after the fallbacks: what the PG adapter puts on the wire. */
-export interface ResolvedShipment {
-  readonly trackingNumber: string;
-  readonly deliveryCorp: string;
-  readonly shippingDay?: number;
-  readonly redirectUrl?: string;
-  readonly recipient: { readonly name: string; readonly phone: string; readonly address: string; readonly zipcode: string };
-  readonly sender: {
-    readonly name: string;
-    readonly phone: string;
-    readonly zipcode: string;
-    readonly addr1: string;
-    readonly addr2: string;
-  };
 }
 
 const filled = (...values: (string | undefined)[]): string =>

@@ -16,7 +16,6 @@ import {
 } from './contract.js';
 import { assertOwnedBy } from '../projects/access.js';
 import {
-  type EscrowData,
   EscrowStatus,
   isBuyerEvent,
   parseSandboxBuyerEvent,
@@ -32,7 +31,7 @@ import {
 import { ApiError } from '../platform/errors.js';
 import { newId } from '../platform/ids.js';
 import { updateTimedOut, workflowRefusal } from '../platform/temporal/workflow-calls.js';
-import { isResourceId, PAYMENT_COMPLETE, type ReceiptResponse } from '../payments/receipt-rules.js';
+import { type EscrowData, isResourceId, PAYMENT_COMPLETE, type ReceiptResponse } from '../payments/receipt-rules.js';
 import { formatTimestamp } from '../platform/time.js';
 import {
   fetchSandboxPgRequests,
@@ -53,7 +52,7 @@ import {
 import type { OperationLog } from '../platform/operation-log.js';
 import { ProviderRefusedError, type UpstreamService } from '../upstream/index.js';
 import { providerReceipt } from '../upstream/rules.js';
-import { enforceMasked } from '../payments/card.js';
+import { enforceMasked } from '../gateways/card-rules.js';
 import { DEFAULT_WORKFLOW_CALL_TIMEOUT_MS, type WorkflowRuntime } from '../platform/temporal/workflow-calls.js';
 import { bindLogIds } from '../platform/observability/log-context.js';
 import type { EscrowOrderRow, EscrowStore } from './store.js';

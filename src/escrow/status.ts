@@ -1,17 +1,9 @@
-// Escrow statuses, their labels, and the transitions the PG's buyer events make. Pure code without
-// dependencies: the escrow workflow's bundle imports it.
+// Escrow statuses, their labels, and the transitions the PG's buyer events make. Pure code: the escrow workflow's
+// bundle imports it. The status codes themselves are the gateway contract's (gateways/rules.ts), shown here as
+// escrow's own vocabulary.
+import { EscrowStatus } from '../gateways/rules.js';
 
-export const EscrowStatus = {
-  /** escrow waiting: shipping start is allowed only here */
-  Waiting: 0,
-  ShippingStarted: 3,
-  PurchaseConfirmed: 1,
-  RejectionRequested: -2,
-  /** the payment is refunded through the cancel service */
-  RejectionApproved: -3,
-  SettlementHeld: -1,
-} as const;
-export type EscrowStatus = (typeof EscrowStatus)[keyof typeof EscrowStatus];
+export { EscrowStatus };
 
 const STATUS_LOCALES: Readonly<Record<EscrowStatus, string>> = {
   0: '에스크로대기',

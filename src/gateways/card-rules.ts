@@ -1,4 +1,9 @@
-// Raw card data rules: format checks, Luhn, masking. Pure code; raw values never leave the caller.
+// Card data as the gateway contract carries it: raw card details and the masked card, their format checks, Luhn and
+// masking, and the name of the key-in method. Pure code; raw values never leave the caller.
+
+/** The only method that can issue a billing key over REST, as the spec names it and a provider is asked for it. */
+export const KEY_IN_METHOD = '카드자동(REST)';
+export const KEY_IN_METHOD_SYMBOL = 'card_rebill_rest';
 
 /** Card numbers the key-in flow accepts: 15 (AMEX-style) or 16 digits, no separators. */
 const CARD_NUMBER = /^\d{15,16}$/;

@@ -5,7 +5,6 @@ import { ApiError, type ErrorName, RelayedApiError } from '../platform/errors.js
 import {
   GatewayDeclinedError,
   GatewayKeyReusedError,
-  GatewayRelayedError,
   GatewayUnavailableError,
   type CardBillingGateway,
   type GatewayRegistry,
@@ -56,7 +55,7 @@ const FAILURES: Readonly<Record<GatewayOperation, FailureCodes>> = {
 /** The catalog error for a gateway failure of `operation`; anything else (a defect of ours) is returned as it is. */
 export function gatewayFailure(operation: GatewayOperation, err: unknown): unknown {
   // an upstream provider's own answer: the merchant gets it as the provider gave it
-  if (err instanceof GatewayRelayedError) return new RelayedApiError(err.statusCode, err.body);
+  if (err instanceof RelayedApiError) return err;
   const codes = FAILURES[operation];
   if (err instanceof GatewayDeclinedError && codes.declined) {
     return new ApiError(codes.declined.error, {

@@ -1,8 +1,8 @@
-// The outbound HTTP transport shared by the gateway adapters: one dedicated undici Agent per
-// registry (never the global dispatcher), bounded connect / headers / body timeouts, and one
-// mapping of transport outcomes onto the adapter contract's two error kinds.
-import { Agent, request, errors as undiciErrors } from 'undici';
+// The sandbox gateways' client: their result envelope over the one outbound HTTP client (outbound-http.ts), with
+// bounded connect / headers / body timeouts, and one mapping of what came back onto the adapter contract's two error
+// kinds.
 import { z } from 'zod';
+import { createOutboundHttp, OutboundFailure } from './outbound-http.js';
 import { GatewayDeclinedError, GatewayUnavailableError } from './types.js';
 
 export interface GatewayHttpClient {
@@ -29,8 +29,6 @@ const resultEnvelope = z.object({
 });
 
 const SUCCESS_CODE = '0000';
-/** Cap on a gateway response body: a runaway or hostile body must not exhaust memory. */
-export const MAX_BODY_BYTES = 256 * 1024;
 
 export function createGatewayHttpClient(opts: {
   readonly baseUrl: string;
@@ -38,14 +36,8 @@ export function createGatewayHttpClient(opts: {
   /** the gateway name, for error messages only */
   readonly gatewayName: string;
 }): GatewayHttpClient {
-  const agent = new Agent({
-    connect: { timeout: opts.timeoutMs },
-    headersTimeout: opts.timeoutMs,
-    bodyTimeout: opts.timeoutMs,
-    // Gateways are called with a bounded rate; a few keep-alive sockets are plenty.
-    connections: 16,
-    keepAliveTimeout: 4_000,
-  });
+  // Gateways are called with a bounded rate; a few keep-alive sockets are plenty.
+  const http = createOutboundHttp({ timeoutMs: opts.timeoutMs, connections: 16 });
   const base = new URL(opts.baseUrl);
 
   const unavailable = (what: string, cause?: unknown): GatewayUnavailableError =>
@@ -58,24 +50,17 @@ export function createGatewayHttpClient(opts: {
     readonly idempotencyKey?: string;
     readonly data: T;
   }): Promise<z.infer<T>> {
-    const headers: Record<string, string> = { accept: 'application/json' };
-    if (req.body !== undefined) headers['content-type'] = 'application/json';
-    if (req.idempotencyKey !== undefined) headers['idempotency-key'] = req.idempotencyKey;
-
     let statusCode: number;
     let text: string;
     try {
-      const res = await request(new URL(req.path, base), {
+      ({ statusCode, text } = await http.send({
+        url: new URL(req.path, base),
         method: req.method,
-        headers,
-        body: req.body === undefined ? null : JSON.stringify(req.body),
-        // undici 7 follows no redirects unless an interceptor is added: a gateway cannot bounce us.
-        dispatcher: agent,
-      });
-      statusCode = res.statusCode;
-      text = await readBounded(res.body);
+        ...(req.body !== undefined ? { body: req.body } : {}),
+        ...(req.idempotencyKey !== undefined ? { idempotencyKey: req.idempotencyKey } : {}),
+      }));
     } catch (err) {
-      throw unavailable(describeTransportError(err), err);
+      throw unavailable(err instanceof OutboundFailure ? err.description : 'network error', err);
     }
 
     if (statusCode >= 500) throw unavailable(`HTTP ${statusCode}`);
@@ -101,35 +86,5 @@ export function createGatewayHttpClient(opts: {
     return data.data;
   }
 
-  return {
-    call,
-    async close() {
-      await agent.close();
-    },
-  };
-}
-
-export async function readBounded(
-  body: AsyncIterable<Buffer | Uint8Array> & { destroy?: (err?: Error) => void },
-): Promise<string> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of body) {
-    size += chunk.byteLength;
-    if (size > MAX_BODY_BYTES) {
-      body.destroy?.();
-      throw new Error(`response body exceeds ${MAX_BODY_BYTES} bytes`);
-    }
-    chunks.push(Buffer.from(chunk));
-  }
-  return Buffer.concat(chunks).toString('utf8');
-}
-
-export function describeTransportError(err: unknown): string {
-  if (err instanceof undiciErrors.ConnectTimeoutError) return 'connect timeout';
-  if (err instanceof undiciErrors.HeadersTimeoutError) return 'response timeout';
-  if (err instanceof undiciErrors.BodyTimeoutError) return 'response body timeout';
-  if (err instanceof undiciErrors.UndiciError) return `transport error (${err.code})`;
-  if (err instanceof Error && 'code' in err && typeof err.code === 'string') return `network error (${err.code})`;
-  return 'network error';
+  return { call, close: () => http.close() };
 }

@@ -3,7 +3,7 @@
 // areas and the layers above. declined.ts (a contract) is imported where it stands: it is workflow-safe, and
 // this module pulls in the adapters' HTTP client.
 export { cardGatewayFor, gatewayFailure, isFinalRefusal } from './failures.js';
-export { describeTransportError, readBounded } from './http-client.js';
+export { createOutboundHttp, OutboundFailure, type OutboundHttp } from './outbound-http.js';
 export { createGatewayRegistry } from './registry.js';
 export { fetchSandboxPgRequests, sendSandboxBuyerEvent } from './sandbox-escrow-control.js';
 export {
@@ -21,7 +21,7 @@ export {
   type GatewayCancelResult,
   GatewayDeclinedError,
   GatewayKeyReusedError,
-  GatewayRelayedError,
+  gatewayDecline,
   type GatewayInquiry,
   type GatewayRegistry,
   GatewayUnavailableError,

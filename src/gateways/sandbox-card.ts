@@ -2,7 +2,7 @@
 // contract to the sandbox's wire format (see src/sandbox/server.ts) and back. Nothing of that wire
 // format leaves this file.
 import { z } from 'zod';
-import type { CardDetails, MaskedCard } from '../payments/card.js';
+import type { CardDetails, MaskedCard } from './card-rules.js';
 import type { GatewayHttpClient } from './http-client.js';
 import {
   type CardBillingGateway,

@@ -2,7 +2,7 @@
 // codes (15 names, '기타' among them; an unknown name is sent as 9999, so the buyer cannot track the parcel),
 // shipping_day 5 when omitted, prepayment always SH, the confirmation page URL in the answer.
 import { z } from 'zod';
-import { EscrowStatus } from '../escrow/rules.js';
+import { EscrowStatus } from './rules.js';
 import type { GatewayHttpClient } from './http-client.js';
 import { createNotificationVerifier } from './sandbox-escrow-notifications.js';
 import type { EscrowGateway } from './types.js';

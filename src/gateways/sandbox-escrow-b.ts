@@ -2,7 +2,7 @@
 // number and its carrier code (the first PG's names minus 호남택배, plus five more; unknown -> ETC). No
 // recipient or sender, no shipping day, no prepayment flag.
 import { z } from 'zod';
-import { EscrowStatus } from '../escrow/rules.js';
+import { EscrowStatus } from './rules.js';
 import type { GatewayHttpClient } from './http-client.js';
 import { createNotificationVerifier } from './sandbox-escrow-notifications.js';
 import type { EscrowGateway } from './types.js';

@@ -2,7 +2,7 @@
 // contract to the sandbox's wire format (see sandbox/server.ts) and back.
 import { z } from 'zod';
 import type { GatewayHttpClient } from './http-client.js';
-import type { Carrier, VerifiedPerson } from '../verification/rules.js';
+import type { Carrier, VerifiedPerson } from './rules.js';
 import type { IdentityGateway, OtpRequest } from './types.js';
 
 /** The sandbox's telco codes -> paygate carrier codes. */

@@ -2,10 +2,9 @@
 // One adapter per gateway implements the capabilities it has; routes, activities and workflows see
 // only these types, never a gateway's wire format (hyperswitch's connector idea). The values they carry
 // (card, masked card, carrier, verified person) are domain types.
-import type { CardDetails, MaskedCard } from '../payments/card.js';
-import type { EscrowStatus, ResolvedShipment } from '../escrow/rules.js';
-import type { ChargeApproval } from '../payments/receipt-rules.js';
-import type { Carrier, VerifiedPerson } from '../verification/rules.js';
+import { RelayedApiError } from '../platform/errors.js';
+import type { CardDetails, MaskedCard } from './card-rules.js';
+import type { Carrier, ChargeApproval, EscrowStatus, ResolvedShipment, VerifiedPerson } from './rules.js';
 
 export interface IssuedBillingKey {
   /** the gateway's own key; paygate keeps it server-side and hands merchants its own billing_key */
@@ -191,22 +190,15 @@ export class GatewayDeclinedError extends Error {
 }
 
 /**
- * An upstream provider's own catalog error for this call: final like any refusal, and relayed to the merchant
- * unchanged (its HTTP status and body) rather than turned into paygate's code for the operation.
+ * A gateway's refusal, whichever kind: a PG's (GatewayDeclinedError) or an upstream provider's own catalog error,
+ * which the adapters throw as RelayedApiError so it reaches the merchant unchanged (its HTTP status and body). Both
+ * are final; undefined for anything else.
  */
-export class GatewayRelayedError extends GatewayDeclinedError {
-  constructor(
-    readonly statusCode: number,
-    readonly body: {
-      readonly error_code: string;
-      readonly code?: number;
-      readonly message: string;
-      readonly pg_error_code?: string;
-      readonly payload?: Readonly<Record<string, unknown>>;
-    },
-  ) {
-    super(body.pg_error_code ?? body.error_code, body.message);
-  }
+export function gatewayDecline(err: unknown): { readonly pgErrorCode: string; readonly pgMessage: string } | undefined {
+  if (err instanceof GatewayDeclinedError) return { pgErrorCode: err.pgErrorCode, pgMessage: err.pgMessage };
+  if (err instanceof RelayedApiError)
+    return { pgErrorCode: err.body.pg_error_code ?? err.body.error_code, pgMessage: err.body.message };
+  return undefined;
 }
 
 /** The gateway could not be reached or answered 5xx / garbage. Retryable with the same idempotency key. */

@@ -2,7 +2,7 @@
 import { type ExpressionBuilder, type Kysely, type Selectable, sql } from 'kysely';
 import { ApiError } from '../platform/errors.js';
 import type { FieldCipher } from '../platform/security/field-cipher.js';
-import type { MaskedCard } from './card.js';
+import type { MaskedCard } from '../gateways/card-rules.js';
 import type { BillingKeyView } from './billing-rules.js';
 import type { Tables } from '../platform/db/db.js';
 

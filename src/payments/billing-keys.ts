@@ -9,11 +9,11 @@ import {
   type BillingKeyRequest,
   type BillingKeyResponse,
 } from './billing-rules.js';
-import { enforceMasked } from './card.js';
+import { enforceMasked } from '../gateways/card-rules.js';
 import { ApiError } from '../platform/errors.js';
 import { newId } from '../platform/ids.js';
 import { isResourceId } from './receipt-rules.js';
-import { GatewayDeclinedError, type GatewayRegistry, type IssuedBillingKey, gatewayFailure } from '../gateways/index.js';
+import { gatewayDecline, type GatewayRegistry, type IssuedBillingKey, gatewayFailure } from '../gateways/index.js';
 import type { UpstreamGateways } from '../upstream/index.js';
 import { issuingCardGateway, storedGateway } from './card-gateways.js';
 import { billingKeyView, merchantBillingKey, merchantIssuanceReceiptId } from './billing-keys-store.js';
@@ -62,8 +62,9 @@ export function createBillingKeyService(deps: {
       try {
         await gateway.destroyBillingKey({ gatewayBillingKey: billingKeys.openGatewayKey(key) });
       } catch (err) {
-        if (!(err instanceof GatewayDeclinedError)) throw gatewayFailure('destroy', err);
-        log.info({ pg_error_code: err.pgErrorCode }, 'PG refused the billing key revoke; destroying locally');
+        const decline = gatewayDecline(err);
+        if (!decline) throw gatewayFailure('destroy', err);
+        log.info({ pg_error_code: decline.pgErrorCode }, 'PG refused the billing key revoke; destroying locally');
       }
     }
     await billingKeys.markDestroyed(key.billing_key, deps.clock());

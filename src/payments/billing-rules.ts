@@ -3,15 +3,17 @@
 // shape, and the derived idempotency keys sent to gateways. Pure code: no I/O.
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
-import type { CardDetails, MaskedCard } from './card.js';
+import type { CardDetails, MaskedCard } from '../gateways/card-rules.js';
 import {
+  KEY_IN_METHOD,
+  KEY_IN_METHOD_SYMBOL,
   isCardExpired,
   isCardNumberWellFormed,
   isCardPasswordWellFormed,
   isExpireMonthValid,
   isExpireYearWellFormed,
   isIdentityNoWellFormed,
-} from './card.js';
+} from '../gateways/card-rules.js';
 import type { ErrorName } from '../platform/errors.js';
 import { formatTimestamp } from '../platform/time.js';
 import { BILLING_KEY_ISSUED, isResourceId, statusLocale } from './receipt-rules.js';
@@ -27,10 +29,6 @@ import {
   validate,
   wonDoc,
 } from '../platform/validation.js';
-
-/** The only method that can issue a billing key over REST. */
-export const KEY_IN_METHOD = '카드자동(REST)';
-export const KEY_IN_METHOD_SYMBOL = 'card_rebill_rest';
 
 /** Upper bounds on merchant-chosen strings, so a 100 KB field is refused instead of stored. */
 const MAX_ID_LENGTH = 100;

@@ -4,8 +4,9 @@
 // a failure of ours after the PG approved) is handed to its reconcile workflow, which asks the PG what it
 // did and settles the receipt; a process that dies mid call leaves a pending receipt the worker's sweep
 // hands over once its call window has passed.
-import { chargeHash, chargeIdempotencyKey, KEY_IN_METHOD, KEY_IN_METHOD_SYMBOL, type ChargeParams } from './billing-rules.js';
-import { enforceMasked } from './card.js';
+import { chargeHash, chargeIdempotencyKey, type ChargeParams } from './billing-rules.js';
+import { KEY_IN_METHOD, KEY_IN_METHOD_SYMBOL } from '../gateways/card-rules.js';
+import { enforceMasked } from '../gateways/card-rules.js';
 import { ApiError, RelayedApiError } from '../platform/errors.js';
 import { newId } from '../platform/ids.js';
 import { answerMismatchMessage, PAYMENT_COMPLETE, PAYMENT_PENDING, type ReceiptAttention } from './receipt-rules.js';

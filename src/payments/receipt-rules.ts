@@ -2,8 +2,8 @@
 // Pure code: no I/O.
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
-import type { MaskedCard } from './card.js';
-import type { EscrowData } from '../escrow/rules.js';
+import type { MaskedCard } from '../gateways/card-rules.js';
+import type { FieldDisagreement } from '../gateways/rules.js';
 import { ApiError } from '../platform/errors.js';
 import { formatOptionalTimestamp, formatTimestamp } from '../platform/time.js';
 import {
@@ -46,38 +46,6 @@ export function isResourceId(value: string): boolean {
   return RESOURCE_ID.test(value);
 }
 
-/** A charge the PG approved, as the receipt records it. */
-export interface ChargeApproval {
-  /** the receipt_id an upstream provider gave the payment, which paygate's receipt takes; absent for a local PG */
-  readonly receiptId?: string;
-  readonly gatewayTid: string;
-  readonly approvedAt: Date;
-  readonly approvalNo: string;
-  readonly card: MaskedCard;
-  readonly quota: number;
-  /**
-   * Where the PG's answer disagrees with what was asked (an upstream provider's defect): the receipt records the PG's
-   * amounts, never the request's as if they were the answer, and is marked for attention. Absent: it charged what was
-   * asked.
-   */
-  readonly disagreement?: AnswerDisagreement;
-}
-
-/** One field of a PG's answer that is not what was asked. */
-export interface FieldDisagreement {
-  readonly asked: string | number;
-  /** null: the answer left the field out */
-  readonly answered: string | number | null;
-}
-
-export interface AnswerDisagreement {
-  /** the amounts the PG says it charged, which the receipt records (the request's where the PG's are unusable) */
-  readonly price: number;
-  readonly taxFree: number;
-  /** by the spec's field name: order_id, price, tax_free, pg, billing_key */
-  readonly fields: Readonly<Record<string, FieldDisagreement>>;
-}
-
 /** Why a receipt needs an operator's attention, as stored on it and shown by the dashboard. */
 export interface ReceiptAttention {
   readonly kind: 'answer_mismatch';
@@ -94,6 +62,16 @@ export function answerMismatchMessage(fields: Readonly<Record<string, FieldDisag
       `${field}: asked ${String(asked)}, answered ${answered === null ? 'nothing' : String(answered)}`,
   );
   return `The provider's answer does not match the request (${parts.join('; ')}). The payment is recorded as the provider made it and marked for attention: look up the receipt, and cancel it if it is wrong.`;
+}
+
+/** escrow_data inside an escrow payment's receipt (escrow/rules.ts renders it). */
+export interface EscrowData {
+  status: number;
+  status_locale: string;
+  shipping_started_at?: string;
+  receipt_confirmed_at?: string;
+  receipt_revoked_at?: string;
+  escrow_confirm_url?: string;
 }
 
 export interface ReceiptView {

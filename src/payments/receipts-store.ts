@@ -1,4 +1,5 @@
 // Payment receipts and their cancels.
+import type { ChargeApproval } from '../gateways/rules.js';
 import { transactionally } from '../platform/db/transaction.js';
 import { type ExpressionBuilder, sql, type Kysely, type Selectable } from 'kysely';
 import {
@@ -6,7 +7,6 @@ import {
   PAYMENT_COMPLETE,
   PAYMENT_PENDING,
   type CancelPlan,
-  type ChargeApproval,
   type ReceiptView,
   type ReceiptAttention,
   type RecordedCancel,

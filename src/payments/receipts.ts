@@ -13,8 +13,14 @@ import { ApiError } from '../platform/errors.js';
 import { providerReceipt } from '../upstream/rules.js';
 import type { UpstreamService } from '../upstream/index.js';
 import type { OperationLog } from '../platform/operation-log.js';
-import type { EscrowData } from '../escrow/rules.js';
-import { isResourceId, PAYMENT_COMPLETE, type ReceiptAttention, renderReceipt, type ReceiptResponse } from './receipt-rules.js';
+import {
+  type EscrowData,
+  isResourceId,
+  PAYMENT_COMPLETE,
+  type ReceiptAttention,
+  renderReceipt,
+  type ReceiptResponse,
+} from './receipt-rules.js';
 import type { Project } from '../projects/index.js';
 import { merchantReceiptId, receiptView, type ReceiptRow } from './receipts-store.js';
 import type { WorkflowRuntime } from '../platform/temporal/workflow-calls.js';

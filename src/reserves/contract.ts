@@ -1,5 +1,5 @@
 import { defineQuery, defineUpdate } from '@temporalio/workflow';
-import type { UpdateProof } from '../verification/contract.js';
+import type { UpdateProof } from '../platform/temporal/messages.js';
 
 // The reserved-charge workflow's contract, shared by the workflow, its activities and the API.
 

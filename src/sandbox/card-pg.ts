@@ -1,7 +1,7 @@
 // The sandbox card PG's behaviour, independent of HTTP: billing key issuance from raw card data,
 // charges against stateless signed keys, full/partial cancels, key revocation.
 import { randomBytes, randomInt } from 'node:crypto';
-import { isLuhnValid, maskCardNumber } from '../payments/card.js';
+import { isLuhnValid, maskCardNumber } from '../gateways/card-rules.js';
 import { decodeBillingKey, encodeBillingKey } from './billing-key-token.js';
 import { BoundedMap } from './bounded-map.js';
 import { approved, refused, type PgOutcome } from './outcome.js';

@@ -1,6 +1,6 @@
 import { defineQuery, defineUpdate } from '@temporalio/workflow';
 import type { OnExhausted, SchedulePlan, ScheduleStatus } from './rules.js';
-import type { UpdateProof } from '../verification/contract.js';
+import type { UpdateProof } from '../platform/temporal/messages.js';
 
 // The subscription schedule workflow's contract, shared by the workflow, its activities and the API.
 

@@ -14,7 +14,7 @@ import {
   scheduleWorkflowId,
   type ScheduleWorkflow,
 } from './contract.js';
-import { UPDATE_NOT_AUTHORIZED } from '../verification/contract.js';
+import { UPDATE_NOT_AUTHORIZED } from '../platform/temporal/messages.js';
 import { assertOwnedBy } from '../projects/access.js';
 import { ApiError, isErrorName } from '../platform/errors.js';
 import { updateTimedOut } from '../platform/temporal/workflow-calls.js';

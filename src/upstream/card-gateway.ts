@@ -5,14 +5,9 @@
 // the reconcile workflow asks by sending the same call again under the same key, which the provider answers with
 // its first result (a provider that ignores Idempotency-Key would charge again: README says so).
 import type { z } from 'zod';
-import { KEY_IN_METHOD } from '../payments/billing-rules.js';
-import {
-  type CardBillingGateway,
-  type ChargeResult,
-  GatewayKeyReusedError,
-  GatewayRelayedError,
-  GatewayUnavailableError,
-} from '../gateways/index.js';
+import { KEY_IN_METHOD } from '../gateways/card-rules.js';
+import { RelayedApiError } from '../platform/errors.js';
+import { type CardBillingGateway, type ChargeResult, GatewayKeyReusedError, GatewayUnavailableError } from '../gateways/index.js';
 import type { ProviderRequest } from './client.js';
 import { ProviderRefusedError } from './client.js';
 import { cardTypeOf, chargeAnswerDisagreement, providerBillingKey, providerOutcome, providerReceipt } from './rules.js';
@@ -35,7 +30,7 @@ export async function send<S extends z.ZodType>(call: ProviderCall, req: Provide
     if (outcome === 'unknown') {
       throw new GatewayUnavailableError(`upstream provider answered ${err.body.error_code} (HTTP ${err.statusCode})`);
     }
-    throw new GatewayRelayedError(err.statusCode, err.body);
+    throw new RelayedApiError(err.statusCode, err.body);
   }
   const parsed = shape.safeParse(answer);
   // a 2xx the contract cannot read: the provider may have done it, so it is an outage to reconcile, never a refusal

@@ -4,12 +4,11 @@
 // same operation sent again is the same request to the provider. Each call has one deadline for the whole of it
 // (connect, headers and every byte of the body: a provider that trickles its answer is cut there, not after its
 // silences add up), set per operation (UPSTREAM_DEADLINE_MS, UPSTREAM_DEADLINES_MS); a call cut at it is an unknown
-// outcome (GatewayUnavailableError with deadlineMissed), handled as a lost answer. One dedicated undici Agent, no
-// redirects, a bounded response body; in production mode a host name is resolved and refused at every connection
-// when it points at a non-public address.
-import { Agent, request } from 'undici';
+// outcome (GatewayUnavailableError with deadlineMissed), handled as a lost answer. It sends through the one outbound
+// HTTP client (src/gateways/outbound-http.ts: its own Agent, no redirects, a bounded response body); in production
+// mode a host name is resolved and refused at every connection when it points at a non-public address.
 import ipaddr from 'ipaddr.js';
-import { describeTransportError, GatewayUnavailableError, readBounded } from '../gateways/index.js';
+import { createOutboundHttp, GatewayUnavailableError, OutboundFailure } from '../gateways/index.js';
 import { createGuardedLookup, type Resolver } from '../webhooks/index.js';
 import { blockedAddressReason, unbracketed } from '../webhooks/rules.js';
 import { parseProviderError, type ProviderErrorBody, type UpstreamUrlPolicy } from './rules.js';
@@ -86,16 +85,11 @@ export function createProviderClient(opts: {
   const deadlines: UpstreamDeadlines = opts.deadlines ?? { defaultMs: DEFAULT_UPSTREAM_DEADLINE_MS, byOperation: {} };
   // the Agent's own bounds are only a backstop: the deadline below is what ends a call
   const longest = Math.max(deadlines.defaultMs, ...Object.values(deadlines.byOperation));
-  const agent = new Agent({
-    connect: {
-      timeout: longest,
-      // sandbox mode talks to a provider on this machine; production only to public addresses
-      ...(opts.policy.sandbox ? {} : { lookup: createGuardedLookup({ sandbox: false }, opts.resolve) as never }),
-    },
-    headersTimeout: longest,
-    bodyTimeout: longest,
+  const http = createOutboundHttp({
+    timeoutMs: longest,
     connections: 32,
-    keepAliveTimeout: 4_000,
+    // sandbox mode talks to a provider on this machine; production only to public addresses
+    ...(opts.policy.sandbox ? {} : { lookup: createGuardedLookup({ sandbox: false }, opts.resolve) as never }),
   });
 
   const unavailable = (what: string, cause?: unknown) =>
@@ -113,40 +107,27 @@ export function createProviderClient(opts: {
         }
       }
       const credentials = Buffer.from(`${endpoint.clientKey}:${endpoint.secretKey}`, 'utf8').toString('base64');
-      const headers: Record<string, string> = {
-        authorization: `Basic ${credentials}`,
-        accept: 'application/json',
-        'user-agent': 'paygate-upstream/1',
-      };
-      if (req.body !== undefined) headers['content-type'] = 'application/json';
-      if (req.idempotencyKey !== undefined) headers['idempotency-key'] = req.idempotencyKey;
-
       const operation = providerOperation(req.method, req.path);
       const deadlineMs = Math.min(providerDeadlineMs(deadlines, operation), req.deadlineMs ?? Number.POSITIVE_INFINITY);
-      const deadline = new AbortController();
-      const timer = setTimeout(() => deadline.abort(), deadlineMs);
       let statusCode: number;
       let text: string;
       try {
-        const res = await request(url, {
+        ({ statusCode, text } = await http.send({
+          url,
           method: req.method,
-          headers,
-          body: req.body === undefined ? null : JSON.stringify(req.body),
-          dispatcher: agent,
-          signal: deadline.signal,
-        });
-        statusCode = res.statusCode;
-        text = await readBounded(res.body);
+          headers: { authorization: `Basic ${credentials}`, 'user-agent': 'paygate-upstream/1' },
+          ...(req.body !== undefined ? { body: req.body } : {}),
+          ...(req.idempotencyKey !== undefined ? { idempotencyKey: req.idempotencyKey } : {}),
+          deadlineMs,
+        }));
       } catch (err) {
-        if (deadline.signal.aborted) {
+        if (err instanceof OutboundFailure && err.kind === 'deadline') {
           throw new GatewayUnavailableError(`upstream provider: no complete answer to the ${operation} within ${deadlineMs} ms`, {
             cause: err,
             deadlineMissed: true,
           });
         }
-        throw unavailable(describeTransportError(err), err);
-      } finally {
-        clearTimeout(timer);
+        throw unavailable(err instanceof OutboundFailure ? err.description : 'network error', err);
       }
 
       let parsed: unknown;
@@ -163,6 +144,6 @@ export function createProviderClient(opts: {
       if (refusal !== undefined) throw new ProviderRefusedError(statusCode, refusal);
       throw unavailable(`HTTP ${statusCode} without a catalog error`);
     },
-    close: () => agent.close(),
+    close: () => http.close(),
   };
 }

@@ -3,13 +3,14 @@
 // rules: its merchant registration, the buyer it saved at payment), the order's status is its receipt's
 // `escrow_data.status`. The provider's notifications reach paygate at /upstream/v1/notifications/{application_id},
 // asked about before anything changes (src/payments/provider-notifications.ts), so none comes signed through here.
-import { type EscrowGateway, GatewayRelayedError } from '../gateways/index.js';
+import type { EscrowGateway } from '../gateways/index.js';
+import { RelayedApiError } from '../platform/errors.js';
 import { type ProviderCall, send } from './card-gateway.js';
 import { providerReceipt } from './rules.js';
 
 /** The provider's RC_ESCROW_NOT_READY (2700): its escrow order is not at 0, waiting for shipping. */
 const isEscrowNotReady = (err: unknown) =>
-  err instanceof GatewayRelayedError && (err.body.error_code === 'RC_ESCROW_NOT_READY' || err.body.code === 2700);
+  err instanceof RelayedApiError && (err.body.error_code === 'RC_ESCROW_NOT_READY' || err.body.code === 2700);
 
 const nonEmpty = (fields: Record<string, string>) =>
   Object.fromEntries(Object.entries(fields).filter(([, value]) => value.trim() !== ''));

@@ -6,8 +6,7 @@ import { formatTimestamp } from '../platform/time.js';
 import { ApiError } from '../platform/errors.js';
 import { validate } from '../platform/validation.js';
 import { blockedAddressReason, MAX_URL_LENGTH, unbracketed } from '../webhooks/rules.js';
-import { type Carrier, CARRIERS } from '../verification/rules.js';
-import type { AnswerDisagreement, FieldDisagreement } from '../payments/receipt-rules.js';
+import { type AnswerDisagreement, type Carrier, CARRIERS, type FieldDisagreement } from '../gateways/rules.js';
 
 /** Where a provider posts its notifications for a project: `{PUBLIC_BASE_URL}/upstream/v1/notifications/{application_id}`. */
 export const UPSTREAM_NOTIFICATION_PATH = '/upstream/v1/notifications';

@@ -1,5 +1,6 @@
 import { defineUpdate } from '@temporalio/workflow';
-import type { Carrier, VerifiedPerson } from './rules.js';
+import type { Carrier, VerifiedPerson } from '../gateways/rules.js';
+import type { UpdateProof } from '../platform/temporal/messages.js';
 
 // The identity-verification workflow's contract, shared by the workflow and the API.
 
@@ -118,19 +119,6 @@ export interface ResendResult {
 export interface ConfirmResult {
   readonly authenticatedAt: string;
 }
-
-/**
- * What every state-changing update carries: a fresh random nonce (at least 16 characters). The argument is
- * sealed by the payload codec, so only a holder of the keyring can make one, and the workflow takes each
- * nonce once: whoever reaches the Temporal frontend without the keyring can neither send a resend or a
- * confirm nor replay a sealed argument copied from a history.
- */
-export interface UpdateProof {
-  readonly nonce: string;
-}
-
-/** The refusal of an update without a fresh proof (not a catalog error: paygate never sends one). */
-export const UPDATE_NOT_AUTHORIZED = 'UpdateNotAuthorized';
 
 /** Waits until the SMS / push was sent (or failed) and answers the request with the outcome. Changes nothing. */
 export const otpSentUpdate = defineUpdate<OtpSentResult>('otpSent');

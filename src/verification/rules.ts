@@ -2,6 +2,7 @@
 // it is first checked, for the OpenAPI document) and the response shapes of request / resend / confirm / lookup.
 // Pure code: no I/O.
 import { z } from 'zod';
+import { type Carrier, CARRIERS } from '../gateways/rules.js';
 import { isIpOrCidr } from '../platform/ip.js';
 import { formatOptionalTimestamp, formatTimestamp } from '../platform/time.js';
 import { describeFields, documented, fails, fields, isRecord, merchantId, validate } from '../platform/validation.js';
@@ -10,10 +11,6 @@ import { describeFields, documented, fails, fields, isRecord, merchantId, valida
 export const VERIFICATION_METHOD = '본인인증';
 export const VERIFICATION_METHOD_SYMBOL = 'auth';
 export const VERIFIED_STATUS_LOCALE = '본인인증완료';
-
-export type Carrier = 'SKT' | 'KT' | 'LGT' | 'SKT_MVNO' | 'KT_MVNO' | 'LGT_MVNO';
-
-export const CARRIERS: readonly Carrier[] = ['SKT', 'KT', 'LGT', 'SKT_MVNO', 'KT_MVNO', 'LGT_MVNO'];
 
 const MAX_TEXT = 200;
 const MAX_OBJECT_BYTES = 8 * 1024;
@@ -239,22 +236,6 @@ export const sandboxInboxQueryDoc = describeFields([inboxQuery]);
 /** GET /sandbox/v1/sms ?phone: a mobile number of 10-11 digits (9400 otherwise). */
 export function parseSandboxInboxQuery(query: unknown): { phone: string } {
   return { phone: validate(inboxQuery, query).phone };
-}
-
-export interface VerifiedPerson {
-  readonly name: string;
-  readonly phone: string;
-  /** YYYYMMDD */
-  readonly birth: string;
-  /** 1 male, 0 female */
-  readonly gender: 0 | 1;
-  /** the identity gateway's original string */
-  readonly foreigner: '0' | '1';
-  readonly carrier: Carrier;
-  /** CI: the same for one person across merchants */
-  readonly ci: string;
-  /** DI: differs per merchant for the same person */
-  readonly di: string;
 }
 
 /** The verified person as stored, opened for the one response that shows it. */

@@ -12,11 +12,10 @@ import {
   otpSentUpdate,
   resendOtpUpdate,
   verificationWorkflowId,
-  type UpdateProof,
   type VerificationWorkflow,
 } from './contract.js';
 import { assertOwnedBy } from '../projects/access.js';
-import { ApiError, RelayedApiError } from '../platform/errors.js';
+import { ApiError } from '../platform/errors.js';
 import {
   DEFAULT_WORKFLOW_CALL_TIMEOUT_MS,
   updateTimedOut,
@@ -24,12 +23,12 @@ import {
   workflowRefusal,
 } from '../platform/temporal/workflow-calls.js';
 import { newId } from '../platform/ids.js';
+import type { UpdateProof } from '../platform/temporal/messages.js';
 import { parseOtp, type VerificationRequest, type VerificationView } from './rules.js';
 import {
   fetchSandboxSms,
   type SandboxSms,
   type GatewayRegistry,
-  GatewayRelayedError,
   GatewayUnavailableError,
   type IdentityGateway,
 } from '../gateways/index.js';
@@ -222,7 +221,6 @@ export function createVerificationService(deps: {
       });
       return { tid: sent.tid, receiptId: sent.receiptId ?? sent.tid, shownTid: sent.shownTid ?? sent.tid };
     } catch (err) {
-      if (err instanceof GatewayRelayedError) throw new RelayedApiError(err.statusCode, err.body);
       if (err instanceof GatewayUnavailableError) {
         // no verification is kept either way: the merchant asks for a new one (a code that reached the phone
         // under this request cannot be confirmed at paygate)

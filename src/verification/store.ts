@@ -1,7 +1,8 @@
 // Verification receipts. Every status change is guarded by the status it leaves, so a retried
 // activity (Temporal retries on timeouts) changes nothing the second time.
 import { sql, type Kysely, type Selectable } from 'kysely';
-import type { OpenedPerson, VerifiedPerson } from './rules.js';
+import type { VerifiedPerson } from '../gateways/rules.js';
+import type { OpenedPerson } from './rules.js';
 import type { FieldCipher } from '../platform/security/field-cipher.js';
 import { VerificationStatus, type VerificationRecords } from './contract.js';
 import type { Tables } from '../platform/db/db.js';

@@ -27,7 +27,7 @@ import {
   shippingStartUpdate,
   type EscrowWorkflow,
 } from '../escrow/contract.js';
-import { UPDATE_NOT_AUTHORIZED } from '../verification/contract.js';
+import { UPDATE_NOT_AUTHORIZED } from '../platform/temporal/messages.js';
 import {
   type BuyerEvent,
   type EscrowEventSource,

@@ -8,7 +8,7 @@ import {
   revokeReserveUpdate,
   type ReserveWorkflow,
 } from '../reserves/contract.js';
-import { UPDATE_NOT_AUTHORIZED, type UpdateProof } from '../verification/contract.js';
+import { UPDATE_NOT_AUTHORIZED, type UpdateProof } from '../platform/temporal/messages.js';
 
 // One reserved charge: sleep until reserve_execute_at, then charge once through the charge service with the
 // reserve's order_id; a revoke (update) before that ends it without charging. From the moment the timer

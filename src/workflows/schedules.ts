@@ -21,7 +21,7 @@ import {
   scheduleStateQuery,
   type ScheduleWorkflow,
 } from '../schedules/contract.js';
-import { UPDATE_NOT_AUTHORIZED } from '../verification/contract.js';
+import { UPDATE_NOT_AUTHORIZED } from '../platform/temporal/messages.js';
 import { dueAt, isPastEnd, type ScheduleStatus } from '../schedules/calendar-rules.js';
 
 // One subscription schedule: sleep to each period's due time, charge it once through the charge service

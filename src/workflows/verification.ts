@@ -11,7 +11,7 @@ import {
   sleep,
 } from '@temporalio/workflow';
 import type { VerificationActivities } from '../activities/verification.js';
-import type { VerifiedPerson } from '../verification/rules.js';
+import type { VerifiedPerson } from '../gateways/rules.js';
 import { declinedBy, GATEWAY_DECLINED, outageFailure, outageOf } from '../gateways/declined.js';
 import {
   type ConfirmResult,
@@ -26,10 +26,9 @@ import {
   confirmOtpUpdate,
   otpSentUpdate,
   resendOtpUpdate,
-  UPDATE_NOT_AUTHORIZED,
-  type UpdateProof,
   type VerificationWorkflow,
 } from '../verification/contract.js';
+import { UPDATE_NOT_AUTHORIZED, type UpdateProof } from '../platform/temporal/messages.js';
 
 // One identity verification, from the request to the purge of CI/DI:
 //   send OTP -> [resend]* -> confirm (<= 30 min after the request) -> lookup window (30 min) -> purge.

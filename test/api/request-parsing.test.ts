@@ -2,13 +2,8 @@
 // parsed values for the edge cases a client can hit, and the spec's check order across fields.
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import {
-  KEY_IN_METHOD,
-  MAX_PRICE_WON,
-  parseBillingKeyRequest,
-  parseChargeRequest,
-  parsePgAndMethod,
-} from '../../src/payments/billing-rules.js';
+import { KEY_IN_METHOD } from '../../src/gateways/card-rules.js';
+import { MAX_PRICE_WON, parseBillingKeyRequest, parseChargeRequest, parsePgAndMethod } from '../../src/payments/billing-rules.js';
 import { ApiError, type ErrorBody } from '../../src/platform/errors.js';
 import { parseCancelRequest } from '../../src/payments/receipt-rules.js';
 import { fails, fields, isPlainId, validate } from '../../src/platform/validation.js';

@@ -1,5 +1,5 @@
 // The layering of ARCHITECTURE.md holds on the real tree, and the checker does catch each kind of breach.
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import {
@@ -8,6 +8,8 @@ import {
   checkImports,
   importCircles,
   importsOf,
+  LAYERS,
+  PURE_FILES,
   ROOT,
   runtimeClosure,
   type Import,
@@ -74,6 +76,18 @@ describe('import rules', () => {
     ['src/escrow/service.ts', local('src/payments/receipts.ts')],
     ['src/workflows/escrow.ts', local('src/escrow/index.ts', true)],
     ['src/dashboard/pages/escrow.ts', local('src/gateways/sandbox-escrow-control.ts')],
+    // a lower layer up to a higher one, or one area to another beside it (LAYERS), even as a type
+    ['src/gateways/types.ts', local('src/escrow/rules.ts', true)],
+    ['src/gateways/types.ts', local('src/payments/receipt-rules.ts', true)],
+    ['src/upstream/rules.ts', local('src/payments/receipt-rules.ts', true)],
+    ['src/upstream/card-gateway.ts', local('src/payments/billing-rules.ts')],
+    ['src/payments/receipt-rules.ts', local('src/escrow/rules.ts', true)],
+    ['src/escrow/contract.ts', local('src/verification/contract.ts', true)],
+    ['src/schedules/service.ts', local('src/reserves/index.ts', true)],
+    ['src/webhooks/service.ts', local('src/gateways/index.ts', true)],
+    ['src/activities/index.ts', local('src/composition/services.ts', true)],
+    ['src/dashboard/pages/auth.ts', local('src/api/auth.ts')],
+    ['src/dashboard/index.ts', local('src/api/errors.ts', true)],
   ])('%s may not import %j', (file, imp) => {
     expect(checkFileImports(file, [imp]).length).toBeGreaterThanOrEqual(1);
   });
@@ -84,14 +98,27 @@ describe('import rules', () => {
     ['src/workflows/webhooks.ts', local('src/webhooks/rules.ts')],
     ['src/verification/store.ts', local('src/verification/contract.ts')],
     ['src/platform/ip.ts', pkg('node:net')],
-    ['src/activities/escrow.ts', local('src/composition/services.ts', true)],
     ['src/payments/charges.ts', local('src/payments/receipts-store.ts')],
     ['src/escrow/service.ts', local('src/payments/index.ts')],
-    ['src/sandbox/card-pg.ts', local('src/payments/card.ts')],
+    ['src/sandbox/card-pg.ts', local('src/gateways/card-rules.ts')],
+    ['src/escrow/rules.ts', local('src/payments/receipt-rules.ts', true)],
+    ['src/escrow/rules.ts', local('src/gateways/rules.ts', true)],
+    ['src/payments/charges.ts', local('src/upstream/index.ts', true)],
+    ['src/escrow/contract.ts', local('src/platform/temporal/messages.ts', true)],
+    ['src/composition/services.ts', local('src/activities/index.ts', true)],
+    ['src/api/app.ts', local('src/dashboard/index.ts')],
     ['src/dashboard/context.ts', local('src/projects/index.ts', true)],
-    ['src/dashboard/pages/auth.ts', local('src/api/auth.ts')],
   ])('%s may import %j', (file, imp) => {
     expect(checkFileImports(file, [imp])).toEqual([]);
+  });
+
+  it('ARCHITECTURE.md names each layer in its order and every pure module beyond the naming convention', () => {
+    const doc = readFileSync(join(ROOT, 'ARCHITECTURE.md'), 'utf8');
+    const section = doc.slice(doc.indexOf('## Layers'), doc.indexOf('## Pure rules'));
+    const listed = [...section.matchAll(/^\d+\. (.+)$/gm)].map((m) => [...m[1]!.matchAll(/`([a-z-]+)`/g)].map((n) => n[1]));
+    expect(listed).toEqual(LAYERS);
+    const pure = doc.slice(doc.indexOf('## Pure rules'));
+    expect([...PURE_FILES].filter((file) => !pure.includes(`\`${file}\``))).toEqual([]);
   });
 
   it('every area has its public module', () => {

@@ -19,10 +19,10 @@ import {
   type ShippingStartArgs,
   shippingStartUpdate,
 } from '../../src/escrow/contract.js';
-import type { ResolvedShipment } from '../../src/escrow/rules.js';
+import type { ResolvedShipment } from '../../src/gateways/rules.js';
 import { type BuyerEvent, EscrowStatus } from '../../src/escrow/status.js';
 import { GATEWAY_DECLINED, type GatewayDeclinedDetails } from '../../src/gateways/declined.js';
-import { UPDATE_NOT_AUTHORIZED } from '../../src/verification/contract.js';
+import { UPDATE_NOT_AUTHORIZED } from '../../src/platform/temporal/messages.js';
 import type { escrowWorkflow } from '../../src/workflows/escrow.js';
 import {
   ActivityStubs,
@@ -467,6 +467,40 @@ describe('escrow workflow (stub activities)', () => {
       // the follow-up's waits (5 s, 10 s) and the retries' seconds, not the 72 hours
       expect((await t.now()) - shippedAt).toBeLessThan(60_000);
       expect((await timerDurationsMs(handle)).filter((ms) => ms < HOUR)).toEqual([5_000, 10_000]);
+    });
+  });
+
+  it('a follow-up or notification that arrives while the shipping start is at the PG is acted on once it ends', async () => {
+    let release!: () => void;
+    const atPg = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let reached!: () => void;
+    const reachedPg = new Promise<void>((resolve) => {
+      reached = resolve;
+    });
+    const stubs = stubsWith({
+      startEscrowShipping: async () => {
+        reached();
+        await atPg;
+        return { confirmUrl: CONFIRM_URL };
+      },
+      inquireEscrowStatus: async () => EscrowStatus.ShippingStarted,
+    });
+    await t.withWorker(stubs, async (scope) => {
+      const handle = await start(scope, input({ reconcileAfterHours: 72 }));
+      const started = handle.executeUpdate(shippingStartUpdate, { args: [shipping()] });
+      await reachedPg;
+      // the provider already shipped it (its notification came before the start's answer): a follow-up
+      await handle.signal(providerFollowUpSignal);
+      release();
+      await started;
+      await handle.signal(pgNotificationSignal, notification('purchase_confirmed'));
+      await handle.result();
+      expect(rows(stubs)).toEqual([
+        [1, 'shipping_started', 'api', 0, 3, null],
+        [2, 'purchase_confirmed', 'pg_notification', 3, 1, null],
+      ]);
     });
   });
 

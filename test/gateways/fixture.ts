@@ -3,7 +3,7 @@
 import { request } from 'undici';
 import { createGatewayRegistry, type ClosableGatewayRegistry } from '../../src/gateways/registry.js';
 import { startSandboxGateways, type SandboxGateways } from '../../src/sandbox/server.js';
-import type { CardDetails } from '../../src/payments/card.js';
+import type { CardDetails } from '../../src/gateways/card-rules.js';
 import type { CardBillingGateway, IdentityGateway } from '../../src/gateways/types.js';
 
 export interface SandboxFixture {

@@ -1,8 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { enforceMasked, isCardExpired, isLuhnValid, maskCardNumber } from '../../src/payments/card.js';
+import { enforceMasked, isCardExpired, isLuhnValid, KEY_IN_METHOD, maskCardNumber } from '../../src/gateways/card-rules.js';
 import {
   chargeIdempotencyKey,
-  KEY_IN_METHOD,
   parseBillingKeyRequest,
   parseChargeRequest,
   parsePgAndMethod,

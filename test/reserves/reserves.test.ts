@@ -8,7 +8,7 @@ import { WorkflowUpdateFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { reserveWorkflowId, revokeReserveUpdate } from '../../src/reserves/contract.js';
-import { UPDATE_NOT_AUTHORIZED } from '../../src/verification/contract.js';
+import { UPDATE_NOT_AUTHORIZED } from '../../src/platform/temporal/messages.js';
 import { chargeIdempotencyKey } from '../../src/payments/billing-rules.js';
 import { buildTestApp, type TestApp, type TestProject } from '../helpers/app.js';
 import { bounded, eventTypeNames } from '../helpers/temporal.js';

@@ -12,7 +12,7 @@ import {
   reserveWorkflowId,
   revokeReserveUpdate,
 } from '../../src/reserves/contract.js';
-import { UPDATE_NOT_AUTHORIZED } from '../../src/verification/contract.js';
+import { UPDATE_NOT_AUTHORIZED } from '../../src/platform/temporal/messages.js';
 import type { reserveWorkflow } from '../../src/workflows/reserves.js';
 import {
   ActivityStubs,

@@ -16,8 +16,9 @@ import {
   scheduleStateQuery,
   scheduleWorkflowId,
 } from '../../src/schedules/contract.js';
-import { UPDATE_NOT_AUTHORIZED } from '../../src/verification/contract.js';
-import { chargeHash, chargeIdempotencyKey, KEY_IN_METHOD, KEY_IN_METHOD_SYMBOL } from '../../src/payments/billing-rules.js';
+import { UPDATE_NOT_AUTHORIZED } from '../../src/platform/temporal/messages.js';
+import { KEY_IN_METHOD, KEY_IN_METHOD_SYMBOL } from '../../src/gateways/card-rules.js';
+import { chargeHash, chargeIdempotencyKey } from '../../src/payments/billing-rules.js';
 import { pgChargeKey } from '../../src/payments/charges.js';
 import { formatTimestamp } from '../../src/platform/time.js';
 import { buildTestApp, type TestApp, type TestProject } from '../helpers/app.js';

@@ -18,7 +18,7 @@ import {
   scheduleWorkflowId,
 } from '../../src/schedules/contract.js';
 import type { SchedulePlan, ScheduleStatus } from '../../src/schedules/rules.js';
-import { UPDATE_NOT_AUTHORIZED } from '../../src/verification/contract.js';
+import { UPDATE_NOT_AUTHORIZED } from '../../src/platform/temporal/messages.js';
 import type { scheduleWorkflow } from '../../src/workflows/schedules.js';
 import { ActivityStubs, refusal, startWorkflowTestEnv, type WorkerScope, type WorkflowTestEnv } from '../helpers/workflow-env.js';
 

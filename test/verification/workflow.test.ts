@@ -12,14 +12,14 @@ import {
   MAX_WRONG_OTPS,
   otpSentUpdate,
   resendOtpUpdate,
-  UPDATE_NOT_AUTHORIZED,
   VERIFICATION_CAPS,
   VERIFICATION_WINDOW_MS,
   VERIFICATION_WORKFLOW_TYPE,
   type VerificationInput,
   verificationWorkflowId,
 } from '../../src/verification/contract.js';
-import type { VerifiedPerson } from '../../src/verification/rules.js';
+import { UPDATE_NOT_AUTHORIZED } from '../../src/platform/temporal/messages.js';
+import type { VerifiedPerson } from '../../src/gateways/rules.js';
 import type { verificationWorkflow } from '../../src/workflows/verification.js';
 import {
   ActivityStubs,

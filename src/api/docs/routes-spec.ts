@@ -3,7 +3,8 @@
 // (derived from the rules modules' stages), never written here.
 import { z } from 'zod';
 import { shippingStartBody } from '../../escrow/rules.js';
-import { billingKeyRequestBody, chargeRequestStages, KEY_IN_METHOD } from '../../payments/billing-rules.js';
+import { KEY_IN_METHOD } from '../../gateways/card-rules.js';
+import { billingKeyRequestBody, chargeRequestStages } from '../../payments/billing-rules.js';
 import { cancelRequestBody } from '../../payments/receipt-rules.js';
 import { describeFields } from '../../platform/validation.js';
 import { tokenRequestSchema } from '../../projects/index.js';

@@ -3,11 +3,16 @@
 // which ends the session on the server.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError } from '../../platform/errors.js';
-import { authenticateKeys, verifyAdminToken } from '../../api/auth.js';
+import type { Project } from '../../projects/index.js';
+import type { ApiChecks } from '../api-checks.js';
 import type { DashboardContext } from '../context.js';
 import { field } from './forms.js';
 
-export async function authPages(app: FastifyInstance, ctx: DashboardContext): Promise<void> {
+export async function authPages(
+  app: FastifyInstance,
+  ctx: DashboardContext,
+  { authenticateKeys, verifyAdminToken }: Pick<ApiChecks, 'authenticateKeys' | 'verifyAdminToken'>,
+): Promise<void> {
   const { services } = app.deps;
 
   app.get('/', { config: { auth: 'none', dashboard: 'project' }, schema: { hide: true } }, async (_request, reply) =>
@@ -35,7 +40,7 @@ export async function authPages(app: FastifyInstance, ctx: DashboardContext): Pr
     const clientKey = field(body, 'client_key');
     const secretKey = field(body, 'secret_key');
     // the key a rotation replaced no longer signs in here, even while the API still takes it during the grace period
-    let project: Awaited<ReturnType<typeof authenticateKeys>>;
+    let project: Project;
     try {
       project = await authenticateKeys(app, request, reply, clientKey, secretKey, { currentKeyOnly: true });
     } catch (error) {

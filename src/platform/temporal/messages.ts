@@ -73,3 +73,16 @@ export type RefusalSinks = {
 
 /** The patch marker of a workflow started since messages are bound: only its envelopes are accepted. */
 export const BOUND_MESSAGES_PATCH = 'paygate-bound-messages';
+
+/**
+ * What every state-changing update carries: a fresh random nonce (at least 16 characters). The argument is
+ * sealed by the payload codec, so only a holder of the keyring can make one, and the workflow takes each
+ * nonce once: whoever reaches the Temporal frontend without the keyring can neither send a resend or a
+ * confirm nor replay a sealed argument copied from a history.
+ */
+export interface UpdateProof {
+  readonly nonce: string;
+}
+
+/** The refusal of an update without a fresh proof (not a catalog error: paygate never sends one). */
+export const UPDATE_NOT_AUTHORIZED = 'UpdateNotAuthorized';
