@@ -262,21 +262,27 @@ export function createVerificationService(deps: {
       // unique at the provider for this project's account only
       const receiptId = newId();
       bindLogIds({ receipt_id: sent?.receiptId ?? receiptId });
-      await store.create({
-        receiptId,
-        providerReceiptId: sent?.receiptId,
-        applicationId: project.application_id,
-        authenticationId: req.authenticationId,
-        orderName: req.orderName,
-        pg: req.pg,
-        type: req.type,
-        metadata: req.metadata,
-        extra: req.extra,
-        clientIp,
-        ...(req.siteUrl !== undefined ? { siteUrl: req.siteUrl } : {}),
-        requestedAt,
-        ...(req.type === 'sms' ? { phoneIndex: sends.phoneIndex(req.person.phone) } : {}),
-      });
+      try {
+        await store.create({
+          receiptId,
+          providerReceiptId: sent?.receiptId,
+          applicationId: project.application_id,
+          authenticationId: req.authenticationId,
+          orderName: req.orderName,
+          pg: req.pg,
+          type: req.type,
+          metadata: req.metadata,
+          extra: req.extra,
+          clientIp,
+          ...(req.siteUrl !== undefined ? { siteUrl: req.siteUrl } : {}),
+          requestedAt,
+          ...(req.type === 'sms' ? { phoneIndex: sends.phoneIndex(req.person.phone) } : {}),
+        });
+      } catch (err) {
+        // no record, so no run will send anything: the slot is given back, unless a provider already sent the OTP
+        if (counted !== undefined && !sent) await sends.release(counted);
+        throw err;
+      }
       // the record keeps the tid the merchant is shown; the run keeps the one the provider's calls name
       if (sent) await store.markOtpSent(receiptId, sent.shownTid);
 

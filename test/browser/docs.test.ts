@@ -1,6 +1,6 @@
-// The API reference (/docs) in real Chromium, served by the real app over HTTP: the page renders under its
-// Content-Security-Policy with no violation reported, no request leaving this server and no 'Ask AI' control
-// (Scalar's cloud agent), and a page of another
+// The API reference (/docs) in real Chromium, served by the real app over HTTP: a line saying what is coming while
+// Scalar's bundle loads, gone once it has run; the page renders under its Content-Security-Policy with no violation
+// reported, no request leaving this server and no 'Ask AI' control (Scalar's cloud agent), and a page of another
 // origin that frames it gets nothing (frame-ancestors 'none', X-Frame-Options DENY). Screenshots go to
 // test-results/docs/.
 //
@@ -88,6 +88,29 @@ describe.skipIf(!available)('/docs in Chromium', () => {
     await expect(page.getByText(/Ask AI/i).count()).resolves.toBe(0);
     await expect(page.locator('.agent-button-container').count()).resolves.toBe(0);
     expect(foreign).toEqual([]);
+    await page.close();
+  });
+
+  it('shows what is coming while the reference loads, and nothing of it once loaded', async () => {
+    const page = await browser!.newPage();
+    // Scalar's bundle held back, as on a slow link: the page must not be blank meanwhile
+    let releaseScript!: () => void;
+    const held = new Promise<void>((release) => {
+      releaseScript = release;
+    });
+    await page.route('**/docs/js/scalar.js', async (route) => {
+      await held;
+      await route.continue();
+    });
+    await page.goto(`${base}/docs/`, { waitUntil: 'commit' });
+    const loading = page.getByRole('status');
+    await loading.waitFor({ state: 'visible', timeout: 10_000 });
+    await expect(loading.textContent()).resolves.toContain('Loading the paygate API reference');
+    await expect(page.getByRole('link', { name: 'openapi.json' }).getAttribute('href')).resolves.toBe('/docs/openapi.json');
+    await page.screenshot({ path: join(SHOTS, 'docs-loading.png') });
+    releaseScript();
+    await page.getByText('Charge a billing key').first().waitFor({ timeout: 30_000 });
+    await expect(page.getByText('Loading the paygate API reference').count()).resolves.toBe(0);
     await page.close();
   });
 

@@ -191,6 +191,42 @@ describe('with the default caps (per phone 6 in 10 minutes and 10 in 24 hours, p
     expect(later.replayed).toBeUndefined();
     expect(await sendRows(t, project5.applicationId)).toHaveLength(7);
   });
+
+  it('a request whose record cannot be written sends nothing and uses no slot', async () => {
+    const project6 = await t.createProject();
+    const phone = freshPhone();
+    // the database refuses this one project's verification rows (a full disk, a lost connection: any failed write)
+    const db = t.deps.database.db;
+    await sql
+      .raw(`create or replace function refuse_verification() returns trigger language plpgsql as $$
+        begin
+          if new.application_id = '${project6.applicationId}' then raise exception 'disk full (test)'; end if;
+          return new;
+        end $$`)
+      .execute(db);
+    await sql
+      .raw(
+        'create trigger refuse_verification before insert on verifications for each row execute function refuse_verification()',
+      )
+      .execute(db);
+    try {
+      for (let i = 0; i < 8; i++) {
+        const res = await post(t, project6, '/v2/request/authentication', verificationBody({ phone }));
+        expectApiError(res, 500, 9500, 'INTERNAL_ERROR');
+      }
+      expect(await sendRows(t, project6.applicationId)).toHaveLength(0);
+      expect(await api.inbox(phone)).toHaveLength(0);
+    } finally {
+      await sql.raw('drop trigger refuse_verification on verifications').execute(db);
+      await sql.raw('drop function refuse_verification()').execute(db);
+    }
+    // the phone's whole allowance is still there
+    for (let i = 0; i < 6; i++) {
+      const res = await post(t, project6, '/v2/request/authentication', verificationBody({ phone }));
+      expect(res.status, JSON.stringify(res.body)).toBe(200);
+    }
+    expect(await sendRows(t, project6.applicationId)).toHaveLength(6);
+  });
 });
 
 describe('configured caps (VERIFICATION_SEND_LIMITS_PER_PHONE=7/10m, VERIFICATION_SEND_LIMITS_PER_PROJECT=10/1h)', () => {

@@ -273,6 +273,13 @@ export function docsPagePolicy(html: string): string {
   ].join('; ');
 }
 
+/** What /docs shows while Scalar loads: a line in the system font, and the document for those who want it now. */
+const DOCS_LOADING =
+  '<style>.paygate-loading{font:16px/1.5 system-ui,sans-serif;color:#333;max-width:40rem;margin:4rem auto;padding:0 1rem}' +
+  '.paygate-loading a{color:inherit}</style>' +
+  '<p class="paygate-loading" role="status">Loading the paygate API reference… ' +
+  `(the OpenAPI document itself: <a href="${DOCS_PREFIX}/openapi.json">openapi.json</a>)</p>`;
+
 export async function registerDocsUi(app: FastifyInstance): Promise<void> {
   await app.register(async (docs) => {
     // the UI is public, like /openapi.json: no project key
@@ -302,6 +309,13 @@ export async function registerDocsUi(app: FastifyInstance): Promise<void> {
         rendered.set(url, { headers, body: payload });
       }
       return payload;
+    });
+    // The page is blank until Scalar's bundle (some MB) has run and the document has arrived; until then its mount
+    // point shows what is coming and where the raw document is. Scalar empties the mount point when it mounts.
+    docs.addHook('onSend', async (_request, reply, payload) => {
+      const type = String(reply.getHeader('content-type') ?? '');
+      if (!type.startsWith('text/html') || typeof payload !== 'string') return payload;
+      return payload.replace('<div id="app"></div>', `<div id="app">${DOCS_LOADING}</div>`);
     });
     // What the page may load: its own script and document, the hash of the one inline script that starts it, and
     // nothing from anywhere else; no page may frame it (CSP frame-ancestors, X-Frame-Options for older browsers).
