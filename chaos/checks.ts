@@ -2,6 +2,9 @@
 // records (its internal inspection routes) and the receiver's log, plus the engine's visibility for failed
 // workflows. Every count here except the informational ones must be 0.
 import { Client as TemporalClient, Connection } from '@temporalio/client';
+import { historyToJSON } from '@temporalio/common/lib/proto-utils.js';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join, relative, resolve } from 'node:path';
 import pg from 'pg';
 import { Pool } from 'undici';
 import { pgChargeKey } from '../src/payments/charges.js';
@@ -176,6 +179,9 @@ export async function pgRefundChecks(
   return { refunds, mismatches, refunded };
 }
 
+/** Where a finding's workflow histories are written (JSON, as `historyToJSON` writes them). */
+const HISTORY_DIR = resolve('test-results', 'chaos');
+
 /**
  * One workflow as the engine sees it, in a line: its status, history length, pending activities (attempt, last
  * failure) and its last history events: what a finding needs to be understood once the processes are gone.
@@ -190,12 +196,17 @@ export async function describeWorkflow(engineAddress: string, workflowId: string
       (a) =>
         `${a.activityType?.name ?? '?'} attempt ${a.attempt ?? 0}${a.lastFailure?.message ? ` (${a.lastFailure.message.slice(0, 160)})` : ''}`,
     );
-    const events = (await handle.fetchHistory()).events ?? [];
+    const history = await handle.fetchHistory();
+    const events = history.events ?? [];
+    // the whole history, for a replay against the workflow code (Worker.runReplayHistory) once the processes are gone
+    const saved = join(HISTORY_DIR, `${workflowId.replace(/[^\w.-]/g, '_')}.json`);
+    mkdirSync(HISTORY_DIR, { recursive: true });
+    writeFileSync(saved, historyToJSON(history));
     const last = events.slice(-12).map((e) => {
       const name = Object.keys(e).find((k) => k.endsWith('EventAttributes') && (e as Record<string, unknown>)[k]);
       return `${e.eventId}:${(name ?? String(e.eventType)).replace(/EventAttributes$/, '')}`;
     });
-    return `${workflowId}: ${d.status.name}, ${d.historyLength} events; pending [${pending.join('; ')}]; last ${last.join(' ')}`;
+    return `${workflowId}: ${d.status.name}, ${d.historyLength} events; pending [${pending.join('; ')}]; last ${last.join(' ')}; history in ${relative(process.cwd(), saved)}`;
   } catch (err) {
     return `${workflowId}: not described (${(err as Error).message})`;
   } finally {

@@ -2,10 +2,10 @@
 // forgotten after their namespace's retention). Change tracking and journal staging are in core.ts.
 import { dispatchActivity } from './activity-tasks.js';
 import { SERVER_RECORD_KEY, type EngineCore, type ServerRecord } from './core.js';
-import { Status, TimeoutType, num, type HistoryEvent } from './proto.js';
+import { Status, num, type HistoryEvent } from './proto.js';
 import { StateCursor } from './journal-delta.js';
-import type { Execution, ExecutionState } from './state.js';
-import { dispatchWorkflowTask, workflowTaskTimedOut } from './workflow-tasks.js';
+import { execKey, type Execution, type ExecutionState } from './state.js';
+import { dispatchWorkflowTask } from './workflow-tasks.js';
 
 /**
  * Rebuilds runs from the journal and re-arms every deadline and task (time that passed while down fires now).
@@ -40,13 +40,20 @@ export function restore(core: EngineCore, restored: Map<string, { state: unknown
   return core.runs.size;
 }
 
-/** Offers an open run's scheduled tasks again and re-arms its deadlines; a running workflow task times out. */
+/**
+ * Offers an open run's scheduled tasks again and re-arms its deadlines. A workflow task a worker had started stays
+ * started, as Temporal keeps it across a server restart: the worker that holds it (still running: only the server
+ * went away) completes it with its token, or it times out at its start-to-close deadline (re-armed with the others).
+ * Timing it out at once would hand the run a second task while that worker still works on the first one, which the
+ * SDK cannot take ("a new WFT for a run which already has one"): its cached run then drops what the new task brings.
+ */
 function rearm(core: EngineCore, ex: Execution): void {
   const s = ex.s;
   // Sticky workers did not survive the restart with us; their tasks go to the normal queue.
   s.sticky = null;
   if (s.wft.phase === 'started') {
-    workflowTaskTimedOut(core, ex, TimeoutType.TIMEOUT_TYPE_START_TO_CLOSE);
+    // outstanding for the clock, as when it was started: a time skip waits for its completion or its timeout
+    core.clock.setOutstanding(`wft:${execKey(s.namespace, s.runId)}`, true);
   } else if (s.wft.phase === 'scheduled') {
     s.wft.queue = s.taskQueue;
     s.wft.sticky = false;

@@ -363,17 +363,16 @@ describe('the workflow task a completion returns (returnNewWorkflowTask)', () =>
     expect(clock.describe().outstanding).not.toContain(`wft:default/${runId}`);
   });
 
-  it('journals the returned task before answering: its started event survives a restart', async () => {
+  it('journals the returned task before answering: after a restart it is still started, and its worker completes it', async () => {
     const dbFilename = path.join(dir, 'journal.jsonl');
     const first = await open({ dbFilename });
-    const { workflowId, runId } = await heartbeatedRun(first.svc);
+    const { workflowId, runId, task } = await heartbeatedRun(first.svc);
     await first.server.close();
     const again = await open({ dbFilename });
-    const { history } = await again.svc.getWorkflowExecutionHistory({
-      namespace: 'default',
-      execution: { workflowId, runId },
-    });
-    // as any task running when the server went away, it times out on restart and is scheduled again
+    const execution = { workflowId, runId };
+    const { history } = await again.svc.getWorkflowExecutionHistory({ namespace: 'default', execution });
+    // the task the worker holds survives, as on Temporal: no timeout and no second task for the run meanwhile
+    // (the SDK cannot take a new task for a run whose task it is still working on)
     expect(history?.events?.map((e) => e.eventType)).toEqual([
       EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED,
       EventType.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED,
@@ -381,10 +380,54 @@ describe('the workflow task a completion returns (returnNewWorkflowTask)', () =>
       EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED,
       EventType.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED,
       EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED,
+    ]);
+    expect(history?.events?.[5]?.workflowTaskStartedEventAttributes?.identity).toBe(identity);
+    const described = await again.svc.describeWorkflowExecution({ namespace: 'default', execution });
+    expect(described.pendingWorkflowTask?.state).toBe(
+      proto.temporal.api.enums.v1.PendingWorkflowTaskState.PENDING_WORKFLOW_TASK_STATE_STARTED,
+    );
+    // its worker's completion, with the token it got before the restart, is taken
+    await complete(again.svc, task.taskToken);
+    const after = await again.svc.getWorkflowExecutionHistory({ namespace: 'default', execution });
+    expect(after.history?.events?.slice(6).map((e) => e.eventType)).toEqual([
+      EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED,
+      EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED,
+    ]);
+  });
+
+  it('a started task whose worker never completes it times out at its deadline after a restart, and is scheduled again', async () => {
+    const dbFilename = path.join(dir, 'journal-timeout.jsonl');
+    const first = await open({ dbFilename });
+    const taskQueue = `raw-${randomUUID()}`;
+    const workflowId = `restart-timeout-${randomUUID()}`;
+    const { runId } = await first.svc.startWorkflowExecution({
+      namespace: 'default',
+      workflowId,
+      workflowType: { name: 'raw' },
+      taskQueue: { name: taskQueue },
+      workflowTaskTimeout: msToTs('1s'),
+      requestId: randomUUID(),
+    });
+    await first.svc.pollWorkflowTaskQueue({ namespace: 'default', taskQueue: { name: taskQueue }, identity });
+    await first.server.close();
+    const again = await open({ dbFilename });
+    const execution = { workflowId, runId };
+    const types = async () =>
+      ((await again.svc.getWorkflowExecutionHistory({ namespace: 'default', execution })).history?.events ?? []).map(
+        (e) => e.eventType,
+      );
+    const deadline = Date.now() + 10_000;
+    while ((await types()).length < 5 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(await types()).toEqual([
+      EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED,
+      EventType.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED,
+      EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED,
       EventType.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT,
       EventType.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED,
     ]);
-    expect(history?.events?.[5]?.workflowTaskStartedEventAttributes?.identity).toBe(identity);
+    // the task is offered again: a poll gets it
+    const retried = await again.svc.pollWorkflowTaskQueue({ namespace: 'default', taskQueue: { name: taskQueue }, identity });
+    expect(Number(retried.attempt)).toBe(2);
   });
 
   it('returns nothing when the completion leads to no new task', async () => {
