@@ -2,7 +2,6 @@
 // records (its internal inspection routes) and the receiver's log, plus the engine's visibility for failed
 // workflows. Every count here except the informational ones must be 0.
 import { Client as TemporalClient, Connection } from '@temporalio/client';
-import { historyToJSON } from '@temporalio/common/lib/proto-utils.js';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
 import pg from 'pg';
@@ -198,10 +197,10 @@ export async function describeWorkflow(engineAddress: string, workflowId: string
     );
     const history = await handle.fetchHistory();
     const events = history.events ?? [];
-    // the whole history, for a replay against the workflow code (Worker.runReplayHistory) once the processes are gone
+    // the whole history (protobuf's JSON), to read or replay once the processes are gone
     const saved = join(HISTORY_DIR, `${workflowId.replace(/[^\w.-]/g, '_')}.json`);
     mkdirSync(HISTORY_DIR, { recursive: true });
-    writeFileSync(saved, historyToJSON(history));
+    writeFileSync(saved, JSON.stringify(history));
     const last = events.slice(-12).map((e) => {
       const name = Object.keys(e).find((k) => k.endsWith('EventAttributes') && (e as Record<string, unknown>)[k]);
       return `${e.eventId}:${(name ?? String(e.eventType)).replace(/EventAttributes$/, '')}`;
