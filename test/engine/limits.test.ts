@@ -142,6 +142,9 @@ if (againstRealServer) {
             `limit.blobSize.warn=${BLOB_WARN}`,
             '--dynamic-config-value',
             `limit.historyCount.error=${HISTORY_COUNT_ERROR}`,
+            // these tests pass the limits on purpose: the engine's warnings about it would only be noise in npm test
+            '--log-level',
+            'error',
           ],
         },
       });
