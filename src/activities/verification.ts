@@ -1,10 +1,10 @@
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
-import type { VerifiedPerson } from '../gateways/rules.js';
+import type { IdentityPerson, VerifiedPerson } from '../gateways/rules.js';
 import type { GatewayRegistry, IdentityGateway } from '../gateways/index.js';
 import type { UpstreamGateways } from '../upstream/index.js';
 import type { WorkflowTimeStamp } from '../platform/temporal/sandbox-clock.js';
-import type { VerificationPerson, VerificationRecords } from '../verification/contract.js';
+import type { VerificationRecords } from '../verification/contract.js';
 import { callGateway } from './failures.js';
 
 export interface VerificationActivityDeps {
@@ -108,10 +108,7 @@ export function createVerificationActivities({
         identity.requestOtp({
           idempotencyKey: `verification:${input.receiptId}:request`,
           merchantId: input.merchantId,
-          name: input.person.name,
-          phone: input.person.phone,
-          identityNo: input.person.identityNo,
-          carrier: input.person.carrier,
+          person: input.person,
           type: input.type,
           clientIp: input.clientIp,
           ...(input.siteUrl !== undefined ? { siteUrl: input.siteUrl } : {}),
@@ -165,7 +162,7 @@ interface SendOtpInput {
   merchantId: string;
   pg: string;
   type: 'sms' | 'pass';
-  person: VerificationPerson;
+  person: IdentityPerson;
   clientIp: string;
   siteUrl?: string;
 }

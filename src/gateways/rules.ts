@@ -9,6 +9,15 @@ export type Carrier = 'SKT' | 'KT' | 'LGT' | 'SKT_MVNO' | 'KT_MVNO' | 'LGT_MVNO'
 
 export const CARRIERS: readonly Carrier[] = ['SKT', 'KT', 'LGT', 'SKT_MVNO', 'KT_MVNO', 'LGT_MVNO'];
 
+/** The person an identity PG is asked to verify, as the merchant gave them. */
+export interface IdentityPerson {
+  readonly name: string;
+  readonly phone: string;
+  /** YYMMDD + first digit of the back part, 7 characters */
+  readonly identityNo: string;
+  readonly carrier: Carrier;
+}
+
 export interface VerifiedPerson {
   readonly name: string;
   readonly phone: string;

@@ -4,7 +4,7 @@
 // (card, masked card, carrier, verified person) are domain types.
 import { RelayedApiError } from '../platform/errors.js';
 import type { CardDetails, MaskedCard } from './card-rules.js';
-import type { Carrier, ChargeApproval, EscrowStatus, ResolvedShipment, VerifiedPerson } from './rules.js';
+import type { ChargeApproval, EscrowStatus, IdentityPerson, ResolvedShipment, VerifiedPerson } from './rules.js';
 
 export interface IssuedBillingKey {
   /** the gateway's own key; paygate keeps it server-side and hands merchants its own billing_key */
@@ -86,11 +86,7 @@ export interface OtpRequest {
   readonly idempotencyKey: string;
   /** the merchant (project) identity: DI differs per merchant for one person */
   readonly merchantId: string;
-  readonly name: string;
-  readonly phone: string;
-  /** YYMMDD + first digit of the back part, 7 characters */
-  readonly identityNo: string;
-  readonly carrier: Carrier;
+  readonly person: IdentityPerson;
   readonly type: 'sms' | 'pass';
   readonly clientIp: string;
   readonly siteUrl?: string;

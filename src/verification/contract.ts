@@ -1,5 +1,5 @@
 import { defineUpdate } from '@temporalio/workflow';
-import type { Carrier, VerifiedPerson } from '../gateways/rules.js';
+import type { IdentityPerson, VerifiedPerson } from '../gateways/rules.js';
 import type { UpdateProof } from '../platform/temporal/messages.js';
 
 // The identity-verification workflow's contract, shared by the workflow and the API.
@@ -49,13 +49,6 @@ export const VerificationStatus = {
 } as const;
 export type VerificationStatus = (typeof VerificationStatus)[keyof typeof VerificationStatus];
 
-export interface VerificationPerson {
-  readonly name: string;
-  readonly phone: string;
-  readonly identityNo: string;
-  readonly carrier: Carrier;
-}
-
 export interface VerificationInput {
   readonly receiptId: string;
   /** the project's application_id: the identity gateway's merchant id (DI differs per merchant) */
@@ -67,7 +60,7 @@ export interface VerificationInput {
   readonly clientIp: string;
   readonly siteUrl?: string;
   /** sensitive: sealed by the payload codec in Temporal's history */
-  readonly person: VerificationPerson;
+  readonly person: IdentityPerson;
   /**
    * paygate's caps for this run. Absent in runs started before the caps existed: those keep their
    * recorded behaviour, so their histories replay unchanged. Carried in the (sealed) input: chosen when a

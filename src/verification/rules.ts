@@ -2,7 +2,7 @@
 // it is first checked, for the OpenAPI document) and the response shapes of request / resend / confirm / lookup.
 // Pure code: no I/O.
 import { z } from 'zod';
-import { type Carrier, CARRIERS } from '../gateways/rules.js';
+import { type Carrier, CARRIERS, type IdentityPerson } from '../gateways/rules.js';
 import { isIpOrCidr } from '../platform/ip.js';
 import { formatOptionalTimestamp, formatTimestamp } from '../platform/time.js';
 import { describeFields, documented, fails, fields, isRecord, merchantId, validate } from '../platform/validation.js';
@@ -50,7 +50,7 @@ export interface VerificationRequest {
   readonly orderName: string;
   readonly authenticationId: string;
   readonly type: 'sms' | 'pass';
-  readonly person: { readonly name: string; readonly phone: string; readonly identityNo: string; readonly carrier: Carrier };
+  readonly person: IdentityPerson;
   readonly clientIp: string | undefined;
   readonly siteUrl: string | undefined;
   readonly metadata: Fields;

@@ -209,10 +209,7 @@ export function createVerificationService(deps: {
       const sent = await identity.requestOtp({
         idempotencyKey: `verification:${project.application_id}:${newId()}:request`,
         merchantId: project.application_id,
-        name: req.person.name,
-        phone: req.person.phone,
-        identityNo: req.person.identityNo,
-        carrier: req.person.carrier,
+        person: req.person,
         type: req.type,
         clientIp,
         ...(req.siteUrl !== undefined ? { siteUrl: req.siteUrl } : {}),

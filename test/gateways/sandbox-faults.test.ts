@@ -150,10 +150,7 @@ describe('unavailable gateways', () => {
           fx.identity.requestOtp({
             idempotencyKey: key('otp'),
             merchantId: 'm',
-            name: 'Kim',
-            phone: '01012345678',
-            identityNo: '9001011',
-            carrier: 'SKT',
+            person: { name: 'Kim', phone: '01012345678', identityNo: '9001011', carrier: 'SKT' },
             type: 'sms',
             clientIp: '127.0.0.1',
           }),

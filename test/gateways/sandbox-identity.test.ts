@@ -3,6 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decodeBirthSex } from '../../src/sandbox/identity-pg.js';
 import { fetchSandboxSms } from '../../src/gateways/sandbox-inbox.js';
+import type { IdentityPerson } from '../../src/gateways/rules.js';
 import { GatewayDeclinedError, GatewayUnavailableError, type OtpRequest } from '../../src/gateways/types.js';
 import { startSandboxFixture, type SandboxFixture } from './fixture.js';
 
@@ -19,17 +20,21 @@ afterAll(async () => {
   await fx.close();
 });
 
-function otpRequest(overrides: Partial<OtpRequest> = {}): OtpRequest {
+/** An OTP request; `overrides` may name the person's fields (name, phone, identityNo, carrier) beside the request's. */
+function otpRequest(overrides: Partial<Omit<OtpRequest, 'person'>> & Partial<IdentityPerson> = {}): OtpRequest {
+  const { name, phone: to, identityNo, carrier, ...request } = overrides;
   return {
     idempotencyKey: key('otp'),
     merchantId: 'merchant-a',
-    name: 'Hong Gildong',
-    phone: phone(),
-    identityNo: '9001011',
-    carrier: 'SKT',
+    person: {
+      name: name ?? 'Hong Gildong',
+      phone: to ?? phone(),
+      identityNo: identityNo ?? '9001011',
+      carrier: carrier ?? 'SKT',
+    },
     type: 'sms',
     clientIp: '203.0.113.7',
-    ...overrides,
+    ...request,
   };
 }
 
@@ -52,18 +57,18 @@ describe('sandbox_identity SMS OTP', () => {
   it('sends a 6-digit OTP to the inbox and confirms it', async () => {
     const req = otpRequest({ carrier: 'KT_MVNO' });
     const { tid } = await fx.identity.requestOtp(req);
-    const inbox = await fetchSandboxSms(fx.sandbox, req.phone);
+    const inbox = await fetchSandboxSms(fx.sandbox, req.person.phone);
     expect(inbox).toHaveLength(1);
     const [sms] = inbox;
     expect(sms?.otp).toMatch(/^\d{6}$/);
     expect(sms?.message).toContain(sms?.otp);
-    expect(sms?.phone).toBe(req.phone);
+    expect(sms?.phone).toBe(req.person.phone);
     expect(sms?.sentAt).toBeInstanceOf(Date);
 
     const person = await fx.identity.confirmOtp({ tid, otp: sms?.otp ?? '' });
     expect(person).toMatchObject({
       name: 'Hong Gildong',
-      phone: req.phone,
+      phone: req.person.phone,
       birth: '19900101',
       gender: 1,
       foreigner: '0',
@@ -76,7 +81,7 @@ describe('sandbox_identity SMS OTP', () => {
   it('answers a repeated confirm (a retry) with the same person', async () => {
     const req = otpRequest();
     const { tid } = await fx.identity.requestOtp(req);
-    const otp = await latestOtp(req.phone);
+    const otp = await latestOtp(req.person.phone);
     const first = await fx.identity.confirmOtp({ tid, otp });
     expect(await fx.identity.confirmOtp({ tid, otp })).toEqual(first);
   });
@@ -84,17 +89,17 @@ describe('sandbox_identity SMS OTP', () => {
   it('refuses a wrong OTP, then accepts the right one', async () => {
     const req = otpRequest();
     const { tid } = await fx.identity.requestOtp(req);
-    const otp = await latestOtp(req.phone);
+    const otp = await latestOtp(req.person.phone);
     const wrong = otp === '000000' ? '111111' : '000000';
     const err = await declined(fx.identity.confirmOtp({ tid, otp: wrong }));
     expect(err.pgErrorCode).toBe('A202');
-    await expect(fx.identity.confirmOtp({ tid, otp })).resolves.toMatchObject({ name: req.name });
+    await expect(fx.identity.confirmOtp({ tid, otp })).resolves.toMatchObject({ name: req.person.name });
   });
 
   it('locks the transaction after 5 wrong OTPs', async () => {
     const req = otpRequest();
     const { tid } = await fx.identity.requestOtp(req);
-    const otp = await latestOtp(req.phone);
+    const otp = await latestOtp(req.person.phone);
     const wrong = otp === '000000' ? '111111' : '000000';
     for (let i = 0; i < 5; i++) expect((await declined(fx.identity.confirmOtp({ tid, otp: wrong }))).pgErrorCode).toBe('A202');
     expect((await declined(fx.identity.confirmOtp({ tid, otp }))).pgErrorCode).toBe('A204');
@@ -110,13 +115,13 @@ describe('sandbox_identity SMS OTP', () => {
     const a = await fx.identity.requestOtp(req);
     const b = await fx.identity.requestOtp(req);
     expect(b.tid).toBe(a.tid);
-    expect(await fetchSandboxSms(fx.sandbox, req.phone)).toHaveLength(1);
+    expect(await fetchSandboxSms(fx.sandbox, req.person.phone)).toHaveLength(1);
   });
 
   it('expires the OTP 30 minutes after sending', async () => {
     const req = otpRequest();
     const { tid } = await fx.identity.requestOtp(req);
-    const otp = await latestOtp(req.phone);
+    const otp = await latestOtp(req.person.phone);
     fx.advance(30 * 60_000 + 1_000);
     try {
       const err = await declined(fx.identity.confirmOtp({ tid, otp }));
@@ -129,10 +134,10 @@ describe('sandbox_identity SMS OTP', () => {
   it('still accepts the OTP just before 30 minutes', async () => {
     const req = otpRequest();
     const { tid } = await fx.identity.requestOtp(req);
-    const otp = await latestOtp(req.phone);
+    const otp = await latestOtp(req.person.phone);
     fx.advance(29 * 60_000);
     try {
-      await expect(fx.identity.confirmOtp({ tid, otp })).resolves.toMatchObject({ phone: req.phone });
+      await expect(fx.identity.confirmOtp({ tid, otp })).resolves.toMatchObject({ phone: req.person.phone });
     } finally {
       fx.advance(-29 * 60_000);
     }
@@ -154,22 +159,22 @@ describe('sandbox_identity resend', () => {
   it('sends a new OTP, invalidates the old one and lists the newest first', async () => {
     const req = otpRequest();
     const { tid } = await fx.identity.requestOtp(req);
-    const oldOtp = await latestOtp(req.phone);
+    const oldOtp = await latestOtp(req.person.phone);
     let newOtp = oldOtp;
     // A resend may draw the same 6 digits by chance; resend until it differs (bounded).
     for (let i = 0; i < 5 && newOtp === oldOtp; i++) {
       await fx.identity.resendOtp({ tid, idempotencyKey: key('resend') });
-      newOtp = await latestOtp(req.phone);
+      newOtp = await latestOtp(req.person.phone);
     }
     expect(newOtp).not.toBe(oldOtp);
-    const inbox = await fetchSandboxSms(fx.sandbox, req.phone);
+    const inbox = await fetchSandboxSms(fx.sandbox, req.person.phone);
     expect(inbox.length).toBeGreaterThanOrEqual(2);
     expect(inbox[0]?.otp).toBe(newOtp);
     expect(inbox.at(-1)?.otp).toBe(oldOtp);
     expect(inbox[0]!.sentAt.getTime()).toBeGreaterThanOrEqual(inbox.at(-1)!.sentAt.getTime());
 
     expect((await declined(fx.identity.confirmOtp({ tid, otp: oldOtp }))).pgErrorCode).toBe('A202');
-    await expect(fx.identity.confirmOtp({ tid, otp: newOtp })).resolves.toMatchObject({ name: req.name });
+    await expect(fx.identity.confirmOtp({ tid, otp: newOtp })).resolves.toMatchObject({ name: req.person.name });
   });
 
   it('replays a resend with the same idempotency key without a new SMS', async () => {
@@ -178,13 +183,13 @@ describe('sandbox_identity resend', () => {
     const resend = { tid, idempotencyKey: key('resend') };
     await fx.identity.resendOtp(resend);
     await fx.identity.resendOtp(resend);
-    expect(await fetchSandboxSms(fx.sandbox, req.phone)).toHaveLength(2);
+    expect(await fetchSandboxSms(fx.sandbox, req.person.phone)).toHaveLength(2);
   });
 
   it('fails every resend to 01000000001 while the first SMS goes out', async () => {
     const req = otpRequest({ phone: '01000000001' });
     const { tid } = await fx.identity.requestOtp(req);
-    const otp = await latestOtp(req.phone);
+    const otp = await latestOtp(req.person.phone);
     for (let i = 0; i < 2; i++) {
       const err = await declined(fx.identity.resendOtp({ tid, idempotencyKey: key('resend') }));
       expect(err.pgErrorCode).toBe('A102');
@@ -195,7 +200,7 @@ describe('sandbox_identity resend', () => {
   it('refuses a resend after confirmation', async () => {
     const req = otpRequest();
     const { tid } = await fx.identity.requestOtp(req);
-    await fx.identity.confirmOtp({ tid, otp: await latestOtp(req.phone) });
+    await fx.identity.confirmOtp({ tid, otp: await latestOtp(req.person.phone) });
     expect((await declined(fx.identity.resendOtp({ tid, idempotencyKey: key('resend') }))).pgErrorCode).toBe('A205');
   });
 });
@@ -204,8 +209,8 @@ describe('sandbox_identity pass push', () => {
   it('needs no OTP: the sandbox approves the push, confirm with an empty otp succeeds', async () => {
     const req = otpRequest({ type: 'pass', carrier: 'LGT' });
     const { tid } = await fx.identity.requestOtp(req);
-    expect(await fetchSandboxSms(fx.sandbox, req.phone)).toEqual([]);
-    await expect(fx.identity.confirmOtp({ tid, otp: '' })).resolves.toMatchObject({ carrier: 'LGT', name: req.name });
+    expect(await fetchSandboxSms(fx.sandbox, req.person.phone)).toEqual([]);
+    await expect(fx.identity.confirmOtp({ tid, otp: '' })).resolves.toMatchObject({ carrier: 'LGT', name: req.person.name });
   });
 
   it('fails the push to 01000000000', async () => {
@@ -215,10 +220,10 @@ describe('sandbox_identity pass push', () => {
 });
 
 describe('verified person data', () => {
-  async function verify(overrides: Partial<OtpRequest>) {
+  async function verify(overrides: Parameters<typeof otpRequest>[0]) {
     const req = otpRequest(overrides);
     const { tid } = await fx.identity.requestOtp(req);
-    return fx.identity.confirmOtp({ tid, otp: await latestOtp(req.phone) });
+    return fx.identity.confirmOtp({ tid, otp: await latestOtp(req.person.phone) });
   }
 
   it('derives birth century, gender and foreigner from the 7th digit', async () => {

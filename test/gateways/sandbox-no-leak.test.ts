@@ -74,10 +74,7 @@ it('logs no sensitive values through any path, including refusals and faults', a
   const { tid } = await identity.requestOtp({
     idempotencyKey: 'leak-otp',
     merchantId: 'm',
-    name: secrets.name,
-    phone: secrets.phone,
-    identityNo: secrets.birthSex,
-    carrier: 'SKT',
+    person: { name: secrets.name, phone: secrets.phone, identityNo: secrets.birthSex, carrier: 'SKT' },
     type: 'sms',
     clientIp: '127.0.0.1',
   });

@@ -140,10 +140,7 @@ describe('a restart of the sandbox', () => {
     const { tid } = await pg('sandbox_identity').identity!.requestOtp({
       idempotencyKey: unique('otp'),
       merchantId: 'app_durable',
-      name: 'Hong Gildong',
-      phone,
-      identityNo: '9001011',
-      carrier: 'SKT',
+      person: { name: 'Hong Gildong', phone: phone, identityNo: '9001011', carrier: 'SKT' },
       type: 'sms',
       clientIp: '127.0.0.1',
     });
@@ -238,10 +235,7 @@ describe('a restart of the sandbox', () => {
     const { tid } = await pg('sandbox_identity').identity!.requestOtp({
       idempotencyKey: unique('otp'),
       merchantId: 'app_durable',
-      name: 'Kim Cheolsu',
-      phone,
-      identityNo: '9505051',
-      carrier: 'KT',
+      person: { name: 'Kim Cheolsu', phone: phone, identityNo: '9505051', carrier: 'KT' },
       type: 'sms',
       clientIp: '127.0.0.1',
     });
@@ -296,10 +290,7 @@ describe('as npm start and the standalone process run it (DATA_DIR/sandbox-state
       const { tid } = await gateways.gateways.get('sandbox_identity')!.identity!.requestOtp({
         idempotencyKey: unique('otp'),
         merchantId: 'app_npm_start',
-        name: 'Lee Younghee',
-        phone,
-        identityNo: '0203044',
-        carrier: 'SKT',
+        person: { name: 'Lee Younghee', phone: phone, identityNo: '0203044', carrier: 'SKT' },
         type: 'sms',
         clientIp: '127.0.0.1',
       });
