@@ -29,9 +29,9 @@ export function installTestRuntime(): void {
       // dropped by the thousand: shifting one line off a full array per entry costs the array's length each time
       if (workerLogLines.length > MAX_WORKER_LOG_LINES + 1_000) workerLogLines.splice(0, 1_000);
     }),
-    // The SDK core's own lines (Rust) come here too, uncoloured: kept, and printed only when they are errors (a
-    // test's deliberate failures make the core warn; `npm test` prints no warning). They arrive in batches, so a
-    // test does not read them from workerLogs.
-    telemetryOptions: { logging: { filter: { core: printAll ? 'DEBUG' : 'WARN', other: 'ERROR' }, forward: {} } },
+    // The SDK core's own lines (Rust) stay on stderr, at ERROR: a test's deliberate failures make the core warn, and
+    // `npm test` prints no warning. Not forwarded here: forwarding holds back every line of this logger for 100 ms,
+    // after the test that caused it has read workerLogs.
+    telemetryOptions: { logging: { filter: { core: printAll ? 'DEBUG' : 'ERROR', other: 'ERROR' }, console: {} } },
   });
 }
