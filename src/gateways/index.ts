@@ -10,6 +10,8 @@ export {
   createSandboxFaultService,
   faultKindDoc,
   faultOperationDoc,
+  type FaultSpec,
+  parseFault,
   type SandboxFaultService,
   sandboxFaultBody,
 } from './sandbox-faults.js';

@@ -52,7 +52,8 @@ export interface SandboxFaultView {
 }
 
 export interface SandboxFaultService {
-  arm(project: Project, body: unknown): Promise<SandboxFaultView>;
+  /** Arms a fault parsed by parseFault (the route's step). */
+  arm(project: Project, spec: FaultSpec): Promise<SandboxFaultView>;
   list(project: Project): Promise<SandboxFaultView[]>;
   disarm(project: Project): Promise<{ disarmed: number }>;
 }
@@ -102,10 +103,15 @@ const faultBody = z
 /** The body of POST /sandbox/v1/faults as the OpenAPI document shows it: nothing else is accepted. */
 export const sandboxFaultBody = describeFields([faultFields], { strict: true });
 
-export function parseFault(
-  project: Project,
-  body: unknown,
-): { pg: string; operation: FaultOperation; fault: FaultKind; count: number } {
+/** A fault to arm: which operation of which sandbox PG of the project, how it fails, on how many calls. */
+export interface FaultSpec {
+  readonly pg: string;
+  readonly operation: FaultOperation;
+  readonly fault: FaultKind;
+  readonly count: number;
+}
+
+export function parseFault(project: Project, body: unknown): FaultSpec {
   const { pg, operation, fault, count } = validate(faultBody, body);
   const operations = Object.hasOwn(SANDBOX_FAULT_OPERATIONS, pg) ? SANDBOX_FAULT_OPERATIONS[pg] : undefined;
   if (operations === undefined || !project.pgs.includes(pg)) {
@@ -149,8 +155,7 @@ export function createSandboxFaultService(deps: { readonly sandbox: SandboxEndpo
   };
 
   return {
-    async arm(project, body) {
-      const spec = parseFault(project, body);
+    async arm(project, spec) {
       const merchantId = project.application_id;
       const armed = await reaching(() => listSandboxFaults(deps.sandbox, merchantId));
       if (armed.length >= MAX_ARMED_FAULTS_PER_PROJECT) throw new ApiError('SANDBOX_FAULTS_TOO_MANY');

@@ -13,11 +13,10 @@ import {
   type OutboundEvent,
   type PageQuery,
   type ProjectDeliveryQuery,
-  parseReplaySince,
-  parseWebhookConfigChange,
   SECRET_OVERLAP_MS,
   testMessageEvent,
   type UrlPolicy,
+  type WebhookConfigChange,
   type WebhookConfigView,
 } from './rules.js';
 import type { Project, ProjectWebhooks } from '../projects/index.js';
@@ -46,15 +45,15 @@ const PROJECT: EndpointKind = 'project';
 export interface WebhookService extends ProjectWebhooks {
   config(project: Project): Promise<WebhookConfigView>;
   /** PUT: the body checked whole (3028 for a URL, 9400 otherwise) before anything is written. */
-  save(project: Project, body: unknown): Promise<WebhookConfigView>;
+  save(project: Project, change: WebhookConfigChange): Promise<WebhookConfigView>;
   /** The configuration with the new secret; the previous one signs beside it for 24 hours. */
   rotateSecret(project: Project): Promise<WebhookConfigView>;
   /** The 301 test card, sent whatever `enabled` and `events` say; 3029 without a stored URL. */
   sendTest(project: Project): Promise<Requeued>;
   deliveries(project: Project, page: PageQuery): Promise<{ rows: DeliveryView[]; count: number }>;
   retry(project: Project, deliveryId: string): Promise<Requeued>;
-  /** Every failed delivery created since `body.since` (at most MAX_REPLAY per call), sent again. */
-  replay(project: Project, body: unknown): Promise<Requeued[]>;
+  /** Every failed delivery created since `since` (at most MAX_REPLAY per call), sent again. */
+  replay(project: Project, since: Date): Promise<Requeued[]>;
   /**
    * The delivery engine's one entry: records a delivery of `event` to the endpoint, due now (the dispatcher sends it).
    * Undefined when the endpoint has no URL, is disabled, or is not subscribed to the event (unless `regardless`).
@@ -130,8 +129,7 @@ export function createWebhookService(deps: {
       return store.configView(await store.findEndpoint(project.application_id, MESSAGE));
     },
 
-    async save(project, body) {
-      const change = parseWebhookConfigChange(body);
+    async save(project, change) {
       if (change.url !== undefined) {
         const checked = await checkDestination(change.url, policy, deps.resolve);
         if ('reason' in checked) throw new ApiError('WEBHOOK_URL_INVALID', { payloadMessage: checked.reason });
@@ -181,8 +179,7 @@ export function createWebhookService(deps: {
       return requeue(row);
     },
 
-    async replay(project, body) {
-      const since = parseReplaySince(body);
+    async replay(project, since) {
       const endpoint = await store.findEndpoint(project.application_id, MESSAGE);
       if (!endpoint) return [];
       const requeued: Requeued[] = [];

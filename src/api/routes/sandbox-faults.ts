@@ -2,6 +2,7 @@
 // {pg, operation, fault, count?} arms a fault on the project's next `count` calls of one sandbox PG
 // operation, GET lists the armed ones, DELETE disarms them. src/gateways/sandbox-faults.ts.
 import type { FastifyInstance } from 'fastify';
+import { parseFault } from '../../gateways/index.js';
 import { createIdempotencyHooks } from '../idempotency.js';
 
 export async function sandboxFaultRoutes(app: FastifyInstance): Promise<void> {
@@ -35,7 +36,7 @@ export async function sandboxFaultRoutes(app: FastifyInstance): Promise<void> {
         tags: ['sandbox'],
       },
     },
-    async (request, reply) => reply.code(201).send(await faults.arm(request.project, request.body)),
+    async (request, reply) => reply.code(201).send(await faults.arm(request.project, parseFault(request.project, request.body))),
   );
 
   app.get(

@@ -12,6 +12,8 @@ import {
   parseSandboxMessage,
   renderDelivery,
   renderWebhookConfig,
+  parseReplaySince,
+  parseWebhookConfigChange,
 } from '../../webhooks/rules.js';
 import { createIdempotencyHooks } from '../idempotency.js';
 
@@ -57,7 +59,7 @@ async function messageWebhookRoutes(app: FastifyInstance): Promise<void> {
       'Change the webhook configuration',
       'Body {url?, events?, enabled?, retry_count?}. The first save issues a signing secret. https only in production mode (http to loopback in sandbox mode), else 3028. Unknown event codes are dropped; an empty list means the default set. enabled: true re-enables an auto-disabled webhook and clears its failure counter.',
     ),
-    async (request) => renderWebhookConfig(await webhooks.save(request.project, request.body), false),
+    async (request) => renderWebhookConfig(await webhooks.save(request.project, parseWebhookConfigChange(request.body)), false),
   );
 
   app.post(
@@ -113,7 +115,7 @@ async function messageWebhookRoutes(app: FastifyInstance): Promise<void> {
       `Body {since}: every failed delivery created since then gets one more attempt (at most 1000 per call; call again for more).`,
     ),
     async (request) => {
-      const queued = await webhooks.replay(request.project, request.body);
+      const queued = await webhooks.replay(request.project, parseReplaySince(request.body));
       return {
         queued: queued.length,
         delivery_ids: queued.map((q) => q.deliveryId),

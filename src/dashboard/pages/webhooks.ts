@@ -2,7 +2,7 @@
 // attempt and a retry of a failed one: the webhook use cases the /message routes call. And the project's own
 // notifications (its webhook_url, charges' feedback_url): the deliveries and retry the admin API lists and retries.
 import type { FastifyInstance } from 'fastify';
-import { MESSAGE_EVENTS, parsePageQuery, parseProjectDeliveryQuery } from '../../webhooks/rules.js';
+import { MESSAGE_EVENTS, parsePageQuery, parseProjectDeliveryQuery, parseWebhookConfigChange } from '../../webhooks/rules.js';
 import type { DashboardContext } from '../context.js';
 import { field, intField } from './forms.js';
 
@@ -45,12 +45,15 @@ export async function webhookPages(app: FastifyInstance, ctx: DashboardContext):
     const project = await ctx.project(request, 'message_webhook');
     const body = request.body;
     const url = field(body, 'url', { optional: true });
-    await webhooks.save(project, {
-      ...(url !== undefined ? { url } : {}),
-      events: checkedCodes(body),
-      enabled: field(body, 'enabled', { optional: true }) === 'on',
-      retry_count: intField(body, 'retry_count'),
-    });
+    await webhooks.save(
+      project,
+      parseWebhookConfigChange({
+        ...(url !== undefined ? { url } : {}),
+        events: checkedCodes(body),
+        enabled: field(body, 'enabled', { optional: true }) === 'on',
+        retry_count: intField(body, 'retry_count'),
+      }),
+    );
     return reply.redirect('/dashboard/webhooks?done=saved', 303);
   });
 
