@@ -106,7 +106,7 @@ export function receiptResponse(row: ReceiptRow, project: Project): ReceiptRespo
 
 /**
  * The escrow_data of a receipt, when its payment is an escrow order's: the escrow area supplies it
- * (src/escrow/service.ts, escrowDataLookup) and the composition root hands it in. Escrow orders are payments:
+ * (src/escrow/context.ts, escrowDataLookup) and the composition root hands it in. Escrow orders are payments:
  * escrow depends on payments, and payments read nothing of escrow's.
  */
 export type EscrowDataLookup = (receiptId: string) => Promise<EscrowData | undefined>;

@@ -1,6 +1,6 @@
 // Escrow: shipping start (PUT /v2/escrow/shipping/start/{receipt_id}), the order's events history, the PGs'
 // notifications (signed by the PG, no project key) and, in sandbox mode, payments, the buyer's events and
-// what the sandbox PGs received. The use cases are in src/escrow/service.ts.
+// what the sandbox PGs received. The use cases are in src/escrow/ (service.ts puts them together).
 import type { FastifyInstance } from 'fastify';
 import { parsePgRequestsQuery, parseSandboxPayment } from '../../escrow/rules.js';
 import { ApiError } from '../../platform/errors.js';
