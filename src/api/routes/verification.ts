@@ -1,5 +1,5 @@
 // REST identity verification: request, resend (realarm), confirm, certificate lookup — and, in sandbox
-// mode, the SMS inbox. The use cases are in src/verification/service.ts; these handlers parse,
+// mode, the SMS inbox. The use cases are in src/verification/ (service.ts puts them together); these handlers parse,
 // call and render.
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Scope } from '../../projects/scopes.js';
