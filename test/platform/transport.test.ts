@@ -97,7 +97,8 @@ describe('connectTemporalClient', () => {
     await expect(
       (async () => {
         const tls = await connectTemporalClient({
-          address: engine.address,
+          // by name: TLS to an IP address would send it as the server name, which Node warns about (RFC 6066)
+          address: engine.address.replace('127.0.0.1', 'localhost'),
           namespace: 'default',
           keyring,
           transport: { apiKey: 'cloud-key' },
