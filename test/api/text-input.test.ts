@@ -151,7 +151,7 @@ describe('strings that are not Unicode text, and JSON that is not JSON', () => {
   it.each([
     ['order_name', (o: Record<string, unknown>) => ({ ...o, order_name: 'x\ud800y' })],
     ['a metadata value', (o: Record<string, unknown>) => ({ ...o, metadata: { note: 'x\udfffy' } })],
-    ['a metadata key', (o: Record<string, unknown>) => ({ ...o, metadata: { ['k\ud83d']: 'v' } })],
+    ['a metadata key', (o: Record<string, unknown>) => ({ ...o, metadata: { 'k\ud83d': 'v' } })],
   ])('a lone surrogate (a JSON escape) in %s -> 9400, nothing charged', async (_where, withSurrogate) => {
     const orderId = `surrogate-${_where.replace(/ /g, '-')}`;
     // JSON.stringify writes a lone surrogate as its \u escape: the text is valid UTF-8 and valid JSON
