@@ -66,6 +66,9 @@ function separateAdminListener(app: FastifyInstance): Server {
  * Listens and installs graceful shutdown: on SIGINT/SIGTERM or a fatal error the server stops
  * accepting, finishes in-flight requests, then runs `onClose` (database, gateways, ...).
  */
+/** Signals this close together are one Ctrl-C passed on by npm and tsx, not a second request to stop. */
+const SAME_KEYPRESS_MS = 2_000;
+
 export async function listen(
   app: FastifyInstance,
   config: Pick<Config, 'host' | 'port'> & Partial<Pick<Config, 'admin'>>,
@@ -85,11 +88,27 @@ export async function listen(
     })();
     return closing;
   };
-  const grace = closeWithGrace({ delay: SHUTDOWN_GRACE_MS }, async ({ err, signal }) => {
+  // close-with-grace takes fatal errors; the signals are taken here: Ctrl-C reaches npm, tsx and paygate at once and
+  // each passes it on, so one keypress arrives as two or three SIGINTs within a moment (close-with-grace took the
+  // second for the person insisting, exited with 1 and cut the shutdown short). A repeat within SAME_KEYPRESS_MS of
+  // the first is that keypress; a later one ends the process at once.
+  const grace = closeWithGrace({ delay: SHUTDOWN_GRACE_MS, skip: ['SIGINT', 'SIGTERM'] }, async ({ err }) => {
     if (err) app.log.error({ err }, 'shutting down after a fatal error');
-    else app.log.info({ signal }, 'shutting down');
     await shutdown();
   });
+  let firstSignalAt: number | undefined;
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.on(signal, () => {
+      if (firstSignalAt === undefined) {
+        firstSignalAt = Date.now();
+        app.log.info({ signal }, 'shutting down');
+        void grace.close();
+      } else if (Date.now() - firstSignalAt > SAME_KEYPRESS_MS) {
+        process.stderr.write(`paygate: ${signal} again: exiting now, before the shutdown has finished\n`);
+        process.exit(1);
+      }
+    });
+  }
   // taken since checkPortsFree looked: the same one-line hint, not an EADDRINUSE stack
   const inUse = (variable: 'PORT' | 'ADMIN_PORT', port: number) => (err: unknown) => {
     throw (err as NodeJS.ErrnoException).code === 'EADDRINUSE' ? new PortInUseError(variable, port) : err;

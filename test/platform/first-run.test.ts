@@ -200,8 +200,10 @@ describe('npm start, ready', () => {
       expect(root.status).toBe(302);
       expect(root.headers.get('location')).toBe('/dashboard');
 
-      // Ctrl-C (SIGINT to the whole process group, the embedded engine included): a quiet stop
+      // Ctrl-C (SIGINT to the whole process group, the embedded engine included): a quiet stop. npm and tsx pass the
+      // keypress on as well, so paygate hears it again at once: still the same Ctrl-C, not a forced exit
       process.kill(-run.child.pid!, 'SIGINT');
+      process.kill(run.child.pid!, 'SIGINT');
       const code = await bounded(exited(run.child), 60_000, 'npm start to stop on Ctrl-C');
       expect(code, run.stderr()).toBe(0);
       const all = `${run.stdout()}${run.stderr()}`;
@@ -209,6 +211,7 @@ describe('npm start, ready', () => {
       expect(all).not.toContain('Ignoring WorkerOptions');
       expect(all).not.toMatch(/GoAway|shutdown_worker/);
       expect(all).not.toContain('\u001b[');
+      expect(all).not.toMatch(/second SIGINT|again: exiting now/);
       const warnings = run
         .stdout()
         .split('\n')
