@@ -62,13 +62,13 @@ function separateAdminListener(app: FastifyInstance): Server {
   return admin;
 }
 
+/** Signals this close together are one Ctrl-C passed on by npm and tsx, not a second request to stop. */
+const SAME_KEYPRESS_MS = 2_000;
+
 /**
  * Listens and installs graceful shutdown: on SIGINT/SIGTERM or a fatal error the server stops
  * accepting, finishes in-flight requests, then runs `onClose` (database, gateways, ...).
  */
-/** Signals this close together are one Ctrl-C passed on by npm and tsx, not a second request to stop. */
-const SAME_KEYPRESS_MS = 2_000;
-
 export async function listen(
   app: FastifyInstance,
   config: Pick<Config, 'host' | 'port'> & Partial<Pick<Config, 'admin'>>,
