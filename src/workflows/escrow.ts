@@ -96,6 +96,11 @@ export const MAX_RUN_EVENTS = 8_000;
 const CARRIED_NOTIFICATIONS = 100;
 /** Runs recorded before the continue-as-new replay without it (the marker is in the histories after). */
 const ESCROW_CONTINUE_AS_NEW = 'escrow-continue-as-new';
+/**
+ * A provider follow-up that arrives while the PG is being asked (for an earlier one) is about a later change: it
+ * stays, and the PG is asked again. Asked only when that happens, so histories recorded before replay unchanged.
+ */
+const FOLLOW_UP_DURING_ASK = 'escrow-follow-up-during-ask';
 /** A follow-up the provider did not answer is asked again after this, doubling up to MAX_FOLLOW_UP_WAIT_MS. */
 const FIRST_FOLLOW_UP_WAIT_MS = 5_000;
 // at most a minute: only an order the provider said changed waits like this, and a provider back from an outage is
@@ -123,6 +128,8 @@ export async function escrowWorkflow(input: EscrowInput): Promise<void> {
   let shipmentInDoubt: ShippingStartArgs['shipment'] | undefined = carried?.shipmentInDoubt;
   /** the provider notified a change that could not be asked about then: ask it until it answers (see the loop) */
   let followUp = carried?.followUp === true;
+  /** how many follow-ups have arrived: one that arrives while the PG is asked is not answered by that ask */
+  let followUpsReceived = 0;
   const spentNonces = new Set<string>(carried?.spentNonces);
   const seenNotifications = new Set<string>(carried?.recentNotifications);
   const inbox: PgNotification[] = [...(carried?.inbox ?? [])];
@@ -223,7 +230,10 @@ export async function escrowWorkflow(input: EscrowInput): Promise<void> {
   });
   setHandler(providerFollowUpSignal, () => {
     followUp = true;
+    followUpsReceived++;
   });
+  /** Whether a follow-up came in since `before` (the count when the PG was asked) and is therefore still open. */
+  const laterFollowUp = (before: number): boolean => followUpsReceived !== before && patched(FOLLOW_UP_DURING_ASK);
 
   setHandler(
     shippingStartUpdate,
@@ -372,11 +382,12 @@ export async function escrowWorkflow(input: EscrowInput): Promise<void> {
       if (followUp && inbox.length === 0 && !historyLong()) {
         // the provider said something changed and could not be asked then: ask now, and again after a short
         // doubling wait while it does not answer (a notification or the history's length cuts the wait short)
+        const before = followUpsReceived;
         if ((await reconcile()) === 'unanswered') {
           await condition(() => inbox.length > 0 || historyLong(), followUpWaitMs);
           followUpWaitMs = Math.min(followUpWaitMs * 2, MAX_FOLLOW_UP_WAIT_MS);
         } else {
-          followUp = false;
+          followUp = laterFollowUp(before);
           followUpWaitMs = FIRST_FOLLOW_UP_WAIT_MS;
           waitMs = reconcileMs;
         }
@@ -390,6 +401,7 @@ export async function escrowWorkflow(input: EscrowInput): Promise<void> {
         const doubted = shipmentInDoubt;
         if (doubted === undefined) followUp = false;
         else {
+          const before = followUpsReceived;
           let pgStatus: number | undefined;
           try {
             pgStatus = await gateway.inquireEscrowStatus({ receiptId, pg: input.pg, gatewayTid: input.gatewayTid });
@@ -398,7 +410,7 @@ export async function escrowWorkflow(input: EscrowInput): Promise<void> {
             followUpWaitMs = Math.min(followUpWaitMs * 2, MAX_FOLLOW_UP_WAIT_MS);
             continue;
           }
-          if (pgStatus === EscrowStatus.Waiting) followUp = false;
+          if (pgStatus === EscrowStatus.Waiting) followUp = laterFollowUp(before);
           else if (!shipping && status === EscrowStatus.Waiting) {
             shipmentInDoubt = undefined;
             // recorded as the start whose answer was lost; followUp stays: the order then asks where the buyer is

@@ -504,6 +504,50 @@ describe('escrow workflow (stub activities)', () => {
     });
   });
 
+  it('a follow-up that arrives while the PG is asked for an earlier one is answered too: the PG is asked again', async () => {
+    // the chaos suite's finding: B rejected (A's follow-up asked B: -2), then approved the rejection and refunded (-3)
+    // while A was recording the -2; that second follow-up was cleared with the first, and A waited its reconcile hours
+    let pgStatus: number = EscrowStatus.RejectionRequested;
+    let releaseRecord!: () => void;
+    const recordHeld = new Promise<void>((resolve) => {
+      releaseRecord = resolve;
+    });
+    let recording!: () => void;
+    const recordingRejection = new Promise<void>((resolve) => {
+      recording = resolve;
+    });
+    const stubs = stubsWith({
+      inquireEscrowStatus: async () => pgStatus,
+      recordEscrowEvent: async (input: RecordInput) => {
+        if (input.transition.event === 'purchase_rejected') {
+          recording();
+          await recordHeld;
+        }
+        return {};
+      },
+    });
+    await t.withWorker(stubs, async (scope) => {
+      const handle = await start(scope, input({ reconcileAfterHours: 72 }));
+      await handle.executeUpdate(shippingStartUpdate, { args: [shipping()] });
+      const shippedAt = await t.now();
+      await handle.signal(providerFollowUpSignal);
+      await recordingRejection;
+      // B moves on while A records what it learned; its notification could not be checked either: a follow-up
+      pgStatus = EscrowStatus.RejectionApproved;
+      await handle.signal(providerFollowUpSignal);
+      releaseRecord();
+      await handle.result();
+      expect(rows(stubs)).toEqual([
+        [1, 'shipping_started', 'api', 0, 3, null],
+        [2, 'purchase_rejected', 'reconcile', 3, -2, null],
+        [3, 'rejection_approved', 'reconcile', -2, -3, null],
+      ]);
+      expect(stubs.names()).toContain('refundEscrowPayment');
+      // asked again at once, not after the 72 hours
+      expect((await t.now()) - shippedAt).toBeLessThan(60_000);
+    });
+  });
+
   it('a notification resets the doubled wait to the reconcile hours', async () => {
     const stubs = stubsWith();
     await t.withWorker(stubs, async (scope) => {
