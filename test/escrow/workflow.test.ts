@@ -42,6 +42,15 @@ const SHIPMENT: ResolvedShipment = {
 };
 const CONFIRM_URL = 'https://escrow.example/confirm/1';
 
+/** A promise and what settles it: a stub holds an activity on it, or tells the test it was reached. */
+function latch(): [Promise<void>, () => void] {
+  let open!: () => void;
+  const settled = new Promise<void>((resolve) => {
+    open = resolve;
+  });
+  return [settled, open];
+}
+
 type Stubs = ActivityStubs<EscrowActivities>;
 type RecordInput = Parameters<EscrowActivities['recordEscrowEvent']>[0];
 
@@ -471,14 +480,8 @@ describe('escrow workflow (stub activities)', () => {
   });
 
   it('a follow-up or notification that arrives while the shipping start is at the PG is acted on once it ends', async () => {
-    let release!: () => void;
-    const atPg = new Promise<void>((resolve) => {
-      release = resolve;
-    });
-    let reached!: () => void;
-    const reachedPg = new Promise<void>((resolve) => {
-      reached = resolve;
-    });
+    const [atPg, release] = latch();
+    const [reachedPg, reached] = latch();
     const stubs = stubsWith({
       startEscrowShipping: async () => {
         reached();
@@ -508,14 +511,8 @@ describe('escrow workflow (stub activities)', () => {
     // the chaos suite's finding: B rejected (A's follow-up asked B: -2), then approved the rejection and refunded (-3)
     // while A was recording the -2; that second follow-up was cleared with the first, and A waited its reconcile hours
     let pgStatus: number = EscrowStatus.RejectionRequested;
-    let releaseRecord!: () => void;
-    const recordHeld = new Promise<void>((resolve) => {
-      releaseRecord = resolve;
-    });
-    let recording!: () => void;
-    const recordingRejection = new Promise<void>((resolve) => {
-      recording = resolve;
-    });
+    const [recordHeld, releaseRecord] = latch();
+    const [recordingRejection, recording] = latch();
     const stubs = stubsWith({
       inquireEscrowStatus: async () => pgStatus,
       recordEscrowEvent: async (input: RecordInput) => {
