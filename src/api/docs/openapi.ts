@@ -130,8 +130,8 @@ function documented(doc: RouteDoc, method: string, config: RouteConfig, schema: 
     : '';
   return {
     ...own,
-    ...(own.summary === undefined && doc.summary ? { summary: doc.summary } : {}),
-    description: `${typeof own.description === 'string' ? own.description : (doc.summary ?? '')}${scopeNote}`.trim(),
+    summary: doc.summary ?? own.summary,
+    description: `${doc.description ?? (typeof own.description === 'string' ? own.description : (doc.summary ?? ''))}${scopeNote}`.trim(),
     operationId: doc.operationId,
     tags: [doc.tag],
     security: securityOf(config),

@@ -7,38 +7,13 @@
 import { z } from 'zod';
 import { DeliveryStatus, messageEventCodeDoc } from '../../webhooks/rules.js';
 import { SCOPES } from '../../projects/scopes.js';
-import { resourceIdDoc, timestampDoc, wonDoc } from '../../platform/validation.js';
+import { wonDoc } from '../../platform/validation.js';
 
-/** Shared components of the document: each schema added here becomes #/components/schemas/<id>. */
-export const docRegistry = z.registry<{ id?: string; description?: string }>();
+import { ApiErrorBody, component, docRegistry, resourceId, timestamp } from '../../platform/http-contract.js';
 
-function component<T extends z.ZodType>(id: string, schema: T): T {
-  docRegistry.add(schema, { id });
-  return schema;
-}
-
-/** Every timestamp the API writes: ISO 8601 with the Asia/Seoul offset, seconds precision. */
-export const timestamp = timestampDoc;
-export const resourceId = resourceIdDoc;
+export { ApiErrorBody, docRegistry, resourceId, timestamp };
 const won = wonDoc(0).describe('won (KRW), a whole number');
 const metadata = z.record(z.string(), z.unknown()).describe('merchant data, returned as given (at most 8 KB)');
-
-export const ApiErrorBody = component(
-  'ApiError',
-  z.object({
-    error_code: z.string().describe('the catalog name, e.g. RC_NOT_FOUND'),
-    code: z.number().int().describe('the catalog number, e.g. 2000'),
-    message: z.string(),
-    pg_error_code: z.string().optional().describe("the PG's own code, when the PG refused"),
-    payload: z.object({ message: z.string() }).optional().describe('which field or rule failed'),
-    receipt_id: z
-      .string()
-      .optional()
-      .describe(
-        'the receipt a charge or cancel left for paygate to settle (its PG answer was lost, 9502): poll GET /v2/receipt/{receipt_id}',
-      ),
-  }),
-);
 
 const cardData = z.object({
   card_no: z.string().describe('masked: first 6 and last 4 digits at most'),
