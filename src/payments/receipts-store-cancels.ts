@@ -1,0 +1,112 @@
+// The receipts store's cancel statements: the receipt's cancel lease, the cancel pending at the PG under it, and the
+// recorded cancels (a cancel applied to its receipt in the same transaction).
+import { transactionally } from '../platform/db/transaction.js';
+import { sql, type Kysely } from 'kysely';
+import { PAYMENT_CANCELLED } from './receipt-rules.js';
+import type { Tables } from '../platform/db/db.js';
+import type { ReceiptStore } from './receipts-store-types.js';
+
+export function receiptCancelQueries(
+  db: Kysely<Tables>,
+): Pick<ReceiptStore, 'acquireCancelLease' | 'releaseCancelLease' | 'markCancelPending' | 'findCancel' | 'recordCancel'> {
+  return {
+    async acquireCancelLease(receiptId, now, until, sameCancelKey) {
+      return (
+        db
+          .updateTable('receipts')
+          .set({ cancel_locked_until: until })
+          .where('receipt_id', '=', receiptId)
+          // a cancel the PG may have made is settled before any other starts: by its reconcile workflow, or by
+          // a retry of the same cancel, lease or not (the same PG key, which the PG answers without refunding twice)
+          .where((eb) => {
+            const free = eb.and([
+              eb.or([eb('cancel_locked_until', 'is', null), eb('cancel_locked_until', '<=', now)]),
+              eb('cancel_pending', 'is', null),
+            ]);
+            return sameCancelKey === undefined
+              ? free
+              : eb.or([free, eb(sql<string>`cancel_pending->>'pg_key'`, '=', sameCancelKey)]);
+          })
+          .returningAll()
+          .executeTakeFirst()
+      );
+    },
+
+    async releaseCancelLease(receiptId, cancelKey) {
+      let update = db
+        .updateTable('receipts')
+        .set({ cancel_locked_until: null, cancel_pending: null })
+        .where('receipt_id', '=', receiptId);
+      if (cancelKey !== undefined) update = update.where(sql<string>`cancel_pending->>'cancel_key'`, '=', cancelKey);
+      await update.execute();
+    },
+
+    async markCancelPending(receiptId, pending, replacing) {
+      const marked = await db
+        .updateTable('receipts')
+        .set({ cancel_pending: JSON.stringify(pending) })
+        .where('receipt_id', '=', receiptId)
+        .where(
+          replacing === null ? sql<boolean>`cancel_pending is null` : sql<boolean>`cancel_pending->>'cancel_key' = ${replacing}`,
+        )
+        .executeTakeFirst();
+      return marked.numUpdatedRows > 0n;
+    },
+
+    async findCancel(receiptId, cancelId) {
+      const row = await db
+        .selectFrom('receipt_cancels')
+        .select(['amount', 'tax_free', 'response'])
+        .where('receipt_id', '=', receiptId)
+        .where('cancel_id', '=', cancelId)
+        .executeTakeFirst();
+      if (!row) return undefined;
+      // the response shows the receipt just after this cancel; minus this cancel, it is the state it started from
+      const amount = Number(row.amount);
+      const taxFree = Number(row.tax_free);
+      return {
+        amount,
+        taxFree,
+        cancelledPriceBefore: Number(row.response.cancelled_price) - amount,
+        cancelledTaxFreeBefore: Number(row.response.cancelled_tax_free) - taxFree,
+        response: row.response,
+      };
+    },
+
+    async recordCancel(cancel, render) {
+      const { receipt, plan } = cancel;
+      return transactionally(db, async (trx) => {
+        const updated = await trx
+          .updateTable('receipts')
+          .set({
+            cancelled_price: receipt.cancelled_price + plan.amount,
+            cancelled_tax_free: receipt.cancelled_tax_free + plan.taxFree,
+            cancelled_at: cancel.cancelledAt,
+            status: plan.fullyCancelled ? PAYMENT_CANCELLED : receipt.status,
+            cancel_locked_until: null,
+            cancel_pending: null,
+          })
+          .where('receipt_id', '=', receipt.receipt_id)
+          .where(sql<string>`cancel_pending->>'cancel_key'`, '=', cancel.cancelKey)
+          .returningAll()
+          .executeTakeFirst();
+        if (!updated) return undefined;
+        const response = render(updated);
+        await trx
+          .insertInto('receipt_cancels')
+          .values({
+            cancel_key: cancel.cancelKey,
+            receipt_id: receipt.receipt_id,
+            cancel_id: cancel.cancelId ?? null,
+            amount: plan.amount,
+            tax_free: plan.taxFree,
+            gateway_cancel_tid: cancel.gatewayCancelTid,
+            cancelled_at: cancel.cancelledAt,
+            response: JSON.stringify(response),
+          })
+          .execute();
+        return response;
+      });
+    },
+  };
+}
