@@ -1,7 +1,7 @@
 // Reserved charges. Every change is guarded by the status it leaves (reserved -> executing | revoked,
 // executing -> paid | failed), so an activity run again after a crash changes nothing the second time.
 import { transactionally } from '../platform/db/transaction.js';
-import type { Kysely, Selectable } from 'kysely';
+import type { Insertable, Kysely, Selectable } from 'kysely';
 import type { ReserveStatus, ReserveView } from './rules.js';
 import type { FieldCipher } from '../platform/security/field-cipher.js';
 import type { Tables } from '../platform/db/db.js';
@@ -55,6 +55,35 @@ export interface ReserveStore {
 
 const userContext = (reserveId: string) => `reserve:${reserveId}:user`;
 
+/** A new reserve's row: reserved, its user's data sealed. */
+function newReserveRow(r: NewReserve, cipher: FieldCipher): Insertable<ReservesTable> {
+  return {
+    reserve_id: r.reserveId,
+    application_id: r.applicationId,
+    billing_key: r.billingKey,
+    order_id: r.orderId,
+    order_name: r.orderName,
+    price: r.price,
+    tax_free: r.taxFree,
+    quota: r.quota,
+    user_sealed: r.user === undefined ? null : cipher.seal(JSON.stringify(r.user), userContext(r.reserveId)),
+    items: r.items === undefined ? null : JSON.stringify(r.items),
+    metadata: r.metadata === undefined ? null : JSON.stringify(r.metadata),
+    feedback_url: r.feedback?.url ?? null,
+    content_type: r.feedback?.contentType ?? null,
+    status: 'reserved',
+    receipt_id: null,
+    error_code: null,
+    pg_error_code: null,
+    feedback_delivery_id: null,
+    requested_at: r.requestedAt,
+    execute_at: r.executeAt,
+    started_at: null,
+    finished_at: null,
+    revoked_at: null,
+  };
+}
+
 export function createReserveStore(db: Kysely<Tables>, cipher: FieldCipher): ReserveStore {
   const byId = (reserveId: string) => db.selectFrom('reserves').selectAll().where('reserve_id', '=', reserveId);
   return {
@@ -69,31 +98,7 @@ export function createReserveStore(db: Kysely<Tables>, cipher: FieldCipher): Res
         if (receipt) return undefined;
         return trx
           .insertInto('reserves')
-          .values({
-            reserve_id: r.reserveId,
-            application_id: r.applicationId,
-            billing_key: r.billingKey,
-            order_id: r.orderId,
-            order_name: r.orderName,
-            price: r.price,
-            tax_free: r.taxFree,
-            quota: r.quota,
-            user_sealed: r.user === undefined ? null : cipher.seal(JSON.stringify(r.user), userContext(r.reserveId)),
-            items: r.items === undefined ? null : JSON.stringify(r.items),
-            metadata: r.metadata === undefined ? null : JSON.stringify(r.metadata),
-            feedback_url: r.feedback?.url ?? null,
-            content_type: r.feedback?.contentType ?? null,
-            status: 'reserved',
-            receipt_id: null,
-            error_code: null,
-            pg_error_code: null,
-            feedback_delivery_id: null,
-            requested_at: r.requestedAt,
-            execute_at: r.executeAt,
-            started_at: null,
-            finished_at: null,
-            revoked_at: null,
-          })
+          .values(newReserveRow(r, cipher))
           .onConflict((oc) => oc.columns(['application_id', 'order_id']).doNothing())
           .returningAll()
           .executeTakeFirst();

@@ -45,33 +45,33 @@ export interface VerificationSendStore {
 /** Rows outside every window are swept at most this often by whichever send comes along (each project's own at every send). */
 const SWEEP_INTERVAL_MS = 60 * 60 * 1000;
 
+/** The sends of a limit's window: the newest `max`-th one (if there are `max`) says when the next may pass. */
+async function checkLimit(
+  trx: Kysely<Tables>,
+  scope: SendLimitHit['scope'],
+  limit: SendLimit,
+  applicationId: string,
+  now: Date,
+  macs: readonly string[] | undefined,
+): Promise<SendLimitHit | undefined> {
+  let query = trx
+    .selectFrom('verification_sends')
+    .select('sent_at')
+    .where('application_id', '=', applicationId)
+    .where('sent_at', '>', new Date(now.getTime() - limit.windowMs));
+  if (macs) query = query.where('phone_mac', 'in', [...macs]);
+  const oldestBlocking = await query
+    .orderBy('sent_at', 'desc')
+    .offset(limit.max - 1)
+    .limit(1)
+    .executeTakeFirst();
+  if (!oldestBlocking) return undefined;
+  return { scope, limit, retryAfterMs: oldestBlocking.sent_at.getTime() + limit.windowMs - now.getTime() };
+}
+
 export function createVerificationSendStore(db: Kysely<Tables>, keyring: Keyring): VerificationSendStore {
   const macUnder = (phone: string, keyId: string) => keyring.mac('phone-index', phone, keyId).digest;
   let lastSweep = 0;
-
-  /** The sends of a limit's window: the newest `max`-th one (if there are `max`) says when the next may pass. */
-  const checkLimit = async (
-    trx: Kysely<Tables>,
-    scope: SendLimitHit['scope'],
-    limit: SendLimit,
-    applicationId: string,
-    now: Date,
-    macs: readonly string[] | undefined,
-  ): Promise<SendLimitHit | undefined> => {
-    let query = trx
-      .selectFrom('verification_sends')
-      .select('sent_at')
-      .where('application_id', '=', applicationId)
-      .where('sent_at', '>', new Date(now.getTime() - limit.windowMs));
-    if (macs) query = query.where('phone_mac', 'in', [...macs]);
-    const oldestBlocking = await query
-      .orderBy('sent_at', 'desc')
-      .offset(limit.max - 1)
-      .limit(1)
-      .executeTakeFirst();
-    if (!oldestBlocking) return undefined;
-    return { scope, limit, retryAfterMs: oldestBlocking.sent_at.getTime() + limit.windowMs - now.getTime() };
-  };
 
   return {
     phoneIndex(phone) {

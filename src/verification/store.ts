@@ -1,12 +1,13 @@
 // Verification receipts. Every status change is guarded by the status it leaves, so a retried
-// activity (Temporal retries on timeouts) changes nothing the second time.
-import { sql, type Kysely, type Selectable } from 'kysely';
-import type { VerifiedPerson } from '../gateways/rules.js';
+// activity (Temporal retries on timeouts) changes nothing the second time. The workflow's records of a
+// verification's steps are store-records.ts's; this store puts them together with the rest.
+import { sql, type Insertable, type Kysely, type Selectable } from 'kysely';
 import type { OpenedPerson } from './rules.js';
 import type { FieldCipher } from '../platform/security/field-cipher.js';
 import { VerificationStatus, type VerificationRecords } from './contract.js';
 import type { Tables } from '../platform/db/db.js';
 import { ApiError } from '../platform/errors.js';
+import { sealContext, transitionFrom, verificationRecords } from './store-records.js';
 export type VerificationRow = Selectable<Tables['verifications']>;
 
 /**
@@ -53,54 +54,52 @@ export interface VerificationStore extends VerificationRecords {
   sendingSince(before: Date, limit: number): Promise<string[]>;
 }
 
-/** A verification no longer awaiting its OTP can be resent no more: its phone's hash is dropped. */
-const NO_PHONE_INDEX = { phone_key_id: null, phone_mac: null } as const;
-
-const sealContext = (receiptId: string, field: string) => `verification:${receiptId}:${field}`;
+/** A new verification's row: sending, nothing sealed yet. */
+function newVerificationRow(v: NewVerification): Insertable<Tables['verifications']> {
+  return {
+    receipt_id: v.receiptId,
+    provider_receipt_id: v.providerReceiptId ?? null,
+    application_id: v.applicationId,
+    authentication_id: v.authenticationId,
+    order_name: v.orderName,
+    pg: v.pg,
+    authenticate_type: v.type,
+    status: VerificationStatus.Sending,
+    tid: null,
+    metadata: JSON.stringify(v.metadata),
+    extra: JSON.stringify(v.extra),
+    client_ip: v.clientIp,
+    site_url: v.siteUrl ?? null,
+    name_sealed: null,
+    phone_sealed: null,
+    birth_sealed: null,
+    unique_sealed: null,
+    di_sealed: null,
+    gender: null,
+    foreigner: null,
+    carrier: null,
+    failure_error_name: null,
+    failure_pg_error_code: null,
+    requested_at: v.requestedAt,
+    phone_key_id: v.phoneIndex?.keyId ?? null,
+    phone_mac: v.phoneIndex?.mac ?? null,
+    authenticated_at: null,
+    expired_at: null,
+    identifiers_purged_at: null,
+  };
+}
 
 export function createVerificationStore(db: Kysely<Tables>, cipher: FieldCipher): VerificationStore {
-  const seal = (receiptId: string, field: string, value: string) => cipher.seal(value, sealContext(receiptId, field));
   const open = (receiptId: string, field: string, value: string | null) =>
     value === null ? undefined : cipher.open(value, sealContext(receiptId, field));
 
-  const transition = (receiptId: string, from: number) =>
-    db.updateTable('verifications').where('receipt_id', '=', receiptId).where('status', '=', from);
-
   return {
+    ...verificationRecords(db, cipher),
+
     async create(v) {
       const inserted = await db
         .insertInto('verifications')
-        .values({
-          receipt_id: v.receiptId,
-          provider_receipt_id: v.providerReceiptId ?? null,
-          application_id: v.applicationId,
-          authentication_id: v.authenticationId,
-          order_name: v.orderName,
-          pg: v.pg,
-          authenticate_type: v.type,
-          status: VerificationStatus.Sending,
-          tid: null,
-          metadata: JSON.stringify(v.metadata),
-          extra: JSON.stringify(v.extra),
-          client_ip: v.clientIp,
-          site_url: v.siteUrl ?? null,
-          name_sealed: null,
-          phone_sealed: null,
-          birth_sealed: null,
-          unique_sealed: null,
-          di_sealed: null,
-          gender: null,
-          foreigner: null,
-          carrier: null,
-          failure_error_name: null,
-          failure_pg_error_code: null,
-          requested_at: v.requestedAt,
-          phone_key_id: v.phoneIndex?.keyId ?? null,
-          phone_mac: v.phoneIndex?.mac ?? null,
-          authenticated_at: null,
-          expired_at: null,
-          identifiers_purged_at: null,
-        })
+        .values(newVerificationRow(v))
         // paygate's own id is new: only the provider's can be taken (the provider repeated itself)
         .onConflict((oc) => oc.doNothing())
         .returning('receipt_id')
@@ -181,73 +180,7 @@ export function createVerificationStore(db: Kysely<Tables>, cipher: FieldCipher)
     },
 
     async noteConfirmKey(receiptId, keyMac) {
-      await transition(receiptId, VerificationStatus.AwaitingOtp).set({ confirm_key_mac: keyMac }).execute();
-    },
-
-    async markOtpSent(receiptId, tid) {
-      await transition(receiptId, VerificationStatus.Sending)
-        .set({ status: VerificationStatus.AwaitingOtp, tid, updated_at: sql<Date>`now()` })
-        .execute();
-    },
-
-    async markRequestFailed(receiptId, failure) {
-      await transition(receiptId, VerificationStatus.Sending)
-        .set({
-          status: VerificationStatus.RequestFailed,
-          ...NO_PHONE_INDEX,
-          failure_error_name: failure.errorName,
-          failure_pg_error_code: failure.pgErrorCode ?? null,
-          updated_at: sql<Date>`now()`,
-        })
-        .execute();
-    },
-
-    async setRealarmCount(receiptId, numberOfRealarms) {
-      // Set, not increment: the workflow owns the count, so a retried write cannot count twice.
-      await db
-        .updateTable('verifications')
-        .set({ number_of_realarms: numberOfRealarms, updated_at: sql<Date>`now()` })
-        .where('receipt_id', '=', receiptId)
-        .execute();
-    },
-
-    async markConfirmed(receiptId, person: VerifiedPerson, authenticatedAt) {
-      await transition(receiptId, VerificationStatus.AwaitingOtp)
-        .set({
-          status: VerificationStatus.Verified,
-          ...NO_PHONE_INDEX,
-          authenticated_at: authenticatedAt,
-          name_sealed: seal(receiptId, 'name', person.name),
-          phone_sealed: seal(receiptId, 'phone', person.phone),
-          birth_sealed: seal(receiptId, 'birth', person.birth),
-          unique_sealed: seal(receiptId, 'unique', person.ci),
-          di_sealed: seal(receiptId, 'di', person.di),
-          gender: person.gender,
-          foreigner: person.foreigner,
-          carrier: person.carrier,
-          updated_at: sql<Date>`now()`,
-        })
-        .execute();
-    },
-
-    async markExpired(receiptId) {
-      await transition(receiptId, VerificationStatus.AwaitingOtp)
-        .set({
-          status: VerificationStatus.Expired,
-          ...NO_PHONE_INDEX,
-          expired_at: sql<Date>`now()`,
-          updated_at: sql<Date>`now()`,
-        })
-        .execute();
-    },
-
-    async purgeIdentifiers(receiptId) {
-      await db
-        .updateTable('verifications')
-        .set({ unique_sealed: null, di_sealed: null, identifiers_purged_at: sql<Date>`now()`, updated_at: sql<Date>`now()` })
-        .where('receipt_id', '=', receiptId)
-        .where('identifiers_purged_at', 'is', null)
-        .execute();
+      await transitionFrom(db, receiptId, VerificationStatus.AwaitingOtp).set({ confirm_key_mac: keyMac }).execute();
     },
   };
 }
