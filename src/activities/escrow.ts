@@ -6,12 +6,13 @@ import { createHash } from 'node:crypto';
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import type { EscrowTransition } from '../escrow/contract.js';
-import { escrowWebhookPayload, renderEscrowData } from '../escrow/rules.js';
+import { type EscrowDataView, escrowWebhookPayload, renderEscrowData } from '../escrow/rules.js';
 import type { ResolvedShipment } from '../gateways/rules.js';
 import { ApiError } from '../platform/errors.js';
-import { PROJECT_EVENTS } from '../webhooks/rules.js';
+import { type OutboundEvent, PROJECT_EVENTS } from '../webhooks/rules.js';
 import type { EscrowGateway, GatewayRegistry } from '../gateways/index.js';
 import {
+  type ReceiptRow,
   type ReceiptStore,
   type CancelService,
   merchantReceiptId,
@@ -24,7 +25,7 @@ import type { WorkflowTimeStamp } from '../platform/temporal/sandbox-clock.js';
 import { type OperationLog, pinoStyleLog } from '../platform/operation-log.js';
 import type { WebhookService } from '../webhooks/index.js';
 import type { EscrowStore } from '../escrow/index.js';
-import { type ProjectStore, toProject } from '../projects/index.js';
+import { type Project, type ProjectStore, toProject } from '../projects/index.js';
 import { callGateway } from './failures.js';
 
 export interface EscrowActivityDeps {
@@ -50,18 +51,36 @@ export function escrowDeliveryId(receiptId: string, seq: number): string {
   return createHash('sha256').update(`escrow-webhook\u0000${receiptId}\u0000${seq}`).digest('hex').slice(0, 24);
 }
 
+/** The order's escrow: at the project's provider for a payment made there (runs started before name no receipt). */
+async function escrowGateway(deps: EscrowActivityDeps, pg: string, receiptId?: string): Promise<EscrowGateway> {
+  const receipt = receiptId === undefined ? undefined : await deps.stores.receipts.find(receiptId);
+  const escrow = receipt?.via_upstream
+    ? (await deps.upstream?.gateway(receipt.application_id, pg))?.escrow
+    : deps.gateways.get(pg)?.escrow;
+  if (!escrow) throw ApplicationFailure.nonRetryable(`PG '${pg}' has no escrow`, 'GatewayNotConfigured');
+  return escrow;
+}
+
+/** The ESCROW_STATUS_CHANGED event of an order that moved to `view.status`: its receipt with the escrow keys. */
+function escrowStatusChangedEvent(view: EscrowDataView, receipt: ReceiptRow, owner: Project): OutboundEvent {
+  const escrowData = renderEscrowData(view);
+  const payload = escrowWebhookPayload(
+    { ...receiptResponse(receipt, owner), escrow_data: escrowData },
+    escrowData,
+    { applicationId: owner.application_id, apiVersion: owner.api_version },
+    receipt.billing_key,
+  );
+  return {
+    event: PROJECT_EVENTS[ESCROW_WEBHOOK_CODE],
+    eventCode: ESCROW_WEBHOOK_CODE,
+    tags: [merchantReceiptId(receipt), String(view.status)],
+    payload,
+  };
+}
+
 export function createEscrowActivities(deps: EscrowActivityDeps) {
   const clock = deps.clock ?? (() => new Date());
   const { stores, cancels, webhooks } = deps;
-  /** The order's escrow: at the project's provider for a payment made there (runs started before name no receipt). */
-  const escrowGateway = async (pg: string, receiptId?: string): Promise<EscrowGateway> => {
-    const receipt = receiptId === undefined ? undefined : await stores.receipts.find(receiptId);
-    const escrow = receipt?.via_upstream
-      ? (await deps.upstream?.gateway(receipt.application_id, pg))?.escrow
-      : deps.gateways.get(pg)?.escrow;
-    if (!escrow) throw ApplicationFailure.nonRetryable(`PG '${pg}' has no escrow`, 'GatewayNotConfigured');
-    return escrow;
-  };
   const activityLog = (): OperationLog => pinoStyleLog(Context.current().log) as unknown as OperationLog;
   const project = async (applicationId: string) => {
     const row = await stores.projects.findById(applicationId);
@@ -79,7 +98,7 @@ export function createEscrowActivities(deps: EscrowActivityDeps) {
         shipment: ResolvedShipment;
       },
     ) {
-      const escrow = await escrowGateway(input.pg, input.receiptId);
+      const escrow = await escrowGateway(deps, input.pg, input.receiptId);
       return callGateway(() =>
         escrow.startShipping({
           idempotencyKey: `escrow:${input.receiptId}:shipping:${input.attempt}`,
@@ -90,7 +109,7 @@ export function createEscrowActivities(deps: EscrowActivityDeps) {
     },
 
     async inquireEscrowStatus(input: { receiptId?: string; pg: string; gatewayTid: string }): Promise<number> {
-      const escrow = await escrowGateway(input.pg, input.receiptId);
+      const escrow = await escrowGateway(deps, input.pg, input.receiptId);
       return callGateway(() => escrow.orderStatus({ gatewayTid: input.gatewayTid }));
     },
 
@@ -146,27 +165,20 @@ export function createEscrowActivities(deps: EscrowActivityDeps) {
       const owner = await project(recorded.order.application_id);
       const receipt = await stores.receipts.find(transition.receiptId);
       if (!receipt) throw ApplicationFailure.nonRetryable(`receipt ${transition.receiptId} vanished`, 'ReceiptNotFound');
-      const escrowData = renderEscrowData({
-        status: recorded.event.to_status,
-        shippingStartedAt: recorded.order.shipping_started_at,
-        receiptConfirmedAt: recorded.order.receipt_confirmed_at,
-        receiptRevokedAt: recorded.order.receipt_revoked_at,
-        confirmUrl: recorded.order.confirm_url,
-      });
-      const payload = escrowWebhookPayload(
-        { ...receiptResponse(receipt, owner), escrow_data: escrowData },
-        escrowData,
-        { applicationId: owner.application_id, apiVersion: owner.api_version },
-        receipt.billing_key,
+      const event = escrowStatusChangedEvent(
+        {
+          status: recorded.event.to_status,
+          shippingStartedAt: recorded.order.shipping_started_at,
+          receiptConfirmedAt: recorded.order.receipt_confirmed_at,
+          receiptRevokedAt: recorded.order.receipt_revoked_at,
+          confirmUrl: recorded.order.confirm_url,
+        },
+        receipt,
+        owner,
       );
       const delivery = await webhooks.deliverToProject(
         owner.application_id,
-        {
-          event: PROJECT_EVENTS[ESCROW_WEBHOOK_CODE],
-          eventCode: ESCROW_WEBHOOK_CODE,
-          tags: [merchantReceiptId(receipt), String(recorded.event.to_status)],
-          payload,
-        },
+        event,
         escrowDeliveryId(transition.receiptId, transition.seq),
       );
       if (!delivery) return {};

@@ -1,5 +1,6 @@
-// Escrow orders and their events history. A transition is recorded once per workflow sequence number and
-// guarded by the status it leaves, so an activity retried after a crash changes nothing the second time.
+// Escrow orders and their events history (its reads and late events in store-events.ts). A transition is recorded
+// once per workflow sequence number and guarded by the status it leaves, so an activity retried after a crash changes
+// nothing the second time.
 import { transactionally } from '../platform/db/transaction.js';
 import type { Kysely, Selectable } from 'kysely';
 import type { EscrowTransition } from './contract.js';
@@ -9,6 +10,7 @@ import type { FieldCipher } from '../platform/security/field-cipher.js';
 import type { Tables } from '../platform/db/db.js';
 import type { EscrowEventsTable, EscrowOrdersTable } from '../platform/db/migrations/0007_escrow.js';
 import type { ReceiptRow } from '../payments/index.js';
+import { type EscrowEventHistory, escrowEventQueries } from './store-events.js';
 
 export type EscrowOrderRow = Selectable<EscrowOrdersTable>;
 export type EscrowEventRow = Selectable<EscrowEventsTable>;
@@ -47,7 +49,7 @@ export type RecordedTransition =
   | { readonly kind: 'applied'; readonly order: EscrowOrderRow; readonly event: EscrowEventRow }
   | { readonly kind: 'ignored' | 'already'; readonly order: EscrowOrderRow; readonly event: EscrowEventRow };
 
-export interface EscrowStore {
+export interface EscrowStore extends EscrowEventHistory {
   /**
    * The receipt (and escrow order) in one transaction; undefined when the project already used the order_id (or has
    * a payment of the provider's receipt_id).
@@ -71,19 +73,90 @@ export interface EscrowStore {
     tracking: { trackingNumber: string; deliveryCorp: string } | undefined,
     now: Date,
   ): Promise<RecordedTransition>;
-  setDelivery(receiptId: string, seq: number, deliveryId: string): Promise<void>;
-  /** Events after the workflow ended (a late notification): appended after the last one. */
-  appendIgnored(e: Omit<EscrowTransition, 'seq' | 'toStatus'>, now: Date): Promise<void>;
-  events(receiptId: string): Promise<EscrowEventRow[]>;
-  /** How many of the order's events carry this PG notification id (0: a notification not seen before). */
-  notificationCount(receiptId: string, notificationId: string): Promise<number>;
 }
 
 const buyerContext = (receiptId: string) => `escrow:${receiptId}:buyer`;
 
+/** EscrowStore.record: the event inserted once by its seq, and the order moved when it is a transition. */
+async function recordTransition(
+  db: Kysely<Tables>,
+  t: EscrowTransition,
+  tracking: { trackingNumber: string; deliveryCorp: string } | undefined,
+  now: Date,
+): Promise<RecordedTransition> {
+  return transactionally(db, async (trx) => {
+    const inserted = await trx
+      .insertInto('escrow_events')
+      .values({
+        receipt_id: t.receiptId,
+        seq: t.seq,
+        event: t.event,
+        source: t.source,
+        from_status: t.fromStatus,
+        to_status: t.toStatus ?? null,
+        note: t.note ?? null,
+        notification_id: t.notificationId ?? null,
+        delivery_id: null,
+        occurred_at: new Date(t.occurredAt),
+        recorded_at: now,
+      })
+      .onConflict((oc) => oc.columns(['receipt_id', 'seq']).doNothing())
+      .returningAll()
+      .executeTakeFirst();
+    if (!inserted) {
+      const event = await trx
+        .selectFrom('escrow_events')
+        .selectAll()
+        .where('receipt_id', '=', t.receiptId)
+        .where('seq', '=', t.seq)
+        .executeTakeFirstOrThrow();
+      const order = await trx
+        .selectFrom('escrow_orders')
+        .selectAll()
+        .where('receipt_id', '=', t.receiptId)
+        .executeTakeFirstOrThrow();
+      return { kind: 'already', order, event };
+    }
+    if (t.toStatus === undefined) {
+      const order = await trx
+        .updateTable('escrow_orders')
+        .set({ last_seq: t.seq })
+        .where('receipt_id', '=', t.receiptId)
+        .returningAll()
+        .executeTakeFirstOrThrow();
+      return { kind: 'ignored', order, event: inserted };
+    }
+    const at = new Date(t.occurredAt);
+    const order = await trx
+      .updateTable('escrow_orders')
+      .set({
+        status: t.toStatus,
+        last_seq: t.seq,
+        updated_at: now,
+        ...(t.toStatus === EscrowStatus.ShippingStarted
+          ? {
+              shipping_started_at: at,
+              confirm_url: t.confirmUrl ?? null,
+              ...(tracking ? { tracking_number: tracking.trackingNumber, delivery_corp: tracking.deliveryCorp } : {}),
+            }
+          : {}),
+        ...(t.toStatus === EscrowStatus.PurchaseConfirmed ? { receipt_confirmed_at: at } : {}),
+        ...(t.toStatus === EscrowStatus.RejectionRequested ? { receipt_revoked_at: at } : {}),
+      })
+      .where('receipt_id', '=', t.receiptId)
+      .where('status', '=', t.fromStatus)
+      .returningAll()
+      .executeTakeFirst();
+    if (!order) throw new Error(`escrow ${t.receiptId} is not in status ${t.fromStatus}`);
+    return { kind: 'applied', order, event: inserted };
+  });
+}
+
 export function createEscrowStore(db: Kysely<Tables>, cipher: FieldCipher): EscrowStore {
   const byId = (receiptId: string) => db.selectFrom('escrow_orders').selectAll().where('receipt_id', '=', receiptId);
   return {
+    ...escrowEventQueries(db),
+
     async insertPayment(p) {
       return transactionally(db, async (trx) => {
         const receipt = await trx
@@ -171,124 +244,6 @@ export function createEscrowStore(db: Kysely<Tables>, cipher: FieldCipher): Escr
       return JSON.parse(cipher.open(row.buyer_sealed, buyerContext(row.receipt_id))) as PaymentBuyer;
     },
 
-    async record(t, tracking, now) {
-      return transactionally(db, async (trx) => {
-        const inserted = await trx
-          .insertInto('escrow_events')
-          .values({
-            receipt_id: t.receiptId,
-            seq: t.seq,
-            event: t.event,
-            source: t.source,
-            from_status: t.fromStatus,
-            to_status: t.toStatus ?? null,
-            note: t.note ?? null,
-            notification_id: t.notificationId ?? null,
-            delivery_id: null,
-            occurred_at: new Date(t.occurredAt),
-            recorded_at: now,
-          })
-          .onConflict((oc) => oc.columns(['receipt_id', 'seq']).doNothing())
-          .returningAll()
-          .executeTakeFirst();
-        if (!inserted) {
-          const event = await trx
-            .selectFrom('escrow_events')
-            .selectAll()
-            .where('receipt_id', '=', t.receiptId)
-            .where('seq', '=', t.seq)
-            .executeTakeFirstOrThrow();
-          const order = await trx
-            .selectFrom('escrow_orders')
-            .selectAll()
-            .where('receipt_id', '=', t.receiptId)
-            .executeTakeFirstOrThrow();
-          return { kind: 'already', order, event };
-        }
-        if (t.toStatus === undefined) {
-          const order = await trx
-            .updateTable('escrow_orders')
-            .set({ last_seq: t.seq })
-            .where('receipt_id', '=', t.receiptId)
-            .returningAll()
-            .executeTakeFirstOrThrow();
-          return { kind: 'ignored', order, event: inserted };
-        }
-        const at = new Date(t.occurredAt);
-        const order = await trx
-          .updateTable('escrow_orders')
-          .set({
-            status: t.toStatus,
-            last_seq: t.seq,
-            updated_at: now,
-            ...(t.toStatus === EscrowStatus.ShippingStarted
-              ? {
-                  shipping_started_at: at,
-                  confirm_url: t.confirmUrl ?? null,
-                  ...(tracking ? { tracking_number: tracking.trackingNumber, delivery_corp: tracking.deliveryCorp } : {}),
-                }
-              : {}),
-            ...(t.toStatus === EscrowStatus.PurchaseConfirmed ? { receipt_confirmed_at: at } : {}),
-            ...(t.toStatus === EscrowStatus.RejectionRequested ? { receipt_revoked_at: at } : {}),
-          })
-          .where('receipt_id', '=', t.receiptId)
-          .where('status', '=', t.fromStatus)
-          .returningAll()
-          .executeTakeFirst();
-        if (!order) throw new Error(`escrow ${t.receiptId} is not in status ${t.fromStatus}`);
-        return { kind: 'applied', order, event: inserted };
-      });
-    },
-
-    async setDelivery(receiptId, seq, deliveryId) {
-      await db
-        .updateTable('escrow_events')
-        .set({ delivery_id: deliveryId })
-        .where('receipt_id', '=', receiptId)
-        .where('seq', '=', seq)
-        .execute();
-    },
-
-    async appendIgnored(e, now) {
-      await transactionally(db, async (trx) => {
-        const order = await trx
-          .updateTable('escrow_orders')
-          .set((eb) => ({ last_seq: eb('last_seq', '+', 1) }))
-          .where('receipt_id', '=', e.receiptId)
-          .returning(['last_seq'])
-          .executeTakeFirst();
-        if (!order) return;
-        await trx
-          .insertInto('escrow_events')
-          .values({
-            receipt_id: e.receiptId,
-            seq: order.last_seq,
-            event: e.event,
-            source: e.source,
-            from_status: e.fromStatus,
-            to_status: null,
-            note: e.note ?? null,
-            notification_id: e.notificationId ?? null,
-            delivery_id: null,
-            occurred_at: new Date(e.occurredAt),
-            recorded_at: now,
-          })
-          .execute();
-      });
-    },
-
-    async events(receiptId) {
-      return db.selectFrom('escrow_events').selectAll().where('receipt_id', '=', receiptId).orderBy('seq', 'asc').execute();
-    },
-
-    async notificationCount(receiptId, notificationId) {
-      const row = await db
-        .selectFrom('escrow_events')
-        .select((eb) => eb.fn.countAll<string | number>().as('n'))
-        .where('receipt_id', '=', receiptId)
-        .where('notification_id', '=', notificationId)
-        .executeTakeFirstOrThrow();
-      return Number(row.n);
-    },
+    record: (t, tracking, now) => recordTransition(db, t, tracking, now),
   };
 }

@@ -7,12 +7,12 @@
 // a retry come due); a claim whose dispatcher died is taken again when its lease lapses, and the attempt number is
 // recorded once, so a crash sends an attempt at most once more under the same webhook-id (Standard Webhooks' at least
 // once). The sweep also adopts rows of an earlier release's `delivery:<id>` workflows that were left without a run.
+// A round (claim, attempt, claim again while more may be due) is in dispatcher-rounds.ts.
 import type { DatabaseNotifications } from '../platform/db/notifications.js';
 import type { Metrics } from '../platform/observability/metrics.js';
 import type { OperationLog } from '../platform/operation-log.js';
 import { createDeliveryAttempts, type WebhookAttemptOptions } from './attempt.js';
-import type { DueDelivery } from './records.js';
-import { retryDelayMs } from './retry-ladder.js';
+import { type DispatcherState, requestRound, runDueDeliveries } from './dispatcher-rounds.js';
 import type { WebhookStore } from './store.js';
 
 /** How often a running dispatcher looks for due rows when nothing woke it. */
@@ -29,8 +29,6 @@ export const ORPHAN_AFTER_MS = 60_000;
 /** 'doing' this long means the earlier release's run that made the attempt is gone (an attempt takes 15 s at most). */
 export const STUCK_DOING_AFTER_MS = 10 * 60_000;
 const MAX_ORPHANS_PER_SWEEP = 500;
-/** attempts in flight at once, per dispatcher */
-const MAX_IN_FLIGHT = 64;
 
 export interface DeliveryDispatcher {
   /** Starts the loop in this process: a round now, then on every wake and poll, and the orphan sweep. */
@@ -75,96 +73,36 @@ export interface DispatcherDeps {
 export const DELIVERY_DUE_CHANNEL = 'paygate_delivery_due';
 
 export function createDeliveryDispatcher(deps: DispatcherDeps): DeliveryDispatcher {
-  const { store, businessClock, logger } = deps;
+  const { store, businessClock, logger, notifications } = deps;
   const attempts = createDeliveryAttempts({ store, options: deps.attempts, metrics: deps.metrics });
   const pollMs = deps.pollMs ?? DISPATCH_POLL_MS;
-  const leaseMs = deps.leaseMs ?? CLAIM_LEASE_MS;
   const wallClock = attempts.clock;
-
-  const inFlight = new Set<Promise<void>>();
-  let started = false;
-  let stopped = false;
-  let round: Promise<void> | undefined;
-  let again = false;
-  let poll: NodeJS.Timeout | undefined;
-  let sweep: NodeJS.Timeout | undefined;
-
-  /** One claimed delivery: the checks of its endpoint, then its attempt. Never throws. */
-  const attempt = async ({ delivery, endpoint }: DueDelivery): Promise<void> => {
-    const deliveryId = delivery.delivery_id;
-    try {
-      // a charge's feedback_url, a test send and a manual retry are sent whatever the endpoint's switch says
-      const stoppedByEndpoint = delivery.destination === 'endpoint' && !delivery.sends_when_disabled;
-      const secrets = endpoint ? attempts.signingSecrets(endpoint, wallClock()) : undefined;
-      // no endpoint (its project is gone), a disabled one, or no secret (nothing unsigned ever leaves): it ends failed
-      if (!endpoint || (!endpoint.enabled && stoppedByEndpoint) || secrets === undefined) {
-        await store.markFailed(deliveryId);
-        return;
-      }
-      const number = delivery.retry_count + 1;
-      await attempts.send({
-        delivery,
-        secrets,
-        attempt: number,
-        lastAttempt: Math.max(delivery.last_attempt ?? delivery.max_retry, number),
-        nextAttempt: (retryAfterMs) => {
-          const inMs = retryDelayMs(number + 1, Math.random(), retryAfterMs);
-          return { at: new Date(businessClock().getTime() + inMs), inMs };
-        },
-      });
-    } catch (err) {
-      // the row stays claimed: it is taken again when the lease lapses (the same attempt number, the same webhook-id)
-      logger?.warn({ err, delivery_id: deliveryId }, 'a webhook attempt could not be completed; it is made again later');
-    }
+  const state: DispatcherState = {
+    store,
+    attempts,
+    businessClock,
+    wallClock,
+    leaseMs: deps.leaseMs ?? CLAIM_LEASE_MS,
+    logger,
+    inFlight: new Set<Promise<void>>(),
+    started: false,
+    stopped: false,
+    round: undefined,
+    again: false,
+    poll: undefined,
+    sweep: undefined,
+    listening: undefined,
   };
-
-  /** Claims what is due (up to the free slots) and starts each attempt; true when more may be due. */
-  const claimOnce = async (): Promise<boolean> => {
-    const free = MAX_IN_FLIGHT - inFlight.size;
-    if (free <= 0) return false;
-    const due = await store.claimDue(businessClock(), free, leaseMs);
-    for (const d of due) {
-      const running: Promise<void> = attempt(d).finally(() => {
-        inFlight.delete(running);
-        // a slot freed while rows may still be waiting for one
-        if (due.length === free) wake();
-      });
-      inFlight.add(running);
-    }
-    return due.length === free;
-  };
-
-  const runRound = async (): Promise<void> => {
-    do {
-      again = false;
-      try {
-        if (await claimOnce()) again = true;
-      } catch (err) {
-        logger?.warn({ err }, 'the webhook dispatcher could not claim deliveries; it tries again shortly');
-        return;
-      }
-    } while (again && !stopped);
-  };
-
-  const { notifications } = deps;
-  let listening: Promise<{ close(): Promise<void> } | undefined> | undefined;
 
   const wake = (): void => {
-    if (!started) {
+    if (!state.started) {
       // saved here, sent by the dispatcher of another process: tell it (its poll finds the row if this fails)
       notifications?.notify(DELIVERY_DUE_CHANNEL).catch((err: unknown) => {
         logger?.warn({ err }, 'the worker could not be told of a due webhook delivery; its next poll sends it');
       });
       return;
     }
-    if (stopped) return;
-    if (round) {
-      again = true;
-      return;
-    }
-    round = new Promise<void>((resolve) => setImmediate(resolve)).then(runRound).finally(() => {
-      round = undefined;
-    });
+    requestRound(state);
   };
 
   const adoptOrphans = async (): Promise<number> => {
@@ -189,43 +127,32 @@ export function createDeliveryDispatcher(deps: DispatcherDeps): DeliveryDispatch
 
   return {
     start() {
-      if (started) return;
-      started = true;
-      poll = setInterval(wake, pollMs);
-      poll.unref();
-      sweep = setInterval(sweepOrphans, ORPHAN_SWEEP_MS);
-      sweep.unref();
+      if (state.started) return;
+      state.started = true;
+      state.poll = setInterval(wake, pollMs);
+      state.poll.unref();
+      state.sweep = setInterval(sweepOrphans, ORPHAN_SWEEP_MS);
+      state.sweep.unref();
       sweepOrphans();
       wake();
-      listening = notifications?.listen(DELIVERY_DUE_CHANNEL, wake).catch((err: unknown) => {
+      state.listening = notifications?.listen(DELIVERY_DUE_CHANNEL, wake).catch((err: unknown) => {
         logger?.warn({ err }, 'the webhook dispatcher cannot listen for due deliveries; it polls every second');
         return undefined;
       });
     },
 
     async stop() {
-      stopped = true;
-      clearInterval(poll);
-      clearInterval(sweep);
-      await (await listening)?.close();
-      await round;
-      await Promise.all([...inFlight]);
+      state.stopped = true;
+      clearInterval(state.poll);
+      clearInterval(state.sweep);
+      await (await state.listening)?.close();
+      await state.round;
+      await Promise.all([...state.inFlight]);
     },
 
     wake,
 
-    async runDue() {
-      let sent = 0;
-      for (;;) {
-        const due = await store.claimDue(businessClock(), MAX_IN_FLIGHT, leaseMs);
-        await Promise.all(due.map(attempt));
-        sent += due.length;
-        if (due.length < MAX_IN_FLIGHT || stopped) break;
-      }
-      // and what the loop already has in flight
-      await Promise.all([...inFlight]);
-      return sent;
-    },
+    runDue: () => runDueDeliveries(state),
 
     adoptOrphans,
   };

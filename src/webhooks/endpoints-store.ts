@@ -41,45 +41,45 @@ export interface EndpointStore {
 
 const secretContext = (endpointId: string, which: 'current' | 'previous') => `webhook-endpoint:${endpointId}:secret:${which}`;
 
+/** The endpoint row locked for this transaction, created with defaults when missing. */
+async function lockedEndpoint(
+  trx: Kysely<Tables>,
+  applicationId: string,
+  kind: EndpointKind,
+  endpointId: string,
+): Promise<EndpointRow> {
+  await trx
+    .insertInto('webhook_endpoints')
+    .values({
+      endpoint_id: endpointId,
+      application_id: applicationId,
+      kind,
+      url: null,
+      // a project endpoint gets every payment event its producers send; events filter message events only
+      events: JSON.stringify(kind === 'message' ? DEFAULT_MESSAGE_EVENTS : []),
+      enabled: true,
+      secret_sealed: null,
+      previous_secret_sealed: null,
+      previous_secret_expires_at: null,
+      retry_count: DEFAULT_MAX_ATTEMPTS,
+      auto_disabled_at: null,
+      last_sent_at: null,
+      last_status: null,
+    })
+    .onConflict((oc) => oc.columns(['application_id', 'kind']).doNothing())
+    .execute();
+  return trx
+    .selectFrom('webhook_endpoints')
+    .selectAll()
+    .where('application_id', '=', applicationId)
+    .where('kind', '=', kind)
+    .forUpdate()
+    .executeTakeFirstOrThrow();
+}
+
 export function createEndpointStore(db: Kysely<Tables>, cipher: FieldCipher): EndpointStore {
   const openSecret = (endpointId: string, which: 'current' | 'previous', sealed: string | null) =>
     sealed === null ? undefined : cipher.open(sealed, secretContext(endpointId, which));
-
-  /** The endpoint row locked for this transaction, created with defaults when missing. */
-  const lockedEndpoint = async (
-    trx: Kysely<Tables>,
-    applicationId: string,
-    kind: EndpointKind,
-    endpointId: string,
-  ): Promise<EndpointRow> => {
-    await trx
-      .insertInto('webhook_endpoints')
-      .values({
-        endpoint_id: endpointId,
-        application_id: applicationId,
-        kind,
-        url: null,
-        // a project endpoint gets every payment event its producers send; events filter message events only
-        events: JSON.stringify(kind === 'message' ? DEFAULT_MESSAGE_EVENTS : []),
-        enabled: true,
-        secret_sealed: null,
-        previous_secret_sealed: null,
-        previous_secret_expires_at: null,
-        retry_count: DEFAULT_MAX_ATTEMPTS,
-        auto_disabled_at: null,
-        last_sent_at: null,
-        last_status: null,
-      })
-      .onConflict((oc) => oc.columns(['application_id', 'kind']).doNothing())
-      .execute();
-    return trx
-      .selectFrom('webhook_endpoints')
-      .selectAll()
-      .where('application_id', '=', applicationId)
-      .where('kind', '=', kind)
-      .forUpdate()
-      .executeTakeFirstOrThrow();
-  };
 
   return {
     async projectExists(applicationId) {

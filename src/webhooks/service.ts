@@ -4,23 +4,22 @@
 // `deliverMessageEvent` (message events), `deliverToProject` (payment / escrow / recurring events to the
 // project's webhook_url) or `deliverFeedback` (a charge's receipt to its feedback_url). The engine under them
 // (a delivery row due at once, requeue) is delivery-engine.ts; the worker's dispatcher sends the rows (dispatcher.ts).
-import { assertOwnedBy } from '../projects/access.js';
+// The admin and messaging use cases are in message-webhook-*.ts and project-webhook-*.ts, bound here over one
+// WebhookServiceContext.
 import { ApiError } from '../platform/errors.js';
 import { newId } from '../platform/ids.js';
-import {
-  type DeliveryView,
-  type FeedbackTarget,
-  type OutboundEvent,
-  type PageQuery,
-  type ProjectDeliveryQuery,
-  SECRET_OVERLAP_MS,
-  testMessageEvent,
-  type UrlPolicy,
-  type WebhookConfigChange,
-  type WebhookConfigView,
+import type {
+  DeliveryView,
+  FeedbackTarget,
+  OutboundEvent,
+  PageQuery,
+  ProjectDeliveryQuery,
+  UrlPolicy,
+  WebhookConfigChange,
+  WebhookConfigView,
 } from './rules.js';
 import type { Project, ProjectWebhooks } from '../projects/index.js';
-import type { DeliveryRow, EndpointKind } from './store.js';
+import type { DeliveryRow } from './store.js';
 import {
   createDeliveryEngine,
   type DeliverOptions,
@@ -32,14 +31,21 @@ import {
 import { checkDestination, type Resolver } from './http-client.js';
 import { newSigningSecret } from './signing.js';
 import type { WebhookStore } from './store.js';
+import { MESSAGE, PROJECT, type WebhookServiceContext } from './service-context.js';
+import { messageWebhookConfig, rotateMessageWebhookSecret, saveMessageWebhook } from './message-webhook-config.js';
+import {
+  messageDeliveries,
+  replayFailedDeliveries,
+  retryMessageDelivery,
+  sendMessageWebhookTest,
+} from './message-webhook-deliveries.js';
+import { checkProjectUrl, rotateProjectSecret, setProjectUrl } from './project-webhook-config.js';
+import { projectDeliveries, retryProjectDelivery } from './project-webhook-deliveries.js';
 
 export type { DeliverOptions, DispatchSignal, EndpointRef, Requeued } from './delivery-engine.js';
 
 /** At most this many failed deliveries are re-sent by one replay call; calling again continues. */
 export const MAX_REPLAY = 1000;
-const MAX_DELIVERY_ID_LENGTH = 100;
-const MESSAGE: EndpointKind = 'message';
-const PROJECT: EndpointKind = 'project';
 
 /** Also the project's webhook_url and its secret, as the projects area asks for them (ProjectWebhooks). */
 export interface WebhookService extends ProjectWebhooks {
@@ -122,78 +128,16 @@ export function createWebhookService(deps: {
 
   const clocks = { clock: deps.clock, businessClock: deps.businessClock ?? deps.clock };
   const engine = createDeliveryEngine({ store, ...clocks, ...(deps.dispatch ? { dispatch: deps.dispatch } : {}) });
-  const { requeue } = engine;
+  const ctx: WebhookServiceContext = { store, policy, resolve: deps.resolve, clock: deps.clock, engine };
 
   const service: WebhookService = {
-    async config(project) {
-      return store.configView(await store.findEndpoint(project.application_id, MESSAGE));
-    },
-
-    async save(project, change) {
-      if (change.url !== undefined) {
-        const checked = await checkDestination(change.url, policy, deps.resolve);
-        if ('reason' in checked) throw new ApiError('WEBHOOK_URL_INVALID', { payloadMessage: checked.reason });
-      }
-      const { endpoint, disabled } = await store.saveEndpoint(
-        project.application_id,
-        MESSAGE,
-        change,
-        newSigningSecret(),
-        newId(),
-      );
-      // its waiting deliveries end failed (a row in flight is settled by its attempt's record)
-      if (disabled) await store.stopPending(endpoint.endpoint_id);
-      return store.configView(endpoint);
-    },
-
-    async rotateSecret(project) {
-      const until = new Date(deps.clock().getTime() + SECRET_OVERLAP_MS);
-      return store.configView(await store.rotateSecret(project.application_id, MESSAGE, newSigningSecret(), until, newId()));
-    },
-
-    async sendTest(project) {
-      const endpoint = await store.findEndpoint(project.application_id, MESSAGE);
-      if (!endpoint?.url) throw new ApiError('WEBHOOK_NOT_CONFIGURED');
-      const row = await service.deliver(
-        testMessageEvent(`test_${newId()}`),
-        { kind: MESSAGE, applicationId: project.application_id },
-        {
-          regardless: true,
-        },
-      );
-      if (!row) throw new ApiError('WEBHOOK_NOT_CONFIGURED');
-      return { deliveryId: row.delivery_id, url: row.url };
-    },
-
-    async deliveries(project, page) {
-      const endpoint = await store.findEndpoint(project.application_id, MESSAGE);
-      if (!endpoint) return { rows: [], count: 0 };
-      return store.listDeliveries(endpoint.endpoint_id, page.page, page.per);
-    },
-
-    async retry(project, deliveryId) {
-      if (deliveryId.length > MAX_DELIVERY_ID_LENGTH) throw new ApiError('WEBHOOK_DELIVERY_NOT_FOUND');
-      const row = await store.findDelivery(deliveryId);
-      if (!row) throw new ApiError('WEBHOOK_DELIVERY_NOT_FOUND');
-      assertOwnedBy(project, row.application_id);
-      return requeue(row);
-    },
-
-    async replay(project, since) {
-      const endpoint = await store.findEndpoint(project.application_id, MESSAGE);
-      if (!endpoint) return [];
-      const requeued: Requeued[] = [];
-      for (const row of await store.failedSince(endpoint.endpoint_id, since, MAX_REPLAY)) {
-        try {
-          requeued.push(await requeue(row));
-        } catch (err) {
-          // retried meanwhile by another call: not this call's to send
-          if (err instanceof ApiError && err.errorCode === 'WEBHOOK_DELIVERY_NOT_FAILED') continue;
-          throw err;
-        }
-      }
-      return requeued;
-    },
+    config: (project) => messageWebhookConfig(ctx, project),
+    save: (project, change) => saveMessageWebhook(ctx, project, change),
+    rotateSecret: (project) => rotateMessageWebhookSecret(ctx, project),
+    sendTest: (project) => sendMessageWebhookTest(ctx, project),
+    deliveries: (project, page) => messageDeliveries(ctx, project, page),
+    retry: (project, deliveryId) => retryMessageDelivery(ctx, project, deliveryId),
+    replay: (project, since) => replayFailedDeliveries(ctx, project, since, MAX_REPLAY),
 
     deliver(event, ref, opts) {
       return engine.deliver(event, ref, opts);
@@ -224,55 +168,16 @@ export function createWebhookService(deps: {
       deps.dispatch?.wake();
     },
 
-    async checkProjectUrl(url) {
-      const checked = await checkDestination(url, policy, deps.resolve);
-      if ('reason' in checked) throw new ApiError('WEBHOOK_URL_INVALID', { payloadMessage: `webhook_url: ${checked.reason}` });
-    },
-
     async checkFeedbackUrl(url) {
       const checked = await checkDestination(url, policy, deps.resolve);
       if ('reason' in checked) throw new ApiError('INVALID_REQUEST', { payloadMessage: `feedback_url: ${checked.reason}` });
     },
 
-    async setProjectUrl(applicationId, url) {
-      if (url === null) {
-        // nothing to clear on a project that never had an endpoint
-        if (!(await store.findEndpoint(applicationId, PROJECT))) return undefined;
-        await store.saveEndpoint(applicationId, PROJECT, { url: null }, newSigningSecret(), newId());
-        return undefined;
-      }
-      await service.checkProjectUrl(url);
-      const saved = await store.saveEndpoint(applicationId, PROJECT, { url, enabled: true }, newSigningSecret(), newId());
-      return saved.issuedSecret;
-    },
-
-    async rotateProjectSecret(applicationId) {
-      const until = new Date(deps.clock().getTime() + SECRET_OVERLAP_MS);
-      const endpoint = await store.rotateSecret(applicationId, PROJECT, newSigningSecret(), until, newId());
-      const view = store.configView(endpoint);
-      return {
-        secret: view.secret!,
-        ...(endpoint.previous_secret_expires_at ? { previousSecretExpiresAt: endpoint.previous_secret_expires_at } : {}),
-      };
-    },
-
-    async projectDeliveries(applicationId, query) {
-      if (!(await store.projectExists(applicationId))) throw new ApiError('PROJECT_NOT_FOUND');
-      const endpoint = await store.findEndpoint(applicationId, PROJECT);
-      if (!endpoint) return { rows: [], count: 0 };
-      const destination =
-        query.destination === undefined ? undefined : query.destination === 'feedback' ? 'feedback' : 'endpoint';
-      return store.listDeliveries(endpoint.endpoint_id, query.page, query.per, destination);
-    },
-
-    async retryProjectDelivery(applicationId, deliveryId) {
-      if (!(await store.projectExists(applicationId))) throw new ApiError('PROJECT_NOT_FOUND');
-      if (deliveryId.length > MAX_DELIVERY_ID_LENGTH) throw new ApiError('WEBHOOK_DELIVERY_NOT_FOUND');
-      const [row, endpoint] = await Promise.all([store.findDelivery(deliveryId), store.findEndpoint(applicationId, PROJECT)]);
-      // another project's delivery, or this project's messaging webhook's, is not found here
-      if (!row || !endpoint || row.endpoint_id !== endpoint.endpoint_id) throw new ApiError('WEBHOOK_DELIVERY_NOT_FOUND');
-      return requeue(row);
-    },
+    checkProjectUrl: (url) => checkProjectUrl(ctx, url),
+    setProjectUrl: (applicationId, url) => setProjectUrl(ctx, applicationId, url),
+    rotateProjectSecret: (applicationId) => rotateProjectSecret(ctx, applicationId),
+    projectDeliveries: (applicationId, query) => projectDeliveries(ctx, applicationId, query),
+    retryProjectDelivery: (applicationId, deliveryId) => retryProjectDelivery(ctx, applicationId, deliveryId),
   };
   return service;
 }
