@@ -7,7 +7,7 @@ import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import type { EscrowTransition } from '../escrow/contract.js';
 import { type EscrowDataView, escrowWebhookPayload, renderEscrowData } from '../escrow/rules.js';
-import type { ResolvedShipment } from '../gateways/rules.js';
+import type { ResolvedShipment, ShipmentTracking } from '../gateways/rules.js';
 import { ApiError } from '../platform/errors.js';
 import { type OutboundEvent, PROJECT_EVENTS } from '../webhooks/rules.js';
 import type { EscrowGateway, GatewayRegistry } from '../gateways/index.js';
@@ -154,7 +154,7 @@ export function createEscrowActivities(deps: EscrowActivityDeps) {
     async recordEscrowEvent(
       input: WorkflowTimeStamp & {
         transition: EscrowTransition;
-        tracking?: { trackingNumber: string; deliveryCorp: string };
+        tracking?: ShipmentTracking;
       },
     ): Promise<{ deliveryId?: string }> {
       const { transition } = input;

@@ -21,7 +21,7 @@ import {
 } from '../platform/validation.js';
 
 export * from './status.js';
-import type { ResolvedShipment } from '../gateways/rules.js';
+import type { ResolvedShipment, ShipmentBasics } from '../gateways/rules.js';
 import type { EscrowData } from '../payments/receipt-rules.js';
 import { BUYER_EVENTS, type BuyerEvent, EscrowStatus, escrowStatusLocale, isBuyerEvent } from './status.js';
 
@@ -83,11 +83,8 @@ export interface ShippingParty {
   readonly addr2?: string;
 }
 
-export interface ShippingStartRequest {
-  readonly trackingNumber: string;
-  readonly deliveryCorp: string;
-  readonly shippingDay?: number;
-  readonly redirectUrl?: string;
+/** A shipping start as parsed: the shipment's own fields, and the recipient and sender the merchant gave (if any). */
+export interface ShippingStartRequest extends ShipmentBasics {
   readonly user: { readonly username?: string; readonly phone?: string; readonly address?: string; readonly zipcode?: string };
   readonly company: {
     readonly name?: string;
@@ -291,13 +288,9 @@ export function resolveShipmentAsGiven(req: ShippingStartRequest): ResolvedShipm
   };
 }
 
-function shipmentBasics(req: ShippingStartRequest) {
-  return {
-    trackingNumber: req.trackingNumber,
-    deliveryCorp: req.deliveryCorp,
-    ...(req.shippingDay !== undefined ? { shippingDay: req.shippingDay } : {}),
-    ...(req.redirectUrl !== undefined ? { redirectUrl: req.redirectUrl } : {}),
-  };
+function shipmentBasics(req: ShippingStartRequest): ShipmentBasics {
+  const { user: _user, company: _company, ...basics } = req;
+  return basics;
 }
 
 function blankError(

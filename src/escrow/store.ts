@@ -11,6 +11,7 @@ import type { Tables } from '../platform/db/db.js';
 import type { EscrowEventsTable, EscrowOrdersTable } from '../platform/db/migrations/0007_escrow.js';
 import type { ReceiptRow } from '../payments/index.js';
 import { type EscrowEventHistory, escrowEventQueries } from './store-events.js';
+import type { ShipmentTracking } from '../gateways/rules.js';
 
 export type EscrowOrderRow = Selectable<EscrowOrdersTable>;
 export type EscrowEventRow = Selectable<EscrowEventsTable>;
@@ -68,11 +69,7 @@ export interface EscrowStore extends EscrowEventHistory {
    * Records one event of the order (seq from the workflow). With a toStatus it moves the order, guarded by
    * fromStatus; 'already' when this seq was recorded before (a retried activity).
    */
-  record(
-    t: EscrowTransition,
-    tracking: { trackingNumber: string; deliveryCorp: string } | undefined,
-    now: Date,
-  ): Promise<RecordedTransition>;
+  record(t: EscrowTransition, tracking: ShipmentTracking | undefined, now: Date): Promise<RecordedTransition>;
 }
 
 const buyerContext = (receiptId: string) => `escrow:${receiptId}:buyer`;
@@ -81,7 +78,7 @@ const buyerContext = (receiptId: string) => `escrow:${receiptId}:buyer`;
 async function recordTransition(
   db: Kysely<Tables>,
   t: EscrowTransition,
-  tracking: { trackingNumber: string; deliveryCorp: string } | undefined,
+  tracking: ShipmentTracking | undefined,
   now: Date,
 ): Promise<RecordedTransition> {
   return transactionally(db, async (trx) => {

@@ -34,12 +34,24 @@ export interface VerifiedPerson {
   readonly di: string;
 }
 
-/** Who ships to whom, after the fallbacks: what the PG adapter puts on the wire. */
-export interface ResolvedShipment {
+/** What identifies a parcel: the carrier and its tracking number (what an escrow order records of its shipment). */
+export interface ShipmentTracking {
   readonly trackingNumber: string;
   readonly deliveryCorp: string;
+}
+
+/**
+ * A shipping start's own fields, as the merchant gave them: the one place they are typed, from the request
+ * (escrow/rules.ts parses them) to the PG adapters. A new field is added here, in the parse step and in the adapters
+ * that send it; the workflow, its activities and the stores carry the shipment whole.
+ */
+export interface ShipmentBasics extends ShipmentTracking {
   readonly shippingDay?: number;
   readonly redirectUrl?: string;
+}
+
+/** Who ships to whom, after the fallbacks: what the PG adapter puts on the wire. */
+export interface ResolvedShipment extends ShipmentBasics {
   readonly recipient: { readonly name: string; readonly phone: string; readonly address: string; readonly zipcode: string };
   readonly sender: {
     readonly name: string;

@@ -13,6 +13,7 @@ import {
 } from '@temporalio/workflow';
 import type { EscrowActivities } from '../activities/escrow.js';
 import { declinedBy, GATEWAY_DECLINED, outageFailure, outageOf } from '../gateways/declined.js';
+import type { ShipmentTracking } from '../gateways/rules.js';
 import {
   type EscrowErrorName,
   type EscrowFailureDetails,
@@ -164,7 +165,7 @@ export async function escrowWorkflow(input: EscrowInput): Promise<void> {
     toStatus: number | undefined,
     occurredAt: string,
     extra: { note?: string; notificationId?: string; confirmUrl?: string } = {},
-    tracking?: { trackingNumber: string; deliveryCorp: string },
+    tracking?: ShipmentTracking,
     via: typeof durable = durable,
   ): Promise<void> => {
     const fromStatus = status;
