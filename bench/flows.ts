@@ -3,7 +3,9 @@
  * PGlite under a temporary DATA_DIR — or Postgres with DATABASE_URL —, the sandbox PGs and the embedded engine in
  * child processes) next to the no-orchestration baseline of bench/flows-baseline.ts in a separate process, driven in one run
  * with the same callers. For each flow it prints throughput, the ratio to the baseline, p50/p99 latency with one
- * caller and with many, and the CPU each process spent per flow (from /proc).
+ * caller and with many, and the CPU each process spent per flow (from /proc). For the flows that drive workflows
+ * (verification, shipping) it also measures their Temporal floor (bench/flows-floor.ts: the same Temporal actions
+ * through the same SDK, codec and engine, with no paygate code) and prints paygate's CPU and latency over it.
  *
  *   npm run bench:flows                          # 200 flows per measurement, 32 callers (16 for verification)
  *   npm run bench:flows -- -n 500 --callers 32
@@ -23,6 +25,7 @@ import pg from 'pg';
 import { Pool } from 'undici';
 import { freePort, startProcess } from '../tools/child-processes.js';
 import { call, charge, expectOk, issueBillingKey, percentile, randomPhone, type Target, verification } from './paygate-calls.js';
+import { FLOOR_FLOWS, FLOOR_TABLE_HEADER, floorRow, measureFloor, startFloor } from './flows-floor.js';
 import { childOf, cpuMs, rssMb } from './proc-stats.js';
 
 const { values } = parseArgs({
@@ -284,11 +287,16 @@ try {
 
   const only = values.only?.split(',');
   const names = Object.keys(paygateFlows).filter((n) => !only || only.includes(n));
+  // the Temporal floor's own process (and engine), when a flow that has one is measured
+  const floor = names.some((n) => FLOOR_FLOWS.has(n)) ? await startFloor(join(dataDir, 'floor')) : undefined;
+  if (floor) closers.push(() => floor.close());
   const rows: string[] = [];
+  const floorRows: string[] = [];
   const fmt = (n: number, digits = 0) => (Number.isFinite(n) ? n.toFixed(digits) : '-');
   console.log(
     `bench:flows  ${FLOWS} flows per measurement, ${CALLERS} callers (verification ${Math.min(CALLERS, 16)}), ` +
-      `paygate on ${databaseUrl ? 'Postgres' : 'PGlite'}, engine pid ${enginePid ?? 'not found'}`,
+      `paygate on ${databaseUrl ? 'Postgres' : 'PGlite'}, engine pid ${enginePid ?? 'not found'}` +
+      (floor ? `, Temporal floor pid ${floor.pid} (engine pid ${floor.enginePid})` : ''),
   );
   // item 3 of issue 14: every process's RSS idle and after each flow's measurements (run with -n 10000 for the
   // memory after 10,000 of a flow: nothing may grow without bound)
@@ -322,6 +330,10 @@ try {
         `${fmt(p.many.p50, 1)} / ${fmt(p.many.p99, 1)} ms | ${cpu(p.many)} | ${cpu(b.many)} |`,
     );
     console.log(rows[rows.length - 1]);
+    if (floor && FLOOR_FLOWS.has(name)) {
+      floorRows.push(floorRow(name, await measureFloor(floor, name, FLOWS, callers), p));
+      console.log(`floor: ${floorRows[floorRows.length - 1]}`);
+    }
     // the one-caller and the many-caller measurements, plus the warm-up
     const measured = Math.min(5, FLOWS) + Math.max(1, Math.floor(FLOWS / 4)) + FLOWS;
     rssLines.push(rssLine(`after ${measured} ${name} flows`));
@@ -333,8 +345,15 @@ try {
   );
   console.log('|---|---|---|---|---|---|---|---|---|');
   for (const row of rows) console.log(row);
+  if (floorRows.length > 0) {
+    console.log('');
+    console.log("The Temporal floor (the same Temporal actions, no paygate code) and paygate's CPU over it:");
+    for (const line of [...FLOOR_TABLE_HEADER, ...floorRows]) console.log(line);
+  }
   for (const line of rssLines) console.log(line);
   console.log(`measured ${names.length} flows on paygate and the baseline; none failed`);
+  if (floorRows.length > 0)
+    console.log(`measured the Temporal floor of ${floorRows.length} flow${floorRows.length === 1 ? '' : 's'}; none failed`);
 } finally {
   await shutdown();
 }
