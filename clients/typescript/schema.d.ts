@@ -69,8 +69,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /**
+         * List projects
+         * @description List projects
+         */
         get: operations["listProjects"];
         put?: never;
+        /**
+         * Create a project
+         * @description Create a project
+         */
         post: operations["createProject"];
         delete?: never;
         options?: never;
@@ -85,12 +93,20 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /**
+         * Project lookup
+         * @description Project lookup
+         */
         get: operations["getProject"];
         put?: never;
         post?: never;
         delete?: never;
         options?: never;
         head?: never;
+        /**
+         * Change a project
+         * @description Change a project
+         */
         patch: operations["updateProject"];
         trace?: never;
     };
@@ -103,6 +119,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
+        /**
+         * Rotate the project's keys
+         * @description Rotate the project's keys
+         */
         post: operations["rotateProjectKeys"];
         delete?: never;
         options?: never;
@@ -119,6 +139,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
+        /**
+         * Rotate the project's webhook signing secret
+         * @description Rotate the project's webhook signing secret
+         */
         post: operations["rotateProjectWebhookSecret"];
         delete?: never;
         options?: never;
@@ -219,7 +243,9 @@ export interface paths {
         };
         /**
          * Billing key lookup
-         * @description Scope: `billing_key`.
+         * @description Billing key lookup
+         *
+         *     Scope: `billing_key`.
          */
         get: operations["getBillingKeyByReceipt"];
         put?: never;
@@ -239,7 +265,9 @@ export interface paths {
         };
         /**
          * Billing key lookup
-         * @description Scope: `billing_key`.
+         * @description Billing key lookup
+         *
+         *     Scope: `billing_key`.
          */
         get: operations["getBillingKey"];
         put?: never;

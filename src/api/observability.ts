@@ -36,20 +36,10 @@ export const observabilityPlugin = fp<{ metrics: Metrics }>(
       });
     });
 
-    app.get(
-      '/metrics',
-      {
-        config: { auth: 'admin' },
-        schema: {
-          description: 'Prometheus metrics of this process (text exposition format). Admin token (Bearer).',
-          tags: ['operations'],
-        },
-      },
-      async (_request, reply) => {
-        const text = await metrics.render();
-        return reply.type(metrics.contentType).send(text);
-      },
-    );
+    app.get('/metrics', { config: { auth: 'admin' } }, async (_request, reply) => {
+      const text = await metrics.render();
+      return reply.type(metrics.contentType).send(text);
+    });
   },
   { name: 'paygate-observability' },
 );

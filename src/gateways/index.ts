@@ -3,18 +3,11 @@
 // areas and the layers above. declined.ts (a contract) is imported where it stands: it is workflow-safe, and
 // this module pulls in the adapters' HTTP client.
 export { cardGatewayFor, gatewayFailure, isFinalRefusal } from './failures.js';
+export { gatewaysHttp } from './http.js';
 export { createOutboundHttp, OutboundFailure, type OutboundHttp } from './outbound-http.js';
 export { createGatewayRegistry } from './registry.js';
 export { fetchSandboxPgRequests, sendSandboxBuyerEvent } from './sandbox-escrow-control.js';
-export {
-  createSandboxFaultService,
-  faultKindDoc,
-  faultOperationDoc,
-  type FaultSpec,
-  parseFault,
-  type SandboxFaultService,
-  sandboxFaultBody,
-} from './sandbox-faults.js';
+export { createSandboxFaultService, type FaultSpec, parseFault, type SandboxFaultService } from './sandbox-faults.js';
 export { fetchSandboxSms, type SandboxSms } from './sandbox-inbox.js';
 export {
   type ChargeResult,

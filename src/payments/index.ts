@@ -8,6 +8,7 @@ export { createCancelService, type CancelService } from './cancels.js';
 export { chargingCardGateway } from './card-gateways.js';
 export { adoptableReceipt, chargeProject, chargeRefusal } from './charge-recovery.js';
 export { createChargeService, type ChargeService } from './charges.js';
+export { chargeExample, paymentsHttp, Receipt, receiptExample } from './http.js';
 export {
   createReceiptService,
   createReconcileStarter,

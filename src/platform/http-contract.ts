@@ -5,7 +5,7 @@
 // Contracts are zod schemas and plain data: no Fastify, no I/O.
 import { z } from 'zod';
 import type { ErrorName } from './errors.js';
-import { resourceIdDoc, timestampDoc } from './validation.js';
+import { resourceIdDoc, timestampDoc, wonDoc } from './validation.js';
 
 export type DocTag =
   | 'auth'
@@ -64,6 +64,10 @@ export function component<T extends z.ZodType>(id: string, schema: T): T {
 /** Every timestamp the API writes: ISO 8601 with the Asia/Seoul offset, seconds precision. */
 export const timestamp = timestampDoc;
 export const resourceId = resourceIdDoc;
+/** Every amount the API writes: whole won, within the bounds it takes amounts in (wonDoc in ./validation.ts). */
+export const won = wonDoc(0).describe('won (KRW), a whole number');
+/** The merchant's own data on a payment, a verification, a reserve or a schedule. */
+export const metadata = z.record(z.string(), z.unknown()).describe('merchant data, returned as given (at most 8 KB)');
 
 export const byId = (name: string) => z.object({ [name]: resourceId });
 

@@ -4,6 +4,7 @@
 // the services.
 export { createAccessTokenService, type AccessTokenService, tokenRequestSchema } from './access-tokens.js';
 export { createAccessTokenStore, type AccessTokenStore } from './access-tokens-store.js';
+export { projectsHttp } from './http.js';
 export {
   createProjectService,
   DEFAULT_ESCROW_RECONCILE_HOURS,

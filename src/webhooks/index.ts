@@ -5,6 +5,7 @@
 export { createDeliveryAttempts, type DeliveryAttempts, type WebhookAttemptOptions } from './attempt.js';
 export { createDeliveryDispatcher, type DeliveryDispatcher } from './dispatcher.js';
 export { checkHostAddresses, createGuardedLookup, createWebhookHttpClient, type Resolver } from './http-client.js';
+export { webhooksHttp } from './http.js';
 export { createMessageService, type MessageService } from './messages.js';
 export { createMessageStore, type MessageStore } from './messages-store.js';
 export { countPendingDeliveries } from './pending-deliveries.js';

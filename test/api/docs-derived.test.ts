@@ -1,8 +1,8 @@
 // The OpenAPI document describes each request body and query once, where it is checked: the documentation is
 // derived from the validators (src/platform/validation.ts: documented(), describeFields()), or is the very zod
 // schema the route validates with. Here: the derivation itself (an undocumented or twice-documented field
-// refuses to load), every documented body and query of src/api/docs/ is such a derivation, and the parsers the
-// routes run read no field of the body or query that its documentation leaves out.
+// refuses to load), every documented body and query of the routes' contracts (each area's http.ts) is such a
+// derivation, and the parsers the routes run read no field of the body or query that its documentation leaves out.
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { routeDocs } from '../../src/api/docs/openapi.js';

@@ -166,7 +166,7 @@ describe('GET /openapi.json', () => {
         ).toBe(true);
       }
     }
-    // a route listed here has no entry in src/api/docs/routes-*.ts: add one (schemas, example, errors)
+    // a route listed here has no contract in its area's http.ts: add one (schemas, example, errors, summary)
     expect(missing).toEqual([]);
   });
 

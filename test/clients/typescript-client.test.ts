@@ -21,7 +21,7 @@ import { KEY_IN_METHOD, TEST_CARD } from '../payments/key-in-fixtures.js';
 const CARD = { ...TEST_CARD, method: KEY_IN_METHOD as '카드자동(REST)' };
 
 describe('the generated client files', () => {
-  it('are what `npm run client:generate` writes today (run it after changing a route or src/api/docs/)', async () => {
+  it('are what `npm run client:generate` writes today (run it after changing a route or its contract)', async () => {
     const fresh = await generateClient();
     for (const name of GENERATED_FILES) {
       const committed = await readFile(join(CLIENT_DIR, name), 'utf8');

@@ -1,9 +1,10 @@
 // The OpenAPI 3.1 document (/openapi.json) and the API reference UI (/docs). @fastify/swagger collects the
-// registered routes; its transform merges each route's documentation (./routes-*.ts: the request schemas its
-// validators derive, response schemas as zod, one example, the catalog errors) and derives the security from the
-// route's own auth
+// registered routes; its transform merges each route's contract (the areas' http.ts and ../http.ts: the request
+// schemas its validators derive, response schemas as zod, one example, the catalog errors, its summary and
+// description) and derives the security from the route's own auth
 // config, so the document cannot claim an auth the route does not enforce. Nothing here touches a
-// route's validation or serialization: the response schemas live only in the document.
+// route's validation or serialization: the response schemas live only in the document (attached to a route's
+// `schema.response`, Fastify would serialize its replies through them and drop whatever they do not declare).
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import fastifySwagger, { type SwaggerTransform, type SwaggerTransformObject } from '@fastify/swagger';
@@ -13,15 +14,17 @@ import { createJsonSchemaTransform, createJsonSchemaTransformObject } from 'fast
 import { z } from 'zod';
 import { publicBaseUrlOf } from '../../platform/config/index.js';
 import { errorCatalog, type ErrorName } from '../../platform/errors.js';
-import type { DocTag, RouteDoc, RouteDocs } from './route-doc.js';
-import { adminRouteDocs } from './routes-admin.js';
-import { reserveRouteDocs } from './reserves.js';
-import { sandboxRouteDocs } from './sandbox.js';
-import { scheduleRouteDocs } from './schedules.js';
-import { webhookRouteDocs } from './webhooks.js';
-import { specRouteDocs } from './routes-spec.js';
-import { upstreamRouteDocs } from './upstream.js';
-import { docRegistry } from './schemas.js';
+import { type DocTag, docRegistry, type RouteContract, type RouteContracts } from '../../platform/http-contract.js';
+import { escrowHttp } from '../../escrow/index.js';
+import { gatewaysHttp } from '../../gateways/index.js';
+import { paymentsHttp } from '../../payments/index.js';
+import { projectsHttp } from '../../projects/index.js';
+import { reservesHttp } from '../../reserves/index.js';
+import { schedulesHttp } from '../../schedules/index.js';
+import { upstreamHttp } from '../../upstream/index.js';
+import { verificationHttp } from '../../verification/index.js';
+import { webhooksHttp } from '../../webhooks/index.js';
+import { apiHttp } from '../http.js';
 
 export const OPENAPI_VERSION = '3.1.0';
 /** Where the reference UI is served; its own routes (the page, its script, the document it reads) live under it. */
@@ -35,14 +38,18 @@ export const UI_PREFIXES: readonly string[] = [DOCS_PREFIX, '/dashboard', FAVICO
 export const isUiRoute = (url: string) =>
   url === '/' || UI_PREFIXES.some((prefix) => url === prefix || url.startsWith(`${prefix}/`) || url.startsWith(`${prefix}*`));
 
-export const routeDocs: RouteDocs = {
-  ...specRouteDocs,
-  ...reserveRouteDocs,
-  ...scheduleRouteDocs,
-  ...webhookRouteDocs,
-  ...sandboxRouteDocs,
-  ...adminRouteDocs,
-  ...upstreamRouteDocs,
+/** Every route's contract, by 'METHOD /path': each area's, and the API's own. */
+export const routeDocs: RouteContracts = {
+  ...paymentsHttp,
+  ...verificationHttp,
+  ...escrowHttp,
+  ...reservesHttp,
+  ...schedulesHttp,
+  ...webhooksHttp,
+  ...projectsHttp,
+  ...upstreamHttp,
+  ...gatewaysHttp,
+  ...apiHttp,
 };
 
 const TAGS: readonly { name: DocTag; description: string }[] = [
@@ -58,8 +65,33 @@ const TAGS: readonly { name: DocTag; description: string }[] = [
   { name: 'system', description: 'Health and this document' },
 ];
 
+/**
+ * The order the reference lists the shared schemas in, as TAGS orders the operations. The areas' http.ts register
+ * them as their modules load, an order the import graph makes (and an entry point could change), not the reader;
+ * a component not named here follows these, in that order.
+ */
+const COMPONENT_ORDER: readonly string[] = [
+  'ApiError',
+  'Receipt',
+  'BillingKey',
+  'VerificationRequested',
+  'VerificationResult',
+  'Reserve',
+  'Schedule',
+  'ScheduleCharge',
+  'Project',
+  'ProjectWithSecrets',
+  'WebhookConfig',
+  'Delivery',
+  'DeliveryQueued',
+];
+const componentRank = (name: string) => {
+  const rank = COMPONENT_ORDER.indexOf(name);
+  return rank < 0 ? COMPONENT_ORDER.length : rank;
+};
+
 /** The errors a route's authentication can answer before its handler runs. */
-const AUTH_ERRORS: Readonly<Record<'project' | 'admin' | 'none', readonly ErrorName[]>> = {
+export const AUTH_ERRORS: Readonly<Record<'project' | 'admin' | 'none', readonly ErrorName[]>> = {
   project: [
     'APP_AT_AUTHORIZE_HEADER_BLANK',
     'APP_AT_AUTHORIZE_TYPE_INVALID',
@@ -78,12 +110,17 @@ const AUTH_ERRORS: Readonly<Record<'project' | 'admin' | 'none', readonly ErrorN
 };
 
 /** Any route can answer these (body limits, shutdown, an unexpected failure). */
-const PLATFORM_ERRORS: readonly ErrorName[] = [
+export const PLATFORM_ERRORS: readonly ErrorName[] = [
   'PAYLOAD_TOO_LARGE',
   'UNSUPPORTED_MEDIA_TYPE',
   'INTERNAL_ERROR',
   'SERVICE_UNAVAILABLE',
 ];
+
+/** Every catalog error a route can answer: its own, its authentication's, and the platform's. */
+export function documentedErrors(doc: { readonly errors: readonly ErrorName[] }, auth: string | undefined): readonly ErrorName[] {
+  return [...doc.errors, ...AUTH_ERRORS[(auth ?? 'project') as keyof typeof AUTH_ERRORS], ...PLATFORM_ERRORS];
+}
 
 const IDEMPOTENCY_HEADER = z.object({
   'idempotency-key': z
@@ -122,7 +159,7 @@ function securityOf(config: RouteConfig): Record<string, string[]>[] {
   return [{ basic: [] }, { bearer: [] }, ...(config.adminToo ? [{ adminToken: [] }] : [])];
 }
 
-function documented(doc: RouteDoc, method: string, config: RouteConfig, schema: Record<string, unknown>) {
+function documented(doc: RouteContract, method: string, config: RouteConfig, schema: Record<string, unknown>) {
   const auth = config.auth ?? 'project';
   const { hide: _hide, response: _response, ...own } = schema;
   const scopeNote = config.scope
@@ -130,8 +167,8 @@ function documented(doc: RouteDoc, method: string, config: RouteConfig, schema: 
     : '';
   return {
     ...own,
-    summary: doc.summary ?? own.summary,
-    description: `${doc.description ?? (typeof own.description === 'string' ? own.description : (doc.summary ?? ''))}${scopeNote}`.trim(),
+    summary: doc.summary,
+    description: `${doc.description ?? doc.summary}${scopeNote}`.trim(),
     operationId: doc.operationId,
     tags: [doc.tag],
     security: securityOf(config),
@@ -163,7 +200,7 @@ export const transform: SwaggerTransform = (input) => {
       description: doc.response.description,
       content: { [doc.response.contentType ?? 'application/json']: { schema: success, example: doc.example.response } },
     },
-    ...errorResponses([...doc.errors, ...AUTH_ERRORS[config.auth ?? 'project'], ...PLATFORM_ERRORS]),
+    ...errorResponses(documentedErrors(doc, config.auth)),
   };
   return { schema, url };
 };
@@ -190,7 +227,11 @@ export const transformObject: SwaggerTransformObject = (input) => {
       }
     }
   }
-  const schemas = Object.fromEntries(Object.entries(document.components.schemas).filter(([name]) => used.has(name)));
+  const schemas = Object.fromEntries(
+    Object.entries(document.components.schemas)
+      .filter(([name]) => used.has(name))
+      .sort(([a], [b]) => componentRank(a) - componentRank(b)),
+  );
   // one example per catalog error, referenced by the operations that can answer it
   const examples = Object.fromEntries(
     (Object.keys(errorCatalog) as ErrorName[]).map((name) => {

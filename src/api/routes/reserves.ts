@@ -19,16 +19,6 @@ export async function reserveRoutes(app: FastifyInstance): Promise<void> {
       config: { auth: 'project', scope: 'subscribe_payment' },
       preHandler: idempotency.preHandler,
       onSend: idempotency.onSend,
-      schema: {
-        summary: 'Reserve a billing-key charge',
-        description:
-          'Body as POST /v2/subscribe/payment plus reserve_execute_at (ISO 8601 with an offset, after now and at most 1 year ' +
-          'ahead, else 9442), user?, items?. Checks the charge fields in the charge order, then the billing key (2309, 1225, ' +
-          '9423) and the order_id (9410: used by a receipt or another reserve). The charge is made once at ' +
-          'reserve_execute_at through the charge path, with this order_id; its result (the receipt, or the failed ' +
-          'reserve) goes to feedback_url as a signed webhook delivery.',
-        tags: ['billing'],
-      },
     },
     async (request) => {
       const requestedAt = businessClock();
@@ -42,29 +32,13 @@ export async function reserveRoutes(app: FastifyInstance): Promise<void> {
 
   app.get<{ Params: { reserve_id: string } }>(
     '/v2/subscribe/payment/reserve/:reserve_id',
-    {
-      config: { auth: 'project', scope: 'subscribe_payment' },
-      schema: {
-        summary: 'Reserved charge lookup',
-        description:
-          'status reserved | executing | paid | failed | revoked, the reserve_* times reached so far, receipt_id once ' +
-          'paid, error_code / pg_error_code once failed. 9440 unknown, 1225 another project.',
-        tags: ['billing'],
-      },
-    },
+    { config: { auth: 'project', scope: 'subscribe_payment' } },
     async (request) => services.reserves.get(request.project, request.params.reserve_id),
   );
 
   app.delete<{ Params: { reserve_id: string } }>(
     '/v2/subscribe/payment/reserve/:reserve_id',
-    {
-      config: { auth: 'project', scope: 'subscribe_payment' },
-      schema: {
-        summary: 'Revoke a reserved charge',
-        description: 'Only a reserve still reserved; 9441 once revoked or executing (nothing changes). 9440, 1225.',
-        tags: ['billing'],
-      },
-    },
+    { config: { auth: 'project', scope: 'subscribe_payment' } },
     async (request) => services.reserves.revoke(request.project, request.params.reserve_id),
   );
 }

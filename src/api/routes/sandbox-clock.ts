@@ -9,52 +9,10 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { formatTimestamp } from '../../platform/time.js';
-import {
-  describeOneOf,
-  documented,
-  fails,
-  failsWith,
-  fields,
-  isRecord,
-  timestampDoc,
-  validate,
-} from '../../platform/validation.js';
-
-/** Ten years: far enough for any timer paygate sets, and a bound on a typo. */
-const MAX_ADVANCE_SECONDS = 10 * 366 * 24 * 3600;
+import { fails, failsWith, isRecord, validate } from '../../platform/validation.js';
+import { advanceFields, advanceShape, invalidAdvance, MAX_ADVANCE_SECONDS } from '../http.js';
 
 type Advance = { ms: number } | { to: Date };
-
-const invalid = (payloadMessage: string) => fails('SANDBOX_CLOCK_INVALID', { payloadMessage });
-
-const advanceShape = {
-  seconds: documented(
-    z.number().int().min(1).max(MAX_ADVANCE_SECONDS),
-    z.custom<number | undefined>(
-      (seconds) =>
-        seconds === undefined ||
-        (typeof seconds === 'number' && Number.isInteger(seconds) && seconds > 0 && seconds <= MAX_ADVANCE_SECONDS),
-      invalid(`seconds must be a whole number from 1 to ${MAX_ADVANCE_SECONDS}`),
-    ),
-  ),
-  to: documented(
-    timestampDoc.describe('later than the sandbox clock'),
-    z
-      .unknown()
-      .transform((to) =>
-        to === undefined
-          ? undefined
-          : typeof to === 'string' && /^\d{4}-\d{2}-\d{2}T/.test(to)
-            ? new Date(to)
-            : new Date(Number.NaN),
-      )
-      .refine((at) => at === undefined || !Number.isNaN(at.getTime()), invalid('to must be an ISO 8601 date-time')),
-  ),
-};
-const advanceFields = fields(advanceShape);
-
-/** The body of POST /sandbox/v1/clock/advance as the OpenAPI document shows it: {seconds} or {to}. */
-export const advanceBody = describeOneOf([advanceFields]);
 
 // The body's shape first (an object, no other field, exactly one of the two), then the field given.
 const advance = z
@@ -68,7 +26,7 @@ const advance = z
   .refine((body) => {
     const { seconds, to } = body as Record<string, unknown>;
     return (seconds === undefined) !== (to === undefined);
-  }, invalid('give exactly one of seconds and to'))
+  }, invalidAdvance('give exactly one of seconds and to'))
   .pipe(advanceFields);
 
 export function parseAdvance(body: unknown, now: Date): Advance {
@@ -76,11 +34,11 @@ export function parseAdvance(body: unknown, now: Date): Advance {
     advance
       .refine(
         ({ to }) => to === undefined || to.getTime() > now.getTime(),
-        invalid(`to must be later than the sandbox clock (${formatTimestamp(now)})`),
+        invalidAdvance(`to must be later than the sandbox clock (${formatTimestamp(now)})`),
       )
       .refine(
         ({ to }) => to === undefined || to.getTime() - now.getTime() <= MAX_ADVANCE_SECONDS * 1000,
-        invalid('to is more than ten years ahead'),
+        invalidAdvance('to is more than ten years ahead'),
       ),
     body,
   );
@@ -96,42 +54,11 @@ export async function sandboxClockRoutes(app: FastifyInstance): Promise<void> {
   // moving it moves every project's processes: the operator's, like the admin API
   const moving = { auth: 'admin' } as const;
 
-  app.get(
-    '/sandbox/v1/clock',
-    {
-      config: reading,
-      schema: {
-        summary: 'Read the sandbox clock',
-        description:
-          "The durable processes' time in the sandbox (the engine's timers, the dates reserves, schedules, verifications " +
-          "and escrow stamp). A project's key with the subscribe_payment scope, or the admin token, reads it.",
-        tags: ['sandbox'],
-      },
-    },
-    async () => ({ now: formatTimestamp(await clock.read()) }),
-  );
+  app.get('/sandbox/v1/clock', { config: reading }, async () => ({ now: formatTimestamp(await clock.read()) }));
 
-  app.post(
-    '/sandbox/v1/clock/advance',
-    {
-      config: moving,
-      schema: {
-        summary: 'Advance the sandbox clock',
-        description:
-          'Admin token only (Authorization: Bearer ADMIN_TOKEN): the installation has one engine, so one sandbox clock ' +
-          "for every project; a project's key is refused like on the admin API. Body {seconds} (a positive whole " +
-          "number) or {to} (a later ISO 8601 time). Moves the durable processes' time forward, fires every timer due " +
-          'on the way in order (verification windows, escrow reconciles, webhook retries, reserves, schedules) and ' +
-          'answers {now, settled} once no workflow or activity task is outstanding, or after 60 s with settled false. ' +
-          'Real-world time does not move: access tokens, key rotation grace, webhook-timestamp headers, rate limits and ' +
-          'Idempotency-Key retention keep the wall clock. Time never goes back; the offset survives a restart. 9460 otherwise.',
-        tags: ['sandbox'],
-      },
-    },
-    async (request) => {
-      const target = parseAdvance(request.body, await clock.read());
-      const { now, settled } = await clock.advance(target);
-      return { now: formatTimestamp(now), settled };
-    },
-  );
+  app.post('/sandbox/v1/clock/advance', { config: moving }, async (request) => {
+    const target = parseAdvance(request.body, await clock.read());
+    const { now, settled } = await clock.advance(target);
+    return { now: formatTimestamp(now), settled };
+  });
 }

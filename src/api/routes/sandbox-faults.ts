@@ -24,40 +24,11 @@ export async function sandboxFaultRoutes(app: FastifyInstance): Promise<void> {
       config: access,
       preHandler: idempotency.preHandler,
       onSend: idempotency.onSend,
-      schema: {
-        summary: 'Arm a sandbox PG fault',
-        description:
-          'Body {pg, operation, fault, count?: 1 (1-100)}. The next `count` calls of `operation` this project makes to ' +
-          "the sandbox PG `pg` fail: timeout (the PG holds the request past paygate's timeout, then executes it), " +
-          'error (HTTP 500, nothing executed), lost_response (the PG executes, the answer never arrives), drop ' +
-          '(escrow_notification only: never sent). Operations: sandbox_card issue_billing_key, charge, cancel, ' +
-          'destroy_billing_key, payment; sandbox_identity send_otp, resend_otp, confirm_otp; sandbox_escrow_a/b ' +
-          'payment, cancel, shipping_start, escrow_status, escrow_notification. 201; 9470-9474 for bad input.',
-        tags: ['sandbox'],
-      },
     },
     async (request, reply) => reply.code(201).send(await faults.arm(request.project, parseFault(request.project, request.body))),
   );
 
-  app.get(
-    '/sandbox/v1/faults',
-    {
-      config: access,
-      schema: {
-        summary: 'List armed sandbox faults',
-        description: "The project's armed faults, oldest first.",
-        tags: ['sandbox'],
-      },
-    },
-    async (request) => ({ list: await faults.list(request.project) }),
-  );
+  app.get('/sandbox/v1/faults', { config: access }, async (request) => ({ list: await faults.list(request.project) }));
 
-  app.delete(
-    '/sandbox/v1/faults',
-    {
-      config: access,
-      schema: { summary: 'Disarm sandbox faults', description: 'Disarms every fault the project armed.', tags: ['sandbox'] },
-    },
-    async (request) => faults.disarm(request.project),
-  );
+  app.delete('/sandbox/v1/faults', { config: access }, async (request) => faults.disarm(request.project));
 }

@@ -38,91 +38,41 @@ async function messageWebhookRoutes(app: FastifyInstance): Promise<void> {
     if (request.method === 'POST') await idempotency.preHandler(request, reply);
   });
   app.addHook('onSend', idempotency.onSend);
-  const documented = (summary: string, description: string) => ({
-    config: { auth: 'project' as const, scope: 'message_webhook' as const },
-    schema: { summary, description, tags: ['message webhooks'] },
-  });
+  const scoped = { config: { auth: 'project' as const, scope: 'message_webhook' as const } };
   const base = `${MESSAGE_PREFIX}/alimtalk/webhook`;
 
-  app.get(
-    base,
-    documented(
-      'Read the webhook configuration',
-      'The secret is masked to its first 12 characters; configured is false while no receiving URL is stored.',
-    ),
-    async (request) => renderWebhookConfig(await webhooks.config(request.project), false),
+  app.get(base, scoped, async (request) => renderWebhookConfig(await webhooks.config(request.project), false));
+
+  app.put(base, scoped, async (request) =>
+    renderWebhookConfig(await webhooks.save(request.project, parseWebhookConfigChange(request.body)), false),
   );
 
-  app.put(
-    base,
-    documented(
-      'Change the webhook configuration',
-      'Body {url?, events?, enabled?, retry_count?}. The first save issues a signing secret. https only in production mode (http to loopback in sandbox mode), else 3028. Unknown event codes are dropped; an empty list means the default set. enabled: true re-enables an auto-disabled webhook and clears its failure counter.',
-    ),
-    async (request) => renderWebhookConfig(await webhooks.save(request.project, parseWebhookConfigChange(request.body)), false),
-  );
+  app.post(`${base}/secret`, scoped, async (request) => renderWebhookConfig(await webhooks.rotateSecret(request.project), true));
 
-  app.post(
-    `${base}/secret`,
-    documented(
-      'Rotate the signing secret',
-      'Answers the configuration with the new secret unmasked (the only time it is shown). The previous secret keeps signing beside it for 24 hours.',
-    ),
-    async (request) => renderWebhookConfig(await webhooks.rotateSecret(request.project), true),
-  );
+  app.post(`${base}/test`, scoped, async (request) => {
+    const queued = await webhooks.sendTest(request.project);
+    return { delivery_id: queued.deliveryId, url: queued.url, queued: true };
+  });
 
-  app.post(
-    `${base}/test`,
-    documented(
-      'Send a test event',
-      'Queues the 301 test card (tags ["test"]) through the real delivery path, also while the webhook is disabled. 3029 without a stored URL.',
-    ),
-    async (request) => {
-      const queued = await webhooks.sendTest(request.project);
-      return { delivery_id: queued.deliveryId, url: queued.url, queued: true };
-    },
-  );
+  app.get(`${base}/deliveries`, scoped, async (request) => {
+    const page = parsePageQuery(request.query);
+    const { rows, count } = await webhooks.deliveries(request.project, page);
+    return { list: rows.map(renderDelivery), page: page.page, per: page.per, count };
+  });
 
-  app.get(
-    `${base}/deliveries`,
-    documented(
-      'List deliveries',
-      'Newest first; page default 1, limit default 20 (over 100 is served as 100). Each record carries its attempts.',
-    ),
-    async (request) => {
-      const page = parsePageQuery(request.query);
-      const { rows, count } = await webhooks.deliveries(request.project, page);
-      return { list: rows.map(renderDelivery), page: page.page, per: page.per, count };
-    },
-  );
+  app.post<{ Params: { delivery_id: string } }>(`${base}/deliveries/:delivery_id/retry`, scoped, async (request) => {
+    const queued = await webhooks.retry(request.project, request.params.delivery_id);
+    return { delivery_id: queued.deliveryId, url: queued.url, queued: true };
+  });
 
-  app.post<{ Params: { delivery_id: string } }>(
-    `${base}/deliveries/:delivery_id/retry`,
-    documented(
-      'Retry a failed delivery',
-      'One more attempt now, under the same webhook-id, sent even while the webhook is disabled. Only a failed delivery (9427).',
-    ),
-    async (request) => {
-      const queued = await webhooks.retry(request.project, request.params.delivery_id);
-      return { delivery_id: queued.deliveryId, url: queued.url, queued: true };
-    },
-  );
-
-  app.post(
-    `${base}/deliveries/retry`,
-    documented(
-      'Replay failed deliveries since a time',
-      `Body {since}: every failed delivery created since then gets one more attempt (at most 1000 per call; call again for more).`,
-    ),
-    async (request) => {
-      const queued = await webhooks.replay(request.project, parseReplaySince(request.body));
-      return {
-        queued: queued.length,
-        delivery_ids: queued.map((q) => q.deliveryId),
-        replayed_at: formatTimestamp(deps.wallClock()),
-      };
-    },
-  );
+  app.post(`${base}/deliveries/retry`, scoped, async (request) => {
+    const queued = await webhooks.replay(request.project, parseReplaySince(request.body));
+    return {
+      queued: queued.length,
+      delivery_ids: queued.map((q) => q.deliveryId),
+      replayed_at: formatTimestamp(deps.wallClock()),
+    };
+  });
 }
 
 /** Sandbox messages: the producer of the messaging webhook's events in sandbox mode. */
@@ -142,15 +92,6 @@ async function sandboxMessageRoutes(app: FastifyInstance): Promise<void> {
       config: { auth: 'project', scope: 'message_webhook' },
       preHandler: idempotency.preHandler,
       onSend: idempotency.onSend,
-      schema: {
-        summary: 'Send a sandbox message',
-        description:
-          'Body {phone, template_code, ref_id?, outcome?: delivered (default) | failed | fallback_sms}. Stores the message ' +
-          'and sends event 300 (accepted) and then 301 (delivered), 302 (failed) or 304 (SMS fallback) to the messaging ' +
-          'webhook, each a delivery of its own (tags [receipt_id, ref_id, template_code]) when the webhook is configured, ' +
-          'enabled and subscribed to the code (300 only on request). Sandbox mode only.',
-        tags: ['sandbox'],
-      },
     },
     async (request) => {
       const message = parseSandboxMessage(request.body);

@@ -1,10 +1,55 @@
-// Documentation of the subscription-schedule routes (paygate's own API). The bodies and queries are the
-// validators' own documentation (src/schedules/rules.ts).
+// The HTTP contract of the subscription-schedule routes (paygate's own API). The bodies and queries are the
+// validators' own documentation (./rules.ts), never written here.
 import { z } from 'zod';
-import { scheduleListQueryDoc, schedulePatchBody, scheduleRequestBody, upcomingQueryDoc } from '../../schedules/rules.js';
-import { byId, EX, IDEMPOTENCY_ERRORS, type RouteDocs } from './route-doc.js';
-import { page } from './webhooks.js';
-import { resourceId, Schedule, ScheduleCharge, timestamp } from './schemas.js';
+import {
+  byId,
+  component,
+  EX,
+  IDEMPOTENCY_ERRORS,
+  metadata,
+  page,
+  type RouteContracts,
+  resourceId,
+  timestamp,
+  won,
+} from '../platform/http-contract.js';
+import { scheduleListQueryDoc, schedulePatchBody, scheduleRequestBody, upcomingQueryDoc } from './rules.js';
+
+const Schedule = component(
+  'Schedule',
+  z.object({
+    schedule_id: resourceId,
+    billing_key: resourceId,
+    order_name: z.string(),
+    price: won,
+    tax_free: won,
+    interval: z.enum(['day', 'week', 'month', 'year']),
+    interval_count: z.number().int().min(1).max(365),
+    start_at: timestamp,
+    end_at: timestamp.optional(),
+    max_charges: z.number().int().optional(),
+    status: z.enum(['active', 'past_due', 'paused', 'cancelled', 'completed']),
+    next_charge_at: timestamp.optional().describe('absent while paused, cancelled or completed'),
+    charges_made: z.number().int(),
+    created_at: timestamp,
+    updated_at: timestamp,
+    metadata,
+  }),
+);
+
+const ScheduleCharge = component(
+  'ScheduleCharge',
+  z.object({
+    period: z.number().int(),
+    order_id: z.string().describe('<schedule_id>-<period>'),
+    due_at: timestamp,
+    status: z.enum(['paid', 'failed', 'retrying', 'skipped']),
+    attempts: z.number().int(),
+    receipt_id: resourceId.optional(),
+    pg_error_code: z.string().optional(),
+    charged_at: timestamp.optional(),
+  }),
+);
 
 const scheduleExample = {
   schedule_id: EX.scheduleId,
@@ -26,10 +71,18 @@ const { next_charge_at: _next, ...pausedSchedule } = scheduleExample;
 
 const scheduleLookup = ['SCHEDULE_NOT_FOUND', 'APP_KEY_CHAIN_SESSION_INVALID'] as const;
 
-export const scheduleRouteDocs: RouteDocs = {
+export const schedulesHttp: RouteContracts = {
   'POST /v2/subscribe/schedules': {
     operationId: 'createSchedule',
     tag: 'schedules',
+    summary: 'Create a subscription schedule',
+    description:
+      '{billing_key, order_name, price, tax_free?, interval: day|week|month|year, interval_count? 1-365, start_at? ' +
+      '(default now), max_charges?, end_at?, retry?: {delays: [ISO 8601 durations or seconds] (at most 10; default ' +
+      'P1D, P3D, P7D), on_exhausted: pause|cancel}, metadata?} -> 201 the schedule. Periods fall on the Asia/Seoul ' +
+      'calendar (a monthly anchor day clamped to the month end); each period is charged once with order_id ' +
+      '<schedule_id>-<period>, which its dunning retries keep (each on its own PG key). 9400 naming the field; ' +
+      '2309 / 1225 / 9423 for the key.',
     body: scheduleRequestBody,
     response: { status: 201, description: 'The schedule', schema: Schedule },
     example: {
@@ -48,6 +101,8 @@ export const scheduleRouteDocs: RouteDocs = {
   'GET /v2/subscribe/schedules': {
     operationId: 'listSchedules',
     tag: 'schedules',
+    summary: 'List subscription schedules',
+    description: 'billing_key?, status?, page (1-), limit (1-100) -> {list, page, per, count}, newest first.',
     querystring: scheduleListQueryDoc,
     response: {
       status: 200,
@@ -60,6 +115,8 @@ export const scheduleRouteDocs: RouteDocs = {
   'GET /v2/subscribe/schedules/:schedule_id': {
     operationId: 'getSchedule',
     tag: 'schedules',
+    summary: 'Subscription schedule lookup',
+    description: '9450 unknown, 1225 another project.',
     params: byId('schedule_id'),
     response: { status: 200, description: 'The schedule', schema: Schedule },
     example: { response: scheduleExample },
@@ -68,6 +125,10 @@ export const scheduleRouteDocs: RouteDocs = {
   'GET /v2/subscribe/schedules/:schedule_id/charges': {
     operationId: 'listScheduleCharges',
     tag: 'schedules',
+    summary: "A schedule's periods",
+    description:
+      '{list: [{period, order_id: <schedule_id>-<period>, due_at, status: paid|failed|retrying|skipped, attempts, ' +
+      'receipt_id?, pg_error_code?, charged_at?}]}',
     params: byId('schedule_id'),
     response: { status: 200, description: "The schedule's periods", schema: z.object({ list: z.array(ScheduleCharge) }) },
     example: {
@@ -90,6 +151,8 @@ export const scheduleRouteDocs: RouteDocs = {
   'GET /v2/subscribe/schedules/:schedule_id/upcoming': {
     operationId: 'listScheduleUpcoming',
     tag: 'schedules',
+    summary: 'The next due times',
+    description: '?count=N (1-100, default 12): {schedule_id, list: [times]}.',
     params: byId('schedule_id'),
     querystring: upcomingQueryDoc,
     response: {
@@ -105,6 +168,8 @@ export const scheduleRouteDocs: RouteDocs = {
   'POST /v2/subscribe/schedules/:schedule_id/pause': {
     operationId: 'pauseSchedule',
     tag: 'schedules',
+    summary: 'Pause a schedule',
+    description: 'From active or past_due; 9451 otherwise (nothing changes).',
     params: byId('schedule_id'),
     response: { status: 200, description: 'The paused schedule', schema: Schedule },
     example: { response: { ...pausedSchedule, status: 'paused' } },
@@ -113,6 +178,9 @@ export const scheduleRouteDocs: RouteDocs = {
   'POST /v2/subscribe/schedules/:schedule_id/resume': {
     operationId: 'resumeSchedule',
     tag: 'schedules',
+    summary: 'Resume a paused schedule',
+    description:
+      'The next charge is the next due time after now; missed periods are recorded skipped, never charged. 9451 unless paused.',
     params: byId('schedule_id'),
     response: { status: 200, description: 'The active schedule', schema: Schedule },
     example: { response: scheduleExample },
@@ -121,6 +189,8 @@ export const scheduleRouteDocs: RouteDocs = {
   'PATCH /v2/subscribe/schedules/:schedule_id': {
     operationId: 'updateSchedule',
     tag: 'schedules',
+    summary: 'Change a schedule',
+    description: '{price?, order_name?, metadata?}: applies from the next period. 9451 once cancelled or completed.',
     params: byId('schedule_id'),
     body: schedulePatchBody,
     response: { status: 200, description: 'The schedule; applies from the next period', schema: Schedule },
@@ -130,11 +200,11 @@ export const scheduleRouteDocs: RouteDocs = {
   'DELETE /v2/subscribe/schedules/:schedule_id': {
     operationId: 'cancelSchedule',
     tag: 'schedules',
+    summary: 'Cancel a schedule',
+    description: 'cancelled; a charge in flight finishes. 9451 once cancelled or completed.',
     params: byId('schedule_id'),
     response: { status: 200, description: 'The cancelled schedule', schema: Schedule },
     example: { response: { ...pausedSchedule, status: 'cancelled' } },
     errors: [...scheduleLookup, 'SCHEDULE_STATE_INVALID', 'SERVICE_UNAVAILABLE'],
   },
-
-  // ---- the messaging sub-service's webhook
 };

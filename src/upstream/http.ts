@@ -1,9 +1,8 @@
-// Documentation of the upstream connector's routes: a project's provider configuration (admin API) and the
-// provider's notifications.
+// The HTTP contract of the upstream connector's routes: a project's provider configuration (admin API) and the
+// provider's notifications. The bodies are the very zod schemas the routes validate with (./rules.ts).
 import { z } from 'zod';
-import { providerNotificationBody, upstreamConfigBody } from '../../upstream/rules.js';
-import { byId, EX, type RouteDocs } from './route-doc.js';
-import { timestamp } from './schemas.js';
+import { byId, EX, type RouteContracts, timestamp } from '../platform/http-contract.js';
+import { providerNotificationBody, upstreamConfigBody } from './rules.js';
 
 const Upstream = z.object({
   application_id: z.string(),
@@ -60,7 +59,7 @@ const upstreamExample = {
 
 const applicationId = byId('application_id');
 
-export const upstreamRouteDocs: RouteDocs = {
+export const upstreamHttp: RouteContracts = {
   'PUT /admin/v1/projects/:application_id/upstream': {
     operationId: 'putProjectUpstream',
     tag: 'admin',
