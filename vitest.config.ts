@@ -91,9 +91,10 @@ class SlowFirstSequencer extends BaseSequencer {
 
 /**
  * Files whose assertions bound real time tightly (a 2 s workflow task timeout that a starved worker misses): they
- * run alone, after the others, so that no other file takes the cores from them.
+ * run alone, after the others, so that no other file takes the cores from them. And the check over what every other
+ * file answered (answers-reached.test.ts), which must come after them.
  */
-const ALONE = ['test/engine/local-activities.test.ts'];
+const ALONE = ['test/engine/local-activities.test.ts', 'test/api/answers-reached.test.ts'];
 
 const INCLUDE = postgresPass ? POSTGRES_SUITES : ['test/**/*.test.ts', 'engine/test/**/*.test.ts'];
 const EXCLUDE = configDefaults.exclude;

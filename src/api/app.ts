@@ -43,6 +43,7 @@ import { dashboardRoutes } from '../dashboard/index.js';
 import { type Resolver, countPendingDeliveries } from '../webhooks/index.js';
 import { createMetrics, type Metrics } from '../platform/observability/metrics.js';
 import { observabilityPlugin } from './observability.js';
+import { type AnswerCheck, installAnswerCheck } from './answer-check.js';
 
 export type { ReadinessProbe } from './routes/health.js';
 
@@ -93,6 +94,8 @@ export interface AppDeps {
   readonly sandboxClock?: SandboxClock;
   /** the process's metrics registry (one per process, shared with its worker): the one `services` count into */
   readonly metrics?: Metrics;
+  /** holds every answer against its route's contract (./answer-check.ts); the test suite passes one */
+  readonly answerCheck?: AnswerCheck;
 }
 
 export type ResolvedDeps = AppDeps & {
@@ -165,6 +168,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   installErrorHandling(app);
+  if (deps.answerCheck) installAnswerCheck(app, deps.answerCheck);
 
   // Once shutdown begins, requests still arriving on kept-alive or pipelined connections get 9503 in the
   // catalog envelope; Fastify has already set `Connection: close` on them, and in-flight requests finish.

@@ -2,7 +2,7 @@
 // document, and the sandbox clock (./routes/sandbox-clock.ts), whose advance body is documented by the very
 // field checks it runs, kept here so the route and its contract share them.
 import { z } from 'zod';
-import { EX, type RouteContracts, timestamp } from '../platform/http-contract.js';
+import { ApiErrorBody, EX, type RouteContracts, timestamp } from '../platform/http-contract.js';
 import { describeOneOf, documented, fails, fields, timestampDoc } from '../platform/validation.js';
 
 /** Ten years: far enough for any timer paygate sets, and a bound on a typo. */
@@ -46,6 +46,16 @@ export const apiHttp: RouteContracts = {
     tag: 'system',
     summary: 'Readiness: the database and every component',
     response: { status: 200, description: 'Ready', schema: z.object({ status: z.literal('ok') }) },
+    errorAnswer: {
+      status: 503,
+      schema: ApiErrorBody.extend({
+        status: z.literal('unavailable').optional().describe('with not_ready; absent while the server shuts down'),
+        not_ready: z
+          .array(z.string())
+          .optional()
+          .describe('the components that failed their check (database, engine, worker, ...)'),
+      }),
+    },
     example: { response: { status: 'ok' } },
     errors: ['SERVICE_UNAVAILABLE'],
   },

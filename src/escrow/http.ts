@@ -3,6 +3,7 @@
 // and the query are the validators' own documentation (./rules.ts), never written here.
 import { z } from 'zod';
 import { receiptExample, Receipt } from '../payments/index.js';
+import { PG_CALL_ERRORS } from '../gateways/index.js';
 import { byId, EX, IDEMPOTENCY_ERRORS, type RouteContracts, timestamp } from '../platform/http-contract.js';
 import { pgRequestsQueryDoc, sandboxBuyerEventBody, sandboxPaymentRequestBody, shippingStartBody } from './rules.js';
 
@@ -68,6 +69,7 @@ export const escrowHttp: RouteContracts = {
       'RC_USER_ZIPCODE_BLANK',
       'RC_ESCROW_SHIPPING_START_FAILED',
       'API_ONLY_SELLER',
+      ...PG_CALL_ERRORS,
     ],
   },
   'GET /v2/escrow/:receipt_id/events': {

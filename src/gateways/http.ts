@@ -4,6 +4,18 @@ import { z } from 'zod';
 import { EX, IDEMPOTENCY_ERRORS, type RouteContracts, timestamp } from '../platform/http-contract.js';
 import { faultKindDoc, faultOperationDoc, sandboxFaultBody } from './sandbox-faults.js';
 
+/**
+ * What every route that calls a PG can answer besides its own refusals: the PG unreachable (9502) or silent (9504),
+ * and, where an upstream provider stands in for the PG, its circuit open (9481) or its refusal of the project's keys
+ * there (9478).
+ */
+export const PG_CALL_ERRORS = [
+  'GATEWAY_UNAVAILABLE',
+  'GATEWAY_TIMEOUT',
+  'UPSTREAM_UNAVAILABLE',
+  'UPSTREAM_KEYS_REFUSED',
+] as const;
+
 const sandboxFault = z.object({
   fault_id: z.string(),
   pg: z.string(),

@@ -3,7 +3,7 @@
 // areas and the layers above. declined.ts (a contract) is imported where it stands: it is workflow-safe, and
 // this module pulls in the adapters' HTTP client.
 export { cardGatewayFor, gatewayFailure, isFinalRefusal } from './failures.js';
-export { gatewaysHttp } from './http.js';
+export { gatewaysHttp, PG_CALL_ERRORS } from './http.js';
 export { createOutboundHttp, OutboundFailure, type OutboundHttp } from './outbound-http.js';
 export { createGatewayRegistry } from './registry.js';
 export { fetchSandboxPgRequests, sendSandboxBuyerEvent } from './sandbox-escrow-control.js';

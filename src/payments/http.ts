@@ -3,6 +3,7 @@
 // request bodies are the validators' own documentation (derived from the rules modules' stages), never written here.
 import { z } from 'zod';
 import { KEY_IN_METHOD } from '../gateways/card-rules.js';
+import { PG_CALL_ERRORS } from '../gateways/index.js';
 import {
   byId,
   component,
@@ -32,6 +33,8 @@ const escrowData = z.object({
   status: z.number().int().describe('0 waiting for shipping, 3 shipping started, 1 purchase confirmed, ...'),
   status_locale: z.string(),
   shipping_started_at: timestamp.optional(),
+  receipt_confirmed_at: timestamp.optional().describe('when the buyer confirmed the purchase (status 1)'),
+  receipt_revoked_at: timestamp.optional().describe('when the buyer rejected it (status -2, -3, -1 after a rejection)'),
   escrow_confirm_url: z.string().optional().describe('where the buyer confirms (sandbox_escrow_a)'),
 });
 
@@ -151,8 +154,12 @@ const chargeErrors = [
   'ORDER_ID_DUPLICATED',
   'PAYMENT_DECLINED',
   ...IDEMPOTENCY_ERRORS,
-  'GATEWAY_UNAVAILABLE',
-  'GATEWAY_TIMEOUT',
+  ...PG_CALL_ERRORS,
+  // the PG refused the charge's idempotency key as another request's (a paygate defect, logged)
+  'PG_KEY_REUSED',
+  // a relayed charge: the provider charged something other than what was asked, or named a receipt the project has
+  'UPSTREAM_ANSWER_MISMATCH',
+  'UPSTREAM_ID_REUSED',
 ] as const;
 
 export const paymentsHttp: RouteContracts = {
@@ -199,6 +206,9 @@ export const paymentsHttp: RouteContracts = {
       'INVALID_REQUEST',
       'SUBSCRIBE_REQUEST_FAILED',
       ...IDEMPOTENCY_ERRORS,
+      ...PG_CALL_ERRORS,
+      // a relayed issuance whose provider answered with a billing key the project already holds
+      'UPSTREAM_ID_REUSED',
     ],
   },
   'GET /v2/subscribe/billing_key/:receipt_id': {
@@ -208,7 +218,8 @@ export const paymentsHttp: RouteContracts = {
     params: byId('receipt_id'),
     response: { status: 200, description: 'The billing key issued by this receipt', schema: BillingKey },
     example: { response: billingKeyExample },
-    errors: ['RC_NOT_FOUND', 'APP_KEY_CHAIN_SESSION_INVALID', 'BILLING_KEY_DESTROYED'],
+    // the issuance record of an unknown receipt_id is 2309, as the spec names a missing issuance record
+    errors: ['SUBSCRIBE_BK_NOT_FOUND', 'APP_KEY_CHAIN_SESSION_INVALID', 'BILLING_KEY_DESTROYED'],
   },
   'GET /v2/billing_key/:billing_key': {
     operationId: 'getBillingKey',
@@ -227,7 +238,7 @@ export const paymentsHttp: RouteContracts = {
     params: byId('billing_key'),
     response: { status: 200, description: 'The destroyed key', schema: z.object({ billing_key: z.string() }) },
     example: { response: { billing_key: EX.billingKey } },
-    errors: ['SUBSCRIBE_BK_NOT_FOUND', 'APP_KEY_CHAIN_SESSION_INVALID', 'BILLING_KEY_DESTROYED', 'GATEWAY_UNAVAILABLE'],
+    errors: ['SUBSCRIBE_BK_NOT_FOUND', 'APP_KEY_CHAIN_SESSION_INVALID', 'BILLING_KEY_DESTROYED', ...PG_CALL_ERRORS],
   },
   'POST /v2/subscribe/payment': {
     operationId: 'chargeBillingKey',
@@ -280,8 +291,8 @@ export const paymentsHttp: RouteContracts = {
       'CANCEL_PRICE_EXCEEDED',
       'RECEIPT_NOT_CANCELLABLE',
       ...IDEMPOTENCY_ERRORS,
-      'GATEWAY_UNAVAILABLE',
-      'GATEWAY_TIMEOUT',
+      ...PG_CALL_ERRORS,
+      'PG_KEY_REUSED',
     ],
   },
 };

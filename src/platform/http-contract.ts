@@ -40,6 +40,11 @@ export interface RouteContract {
     /** application/json unless given */
     readonly contentType?: string;
   };
+  /**
+   * Where the route's error answers add fields to the catalog envelope (ApiErrorBody), at one status: what they carry
+   * (e.g. the health check's 503 names the components not ready). Every other error answer is the envelope alone.
+   */
+  readonly errorAnswer?: { readonly status: number; readonly schema: z.ZodType };
   /** one complete example: what a client sends (for routes with a body) and what it gets back */
   readonly example: { readonly request?: unknown; readonly response: unknown };
   /** the catalog errors this route itself can answer (the authentication ones are added by the route's auth) */

@@ -26,6 +26,9 @@ const projectFields = {
   merchant: merchant.optional(),
   webhook_url: z.string().optional(),
   key_expires_at: timestamp.optional(),
+  previous_keys_expire_at: timestamp
+    .optional()
+    .describe('after a rotation with a grace period: when the previous keys stop working'),
   pgs: z.array(z.string()),
   escrow_reconcile_hours: z.number().int(),
   created_at: timestamp,
@@ -76,7 +79,15 @@ export const projectsHttp: RouteContracts = {
       request: { application_id: EX.applicationId, private_key: '1xHCo_x8aYV0XMhSGIHlZ7HepGlb517RrHNw6T0IlUk' },
       response: { access_token: 'ivu7sdVkTymXh7RF5dOaTtHyBoBlztFnXSIzdEr2f9Q', expired_at: EX.now, expire_in: 1800 },
     },
-    errors: ['INVALID_REQUEST', 'APP_CLIENT_KEY_NOT_FOUND', 'APP_SK_NOT_MATCHED', 'APP_FIREWALL_BLOCKED', 'TOO_MANY_REQUESTS'],
+    errors: [
+      'INVALID_REQUEST',
+      'APP_CLIENT_KEY_NOT_FOUND',
+      'APP_SK_NOT_MATCHED',
+      'APP_CLIENT_KEY_EXPIRED',
+      'APP_KEY_CHAIN_EXPIRED',
+      'APP_FIREWALL_BLOCKED',
+      'TOO_MANY_REQUESTS',
+    ],
   },
 
   // ---- the admin API (ADMIN_TOKEN)

@@ -2,6 +2,7 @@
 // certificate, and the sandbox's SMS inbox. The request bodies and the query are the validators' own documentation
 // (./rules.ts), never written here.
 import { z } from 'zod';
+import { PG_CALL_ERRORS } from '../gateways/index.js';
 import {
   byId,
   component,
@@ -129,10 +130,15 @@ export const verificationHttp: RouteContracts = {
       'RC_O_ID_BLANK',
       'AUTH_CONFIRM_READY_FAILED',
       'AUTH_REQUEST_FAILED',
+      'RC_PM_NOT_FOUND',
       'VERIFICATION_SEND_LIMIT',
       'INVALID_REQUEST',
       ...IDEMPOTENCY_ERRORS,
       'SERVICE_UNAVAILABLE',
+      // a relayed request: the provider is down, refuses the project's keys, or names a verification the project has
+      'UPSTREAM_UNAVAILABLE',
+      'UPSTREAM_KEYS_REFUSED',
+      'UPSTREAM_ID_REUSED',
     ],
   },
   'POST /v2/authenticate/realarm': {
@@ -151,7 +157,9 @@ export const verificationHttp: RouteContracts = {
         authenticate_data: { tid: 'sid_7f1c7c29831c1f6b017652dc', number_of_realarms: 1 },
       },
     },
+    // a blank receipt_id is 2000 (the body's check), an unknown one 2407
     errors: [
+      'RC_NOT_FOUND',
       'AUTH_NOT_FOUND',
       'RC_NOT_AUTH',
       'APP_KEY_CHAIN_SESSION_INVALID',
@@ -160,6 +168,7 @@ export const verificationHttp: RouteContracts = {
       'AUTH_REALARM_FAILED',
       'VERIFICATION_SEND_LIMIT',
       ...IDEMPOTENCY_ERRORS,
+      ...PG_CALL_ERRORS,
     ],
   },
   'POST /v2/authenticate/confirm': {
@@ -173,12 +182,14 @@ export const verificationHttp: RouteContracts = {
     response: { status: 200, description: 'The verified person (status 12)', schema: VerificationResult },
     example: { request: { receipt_id: EX.verificationId, otp: '940642' }, response: verificationResultExample },
     errors: [
+      'RC_NOT_FOUND',
       'AUTH_NOT_FOUND',
       'RC_NOT_AUTH',
       'APP_KEY_CHAIN_SESSION_INVALID',
       'AUTH_NOT_READY',
       'AUTH_CONFIRM_FAILED',
       ...IDEMPOTENCY_ERRORS,
+      ...PG_CALL_ERRORS,
     ],
   },
   'GET /v2/certificate/:receipt_id': {
@@ -189,7 +200,8 @@ export const verificationHttp: RouteContracts = {
     params: byId('receipt_id'),
     response: { status: 200, description: 'The verified person', schema: VerificationResult },
     example: { response: verificationResultExample },
-    errors: ['AUTH_NOT_FOUND', 'RC_NOT_AUTH', 'APP_KEY_CHAIN_SESSION_INVALID', 'AUTH_NOT_CONFIRMED', 'AUTH_EXPIRED'],
+    // the lookup names an unknown receipt 2000, as the receipt lookups do (ownVerification's `unknown`)
+    errors: ['RC_NOT_FOUND', 'RC_NOT_AUTH', 'APP_KEY_CHAIN_SESSION_INVALID', 'AUTH_NOT_CONFIRMED', 'AUTH_EXPIRED'],
   },
 
   // ---- sandbox helpers (sandbox mode only)

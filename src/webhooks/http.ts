@@ -26,10 +26,15 @@ const WebhookConfig = component(
   'WebhookConfig',
   z.object({
     configured: z.boolean(),
-    url: z.string().nullable(),
+    url: z.string().optional().describe('absent until configured'),
     events: z.array(z.number().int()),
     enabled: z.boolean(),
-    secret: z.string().nullable().describe('masked to its first 12 characters, except right after a rotation'),
+    secret: z
+      .string()
+      .optional()
+      .describe('masked to its first 12 characters, except right after a rotation; absent until configured'),
+    last_sent_at: timestamp.optional().describe('the last attempt, once there was one'),
+    last_status: z.number().int().optional().describe("the last attempt's HTTP status; absent when it got no answer"),
     consecutive_failures: z.number().int(),
     auto_disabled_at: timestamp.nullable(),
     retry_count: z.number().int(),
@@ -160,7 +165,13 @@ export const webhooksHttp: RouteContracts = {
     params: byId('delivery_id'),
     response: { status: 200, description: 'The queued attempt', schema: DeliveryQueued },
     example: { response: queuedExample },
-    errors: ['WEBHOOK_DELIVERY_NOT_FOUND', 'WEBHOOK_DELIVERY_NOT_FAILED', ...IDEMPOTENCY_ERRORS, 'SERVICE_UNAVAILABLE'],
+    errors: [
+      'WEBHOOK_DELIVERY_NOT_FOUND',
+      'APP_KEY_CHAIN_SESSION_INVALID',
+      'WEBHOOK_DELIVERY_NOT_FAILED',
+      ...IDEMPOTENCY_ERRORS,
+      'SERVICE_UNAVAILABLE',
+    ],
   },
   'POST /message/alimtalk/webhook/deliveries/retry': {
     operationId: 'replayMessageWebhookDeliveries',

@@ -18,6 +18,8 @@ import type { ProjectCreateInput } from '../../src/projects/service.js';
 import type { Project } from '../../src/projects/store.js';
 import type { WebhookActivityOptions } from '../../src/activities/webhooks.js';
 import { createProviderClient } from '../../src/upstream/index.js';
+import type { AnswerCheck, AnswerMismatch } from '../../src/api/answer-check.js';
+import { flushAnswered, recordAnswered } from './answers-reached.js';
 import { sharedRunArtifact } from './run-cache.js';
 import { startTestTemporal, type TestTemporal } from './temporal.js';
 
@@ -79,6 +81,33 @@ export interface TestAppOverrides extends Partial<Omit<AppDeps, 'config' | 'stor
   readonly sandboxFaultDelayMs?: number;
 }
 
+/**
+ * Every answer of the app held against its route's contract (src/api/answer-check.ts). A mismatch fails the test
+ * file at close, with the route, the status, what did not match and the body; the answered routes are counted for
+ * the run's report of routes no test reached (answers-reached.ts).
+ */
+function collectAnswers() {
+  const mismatches: AnswerMismatch[] = [];
+  return {
+    check: {
+      answered: recordAnswered,
+      mismatch: (mismatch: AnswerMismatch) => mismatches.push(mismatch),
+    } satisfies AnswerCheck,
+    assertAllMatched() {
+      if (mismatches.length === 0) return;
+      const distinct = new Map<string, { first: AnswerMismatch; count: number }>();
+      for (const m of mismatches) {
+        const key = `${m.route} -> ${m.status}: ${m.problem}`;
+        const entry = distinct.get(key);
+        if (entry) entry.count += 1;
+        else distinct.set(key, { first: m, count: 1 });
+      }
+      const lines = [...distinct].map(([key, { first, count }]) => `${key} (${count}x)\n    ${first.body}`);
+      throw new Error(`answers that do not match their route's contract:\n  ${lines.join('\n  ')}`);
+    },
+  };
+}
+
 let migratedCluster: Promise<Buffer> | undefined;
 
 /**
@@ -130,6 +159,7 @@ export async function buildTestApp(overrides: TestAppOverrides = {}): Promise<Te
       }),
     });
 
+  const answers = collectAnswers();
   const databaseUrl = process.env.DATABASE_URL;
   const schema = databaseUrl ? `t_${randomBytes(8).toString('hex')}` : undefined;
   const cleanups: (() => Promise<void>)[] = [];
@@ -241,7 +271,7 @@ export async function buildTestApp(overrides: TestAppOverrides = {}): Promise<Te
     } else {
       deps = { ...base, services: buildServices({ ...base, ...attempts }) };
     }
-    const app = await buildApp(deps);
+    const app = await buildApp({ ...deps, answerCheck: answers.check });
     cleanups.push(() => app.close());
     if (routes) await app.register(routes);
     await app.ready();
@@ -264,7 +294,11 @@ export async function buildTestApp(overrides: TestAppOverrides = {}): Promise<Te
           project,
         };
       },
-      close: cleanup,
+      async close() {
+        await cleanup();
+        flushAnswered();
+        answers.assertAllMatched();
+      },
     };
   } catch (err) {
     await cleanup();

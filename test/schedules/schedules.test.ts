@@ -17,6 +17,7 @@ import {
   scheduleWorkflowId,
 } from '../../src/schedules/contract.js';
 import { UPDATE_NOT_AUTHORIZED } from '../../src/platform/temporal/messages.js';
+import { newId } from '../../src/platform/ids.js';
 import { KEY_IN_METHOD, KEY_IN_METHOD_SYMBOL } from '../../src/gateways/card-rules.js';
 import { chargeHash, chargeIdempotencyKey } from '../../src/payments/billing-rules.js';
 import { pgChargeKey } from '../../src/payments/charges.js';
@@ -317,7 +318,7 @@ describe('subscription schedules', () => {
       metadata: { schedule_id: id, period: 1 },
     };
     const claim = await t.deps.stores.receipts.claimOrder({
-      receiptId: `rcpt-legacy-${randomUUID()}`,
+      receiptId: newId(),
       applicationId: project.applicationId,
       orderId: legacyOrderId,
       orderName: params.orderName,

@@ -109,8 +109,12 @@ export const AUTH_ERRORS: Readonly<Record<'project' | 'admin' | 'none', readonly
   none: [],
 };
 
-/** Any route can answer these (body limits, shutdown, an unexpected failure). */
+/**
+ * Any route can answer these: a request the platform refuses before the route's own checks (a path or query that is
+ * not UTF-8, a body that is not JSON, a malformed path parameter), body limits, shutdown, an unexpected failure.
+ */
 export const PLATFORM_ERRORS: readonly ErrorName[] = [
+  'INVALID_REQUEST',
   'PAYLOAD_TOO_LARGE',
   'UNSUPPORTED_MEDIA_TYPE',
   'INTERNAL_ERROR',
@@ -177,7 +181,10 @@ function documented(doc: RouteContract, method: string, config: RouteConfig, sch
     ...(doc.querystring ? { querystring: doc.querystring } : {}),
     ...(doc.body ? { body: doc.body } : {}),
     ...(method === 'POST' && auth === 'project' ? { headers: IDEMPOTENCY_HEADER } : {}),
-    response: { [doc.response.status]: doc.response.schema },
+    response: {
+      [doc.response.status]: doc.response.schema,
+      ...(doc.errorAnswer ? { [doc.errorAnswer.status]: doc.errorAnswer.schema } : {}),
+    },
   };
 }
 
@@ -194,13 +201,20 @@ export const transform: SwaggerTransform = (input) => {
   const schema = transformed.schema as unknown as Record<string, unknown>;
   const body = schema.body as Record<string, unknown> | undefined;
   if (body && doc.example.request !== undefined) schema.body = { ...body, examples: [doc.example.request] };
-  const success = (schema.response as Record<string, unknown>)[String(doc.response.status)];
+  const transformedAnswers = schema.response as Record<string, unknown>;
+  const success = transformedAnswers[String(doc.response.status)];
+  const errors = errorResponses(documentedErrors(doc, config.auth)) as Record<string, { content: Record<string, object> }>;
+  const widened = doc.errorAnswer && errors[String(doc.errorAnswer.status)];
+  if (doc.errorAnswer && widened) {
+    const json = widened.content['application/json']!;
+    widened.content['application/json'] = { ...json, schema: transformedAnswers[String(doc.errorAnswer.status)] };
+  }
   schema.response = {
     [doc.response.status]: {
       description: doc.response.description,
       content: { [doc.response.contentType ?? 'application/json']: { schema: success, example: doc.example.response } },
     },
-    ...errorResponses(documentedErrors(doc, config.auth)),
+    ...errors,
   };
   return { schema, url };
 };

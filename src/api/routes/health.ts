@@ -53,7 +53,7 @@ export const healthRoutes: FastifyPluginAsync = async (app) => {
 
   // A load balancer or an orchestrator asks every few seconds: its requests write no "incoming request" /
   // "request completed" lines, which would fill the log; a failing round still writes its warning.
-  app.get('/health', { config: { auth: 'none' }, logLevel: 'warn', schema: { hide: true } }, async (request, reply) => {
+  app.get('/health', { config: { auth: 'none' }, logLevel: 'warn' }, async (request, reply) => {
     if (performance.now() - passedAt < HEALTH_OK_REUSE_MS) return { status: 'ok' };
     const notReady = await round();
     if (notReady.length === 0) return { status: 'ok' };

@@ -7,7 +7,7 @@ export const ROOT_INDEX = { name: 'paygate', docs: '/docs', openapi: '/openapi.j
 
 export const rootRoutes: FastifyPluginAsync = async (app) => {
   const sandbox = app.deps.config.sandbox;
-  // not part of the payment API: kept out of the OpenAPI document, as /health is
+  // not part of the payment API: kept out of the OpenAPI document (isUiRoute in ../docs/openapi.ts)
   app.get('/', { config: { auth: 'none' }, schema: { hide: true } }, async (_request, reply) =>
     sandbox ? reply.redirect('/dashboard', 302) : ROOT_INDEX,
   );
