@@ -27,6 +27,7 @@ import { freePort, startProcess } from '../tools/child-processes.js';
 import { call, charge, expectOk, issueBillingKey, percentile, randomPhone, type Target, verification } from './paygate-calls.js';
 import { FLOOR_FLOWS, FLOOR_TABLE_HEADER, floorRow, measureFloor, startFloor } from './flows-floor.js';
 import { childOf, cpuMs, rssMb } from './proc-stats.js';
+import { withLoopDelay } from './event-loop.js';
 
 const { values } = parseArgs({
   options: {
@@ -307,6 +308,7 @@ try {
       .join('') +
     `baseline ${rssMb(base.child.pid)} MB`;
   const rssLines = [rssLine('idle')];
+  const loopLines: string[] = [];
   console.log(rssLines[0]);
   for (const name of names) {
     const callers = name === 'verification' ? Math.min(CALLERS, 16) : CALLERS;
@@ -314,9 +316,17 @@ try {
     for (const side of sides) {
       const flow = (side.name === 'paygate' ? paygateFlows : baselineFlows)[name]!;
       await measure(side, name, flow, Math.min(5, FLOWS), 1); // warm-up
-      const one = await measure(side, name, flow, Math.max(1, Math.floor(FLOWS / 4)), 1);
+      const oneCaller = () => measure(side, name, flow, Math.max(1, Math.floor(FLOWS / 4)), 1);
+      // paygate's API loop over the one-caller run: what its p99 waits behind
+      const one = side.name === 'paygate' ? await withLoopDelay(adminTarget, oneCaller) : { result: await oneCaller() };
+      if ('delay' in one) {
+        const d = one.delay;
+        loopLines.push(
+          `| ${name} | ${fmt(d.p50Ms, 1)} ms | ${fmt(d.p99Ms, 1)} ms | ${fmt(d.maxMs, 1)} ms | ${fmt(one.result.p99, 1)} ms |`,
+        );
+      }
       const many = await measure(side, name, flow, FLOWS, callers);
-      results[side.name] = { one, many };
+      results[side.name] = { one: one.result, many };
     }
     const p = results.paygate!;
     const b = results.baseline!;
@@ -350,6 +360,11 @@ try {
     console.log("The Temporal floor (the same Temporal actions, no paygate code) and paygate's CPU over it:");
     for (const line of [...FLOOR_TABLE_HEADER, ...floorRows]) console.log(line);
   }
+  console.log('');
+  console.log("paygate's API event loop during the one-caller runs (monitorEventLoopDelay, 10 ms resolution):");
+  console.log('| flow | loop delay p50 | loop delay p99 | loop delay max | one-caller p99 |');
+  console.log('|---|---|---|---|---|');
+  for (const line of loopLines) console.log(line);
   for (const line of rssLines) console.log(line);
   console.log(`measured ${names.length} flows on paygate and the baseline; none failed`);
   if (floorRows.length > 0)
