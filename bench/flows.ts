@@ -11,6 +11,7 @@
  *   npm run bench:flows -- -n 500 --callers 32
  *   npm run bench:flows -- --only charge,verification
  *   DATABASE_URL=postgres://postgres@127.0.0.1:5432/test npm run bench:flows   # paygate on Postgres (own schema)
+ *   npm run bench:flows -- --only verification --profile /tmp/prof   # a CPU profile of the API+worker process
  *
  * Prints figures; never a test (test/bench/flows-smoke.test.ts runs it with -n 3 to keep the harness working).
  */
@@ -34,6 +35,8 @@ const { values } = parseArgs({
     flows: { type: 'string', short: 'n' },
     callers: { type: 'string' },
     only: { type: 'string' },
+    /** a directory for V8 CPU profiles of paygate's processes (node --cpu-prof), written when they stop */
+    profile: { type: 'string' },
   },
 });
 const FLOWS = Number(values.flows ?? 200);
@@ -210,8 +213,18 @@ try {
       await res.arrayBuffer();
       return res.status === 200;
     },
+    // the API and worker process (the helpers it spawns are not profiled)
+    values.profile ? { nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${values.profile}`] } : {},
   );
-  closers.push(() => void paygate.child.kill('SIGKILL'));
+  closers.push(async () => {
+    // a profile is written at a clean exit: stop as Ctrl-C does, then make sure
+    if (values.profile) {
+      const exited = new Promise((resolve) => paygate.child.once('exit', resolve));
+      paygate.child.kill('SIGINT');
+      await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 30_000))]);
+    }
+    paygate.child.kill('SIGKILL');
+  });
   const base = await startProcess(
     'bench/flows-baseline.ts',
     [join(dataDir, 'baseline')],

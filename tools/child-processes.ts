@@ -18,6 +18,8 @@ export interface StartOptions {
   readonly tsx?: boolean;
   /** how long the process may take to be ready before it is killed (default 300 s) */
   readonly timeoutMs?: number;
+  /** node's own flags before the entry (e.g. --cpu-prof, which NODE_OPTIONS may not carry) */
+  readonly nodeArgs?: readonly string[];
   /** told the child at once, before it is ready (a caller that must be able to kill it meanwhile) */
   readonly onSpawn?: (child: ChildProcess) => void;
 }
@@ -35,7 +37,8 @@ export async function startProcess(
   options: StartOptions = {},
 ): Promise<Started> {
   const timeoutMs = options.timeoutMs ?? 300_000;
-  const child = spawn(process.execPath, [...(options.tsx === false ? [] : ['--import', 'tsx']), entry, ...args], {
+  const nodeArgs = [...(options.nodeArgs ?? []), ...(options.tsx === false ? [] : ['--import', 'tsx'])];
+  const child = spawn(process.execPath, [...nodeArgs, entry, ...args], {
     cwd: ROOT,
     env,
     stdio: ['ignore', 'pipe', 'pipe'],
