@@ -80,4 +80,5 @@ if (process.argv[1] !== undefined && resolve(process.argv[1]) === fileURLToPath(
   const violations = checkSizes();
   for (const v of violations) console.log(`${v.file}:${v.line}: ${v.what} is ${v.lines} lines (at most ${v.limit})`);
   if (violations.length > 0) process.exitCode = 1;
+  else console.log('size rules: ok');
 }
