@@ -109,7 +109,7 @@ export interface ReceiptStore {
   /** The first cancel of a cancel_id on this receipt: what it refunded, from what, and its stored response. */
   findCancel(receiptId: string, cancelId: string): Promise<StoredCancel | undefined>;
   /**
-   * In one transaction: applies a cancel to the receipt (status 20 when nothing remains, lease
+   * In one statement: applies a cancel to the receipt (status 20 when nothing remains, lease
    * released) and records it with the response `render` makes of the updated receipt. Only while the
    * cancel is the receipt's pending one: undefined when another (a retry, its reconcile) recorded or took it.
    */

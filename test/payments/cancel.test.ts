@@ -296,3 +296,72 @@ describe('POST /v2/cancel', () => {
     expect((await client.get(`/v2/receipt/${receiptId}`)).body.cancelled_price).toBe(0);
   });
 });
+
+describe('the receipts store records a cancel in one statement', () => {
+  /** A paid receipt of the test project, leased and with its cancel noted as pending, as a cancel holds it. */
+  async function leasedWithPending(price: number, cancelKey: string) {
+    const receipts = t.deps.stores.receipts;
+    const receiptId = await paidReceipt(price);
+    const now = t.clock.now();
+    const receipt = await receipts.acquireCancelLease(receiptId, now, new Date(now.getTime() + 60_000), undefined);
+    expect(receipt).toBeDefined();
+    const pending = {
+      cancel_key: cancelKey,
+      cancel_id: null,
+      pg_key: `pg-${cancelKey}`,
+      amount: 300,
+      tax_free: 0,
+      fully_cancelled: false,
+      reason: 'test',
+    };
+    expect(await receipts.markCancelPending(receiptId, pending, null)).toBe(true);
+    return {
+      receipt: receipt!,
+      cancel: (key: string) => ({
+        cancelKey: key,
+        receipt: receipt!,
+        cancelId: undefined,
+        plan: { amount: 300, taxFree: 0, fullyCancelled: false },
+        gatewayCancelTid: `tid-${key}`,
+        cancelledAt: t.clock.now(),
+      }),
+    };
+  }
+  const render = (row: { order_name: string; cancelled_price: number; status: number }) => ({
+    order_name: row.order_name,
+    cancelled_price: row.cancelled_price,
+    status: row.status,
+  });
+  const recorded = (cancelKey: string) =>
+    t.deps.database.db.selectFrom('receipt_cancels').selectAll().where('cancel_key', '=', cancelKey).executeTakeFirst();
+
+  it('applies the cancel and records it with the response the updated receipt renders', async () => {
+    const { receipt, cancel } = await leasedWithPending(1_000, 'ck-one-statement');
+    const response = await t.deps.stores.receipts.recordCancel(cancel('ck-one-statement'), render);
+    expect(response).toEqual({ order_name: receipt.order_name, cancelled_price: 300, status: receipt.status });
+    expect((await recorded('ck-one-statement'))?.response).toEqual(response);
+    const after = await t.deps.stores.receipts.findNamed(project.applicationId, receipt.receipt_id);
+    expect(after).toMatchObject({ cancelled_price: 300, cancel_pending: null, cancel_locked_until: null });
+  });
+
+  it('records nothing and changes nothing when the cancel is not the pending one', async () => {
+    const { receipt, cancel } = await leasedWithPending(1_000, 'ck-the-pending-one');
+    expect(await t.deps.stores.receipts.recordCancel(cancel('ck-another-one'), render)).toBeUndefined();
+    expect(await recorded('ck-another-one')).toBeUndefined();
+    const after = await t.deps.stores.receipts.findNamed(project.applicationId, receipt.receipt_id);
+    expect(after).toMatchObject({ cancelled_price: 0 });
+    expect(after?.cancel_pending?.cancel_key).toBe('ck-the-pending-one');
+  });
+
+  it('records what the receipt really shows when a rendered column moved after the lease', async () => {
+    const { receipt, cancel } = await leasedWithPending(1_000, 'ck-moved');
+    await t.deps.database.db
+      .updateTable('receipts')
+      .set({ order_name: 'renamed meanwhile' })
+      .where('receipt_id', '=', receipt.receipt_id)
+      .execute();
+    const response = await t.deps.stores.receipts.recordCancel(cancel('ck-moved'), render);
+    expect(response).toEqual({ order_name: 'renamed meanwhile', cancelled_price: 300, status: receipt.status });
+    expect((await recorded('ck-moved'))?.response).toEqual(response);
+  });
+});
