@@ -1,7 +1,8 @@
 // The verification sends paygate counted (table verification_sends, migration 0017): the caps of send-limit-rules.ts
 // hold across API processes and restarts. A phone is counted by its keyed HMAC (keyring purpose 'phone-index'), never
 // stored. Check and count are one transaction under an advisory lock on the project, so concurrent requests cannot
-// both take the last send of a window (on Postgres; PGlite runs one transaction at a time anyway). Windows are on the
+// both take the last send of a window (on Postgres; PGlite runs one transaction at a time anyway): three statements,
+// the lock, every limit's check with the project's expired rows swept, and the count. Windows are on the
 // database's wall clock (clock_timestamp()), never the sandbox clock, and the same for every API process.
 import { transactionally } from '../platform/db/transaction.js';
 import { sql, type Kysely } from 'kysely';
@@ -45,28 +46,50 @@ export interface VerificationSendStore {
 /** Rows outside every window are swept at most this often by whichever send comes along (each project's own at every send). */
 const SWEEP_INTERVAL_MS = 60 * 60 * 1000;
 
-/** The sends of a limit's window: the newest `max`-th one (if there are `max`) says when the next may pass. */
-async function checkLimit(
+interface LimitCheck {
+  readonly scope: SendLimitHit['scope'];
+  readonly limit: SendLimit;
+}
+
+/**
+ * Every limit's check in one statement: for each, the newest `max`-th send of its window (if there are `max`), which
+ * says when the next may pass; and, in the same statement, the project's rows past every window deleted (a
+ * data-modifying CTE: the checks read the table as it was, and no deleted row is in any window).
+ */
+async function checkLimits(
   trx: Kysely<Tables>,
-  scope: SendLimitHit['scope'],
-  limit: SendLimit,
+  checks: readonly LimitCheck[],
   applicationId: string,
   now: Date,
+  retentionMs: number,
   macs: readonly string[] | undefined,
-): Promise<SendLimitHit | undefined> {
-  let query = trx
-    .selectFrom('verification_sends')
-    .select('sent_at')
-    .where('application_id', '=', applicationId)
-    .where('sent_at', '>', new Date(now.getTime() - limit.windowMs));
-  if (macs) query = query.where('phone_mac', 'in', [...macs]);
-  const oldestBlocking = await query
-    .orderBy('sent_at', 'desc')
-    .offset(limit.max - 1)
-    .limit(1)
-    .executeTakeFirst();
-  if (!oldestBlocking) return undefined;
-  return { scope, limit, retryAfterMs: oldestBlocking.sent_at.getTime() + limit.windowMs - now.getTime() };
+): Promise<SendLimitHit[]> {
+  const cutoff = new Date(now.getTime() - retentionMs);
+  if (checks.length === 0) {
+    await trx
+      .deleteFrom('verification_sends')
+      .where('application_id', '=', applicationId)
+      .where('sent_at', '<=', cutoff)
+      .execute();
+    return [];
+  }
+  const blocking = checks.map(({ scope, limit }, i) => {
+    const since = new Date(now.getTime() - limit.windowMs);
+    const ofPhone = scope === 'phone' ? sql`and phone_mac in (${sql.join(macs ?? [])})` : sql``;
+    return sql`(select sent_at from verification_sends where application_id = ${applicationId} and sent_at > ${since}
+      ${ofPhone} order by sent_at desc offset ${limit.max - 1} limit 1) as ${sql.ref(`c${i}`)}`;
+  });
+  const { rows } = await sql<Record<string, Date | null>>`
+    with swept as (
+      delete from verification_sends where application_id = ${applicationId} and sent_at <= ${cutoff}
+    )
+    select ${sql.join(blocking)}`.execute(trx);
+  const found = rows[0] ?? {};
+  return checks.flatMap(({ scope, limit }, i) => {
+    const sentAt = found[`c${i}`];
+    // node-postgres and PGlite both parse timestamptz to a Date
+    return sentAt ? [{ scope, limit, retryAfterMs: new Date(sentAt).getTime() + limit.windowMs - now.getTime() }] : [];
+  });
 }
 
 export function createVerificationSendStore(db: Kysely<Tables>, keyring: Keyring): VerificationSendStore {
@@ -90,19 +113,23 @@ export function createVerificationSendStore(db: Kysely<Tables>, keyring: Keyring
           .execute();
       }
       return transactionally(db, async (trx): Promise<SendReservation> => {
-        // one project's sends are counted one at a time, in every API process
-        await sql`select pg_advisory_xact_lock(hashtextextended(${`paygate:verification-sends:${send.applicationId}`}, 0))`.execute(
-          trx,
-        );
-        const now = (await sql<{ now: Date }>`select clock_timestamp() as now`.execute(trx)).rows[0]!.now;
-        await trx
-          .deleteFrom('verification_sends')
-          .where('application_id', '=', send.applicationId)
-          .where('sent_at', '<=', new Date(now.getTime() - retentionMs))
-          .execute();
+        // one project's sends are counted one at a time, in every API process; the lock taken, the database's time
+        // and the keys the project's sends are stored under, in one round trip (the CTE is evaluated first). The
+        // key list reads the statement's snapshot, taken before the lock: a send committed while this one waited
+        // was stored under the keyring's current key, which the phone's hashes always include. The checks below
+        // are a statement of their own, after the lock, and see every send committed before it.
+        const locked = (
+          await sql<{ now: Date; key_ids: string[] | null }>`
+            with locked as (select pg_advisory_xact_lock(hashtextextended(${`paygate:verification-sends:${send.applicationId}`}, 0)))
+            select clock_timestamp() as now,
+              (select array_agg(distinct phone_key_id) from verification_sends
+                where application_id = ${send.applicationId} and phone_key_id is not null) as key_ids
+            from locked`.execute(trx)
+        ).rows[0]!;
+        const now = new Date(locked.now);
 
-        // the phone's hash under every key that counted a send of the project still in a window (a rotation
-        // between two sends to one phone still finds the first), and the one the new send is stored under
+        // the phone's hash under every key that counted a send of the project still kept (a rotation between two
+        // sends to one phone still finds the first), and the one the new send is stored under
         let stored: PhoneIndex | undefined;
         let macs: string[] | undefined;
         if (send.phone && 'index' in send.phone) {
@@ -110,18 +137,11 @@ export function createVerificationSendStore(db: Kysely<Tables>, keyring: Keyring
           macs = [stored.mac];
         } else if (send.phone) {
           const phone = send.phone.number;
-          const keyIds = await trx
-            .selectFrom('verification_sends')
-            .select('phone_key_id')
-            .distinct()
-            .where('application_id', '=', send.applicationId)
-            .where('phone_key_id', 'is not', null)
-            .execute();
           const { keyId, digest } = keyring.mac('phone-index', phone);
           stored = { keyId, mac: digest };
           macs = [digest];
-          for (const { phone_key_id: other } of keyIds) {
-            if (other === null || other === keyId) continue;
+          for (const other of locked.key_ids ?? []) {
+            if (other === keyId) continue;
             try {
               macs.push(macUnder(phone, other));
             } catch (err) {
@@ -131,17 +151,11 @@ export function createVerificationSendStore(db: Kysely<Tables>, keyring: Keyring
           }
         }
 
-        const hits: SendLimitHit[] = [];
-        if (macs) {
-          for (const limit of send.limits.perPhone) {
-            const hit = await checkLimit(trx, 'phone', limit, send.applicationId, now, macs);
-            if (hit) hits.push(hit);
-          }
-        }
-        for (const limit of send.limits.perProject) {
-          const hit = await checkLimit(trx, 'project', limit, send.applicationId, now, undefined);
-          if (hit) hits.push(hit);
-        }
+        const checks: LimitCheck[] = [
+          ...(macs ? send.limits.perPhone.map((limit) => ({ scope: 'phone' as const, limit })) : []),
+          ...send.limits.perProject.map((limit) => ({ scope: 'project' as const, limit })),
+        ];
+        const hits = await checkLimits(trx, checks, send.applicationId, now, retentionMs, macs);
         const binding = hits.reduce<SendLimitHit | undefined>(
           (a, b) => (a && a.retryAfterMs >= b.retryAfterMs ? a : b),
           undefined,

@@ -3,6 +3,8 @@
 // and sandbox identity PG: what reaches the sandbox inbox is what was sent.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'kysely';
+import { createKeyring, generateKeyringSpec, parseKeyringSpec } from '../../src/platform/security/keyring.js';
+import { createVerificationSendStore } from '../../src/verification/sends-store.js';
 import { buildTestApp, type TestApp, type TestProject } from '../helpers/app.js';
 import { expectApiError, freshPhone, verificationBody, verificationClient, type VerificationClient } from './fixtures.js';
 
@@ -288,6 +290,22 @@ describe('configured caps (VERIFICATION_SEND_LIMITS_PER_PHONE=7/10m, VERIFICATIO
     expectApiError(eighth, 429, 9479, 'VERIFICATION_SEND_LIMIT');
     expect(eighth.body.message).toMatch(/per phone number was reached: at most 7 in 10 minutes/);
     expect(await api.inbox(phone)).toHaveLength(7);
+  });
+
+  it('a key rotation between two sends to one phone still counts the first, by its hash under the old key', async () => {
+    const oldKey = generateKeyringSpec('k-before-rotation');
+    const newKey = generateKeyringSpec('k-after-rotation');
+    const project = await t.createProject({ name: 'rotation' });
+    const db = t.deps.database.db;
+    const before = createVerificationSendStore(db, createKeyring(parseKeyringSpec(oldKey)));
+    const after = createVerificationSendStore(db, createKeyring(parseKeyringSpec(`${newKey},${oldKey}`)));
+    const limits = { perPhone: [{ max: 2, windowMs: 10 * MINUTE }], perProject: [] };
+    const send = { applicationId: project.applicationId, phone: { number: freshPhone() }, kind: 'request' as const, limits };
+    expect(await before.reserve(send)).toMatchObject({ counted: true });
+    expect(await after.reserve(send)).toMatchObject({ counted: true });
+    expect(await after.reserve(send)).toMatchObject({ counted: false, hit: { scope: 'phone', limit: { max: 2 } } });
+    // another phone is not held by those two
+    expect(await after.reserve({ ...send, phone: { number: freshPhone() } })).toMatchObject({ counted: true });
   });
 });
 
