@@ -65,14 +65,6 @@ async function checkLimits(
   macs: readonly string[] | undefined,
 ): Promise<SendLimitHit[]> {
   const cutoff = new Date(now.getTime() - retentionMs);
-  if (checks.length === 0) {
-    await trx
-      .deleteFrom('verification_sends')
-      .where('application_id', '=', applicationId)
-      .where('sent_at', '<=', cutoff)
-      .execute();
-    return [];
-  }
   const blocking = checks.map(({ scope, limit }, i) => {
     const since = new Date(now.getTime() - limit.windowMs);
     const ofPhone = scope === 'phone' ? sql`and phone_mac in (${sql.join(macs ?? [])})` : sql``;
@@ -83,7 +75,7 @@ async function checkLimits(
     with swept as (
       delete from verification_sends where application_id = ${applicationId} and sent_at <= ${cutoff}
     )
-    select ${sql.join(blocking)}`.execute(trx);
+    select ${blocking.length > 0 ? sql.join(blocking) : sql`1 as none`}`.execute(trx);
   const found = rows[0] ?? {};
   return checks.flatMap(({ scope, limit }, i) => {
     const sentAt = found[`c${i}`];

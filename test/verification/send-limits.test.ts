@@ -306,6 +306,10 @@ describe('configured caps (VERIFICATION_SEND_LIMITS_PER_PHONE=7/10m, VERIFICATIO
     expect(await after.reserve(send)).toMatchObject({ counted: false, hit: { scope: 'phone', limit: { max: 2 } } });
     // another phone is not held by those two
     expect(await after.reserve({ ...send, phone: { number: freshPhone() } })).toMatchObject({ counted: true });
+    // no limit to check (a verification from before the caps, no project limit): counted all the same
+    expect(await after.reserve({ ...send, phone: undefined, limits: { perPhone: [], perProject: [] } })).toMatchObject({
+      counted: true,
+    });
   });
 });
 
