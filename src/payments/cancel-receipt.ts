@@ -82,47 +82,45 @@ async function handOver(deps: CancelDeps, receiptId: string, cancelKey: string, 
   }
 }
 
-/** The cancel, under the receipt's lease (`receipt` as of taking it): sent to the PG and recorded. */
-async function cancelLeased(
+/** What a cancel sends, checked before it may take the receipt's lease: the refund planned and the PG making it. */
+interface CancelTarget {
+  readonly plan: CancelPlan;
+  readonly gateway: NonNullable<ReturnType<typeof cancelGatewayOf>>;
+  readonly gatewayTid: string;
+}
+
+/** The refund `cancel` asks of `receipt` as it stands, and its PG; the catalog error when there is none to make. */
+async function cancelTarget(deps: CancelDeps, receipt: ReceiptRow, cancel: CancelRequest): Promise<CancelTarget> {
+  const plan = planCancel(cancellable(receipt), cancel);
+  const gateway = cancelGatewayOf(await storedGateway(deps, receipt), receipt);
+  if (!gateway) throw new ApiError('RC_PG_NOT_FOUND');
+  if (receipt.gateway_tid === null) throw new ApiError('RECEIPT_NOT_CANCELLABLE');
+  return { plan, gateway, gatewayTid: receipt.gateway_tid };
+}
+
+/**
+ * The cancel, under the receipt's lease and noted as `pending` (`receipt` as of taking the lease; `tookOver` the
+ * pending cancel it took over, if any): sent to the PG and recorded.
+ */
+async function sendCancel(
   deps: CancelDeps,
   project: Project,
   cancel: CancelRequest,
   log: OperationLog,
-  receipt: ReceiptRow,
+  leased: { readonly receipt: ReceiptRow; readonly target: CancelTarget; readonly pending: PendingCancel },
+  tookOver: PendingCancel | null,
 ): Promise<Record<string, unknown>> {
   const { receipts } = deps.stores;
+  const { receipt, target, pending } = leased;
+  const { plan } = target;
   // once the PG may have the cancel, a failure hands it to its reconcile workflow instead of releasing the lease
-  let sent: PendingCancel | undefined = receipt.cancel_pending ?? undefined;
-  let leaseLost = false;
+  let sent: PendingCancel | undefined = pending;
   try {
-    const firstResult = await repeatedCancel(receipts, receipt, cancel);
-    if (firstResult) {
-      // the cancel taken over was that first one, recorded meanwhile (which freed the lease): release nothing of
-      // a cancel that may have started since
-      await receipts.releaseCancelLease(receipt.receipt_id, receipt.cancel_pending?.cancel_key);
-      return firstResult;
-    }
-    const plan = planCancel(cancellable(receipt), cancel);
-    const gateway = cancelGatewayOf(await storedGateway(deps, receipt), receipt);
-    if (!gateway) throw new ApiError('RC_PG_NOT_FOUND');
-    if (receipt.gateway_tid === null) throw new ApiError('RECEIPT_NOT_CANCELLABLE');
-
-    const pending = pendingCancelOf(receipt, cancel, plan);
-    if (!(await receipts.markCancelPending(receipt.receipt_id, pending, receipt.cancel_pending?.cancel_key ?? null))) {
-      // the cancel this one took over was recorded (or settled) meanwhile: the receipt has moved on, and sending
-      // its PG key again would only replay that refund; the lease went with it
-      leaseLost = true;
-      throw new ApiError('IDEMPOTENCY_IN_PROGRESS', {
-        message: 'Another cancel of this receipt was recorded meanwhile; retry to cancel from what remains.',
-        receiptId: merchantReceiptId(receipt),
-      });
-    }
-    sent = pending;
     let result: GatewayCancelResult;
     try {
-      result = await gateway.cancel({
+      result = await target.gateway.cancel({
         idempotencyKey: pending.pg_key,
-        gatewayTid: receipt.gateway_tid,
+        gatewayTid: target.gatewayTid,
         amount: plan.amount,
         taxFree: plan.taxFree,
         reason: pending.reason,
@@ -132,7 +130,7 @@ async function cancelLeased(
       // the PG's refusal is final: nothing was refunded; so is an open circuit (nothing sent) unless this cancel
       // took over one that may have been sent before
       const held = failure instanceof ApiError && failure.errorCode === 'UPSTREAM_UNAVAILABLE';
-      if (isCancelRefusal(failure) || (held && receipt.cancel_pending === null)) sent = undefined;
+      if (isCancelRefusal(failure) || (held && tookOver === null)) sent = undefined;
       throw failure;
     }
 
@@ -156,7 +154,6 @@ async function cancelLeased(
     log.info({ receipt_id: receipt.receipt_id, amount: plan.amount, fully: plan.fullyCancelled }, 'payment cancelled');
     return { ...response };
   } catch (err) {
-    if (leaseLost) throw err;
     if (sent === undefined) {
       await receipts.releaseCancelLease(receipt.receipt_id);
       throw err;
@@ -167,6 +164,50 @@ async function cancelLeased(
       ? err.withReceipt(merchantReceiptId(receipt))
       : new ApiError('INTERNAL_ERROR', { cause: err, receiptId: merchantReceiptId(receipt) });
   }
+}
+
+/**
+ * The cancel under the receipt's lease, taken before it was noted (`receipt` as of taking it, perhaps holding a
+ * pending cancel this one takes over): checked again, noted as pending, then sent and recorded.
+ */
+async function cancelLeased(
+  deps: CancelDeps,
+  project: Project,
+  cancel: CancelRequest,
+  log: OperationLog,
+  receipt: ReceiptRow,
+): Promise<Record<string, unknown>> {
+  const { receipts } = deps.stores;
+  const tookOver = receipt.cancel_pending;
+  let pending: PendingCancel;
+  let target: CancelTarget;
+  let noted: boolean;
+  try {
+    const firstResult = await repeatedCancel(receipts, receipt, cancel);
+    if (firstResult) {
+      // the cancel taken over was that first one, recorded meanwhile (which freed the lease): release nothing of
+      // a cancel that may have started since
+      await receipts.releaseCancelLease(receipt.receipt_id, tookOver?.cancel_key);
+      return firstResult;
+    }
+    target = await cancelTarget(deps, receipt, cancel);
+    pending = pendingCancelOf(receipt, cancel, target.plan);
+    noted = await receipts.markCancelPending(receipt.receipt_id, pending, tookOver?.cancel_key ?? null);
+  } catch (err) {
+    // nothing was sent by this cancel; one it took over may have been, and stays noted for its reconcile
+    if (tookOver === null) await receipts.releaseCancelLease(receipt.receipt_id);
+    else await handOver(deps, receipt.receipt_id, tookOver.cancel_key, err);
+    throw tookOver === null || !(err instanceof ApiError) ? err : err.withReceipt(merchantReceiptId(receipt));
+  }
+  if (!noted) {
+    // the cancel this one took over was recorded (or settled) meanwhile: the receipt has moved on, and sending
+    // its PG key again would only replay that refund; the lease went with it
+    throw new ApiError('IDEMPOTENCY_IN_PROGRESS', {
+      message: 'Another cancel of this receipt was recorded meanwhile; retry to cancel from what remains.',
+      receiptId: merchantReceiptId(receipt),
+    });
+  }
+  return sendCancel(deps, project, cancel, log, { receipt, target, pending }, tookOver);
 }
 
 /** Refunds a payment receipt of `project` (see CancelService.cancel). */
@@ -187,10 +228,19 @@ export async function cancelReceipt(
   if (found.via_upstream) deps.upstream?.assertAvailable?.(found.application_id);
   // A lease rather than a row lock: no transaction is held while the PG answers.
   const now = deps.clock();
+  const until = new Date(now.getTime() + PG_CALL_WINDOW_MS);
+  if (found.cancel_pending === null) {
+    // The usual cancel: planned from the receipt as read, and its lease taken with the cancel noted in one
+    // statement, only while the receipt still is as read (else the path below plans it again under the lease).
+    const target = await cancelTarget(deps, found, cancel);
+    const pending = pendingCancelOf(found, cancel, target.plan);
+    const receipt = await receipts.acquireCancelLeaseNoted(found, pending, now, until);
+    if (receipt) return sendCancel(deps, project, cancel, log, { receipt, target, pending }, null);
+  }
   const receipt = await receipts.acquireCancelLease(
     found.receipt_id,
     now,
-    new Date(now.getTime() + PG_CALL_WINDOW_MS),
+    until,
     found.cancel_pending ? sameCancelKey(found, cancel) : undefined,
   );
   if (!receipt) {

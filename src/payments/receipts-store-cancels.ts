@@ -7,7 +7,10 @@ import type { ReceiptStore } from './receipts-store-types.js';
 
 export function receiptCancelQueries(
   db: Kysely<Tables>,
-): Pick<ReceiptStore, 'acquireCancelLease' | 'releaseCancelLease' | 'markCancelPending' | 'findCancel' | 'recordCancel'> {
+): Pick<
+  ReceiptStore,
+  'acquireCancelLease' | 'acquireCancelLeaseNoted' | 'releaseCancelLease' | 'markCancelPending' | 'findCancel' | 'recordCancel'
+> {
   return {
     async acquireCancelLease(receiptId, now, until, sameCancelKey) {
       return (
@@ -26,6 +29,24 @@ export function receiptCancelQueries(
               ? free
               : eb.or([free, eb(sql<string>`cancel_pending->>'pg_key'`, '=', sameCancelKey)]);
           })
+          .returningAll()
+          .executeTakeFirst()
+      );
+    },
+
+    async acquireCancelLeaseNoted(read, pending, now, until) {
+      return (
+        db
+          .updateTable('receipts')
+          .set({ cancel_locked_until: until, cancel_pending: JSON.stringify(pending) })
+          .where('receipt_id', '=', read.receipt_id)
+          .where('cancel_pending', 'is', null)
+          .where((eb) => eb.or([eb('cancel_locked_until', 'is', null), eb('cancel_locked_until', '<=', now)]))
+          // the cancel was planned from these: a cancel recorded since (which always moves cancelled_price) or a
+          // status that moved sends it back to be planned again under the lease
+          .where('status', '=', read.status)
+          .where('cancelled_price', '=', read.cancelled_price)
+          .where('cancelled_tax_free', '=', read.cancelled_tax_free)
           .returningAll()
           .executeTakeFirst()
       );

@@ -96,6 +96,12 @@ export interface ReceiptStore {
    */
   acquireCancelLease(receiptId: string, now: Date, until: Date, sameCancelKey?: string): Promise<ReceiptRow | undefined>;
   /**
+   * Takes the lease of a receipt with no pending cancel and notes `pending` in the same statement, only while the
+   * receipt still shows what `read` showed of what a cancel is planned from (its status and cancelled amounts).
+   * Returns the receipt as of taking the lease, or undefined when it is held or moved since `read`.
+   */
+  acquireCancelLeaseNoted(read: ReceiptRow, pending: PendingCancel, now: Date, until: Date): Promise<ReceiptRow | undefined>;
+  /**
    * Releases the lease and forgets a pending cancel: the PG did not make it. With `cancelKey`, only while
    * that cancel is the pending one (a retry may have taken it over).
    */

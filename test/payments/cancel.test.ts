@@ -4,7 +4,7 @@ import { ApiError } from '../../src/platform/errors.js';
 import type { CancelRequest } from '../../src/payments/receipt-rules.js';
 import { createServices } from '../../src/composition/services.js';
 import type { Stores } from '../../src/composition/stores.js';
-import type { ReceiptStore } from '../../src/payments/receipts-store.js';
+import type { ReceiptRow, ReceiptStore } from '../../src/payments/receipts-store.js';
 import { buildTestApp, type TestApp, type TestProject } from '../helpers/app.js';
 import { armSandboxFault, keyInClient, sandboxGet } from './key-in-fixtures.js';
 
@@ -232,6 +232,48 @@ describe('POST /v2/cancel', () => {
     expect(leaseTakenSince).toBeInstanceOf(Date);
     expect((await stores.receipts.find(receiptId))?.cancel_locked_until).toEqual(leaseTakenSince);
     await stores.receipts.releaseCancelLease(receiptId);
+  });
+
+  it('a cancel whose receipt moved between its read and its lease plans again from what remains', async () => {
+    // A (the whole rest) reads the receipt, then B's cancel is recorded before A takes its lease with the cancel
+    // noted: A's plan (3,000) would refund B's 2,000 again, so A leases on the usual path and plans the 1,000 left
+    const receiptId = await paidReceipt(3_000);
+    const stores: Stores = t.deps.stores;
+    let noted: Array<ReceiptRow | undefined> = [];
+    const serviceA = createServices({
+      stores: {
+        ...stores,
+        receipts: {
+          ...stores.receipts,
+          async acquireCancelLeaseNoted(...args) {
+            expect((await client.cancel({ receipt_id: receiptId, cancel_price: 2_000 })).status).toBe(200);
+            const leased = await stores.receipts.acquireCancelLeaseNoted(...args);
+            noted = [...noted, leased];
+            return leased;
+          },
+        },
+      },
+      gateways: t.deps.gateways,
+      wallClock: t.deps.wallClock,
+      businessClock: t.deps.businessClock,
+    }).cancels;
+    const a = await serviceA.cancel(
+      project.project,
+      { ...cancelOf(receiptId), cancelPrice: undefined },
+      { info: () => {}, warn: () => {} },
+    );
+    expect(noted).toEqual([undefined]); // the receipt had moved: no lease taken on the stale plan
+    expect(a).toMatchObject({ cancelled_price: 3_000, status: 20 });
+    expect(await refundedAtPg(receiptId)).toBe(3_000);
+    expect(await stores.receipts.find(receiptId)).toMatchObject({ cancel_pending: null, cancel_locked_until: null });
+  });
+
+  it('a cancel refused before its lease (nothing left to refund) leaves the receipt unleased', async () => {
+    const receiptId = await paidReceipt(1_000);
+    expect((await client.cancel({ receipt_id: receiptId })).status).toBe(200);
+    const again = await client.cancel({ receipt_id: receiptId, cancel_price: 500 });
+    expect(again.body).toMatchObject({ error_code: 'RECEIPT_NOT_CANCELLABLE' });
+    expect(await t.deps.stores.receipts.find(receiptId)).toMatchObject({ cancel_pending: null, cancel_locked_until: null });
   });
 
   it('changes nothing when the PG is unreachable, and a retry refunds once', async () => {
