@@ -37,7 +37,8 @@ export function countVerificationOutcomes(
   };
   return {
     ...service,
-    request: (project, request, sourceIp) => counted('request', () => service.request(project, request, sourceIp)),
+    request: (project, checked, request, sourceIp) =>
+      counted('request', () => service.request(project, checked, request, sourceIp)),
     confirm: (project, receiptId, body, idempotencyKey) =>
       counted('confirm', () => service.confirm(project, receiptId, body, idempotencyKey)),
   };

@@ -53,9 +53,16 @@ async function sendAtProvider(
   }
 }
 
+/** A request's pg as checked for the project, and the upstream provider's identity gateway when that serves it. */
+export interface CheckedPg {
+  readonly pg: string;
+  readonly atProvider: IdentityGateway | undefined;
+}
+
 export async function request(
   ctx: VerificationContext,
   project: Project,
+  checked: CheckedPg,
   req: VerificationRequest,
   sourceIp: string,
 ): Promise<VerificationRow> {
@@ -63,8 +70,9 @@ export async function request(
   const { client, taskQueue } = workflows();
   const requestedAt = deps.clock();
   const clientIp = req.clientIp ?? sourceIp;
+  if (checked.pg !== req.pg) throw new Error(`the request's pg ${req.pg} is not the one checked (${checked.pg})`);
   // at an upstream provider the OTP is sent first: the provider's receipt_id becomes the verification's
-  const atProvider = (await deps.upstream?.gateway(project.application_id, req.pg))?.identity;
+  const { atProvider } = checked;
   // the caps, before anything is sent or stored: a refusal leaves no verification, no run, no PG call
   const counted = await countSend(project, 'request', { number: req.person.phone });
   let sent: Awaited<ReturnType<typeof sendAtProvider>> | undefined;

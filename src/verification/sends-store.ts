@@ -1,8 +1,8 @@
 // The verification sends paygate counted (table verification_sends, migration 0017): the caps of send-limit-rules.ts
 // hold across API processes and restarts. A phone is counted by its keyed HMAC (keyring purpose 'phone-index'), never
 // stored. Check and count are one transaction under an advisory lock on the project, so concurrent requests cannot
-// both take the last send of a window (on Postgres; PGlite runs one transaction at a time anyway): three statements,
-// the lock, every limit's check with the project's expired rows swept, and the count. Windows are on the
+// both take the last send of a window (on Postgres; PGlite runs one transaction at a time anyway): two statements,
+// the lock, then every limit's check with the project's expired rows swept and the send counted if none refused it. Windows are on the
 // database's wall clock (clock_timestamp()), never the sandbox clock, and the same for every API process.
 import { transactionally } from '../platform/db/transaction.js';
 import { sql, type Kysely } from 'kysely';
@@ -51,19 +51,28 @@ interface LimitCheck {
   readonly limit: SendLimit;
 }
 
+/** The row a send is counted as: the phone's index (none for a verification from before the caps) and its kind. */
+interface SendRow {
+  readonly applicationId: string;
+  readonly stored: PhoneIndex | undefined;
+  readonly kind: SendToCount['kind'];
+}
+
 /**
- * Every limit's check in one statement: for each, the newest `max`-th send of its window (if there are `max`), which
- * says when the next may pass; and, in the same statement, the project's rows past every window deleted (a
- * data-modifying CTE: the checks read the table as it was, and no deleted row is in any window).
+ * Every limit's check and the send's count in one statement: for each limit, the newest `max`-th send of its window
+ * (if there are `max`), which says when the next may pass; the send inserted only when no limit has one; and the
+ * project's rows past every window deleted (data-modifying CTEs: the checks read the table as it was, no deleted
+ * row is in any window, and the new row is in none of the checks).
  */
-async function checkLimits(
+async function checkAndCount(
   trx: Kysely<Tables>,
   checks: readonly LimitCheck[],
-  applicationId: string,
+  send: SendRow,
   now: Date,
   retentionMs: number,
   macs: readonly string[] | undefined,
-): Promise<SendLimitHit[]> {
+): Promise<{ readonly hits: SendLimitHit[]; readonly id: number | undefined }> {
+  const { applicationId } = send;
   const cutoff = new Date(now.getTime() - retentionMs);
   const blocking = checks.map(({ scope, limit }, i) => {
     const since = new Date(now.getTime() - limit.windowMs);
@@ -71,17 +80,34 @@ async function checkLimits(
     return sql`(select sent_at from verification_sends where application_id = ${applicationId} and sent_at > ${since}
       ${ofPhone} order by sent_at desc offset ${limit.max - 1} limit 1) as ${sql.ref(`c${i}`)}`;
   });
-  const { rows } = await sql<Record<string, Date | null>>`
+  const allowed =
+    checks.length > 0
+      ? sql.join(
+          checks.map((_, i) => sql`${sql.ref(`c${i}`)} is null`),
+          sql` and `,
+        )
+      : sql`true`;
+  const { rows } = await sql<Record<string, Date | string | null>>`
     with swept as (
       delete from verification_sends where application_id = ${applicationId} and sent_at <= ${cutoff}
+    ),
+    checked as (select ${blocking.length > 0 ? sql.join(blocking) : sql`1 as none`}),
+    counted as (
+      insert into verification_sends (application_id, phone_key_id, phone_mac, kind)
+      select ${applicationId}::text, ${send.stored?.keyId ?? null}::text, ${send.stored?.mac ?? null}::text, ${send.kind}::text
+      from checked where ${allowed}
+      returning id
     )
-    select ${blocking.length > 0 ? sql.join(blocking) : sql`1 as none`}`.execute(trx);
+    select checked.*, (select id from counted) as counted_id from checked`.execute(trx);
   const found = rows[0] ?? {};
-  return checks.flatMap(({ scope, limit }, i) => {
+  const hits = checks.flatMap(({ scope, limit }, i) => {
     const sentAt = found[`c${i}`];
     // node-postgres and PGlite both parse timestamptz to a Date
     return sentAt ? [{ scope, limit, retryAfterMs: new Date(sentAt).getTime() + limit.windowMs - now.getTime() }] : [];
   });
+  // a bigint: node-postgres answers it as a string
+  const id = found.counted_id === null || found.counted_id === undefined ? undefined : Number(found.counted_id);
+  return { hits, id };
 }
 
 export function createVerificationSendStore(db: Kysely<Tables>, keyring: Keyring): VerificationSendStore {
@@ -147,24 +173,21 @@ export function createVerificationSendStore(db: Kysely<Tables>, keyring: Keyring
           ...(macs ? send.limits.perPhone.map((limit) => ({ scope: 'phone' as const, limit })) : []),
           ...send.limits.perProject.map((limit) => ({ scope: 'project' as const, limit })),
         ];
-        const hits = await checkLimits(trx, checks, send.applicationId, now, retentionMs, macs);
+        const { hits, id } = await checkAndCount(
+          trx,
+          checks,
+          { applicationId: send.applicationId, stored, kind: send.kind },
+          now,
+          retentionMs,
+          macs,
+        );
         const binding = hits.reduce<SendLimitHit | undefined>(
           (a, b) => (a && a.retryAfterMs >= b.retryAfterMs ? a : b),
           undefined,
         );
         if (binding) return { counted: false, hit: binding };
-
-        const row = await trx
-          .insertInto('verification_sends')
-          .values({
-            application_id: send.applicationId,
-            phone_key_id: stored?.keyId ?? null,
-            phone_mac: stored?.mac ?? null,
-            kind: send.kind,
-          })
-          .returning('id')
-          .executeTakeFirstOrThrow();
-        return { counted: true, id: Number(row.id) };
+        if (id === undefined) throw new Error('a send no limit refused was not counted');
+        return { counted: true, id };
       });
     },
 

@@ -12,7 +12,7 @@ import type { IdempotencyKeyProof } from '../platform/idempotency.js';
 
 import { createVerificationContext, type VerificationDeps } from './context.js';
 import { confirm, resend } from './otp-steps.js';
-import { request } from './request.js';
+import { type CheckedPg, request } from './request.js';
 
 export type { VerificationDeps } from './context.js';
 
@@ -27,9 +27,12 @@ export interface VerificationService {
    * Step 1, once pg and method are present: 2406 for a PG without REST verification, 2001 when not enabled. A PG the
    * project's upstream provider serves passes: the provider judges it (its own 2406 reaches the merchant).
    */
-  checkPg(project: Project, pg: string): Promise<void>;
-  /** Starts the verification and waits until the SMS / push was sent; `sourceIp` is the default client_ip. */
-  request(project: Project, request: VerificationRequest, sourceIp: string): Promise<VerificationRow>;
+  checkPg(project: Project, pg: string): Promise<CheckedPg>;
+  /**
+   * Starts the verification and waits until the SMS / push was sent; `checked` is checkPg's answer for the request's
+   * pg (where it is sent), `sourceIp` the default client_ip.
+   */
+  request(project: Project, checked: CheckedPg, request: VerificationRequest, sourceIp: string): Promise<VerificationRow>;
   resend(project: Project, receiptId: string): Promise<VerificationRow>;
   /**
    * `body` is the confirm request's body: its otp must be 6 digits for SMS (2405), anything for pass. A retry under
@@ -65,13 +68,15 @@ export function createVerificationService(deps: VerificationDeps): VerificationS
   const { store, handleOf, ownVerification } = ctx;
   const service: VerificationService = {
     async checkPg(project, pg) {
-      if ((await deps.upstream?.gateway(project.application_id, pg))?.identity) return;
+      const atProvider = (await deps.upstream?.gateway(project.application_id, pg))?.identity;
+      if (atProvider) return { pg, atProvider };
       if (!deps.gateways.get(pg)?.identity) throw new ApiError('AUTH_CONFIRM_METHOD_NOT_FOUND');
       if (!project.pgs.includes(pg))
         throw new ApiError('RC_PG_NOT_FOUND', { message: `PG '${pg}' is not enabled for this project.` });
+      return { pg, atProvider: undefined };
     },
 
-    request: (project, req, sourceIp) => request(ctx, project, req, sourceIp),
+    request: (project, checked, req, sourceIp) => request(ctx, project, checked, req, sourceIp),
     resend: (project, receiptId) => resend(ctx, project, receiptId),
     confirm: (project, receiptId, body, idempotencyKey) => confirm(ctx, project, receiptId, body, idempotencyKey),
 

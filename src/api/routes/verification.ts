@@ -33,8 +33,8 @@ export async function verificationRoutes(app: FastifyInstance): Promise<void> {
 
   app.post('/v2/request/authentication', scoped('authentication'), async (request) => {
     const { pg } = parseVerificationPg(request.body);
-    await verifications.checkPg(request.project, pg);
-    const row = await verifications.request(request.project, parseVerificationRequest(request.body, pg), request.ip);
+    const checked = await verifications.checkPg(request.project, pg);
+    const row = await verifications.request(request.project, checked, parseVerificationRequest(request.body, pg), request.ip);
     return renderVerificationRequested(verifications.view(row, gatewayUrl(request), false));
   });
 

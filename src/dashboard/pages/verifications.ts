@@ -43,8 +43,8 @@ export async function verificationPages(app: FastifyInstance, ctx: DashboardCont
       authenticate_type: field(body, 'authenticate_type', { optional: true }) ?? 'sms',
     };
     const { pg } = parseVerificationPg(apiBody);
-    await verifications.checkPg(project, pg);
-    const row = await verifications.request(project, parseVerificationRequest(apiBody, pg), request.ip);
+    const checked = await verifications.checkPg(project, pg);
+    const row = await verifications.request(project, checked, parseVerificationRequest(apiBody, pg), request.ip);
     // the phone is kept sealed in the workflow only until confirmation: the inbox below is asked with the one typed
     return reply.redirect(
       `${detail(row.provider_receipt_id ?? row.receipt_id, 'requested')}&phone=${encodeURIComponent(apiBody.phone)}`,
