@@ -91,8 +91,9 @@ export function createEscrowContext(deps: EscrowDeps) {
       ? (await deps.upstream?.gateway(receipt.application_id, receipt.pg))?.escrow
       : deps.gateways.get(receipt.pg)?.escrow;
 
-  const ownEscrow = async (project: Project, receiptId: string) => {
-    const receipt = await ownReceipt(project, receiptId);
+  /** The project's escrow order of `receiptId`; `read`: the project's receipt of that id, when the caller has it. */
+  const ownEscrow = async (project: Project, receiptId: string, read?: ReceiptRow) => {
+    const receipt = read?.application_id === project.application_id ? read : await ownReceipt(project, receiptId);
     const order = await stores.escrow.find(receipt.receipt_id);
     if (!order) throw new ApiError('RC_NOT_ESCROW');
     return { receipt, order };

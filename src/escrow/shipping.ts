@@ -33,7 +33,7 @@ export async function shippingStart(
   if (known?.application_id !== project.application_id && isResourceId(receiptId)) {
     await adoptFromProvider(ctx, project, receiptId);
   }
-  const { receipt, order } = await ownEscrow(project, receiptId);
+  const { receipt, order } = await ownEscrow(project, receiptId, known);
   if (receipt.status !== PAYMENT_COMPLETE) throw new ApiError('RC_NOT_CONFIRMED');
   if (order.status !== EscrowStatus.Waiting) throw new ApiError('RC_ESCROW_NOT_READY');
   const request = parseShippingStart(body);
