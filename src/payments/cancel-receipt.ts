@@ -82,6 +82,17 @@ async function handOver(deps: CancelDeps, receiptId: string, cancelKey: string, 
   }
 }
 
+/**
+ * `sent`, which the PG may have made, handed to its reconcile workflow after `err`: the error to answer, naming the
+ * receipt the merchant polls for its outcome.
+ */
+async function handedOver(deps: CancelDeps, receipt: ReceiptRow, sent: PendingCancel, err: unknown): Promise<ApiError> {
+  await handOver(deps, receipt.receipt_id, sent.cancel_key, err);
+  return err instanceof ApiError
+    ? err.withReceipt(merchantReceiptId(receipt))
+    : new ApiError('INTERNAL_ERROR', { cause: err, receiptId: merchantReceiptId(receipt) });
+}
+
 /** What a cancel sends, checked before it may take the receipt's lease: the refund planned and the PG making it. */
 interface CancelTarget {
   readonly plan: CancelPlan;
@@ -158,11 +169,7 @@ async function sendCancel(
       await receipts.releaseCancelLease(receipt.receipt_id);
       throw err;
     }
-    await handOver(deps, receipt.receipt_id, sent.cancel_key, err);
-    // the cancel is the reconcile workflow's now: the answer names the receipt the merchant polls for its outcome
-    throw err instanceof ApiError
-      ? err.withReceipt(merchantReceiptId(receipt))
-      : new ApiError('INTERNAL_ERROR', { cause: err, receiptId: merchantReceiptId(receipt) });
+    throw await handedOver(deps, receipt, sent, err);
   }
 }
 
@@ -195,9 +202,11 @@ async function cancelLeased(
     noted = await receipts.markCancelPending(receipt.receipt_id, pending, tookOver?.cancel_key ?? null);
   } catch (err) {
     // nothing was sent by this cancel; one it took over may have been, and stays noted for its reconcile
-    if (tookOver === null) await receipts.releaseCancelLease(receipt.receipt_id);
-    else await handOver(deps, receipt.receipt_id, tookOver.cancel_key, err);
-    throw tookOver === null || !(err instanceof ApiError) ? err : err.withReceipt(merchantReceiptId(receipt));
+    if (tookOver === null) {
+      await receipts.releaseCancelLease(receipt.receipt_id);
+      throw err;
+    }
+    throw await handedOver(deps, receipt, tookOver, err);
   }
   if (!noted) {
     // the cancel this one took over was recorded (or settled) meanwhile: the receipt has moved on, and sending
