@@ -10,6 +10,8 @@
  * ended verified. Before the load it runs one flow of each kind (charge, verification, escrow shipping start, webhook
  * test until delivered) on the fresh engine and prints what each added to the engine's histories: workflow starts,
  * workflow tasks, activities, local activities, timers, updates and signals (the Temporal actions a cluster bills).
+ * For the first N it also runs each flow with one caller on the first API and prints that API's event-loop delay over
+ * the run (bench/event-loop.ts): the tails of an API process with the worker apart.
  *
  *   npm run bench:scale                                  # N = 1 then 2, 200 flows per measurement, 32 callers
  *   npm run bench:scale -- --processes 1,2,3 -n 500 --callers 48
@@ -30,6 +32,7 @@ import { Stack } from '../chaos/stack.js';
 import { pgChargeKey } from '../src/payments/charges.js';
 import { call, charge, expectOk, issueBillingKey, percentile, type Target, verification } from './paygate-calls.js';
 import { cpuMs } from './proc-stats.js';
+import { withLoopDelay } from './event-loop.js';
 
 const { values } = parseArgs({
   options: {
@@ -242,6 +245,7 @@ try {
   let applicationId = '';
   let auth = '';
   const results = new Map<number, Record<string, Measured>>();
+  const oneCaller: string[] = [];
   console.log(
     `bench:scale  ${FLOWS} flows per measurement, ${CALLERS} callers (verification ${flows.verification!.callers}), ` +
       `N = ${COUNTS.join(', ')} API + worker processes on Postgres (schema ${stack.schema}), one engine, one sandbox`,
@@ -279,10 +283,28 @@ try {
         `N=${n} ${name}: ${fmt(m.perSecond, 1)} /s, p50 ${fmt(m.p50, 1)} ms, p99 ${fmt(m.p99, 1)} ms; CPU ms/flow ` +
           KINDS.map((k) => `${k}${k === 'api' || k === 'worker' ? ` (${n})` : ''} ${fmt(m.cpu[k], 1)}`).join(', '),
       );
+      if (n === COUNTS[0]) {
+        // one caller on the first API, with that API's event-loop delay over the run: the tails of an API process
+        // without the worker in it (bench:flows measures them with the worker in the process, as npm start runs)
+        const admin: Target = { pool: pools.get(0)!, auth: `Bearer ${stack.adminToken}` };
+        const one = await withLoopDelay(admin, () => measure(flow, targets.slice(0, 1), Math.min(FLOWS, 200), 1, n));
+        oneCaller.push(
+          `| ${name} | ${fmt(one.result.p50, 1)} / ${fmt(one.result.p99, 1)} ms | ${fmt(one.delay.p50Ms, 1)} ms | ` +
+            `${fmt(one.delay.p99Ms, 1)} ms | ${fmt(one.delay.maxMs, 1)} ms |`,
+        );
+      }
     }
     results.set(n, measured);
   }
 
+  console.log('');
+  console.log(
+    `One caller on API 0 of N=${COUNTS[0]} (the worker in a process of its own), and that API's event-loop delay ` +
+      '(monitorEventLoopDelay, 10 ms resolution):',
+  );
+  console.log('| flow | p50 / p99, 1 caller | loop delay p50 | loop delay p99 | loop delay max |');
+  console.log('|---|---|---|---|---|');
+  for (const line of oneCaller) console.log(line);
   console.log('');
   console.log('| flow | N | flows/s | p50 / p99 ms | CPU ms/flow: APIs | workers | engine | sandbox | total |');
   console.log('|---|---|---|---|---|---|---|---|---|');
