@@ -93,73 +93,76 @@ export function receiptCancelQueries(
       };
     },
 
-    async recordCancel(cancel, render) {
-      const { receipt, plan } = cancel;
-      const applied = {
-        cancelled_price: receipt.cancelled_price + plan.amount,
-        cancelled_tax_free: receipt.cancelled_tax_free + plan.taxFree,
-        cancelled_at: cancel.cancelledAt,
-        status: plan.fullyCancelled ? PAYMENT_CANCELLED : receipt.status,
-        cancel_locked_until: null,
-        cancel_pending: null,
-      };
-      // One statement, not a transaction (two round trips fewer per cancel): the receipt's update and the cancel's
-      // record, with the response rendered from the receipt as the update leaves it. Under the lease nothing else
-      // writes the receipt, so that is `receipt` with the cancel applied; the update's own row is compared below.
-      const response = render({ ...receipt, ...applied });
-      const updated = await db
-        .with('updated', (qb) =>
-          qb
-            .updateTable('receipts')
-            .set(applied)
-            .where('receipt_id', '=', receipt.receipt_id)
-            .where(sql<string>`cancel_pending->>'cancel_key'`, '=', cancel.cancelKey)
-            .returningAll(),
-        )
-        .with('recorded', (qb) =>
-          qb
-            .insertInto('receipt_cancels')
-            .columns([
-              'cancel_key',
-              'receipt_id',
-              'cancel_id',
-              'amount',
-              'tax_free',
-              'gateway_cancel_tid',
-              'cancelled_at',
-              'response',
-            ])
-            .expression((eb) =>
-              eb
-                .selectFrom('updated')
-                // typed: a parameter in a select list has no column to take its type from
-                .select([
-                  sql<string>`${cancel.cancelKey}::text`.as('cancel_key'),
-                  'updated.receipt_id',
-                  sql<string | null>`${cancel.cancelId ?? null}::text`.as('cancel_id'),
-                  sql<number>`${plan.amount}::bigint`.as('amount'),
-                  sql<number>`${plan.taxFree}::bigint`.as('tax_free'),
-                  sql<string>`${cancel.gatewayCancelTid}::text`.as('gateway_cancel_tid'),
-                  sql<Date>`${cancel.cancelledAt}::timestamptz`.as('cancelled_at'),
-                  sql<string>`${JSON.stringify(response)}::jsonb`.as('response'),
-                ]),
-            ),
-        )
-        .selectFrom('updated')
-        .selectAll()
-        .executeTakeFirst();
-      if (!updated) return undefined;
-      // a column the cancel does not touch moved after the lease was taken: record what the receipt really shows
-      const actual = render(updated);
-      if (JSON.stringify(actual) !== JSON.stringify(response)) {
-        await db
-          .updateTable('receipt_cancels')
-          .set({ response: JSON.stringify(actual) })
-          .where('cancel_key', '=', cancel.cancelKey)
-          .execute();
-        return actual;
-      }
-      return response;
-    },
+    recordCancel: (cancel, render) => recordCancel(db, cancel, render),
   };
+}
+
+/** ReceiptStore.recordCancel: the receipt's update and the cancel's record in one statement. */
+async function recordCancel(db: Kysely<Tables>, ...[cancel, render]: Parameters<ReceiptStore['recordCancel']>) {
+  const { receipt, plan } = cancel;
+  const applied = {
+    cancelled_price: receipt.cancelled_price + plan.amount,
+    cancelled_tax_free: receipt.cancelled_tax_free + plan.taxFree,
+    cancelled_at: cancel.cancelledAt,
+    status: plan.fullyCancelled ? PAYMENT_CANCELLED : receipt.status,
+    cancel_locked_until: null,
+    cancel_pending: null,
+  };
+  // One statement, not a transaction (two round trips fewer per cancel): the receipt's update and the cancel's
+  // record, with the response rendered from the receipt as the update leaves it. Under the lease nothing else
+  // writes the receipt, so that is `receipt` with the cancel applied; the update's own row is compared below.
+  const response = render({ ...receipt, ...applied });
+  const updated = await db
+    .with('updated', (qb) =>
+      qb
+        .updateTable('receipts')
+        .set(applied)
+        .where('receipt_id', '=', receipt.receipt_id)
+        .where(sql<string>`cancel_pending->>'cancel_key'`, '=', cancel.cancelKey)
+        .returningAll(),
+    )
+    .with('recorded', (qb) =>
+      qb
+        .insertInto('receipt_cancels')
+        .columns([
+          'cancel_key',
+          'receipt_id',
+          'cancel_id',
+          'amount',
+          'tax_free',
+          'gateway_cancel_tid',
+          'cancelled_at',
+          'response',
+        ])
+        .expression((eb) =>
+          eb
+            .selectFrom('updated')
+            // typed: a parameter in a select list has no column to take its type from
+            .select([
+              sql<string>`${cancel.cancelKey}::text`.as('cancel_key'),
+              'updated.receipt_id',
+              sql<string | null>`${cancel.cancelId ?? null}::text`.as('cancel_id'),
+              sql<number>`${plan.amount}::bigint`.as('amount'),
+              sql<number>`${plan.taxFree}::bigint`.as('tax_free'),
+              sql<string>`${cancel.gatewayCancelTid}::text`.as('gateway_cancel_tid'),
+              sql<Date>`${cancel.cancelledAt}::timestamptz`.as('cancelled_at'),
+              sql<string>`${JSON.stringify(response)}::jsonb`.as('response'),
+            ]),
+        ),
+    )
+    .selectFrom('updated')
+    .selectAll()
+    .executeTakeFirst();
+  if (!updated) return undefined;
+  // a column the cancel does not touch moved after the lease was taken: record what the receipt really shows
+  const actual = render(updated);
+  if (JSON.stringify(actual) !== JSON.stringify(response)) {
+    await db
+      .updateTable('receipt_cancels')
+      .set({ response: JSON.stringify(actual) })
+      .where('cancel_key', '=', cancel.cancelKey)
+      .execute();
+    return actual;
+  }
+  return response;
 }
