@@ -2,8 +2,9 @@
 // hold across API processes and restarts. A phone is counted by its keyed HMAC (keyring purpose 'phone-index'), never
 // stored. Check and count are one transaction under an advisory lock on the project, so concurrent requests cannot
 // both take the last send of a window (on Postgres; PGlite runs one transaction at a time anyway): two statements,
-// the lock, then every limit's check with the project's expired rows swept and the send counted if none refused it. Windows are on the
-// database's wall clock (clock_timestamp()), never the sandbox clock, and the same for every API process.
+// the lock, then every limit's check with the project's expired rows swept and the send counted if none refused it.
+// Windows are on the database's wall clock (clock_timestamp()), never the sandbox clock, and the same for every API
+// process.
 import { transactionally } from '../platform/db/transaction.js';
 import { sql, type Kysely } from 'kysely';
 import { UnknownKeyError, type Keyring } from '../platform/security/keyring.js';
