@@ -3,7 +3,7 @@
 import { sql, type Kysely } from 'kysely';
 import { PAYMENT_CANCELLED } from './receipt-rules.js';
 import type { Tables } from '../platform/db/db.js';
-import type { ReceiptStore } from './receipts-store-types.js';
+import type { NewCancel, ReceiptRow, ReceiptStore } from './receipts-store-types.js';
 
 export function receiptCancelQueries(
   db: Kysely<Tables>,
@@ -98,7 +98,11 @@ export function receiptCancelQueries(
 }
 
 /** ReceiptStore.recordCancel: the receipt's update and the cancel's record in one statement. */
-async function recordCancel(db: Kysely<Tables>, ...[cancel, render]: Parameters<ReceiptStore['recordCancel']>) {
+async function recordCancel(
+  db: Kysely<Tables>,
+  cancel: NewCancel,
+  render: (updated: ReceiptRow) => Record<string, unknown>,
+): Promise<Record<string, unknown> | undefined> {
   const { receipt, plan } = cancel;
   const applied = {
     cancelled_price: receipt.cancelled_price + plan.amount,
